@@ -1,0 +1,106 @@
+/* vk_caps.c — what a physical device can do: the features and limits that select
+ * shader variants and bound buffer sizes. */
+#include <stdio.h>
+#include <string.h>
+
+#include "vk_internal.h"
+
+static bool has_extension(VkPhysicalDevice phys, const char *name)
+{
+    uint32_t n = 0;
+    if (vkEnumerateDeviceExtensionProperties(phys, NULL, &n, NULL) != VK_SUCCESS) return false;
+    VkExtensionProperties props[512];
+    if (n > 512) n = 512;
+    if (vkEnumerateDeviceExtensionProperties(phys, NULL, &n, props) < 0) return false;
+    for (uint32_t i = 0; i < n; i++)
+        if (strcmp(props[i].extensionName, name) == 0) return true;
+    return false;
+}
+
+static void query_features(VkPhysicalDevice phys, ember_vk_caps *c)
+{
+    VkPhysicalDeviceShaderIntegerDotProductFeatures dot = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+    VkPhysicalDeviceVulkan12Features f12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    VkPhysicalDeviceVulkan11Features f11 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
+                                            .pNext = &f12};
+    VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f11};
+    bool dot_known = c->api_version >= VK_API_VERSION_1_3 ||
+                     has_extension(phys, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+    if (dot_known) f12.pNext = &dot;
+    vkGetPhysicalDeviceFeatures2(phys, &f);
+    c->fp16_arith = f12.shaderFloat16;
+    c->int8_arith = f12.shaderInt8;
+    c->storage8 = f12.storageBuffer8BitAccess;
+    c->storage16 = f11.storageBuffer16BitAccess;
+    c->int_dot = dot_known && dot.shaderIntegerDotProduct;
+    c->coop_matrix = has_extension(phys, "VK_KHR_cooperative_matrix");
+    c->subgroup_size_control = c->api_version >= VK_API_VERSION_1_3 ||
+                               has_extension(phys, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+}
+
+static void query_properties(VkPhysicalDevice phys, ember_vk_caps *c)
+{
+    VkPhysicalDeviceVulkan11Properties p11 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES};
+    VkPhysicalDeviceProperties2 p = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    /* The 1.1 property struct may only be chained on 1.2+ devices; older ones are
+     * listed by `ember info` but never used. */
+    vkGetPhysicalDeviceProperties(phys, &p.properties);
+    if (p.properties.apiVersion >= VK_API_VERSION_1_2) {
+        p.pNext = &p11;
+        vkGetPhysicalDeviceProperties2(phys, &p);
+    }
+    const VkPhysicalDeviceLimits *l = &p.properties.limits;
+
+    snprintf(c->device_name, sizeof c->device_name, "%s", p.properties.deviceName);
+    c->vendor_id = p.properties.vendorID;
+    c->device_id = p.properties.deviceID;
+    c->device_type = p.properties.deviceType;
+    c->api_version = p.properties.apiVersion;
+    c->driver_version = p.properties.driverVersion;
+    c->is_cpu = p.properties.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+
+    c->subgroup_size = p11.subgroupSize;
+    bool compute = p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT;
+    c->subgroup_arith = compute && (p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
+    c->subgroup_shuffle = compute && (p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
+    c->max_alloc = p11.maxMemoryAllocationSize;
+
+    c->max_storage_range = l->maxStorageBufferRange;
+    c->max_shared = l->maxComputeSharedMemorySize;
+    c->max_push = l->maxPushConstantsSize;
+    c->max_wg_invocations = l->maxComputeWorkGroupInvocations;
+    for (int i = 0; i < 3; i++) c->max_wg_count[i] = l->maxComputeWorkGroupCount[i];
+    c->max_texel_elements = l->maxTexelBufferElements;
+    c->min_storage_align = l->minStorageBufferOffsetAlignment;
+    c->timestamp_period_ns = l->timestampComputeAndGraphics ? l->timestampPeriod : 0.0f;
+}
+
+static void query_memory(VkPhysicalDevice phys, ember_vk_caps *c)
+{
+    VkPhysicalDeviceMemoryProperties m;
+    vkGetPhysicalDeviceMemoryProperties(phys, &m);
+    c->device_local_bytes = 0;
+    c->unified_memory = false;
+    for (uint32_t i = 0; i < m.memoryHeapCount; i++)
+        if ((m.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) &&
+            m.memoryHeaps[i].size > c->device_local_bytes)
+            c->device_local_bytes = m.memoryHeaps[i].size;
+    /* Unified when the first (preferred) device-local type can be mapped. */
+    for (uint32_t i = 0; i < m.memoryTypeCount; i++) {
+        VkMemoryPropertyFlags f = m.memoryTypes[i].propertyFlags;
+        if (f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) {
+            c->unified_memory = (f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) &&
+                                (f & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+            break;
+        }
+    }
+}
+
+void ember_vk_query_caps(VkPhysicalDevice phys, ember_vk_caps *c)
+{
+    memset(c, 0, sizeof *c);
+    query_properties(phys, c);
+    if (c->api_version >= VK_API_VERSION_1_2) query_features(phys, c);
+    query_memory(phys, c);
+}

@@ -1,0 +1,275 @@
+/* vk_cmd.c — recording one command buffer per engine step, submitting it and waiting.
+ *
+ * Descriptor sets come from pools that are reset at every begin: a step binds a few
+ * hundred sets at most and allocating them is cheaper than caching. The first error
+ * during recording is kept and returned by ember_vk_cmd_submit. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "vk_internal.h"
+
+#define SETS_PER_POOL 1024
+#define MAX_POOLS 64
+#define N_TIMESTAMPS 64
+#define WAIT_NS (600ull * 1000 * 1000 * 1000) /* a stuck device becomes an error */
+
+struct ember_vk_cmd {
+    ember_vk *vk;
+    VkCommandPool pool;
+    VkCommandBuffer cb;
+    VkFence fence;
+    bool in_flight;    /* submitted, not yet waited for */
+    bool recording;
+    VkDescriptorPool dpools[MAX_POOLS];
+    uint32_t n_dpools, cur_dpool;
+    VkQueryPool queries;
+    uint64_t ts_written; /* bit i: slot i written in this recording */
+    uint64_t ts_done;    /* the same for the last completed submission */
+    const ember_vk_pipeline *bound;
+    uint32_t n_dispatch, last_n_dispatch;
+    ember_status status; /* first recording error */
+    ember_err err;
+};
+
+static ember_status add_descriptor_pool(ember_vk_cmd *c)
+{
+    if (c->n_dpools == MAX_POOLS)
+        return ember_fail(&c->err, EMBER_ERR_OUT_OF_MEMORY, "too many dispatches in one command buffer");
+    VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, SETS_PER_POOL * 8};
+    VkDescriptorPoolCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+                                     .maxSets = SETS_PER_POOL, .poolSizeCount = 1, .pPoolSizes = &size};
+    ember_status s = ember_vk_check(vkCreateDescriptorPool(c->vk->device, &ci, NULL, &c->dpools[c->n_dpools]),
+                                    &c->err, "vkCreateDescriptorPool");
+    if (s == EMBER_OK) c->n_dpools++;
+    return s;
+}
+
+ember_status ember_vk_cmd_create(ember_vk *vk, ember_vk_cmd **out, ember_err *err)
+{
+    ember_vk_cmd *c = calloc(1, sizeof *c);
+    *out = NULL;
+    if (!c) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    c->vk = vk;
+    VkCommandPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                  .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+                                  .queueFamilyIndex = vk->queue_family};
+    ember_status s = ember_vk_check(vkCreateCommandPool(vk->device, &pi, NULL, &c->pool), err, "vkCreateCommandPool");
+    VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                      .commandPool = c->pool, .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                      .commandBufferCount = 1};
+    if (s == EMBER_OK)
+        s = ember_vk_check(vkAllocateCommandBuffers(vk->device, &ai, &c->cb), err, "vkAllocateCommandBuffers");
+    VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    if (s == EMBER_OK) s = ember_vk_check(vkCreateFence(vk->device, &fi, NULL, &c->fence), err, "vkCreateFence");
+    if (s == EMBER_OK && vk->caps.timestamp_period_ns > 0) {
+        VkQueryPoolCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+                                    .queryType = VK_QUERY_TYPE_TIMESTAMP, .queryCount = N_TIMESTAMPS};
+        s = ember_vk_check(vkCreateQueryPool(vk->device, &qi, NULL, &c->queries), err, "vkCreateQueryPool");
+    }
+    if (s == EMBER_OK && (s = add_descriptor_pool(c)) != EMBER_OK) *err = c->err;
+    if (s != EMBER_OK) {
+        ember_vk_cmd_destroy(c);
+        return s;
+    }
+    *out = c;
+    return EMBER_OK;
+}
+
+static ember_status wait_idle(ember_vk_cmd *c, ember_err *err)
+{
+    if (!c->in_flight) return EMBER_OK;
+    c->in_flight = false;
+    VkResult r = vkWaitForFences(c->vk->device, 1, &c->fence, VK_TRUE, WAIT_NS);
+    if (r == VK_TIMEOUT) return ember_fail(err, EMBER_ERR_DEVICE_LOST, "GPU work did not finish in 600 s");
+    return ember_vk_check(r, err, "vkWaitForFences");
+}
+
+void ember_vk_cmd_destroy(ember_vk_cmd *c)
+{
+    if (!c) return;
+    VkDevice d = c->vk->device;
+    ember_err ignored;
+    wait_idle(c, &ignored);
+    for (uint32_t i = 0; i < c->n_dpools; i++) vkDestroyDescriptorPool(d, c->dpools[i], NULL);
+    if (c->queries) vkDestroyQueryPool(d, c->queries, NULL);
+    if (c->fence) vkDestroyFence(d, c->fence, NULL);
+    if (c->pool) vkDestroyCommandPool(d, c->pool, NULL);
+    free(c);
+}
+
+ember_status ember_vk_cmd_begin(ember_vk_cmd *c, ember_err *err)
+{
+    ember_status s = wait_idle(c, err);
+    if (s != EMBER_OK) return s;
+    VkDevice d = c->vk->device;
+    for (uint32_t i = 0; i < c->n_dpools; i++) vkResetDescriptorPool(d, c->dpools[i], 0);
+    c->cur_dpool = 0;
+    c->bound = NULL;
+    c->n_dispatch = 0;
+    c->ts_written = 0;
+    c->status = EMBER_OK;
+    c->err.msg[0] = 0;
+    s = ember_vk_check(vkResetCommandBuffer(c->cb, 0), err, "vkResetCommandBuffer");
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    if (s == EMBER_OK) s = ember_vk_check(vkBeginCommandBuffer(c->cb, &bi), err, "vkBeginCommandBuffer");
+    if (s != EMBER_OK) return s;
+    if (c->queries) vkCmdResetQueryPool(c->cb, c->queries, 0, N_TIMESTAMPS);
+    c->recording = true;
+    return EMBER_OK;
+}
+
+/* Records the first error only; later calls become no-ops via c->status. */
+static void record_error(ember_vk_cmd *c, ember_status s)
+{
+    if (c->status == EMBER_OK) c->status = s;
+}
+
+static VkDescriptorSet allocate_set(ember_vk_cmd *c, const ember_vk_pipeline *p)
+{
+    for (;;) {
+        VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                                          .descriptorPool = c->dpools[c->cur_dpool], .descriptorSetCount = 1,
+                                          .pSetLayouts = &p->set_layout};
+        VkDescriptorSet set;
+        VkResult r = vkAllocateDescriptorSets(c->vk->device, &ai, &set);
+        if (r == VK_SUCCESS) return set;
+        if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL) {
+            record_error(c, ember_vk_check(r, &c->err, "vkAllocateDescriptorSets"));
+            return VK_NULL_HANDLE;
+        }
+        if (++c->cur_dpool == c->n_dpools) {
+            ember_status s = add_descriptor_pool(c);
+            if (s != EMBER_OK) {
+                record_error(c, s);
+                return VK_NULL_HANDLE;
+            }
+        }
+    }
+}
+
+static bool bindings_valid(ember_vk_cmd *c, const ember_vk_pipeline *p, const ember_vk_span *b)
+{
+    const ember_vk_caps *caps = &c->vk->caps;
+    for (uint32_t i = 0; i < p->n_bindings; i++) {
+        if (b[i].buffer == VK_NULL_HANDLE || b[i].size == 0 || b[i].size > caps->max_storage_range ||
+            b[i].offset % caps->min_storage_align != 0) {
+            record_error(c, ember_fail(&c->err, EMBER_ERR_INVALID_ARG,
+                                       "%s: binding %u invalid (size %llu, offset %llu, limit %llu)", p->name, i,
+                                       (unsigned long long)b[i].size, (unsigned long long)b[i].offset,
+                                       (unsigned long long)caps->max_storage_range));
+            return false;
+        }
+    }
+    return true;
+}
+
+void ember_vk_cmd_dispatch(ember_vk_cmd *c, const ember_vk_pipeline *p, const ember_vk_span *bindings,
+                           const void *push, uint32_t gx, uint32_t gy, uint32_t gz)
+{
+    const uint32_t *max = c->vk->caps.max_wg_count;
+    if (c->status != EMBER_OK || !c->recording) return;
+    if (gx == 0 || gy == 0 || gz == 0) return; /* nothing to do */
+    if (gx > max[0] || gy > max[1] || gz > max[2]) {
+        record_error(c, ember_fail(&c->err, EMBER_ERR_INVALID_ARG, "%s: %u x %u x %u workgroups exceed the limit",
+                                   p->name, gx, gy, gz));
+        return;
+    }
+    if (!bindings_valid(c, p, bindings)) return;
+    VkDescriptorSet set = allocate_set(c, p);
+    if (!set) return;
+    VkDescriptorBufferInfo info[16];
+    VkWriteDescriptorSet w[16];
+    for (uint32_t i = 0; i < p->n_bindings; i++) {
+        info[i] = (VkDescriptorBufferInfo){bindings[i].buffer, bindings[i].offset, bindings[i].size};
+        w[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = set,
+                                      .dstBinding = i, .descriptorCount = 1,
+                                      .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .pBufferInfo = &info[i]};
+    }
+    vkUpdateDescriptorSets(c->vk->device, p->n_bindings, w, 0, NULL);
+    if (c->bound != p) {
+        vkCmdBindPipeline(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);
+        c->bound = p;
+    }
+    vkCmdBindDescriptorSets(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &set, 0, NULL);
+    if (p->push_size) vkCmdPushConstants(c->cb, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p->push_size, push);
+    vkCmdDispatch(c->cb, gx, gy, gz);
+    c->n_dispatch++;
+}
+
+void ember_vk_cmd_barrier(ember_vk_cmd *c)
+{
+    if (c->status != EMBER_OK || !c->recording) return;
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                          .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                          .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                                           VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT};
+    VkPipelineStageFlags st = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+    vkCmdPipelineBarrier(c->cb, st, st, 0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+void ember_vk_cmd_copy(ember_vk_cmd *c, const ember_vk_span *src, const ember_vk_span *dst, VkDeviceSize bytes)
+{
+    if (c->status != EMBER_OK || !c->recording || bytes == 0) return;
+    if (bytes > src->size || bytes > dst->size) {
+        record_error(c, ember_fail(&c->err, EMBER_ERR_INVALID_ARG, "copy of %llu bytes exceeds a buffer",
+                                   (unsigned long long)bytes));
+        return;
+    }
+    VkBufferCopy r = {src->offset, dst->offset, bytes};
+    vkCmdCopyBuffer(c->cb, src->buffer, dst->buffer, 1, &r);
+}
+
+void ember_vk_cmd_fill(ember_vk_cmd *c, const ember_vk_span *dst, uint32_t value)
+{
+    if (c->status != EMBER_OK || !c->recording) return;
+    vkCmdFillBuffer(c->cb, dst->buffer, dst->offset, dst->size & ~(VkDeviceSize)3, value);
+}
+
+void ember_vk_cmd_timestamp(ember_vk_cmd *c, uint32_t i)
+{
+    if (!c->queries || i >= N_TIMESTAMPS || c->status != EMBER_OK || !c->recording) return;
+    vkCmdWriteTimestamp(c->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->queries, i);
+    c->ts_written |= 1ull << i;
+}
+
+ember_status ember_vk_cmd_submit(ember_vk_cmd *c, ember_err *err)
+{
+    if (!c->recording) return ember_fail(err, EMBER_ERR_INVALID_ARG, "submit without begin");
+    c->recording = false;
+    /* Make shader and transfer writes visible to the host after the fence. */
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                          .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                          .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
+    vkCmdPipelineBarrier(c->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                         VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
+    ember_status s = ember_vk_check(vkEndCommandBuffer(c->cb), err, "vkEndCommandBuffer");
+    if (s != EMBER_OK) return s;
+    if (c->status != EMBER_OK) {
+        *err = c->err;
+        return c->status;
+    }
+    VkDevice d = c->vk->device;
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &c->cb};
+    s = ember_vk_check(vkResetFences(d, 1, &c->fence), err, "vkResetFences");
+    if (s == EMBER_OK) s = ember_vk_check(vkQueueSubmit(c->vk->queue, 1, &si, c->fence), err, "vkQueueSubmit");
+    if (s != EMBER_OK) return s;
+    c->in_flight = true;
+    c->last_n_dispatch = c->n_dispatch;
+    s = wait_idle(c, err);
+    c->ts_done = s == EMBER_OK ? c->ts_written : 0;
+    return s;
+}
+
+double ember_vk_cmd_elapsed_ns(ember_vk_cmd *c, uint32_t a, uint32_t b)
+{
+    if (!c->queries || a >= N_TIMESTAMPS || b >= N_TIMESTAMPS) return -1;
+    if (!(c->ts_done >> a & 1) || !(c->ts_done >> b & 1)) return -1;
+    uint64_t ta, tb;
+    VkQueryResultFlags f = VK_QUERY_RESULT_64_BIT;
+    if (vkGetQueryPoolResults(c->vk->device, c->queries, a, 1, 8, &ta, 8, f) != VK_SUCCESS) return -1;
+    if (vkGetQueryPoolResults(c->vk->device, c->queries, b, 1, 8, &tb, 8, f) != VK_SUCCESS) return -1;
+    return (double)(tb - ta) * c->vk->caps.timestamp_period_ns;
+}
+
+uint32_t ember_vk_cmd_dispatch_count(const ember_vk_cmd *c) { return c->last_n_dispatch; }

@@ -1,0 +1,245 @@
+/* vk_device.c — Vulkan instance (with the validation layer on request), the choice of
+ * physical device, and the logical device with one compute queue. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vk_internal.h"
+
+/* ---- instance ----------------------------------------------------------------- */
+
+static bool instance_has_layer(const char *name)
+{
+    uint32_t n = 0;
+    if (vkEnumerateInstanceLayerProperties(&n, NULL) != VK_SUCCESS || n == 0) return false;
+    VkLayerProperties *p = calloc(n, sizeof *p);
+    bool found = false;
+    if (p && vkEnumerateInstanceLayerProperties(&n, p) >= 0)
+        for (uint32_t i = 0; i < n && !found; i++) found = strcmp(p[i].layerName, name) == 0;
+    free(p);
+    return found;
+}
+
+static bool instance_has_extension(const char *name)
+{
+    uint32_t n = 0;
+    if (vkEnumerateInstanceExtensionProperties(NULL, &n, NULL) != VK_SUCCESS || n == 0) return false;
+    VkExtensionProperties *p = calloc(n, sizeof *p);
+    bool found = false;
+    if (p && vkEnumerateInstanceExtensionProperties(NULL, &n, p) >= 0)
+        for (uint32_t i = 0; i < n && !found; i++) found = strcmp(p[i].extensionName, name) == 0;
+    free(p);
+    return found;
+}
+
+static VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(
+    VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT type,
+    const VkDebugUtilsMessengerCallbackDataEXT *data, void *user)
+{
+    ember_vk *vk = user;
+    if (!(severity & (VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                      VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT)))
+        return VK_FALSE;
+    if (vk->n_validation++ == 0)
+        snprintf(vk->first_validation, sizeof vk->first_validation, "%s",
+                 data && data->pMessage ? data->pMessage : "(no text)");
+    return VK_FALSE;
+}
+
+/* Creates the instance. vk may be NULL (device listing): then no messenger. */
+static ember_status create_instance(ember_vk *vk, bool validation, VkInstance *out,
+                                    VkDebugUtilsMessengerEXT *messenger, ember_err *err)
+{
+    const char *layers[1], *exts[2];
+    uint32_t n_layers = 0, n_exts = 0;
+    bool debug = validation && vk && instance_has_layer("VK_LAYER_KHRONOS_validation") &&
+                 instance_has_extension(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    if (debug) {
+        layers[n_layers++] = "VK_LAYER_KHRONOS_validation";
+        exts[n_exts++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+    }
+    /* MoltenVK and other non-conformant drivers are only listed with this flag. */
+    VkInstanceCreateFlags flags = 0;
+    if (instance_has_extension(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME)) {
+        exts[n_exts++] = VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME;
+        flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
+    }
+    VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .pApplicationName = "ember",
+                             .pEngineName = "ember", .apiVersion = VK_API_VERSION_1_2};
+    VkDebugUtilsMessengerCreateInfoEXT dbg = {
+        .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+        .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+        .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+        .pfnUserCallback = on_debug_message, .pUserData = vk};
+    VkInstanceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .flags = flags,
+                               .pApplicationInfo = &app, .enabledLayerCount = n_layers,
+                               .ppEnabledLayerNames = layers, .enabledExtensionCount = n_exts,
+                               .ppEnabledExtensionNames = exts, .pNext = debug ? &dbg : NULL};
+    ember_status s = ember_vk_check(vkCreateInstance(&ci, NULL, out), err, "vkCreateInstance");
+    if (s != EMBER_OK) {
+        if (s == EMBER_ERR_VULKAN) s = EMBER_ERR_NO_DEVICE;
+        return ember_fail_ctx(err, s, "no Vulkan driver (install mesa-vulkan-drivers for the CPU driver)");
+    }
+    *messenger = VK_NULL_HANDLE;
+    if (debug) {
+        PFN_vkCreateDebugUtilsMessengerEXT create = (PFN_vkCreateDebugUtilsMessengerEXT)
+            vkGetInstanceProcAddr(*out, "vkCreateDebugUtilsMessengerEXT");
+        if (create) create(*out, &dbg, NULL, messenger);
+    }
+    return EMBER_OK;
+}
+
+/* ---- physical device ------------------------------------------------------------ */
+
+static int compute_queue_family(VkPhysicalDevice phys)
+{
+    uint32_t n = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(phys, &n, NULL);
+    VkQueueFamilyProperties q[64];
+    if (n > 64) n = 64;
+    vkGetPhysicalDeviceQueueFamilyProperties(phys, &n, q);
+    int best = -1;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!(q[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
+        /* Prefer a family with timestamps, then a compute-only one. */
+        if (best < 0 || (q[i].timestampValidBits && !q[best].timestampValidBits)) best = (int)i;
+    }
+    return best;
+}
+
+static int type_rank(VkPhysicalDeviceType t)
+{
+    switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 4;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 3;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 1;
+    default: return 0;
+    }
+}
+
+static ember_status pick_device(ember_vk *vk, int index, ember_err *err)
+{
+    uint32_t n = 0;
+    VkPhysicalDevice devs[16];
+    ember_status s = ember_vk_check(vkEnumeratePhysicalDevices(vk->instance, &n, NULL), err,
+                                    "vkEnumeratePhysicalDevices");
+    if (s != EMBER_OK) return s;
+    if (n > 16) n = 16;
+    if (vkEnumeratePhysicalDevices(vk->instance, &n, devs) < 0 || n == 0)
+        return ember_fail(err, EMBER_ERR_NO_DEVICE, "no Vulkan device found");
+    if (index > 0 && (uint32_t)index > n)
+        return ember_fail(err, EMBER_ERR_NO_DEVICE, "device %d requested, %u present", index, n);
+
+    int best = -1, best_rank = -1;
+    for (uint32_t i = 0; i < n; i++) {
+        if (index > 0 && i != (uint32_t)index - 1) continue;
+        ember_vk_caps c;
+        ember_vk_query_caps(devs[i], &c);
+        if (c.api_version < VK_API_VERSION_1_2 || compute_queue_family(devs[i]) < 0) {
+            if (index > 0)
+                return ember_fail(err, EMBER_ERR_NO_DEVICE,
+                                  "device %d (%s) lacks Vulkan 1.2 or a compute queue", index, c.device_name);
+            continue;
+        }
+        if (type_rank(c.device_type) > best_rank) {
+            best = (int)i;
+            best_rank = type_rank(c.device_type);
+        }
+    }
+    if (best < 0) return ember_fail(err, EMBER_ERR_NO_DEVICE, "no Vulkan 1.2 device with a compute queue");
+    vk->phys = devs[best];
+    vk->queue_family = (uint32_t)compute_queue_family(vk->phys);
+    ember_vk_query_caps(vk->phys, &vk->caps);
+    vkGetPhysicalDeviceMemoryProperties(vk->phys, &vk->mem_props);
+    return EMBER_OK;
+}
+
+/* ---- logical device ---------------------------------------------------------------- */
+
+static ember_status create_device(ember_vk *vk, ember_err *err)
+{
+    const ember_vk_caps *c = &vk->caps;
+    /* Enable every optional feature the shaders may use, where present. */
+    VkPhysicalDeviceVulkan12Features f12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+                                            .shaderFloat16 = c->fp16_arith, .shaderInt8 = c->int8_arith,
+                                            .storageBuffer8BitAccess = c->storage8};
+    VkPhysicalDeviceVulkan11Features f11 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
+                                            .storageBuffer16BitAccess = c->storage16, .pNext = &f12};
+    VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f11};
+    float prio = 1.0f;
+    VkDeviceQueueCreateInfo q = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+                                 .queueFamilyIndex = vk->queue_family, .queueCount = 1,
+                                 .pQueuePriorities = &prio};
+    VkDeviceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &f,
+                             .queueCreateInfoCount = 1, .pQueueCreateInfos = &q};
+    ember_status s = ember_vk_check(vkCreateDevice(vk->phys, &ci, NULL, &vk->device), err, "vkCreateDevice");
+    if (s != EMBER_OK) return s;
+    vkGetDeviceQueue(vk->device, vk->queue_family, 0, &vk->queue);
+    return EMBER_OK;
+}
+
+ember_status ember_vk_create(const ember_vk_opts *opts, ember_vk **out, ember_err *err)
+{
+    ember_vk_opts o = opts ? *opts : (ember_vk_opts){0};
+    *out = NULL;
+    ember_vk *vk = calloc(1, sizeof *vk);
+    if (!vk) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    ember_status s = create_instance(vk, o.validation, &vk->instance, &vk->messenger, err);
+    if (s == EMBER_OK) s = pick_device(vk, o.device_index, err);
+    if (s == EMBER_OK) s = create_device(vk, err);
+    if (s != EMBER_OK) {
+        ember_vk_destroy(vk);
+        return s;
+    }
+    *out = vk;
+    return EMBER_OK;
+}
+
+void ember_vk_destroy(ember_vk *vk)
+{
+    if (!vk) return;
+    if (vk->device) {
+        vkDeviceWaitIdle(vk->device);
+        if (vk->staging_arena) ember_vk_arena_destroy(vk->staging_arena);
+        if (vk->xfer_fence) vkDestroyFence(vk->device, vk->xfer_fence, NULL);
+        if (vk->xfer_pool) vkDestroyCommandPool(vk->device, vk->xfer_pool, NULL);
+        vkDestroyDevice(vk->device, NULL);
+    }
+    if (vk->messenger) {
+        PFN_vkDestroyDebugUtilsMessengerEXT destroy = (PFN_vkDestroyDebugUtilsMessengerEXT)
+            vkGetInstanceProcAddr(vk->instance, "vkDestroyDebugUtilsMessengerEXT");
+        if (destroy) destroy(vk->instance, vk->messenger, NULL);
+    }
+    if (vk->instance) vkDestroyInstance(vk->instance, NULL);
+    free(vk);
+}
+
+const ember_vk_caps *ember_vk_get_caps(const ember_vk *vk) { return &vk->caps; }
+
+uint32_t ember_vk_validation_count(const ember_vk *vk, char *first, size_t cap)
+{
+    if (first && cap) snprintf(first, cap, "%s", vk->first_validation);
+    return vk->n_validation;
+}
+
+ember_status ember_vk_list_devices(ember_vk_caps *out, uint32_t cap, uint32_t *n, ember_err *err)
+{
+    VkInstance inst;
+    VkDebugUtilsMessengerEXT none;
+    *n = 0;
+    ember_status s = create_instance(NULL, false, &inst, &none, err);
+    if (s != EMBER_OK) return s;
+    uint32_t count = 0;
+    VkPhysicalDevice devs[16];
+    vkEnumeratePhysicalDevices(inst, &count, NULL);
+    if (count > 16) count = 16;
+    if (vkEnumeratePhysicalDevices(inst, &count, devs) < 0) count = 0;
+    for (uint32_t i = 0; i < count && i < cap; i++) ember_vk_query_caps(devs[i], &out[i]);
+    *n = count < cap ? count : cap;
+    vkDestroyInstance(inst, NULL);
+    return EMBER_OK;
+}

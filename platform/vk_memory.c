@@ -1,0 +1,274 @@
+/* vk_memory.c — arenas: a few large VkDeviceMemory blocks, each with one VkBuffer over
+ * all of it, handed out as spans by bumping an offset. Models and engines allocate once
+ * at start-up and free everything together, so no per-span free is needed. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "vk_internal.h"
+
+#define CHUNK_MIN (64ull << 20)
+#define CHUNK_MAX (256ull << 20)
+
+typedef struct chunk {
+    VkDeviceMemory memory;
+    VkBuffer buffer;
+    VkDeviceSize size, used;
+    void *map; /* NULL when not host-visible */
+    ember_vk_mem kind;
+} chunk;
+
+struct ember_vk_arena {
+    ember_vk *vk;
+    chunk *chunks;
+    uint32_t n, cap;
+    uint64_t bytes;
+};
+
+ember_status ember_vk_arena_create(ember_vk *vk, ember_vk_arena **out, ember_err *err)
+{
+    *out = calloc(1, sizeof **out);
+    if (!*out) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    (*out)->vk = vk;
+    return EMBER_OK;
+}
+
+void ember_vk_arena_destroy(ember_vk_arena *a)
+{
+    if (!a) return;
+    VkDevice d = a->vk->device;
+    for (uint32_t i = 0; i < a->n; i++) {
+        vkDestroyBuffer(d, a->chunks[i].buffer, NULL);
+        if (a->chunks[i].map) vkUnmapMemory(d, a->chunks[i].memory);
+        vkFreeMemory(d, a->chunks[i].memory, NULL);
+    }
+    free(a->chunks);
+    free(a);
+}
+
+uint64_t ember_vk_arena_bytes(const ember_vk_arena *a) { return a->bytes; }
+
+/* Memory type for kind among those allowed by type_bits: DEVICE prefers device-local,
+ * HOST needs host-visible + coherent and prefers cached (fast reads back). */
+static int find_memory_type(const VkPhysicalDeviceMemoryProperties *mp, uint32_t type_bits,
+                            ember_vk_mem kind, int skip)
+{
+    const VkMemoryPropertyFlags hv = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    VkMemoryPropertyFlags want[3], need;
+    int n_want;
+    if (kind == EMBER_VK_MEM_DEVICE) {
+        want[0] = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+        want[1] = 0;
+        n_want = 2;
+    } else {
+        want[0] = hv | VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
+        want[1] = hv;
+        n_want = 2;
+    }
+    int seen = 0;
+    for (int w = 0; w < n_want; w++) {
+        need = want[w];
+        for (uint32_t i = 0; i < mp->memoryTypeCount; i++) {
+            if (!(type_bits & (1u << i)) || (mp->memoryTypes[i].propertyFlags & need) != need) continue;
+            if (seen++ == skip) return (int)i;
+        }
+    }
+    return -1;
+}
+
+static ember_status new_chunk(ember_vk_arena *a, VkDeviceSize size, ember_vk_mem kind, ember_err *err)
+{
+    ember_vk *vk = a->vk;
+    if (a->n == a->cap) {
+        uint32_t cap = a->cap ? a->cap * 2 : 8;
+        chunk *c = realloc(a->chunks, cap * sizeof *c);
+        if (!c) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+        a->chunks = c;
+        a->cap = cap;
+    }
+    chunk ch = {.size = size, .kind = kind};
+    VkBufferCreateInfo bi = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = size,
+                             .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                      VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                             .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
+    ember_status s = ember_vk_check(vkCreateBuffer(vk->device, &bi, NULL, &ch.buffer), err, "vkCreateBuffer");
+    if (s != EMBER_OK) return s;
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(vk->device, ch.buffer, &req);
+
+    /* Try each acceptable memory type in order of preference until one allocates. */
+    VkResult r = VK_ERROR_OUT_OF_DEVICE_MEMORY;
+    int type = -1;
+    for (int skip = 0; r != VK_SUCCESS; skip++) {
+        type = find_memory_type(&vk->mem_props, req.memoryTypeBits, kind, skip);
+        if (type < 0) break;
+        VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                                   .allocationSize = req.size, .memoryTypeIndex = (uint32_t)type};
+        r = vkAllocateMemory(vk->device, &ai, NULL, &ch.memory);
+    }
+    if (r != VK_SUCCESS) {
+        vkDestroyBuffer(vk->device, ch.buffer, NULL);
+        if (type < 0 && r == VK_ERROR_OUT_OF_DEVICE_MEMORY && kind == EMBER_VK_MEM_HOST)
+            return ember_fail(err, EMBER_ERR_VULKAN, "no host-visible memory type");
+        return ember_vk_check(r, err, "vkAllocateMemory");
+    }
+    s = ember_vk_check(vkBindBufferMemory(vk->device, ch.buffer, ch.memory, 0), err, "vkBindBufferMemory");
+    VkMemoryPropertyFlags flags = vk->mem_props.memoryTypes[type].propertyFlags;
+    if (s == EMBER_OK && (flags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) &&
+        (flags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT))
+        s = ember_vk_check(vkMapMemory(vk->device, ch.memory, 0, VK_WHOLE_SIZE, 0, &ch.map), err, "vkMapMemory");
+    if (s != EMBER_OK) {
+        vkDestroyBuffer(vk->device, ch.buffer, NULL);
+        vkFreeMemory(vk->device, ch.memory, NULL);
+        return s;
+    }
+    a->chunks[a->n++] = ch;
+    a->bytes += req.size;
+    return EMBER_OK;
+}
+
+static VkDeviceSize align_up(VkDeviceSize x, VkDeviceSize a) { return (x + a - 1) / a * a; }
+
+ember_status ember_vk_alloc(ember_vk_arena *a, VkDeviceSize size, ember_vk_mem kind,
+                            ember_vk_span *out, ember_err *err)
+{
+    const ember_vk_caps *c = &a->vk->caps;
+    VkDeviceSize align = c->min_storage_align > 256 ? c->min_storage_align : 256;
+    memset(out, 0, sizeof *out);
+    if (size == 0) return ember_fail(err, EMBER_ERR_INVALID_ARG, "zero-sized GPU buffer");
+    if (size > c->max_alloc)
+        return ember_fail(err, EMBER_ERR_DEVICE_MEMORY,
+                          "buffer of %llu bytes exceeds the device's largest allocation (%llu)",
+                          (unsigned long long)size, (unsigned long long)c->max_alloc);
+    chunk *ch = NULL;
+    for (uint32_t i = 0; i < a->n && !ch; i++) {
+        chunk *k = &a->chunks[i];
+        if (k->kind == kind && align_up(k->used, align) + size <= k->size) ch = k;
+    }
+    if (!ch) {
+        /* Grow: chunks double from CHUNK_MIN up to CHUNK_MAX, or fit one big request. */
+        VkDeviceSize want = CHUNK_MIN << (a->n < 3 ? a->n : 2);
+        if (want > CHUNK_MAX) want = CHUNK_MAX;
+        if (want < size) want = align_up(size, align);
+        if (want > c->max_alloc) want = c->max_alloc;
+        ember_status s = new_chunk(a, want, kind, err);
+        if (s != EMBER_OK) return s;
+        ch = &a->chunks[a->n - 1];
+    }
+    VkDeviceSize off = align_up(ch->used, align);
+    ch->used = off + size;
+    out->buffer = ch->buffer;
+    out->offset = off;
+    out->size = size;
+    out->host = ch->map ? (char *)ch->map + off : NULL;
+    return EMBER_OK;
+}
+
+ember_vk_span ember_vk_span_sub(ember_vk_span s, VkDeviceSize offset, VkDeviceSize size)
+{
+    if (offset > s.size) offset = s.size;
+    if (size > s.size - offset) size = s.size - offset;
+    ember_vk_span r = {s.buffer, s.offset + offset, size, s.host ? (char *)s.host + offset : NULL};
+    return r;
+}
+
+/* ---- transfers for memory the host cannot map -------------------------------------- */
+
+#define STAGING_BYTES (64ull << 20)
+
+static ember_status ensure_staging(ember_vk *vk, ember_err *err)
+{
+    if (vk->xfer_cb) return EMBER_OK;
+    VkCommandPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                  .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+                                  .queueFamilyIndex = vk->queue_family};
+    ember_status s = ember_vk_check(vkCreateCommandPool(vk->device, &pi, NULL, &vk->xfer_pool), err,
+                                    "vkCreateCommandPool");
+    VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    if (s == EMBER_OK)
+        s = ember_vk_check(vkCreateFence(vk->device, &fi, NULL, &vk->xfer_fence), err, "vkCreateFence");
+    if (s == EMBER_OK) s = ember_vk_arena_create(vk, &vk->staging_arena, err);
+    if (s == EMBER_OK) s = ember_vk_alloc(vk->staging_arena, STAGING_BYTES, EMBER_VK_MEM_HOST, &vk->staging, err);
+    VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                      .commandPool = vk->xfer_pool, .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                      .commandBufferCount = 1};
+    if (s == EMBER_OK)
+        s = ember_vk_check(vkAllocateCommandBuffers(vk->device, &ai, &vk->xfer_cb), err,
+                           "vkAllocateCommandBuffers");
+    return s;
+}
+
+/* One buffer copy, submitted and waited for. */
+static ember_status copy_and_wait(ember_vk *vk, VkBuffer src, VkDeviceSize src_off, VkBuffer dst,
+                                  VkDeviceSize dst_off, VkDeviceSize n, ember_err *err)
+{
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    ember_status s = ember_vk_check(vkBeginCommandBuffer(vk->xfer_cb, &bi), err, "vkBeginCommandBuffer");
+    if (s != EMBER_OK) return s;
+    VkBufferCopy region = {src_off, dst_off, n};
+    vkCmdCopyBuffer(vk->xfer_cb, src, dst, 1, &region);
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                          .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+                          .dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_SHADER_READ_BIT};
+    vkCmdPipelineBarrier(vk->xfer_cb, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                         VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0,
+                         NULL, 0, NULL);
+    s = ember_vk_check(vkEndCommandBuffer(vk->xfer_cb), err, "vkEndCommandBuffer");
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
+                       .pCommandBuffers = &vk->xfer_cb};
+    if (s == EMBER_OK) s = ember_vk_check(vkResetFences(vk->device, 1, &vk->xfer_fence), err, "vkResetFences");
+    if (s == EMBER_OK)
+        s = ember_vk_check(vkQueueSubmit(vk->queue, 1, &si, vk->xfer_fence), err, "vkQueueSubmit");
+    if (s == EMBER_OK)
+        s = ember_vk_check(vkWaitForFences(vk->device, 1, &vk->xfer_fence, VK_TRUE, UINT64_MAX), err,
+                           "vkWaitForFences");
+    return s;
+}
+
+static ember_status check_range(const ember_vk_span *s, VkDeviceSize off, size_t n, ember_err *err)
+{
+    if (off > s->size || n > s->size - off)
+        return ember_fail(err, EMBER_ERR_INVALID_ARG, "transfer of %zu bytes at %llu outside a %llu-byte buffer",
+                          n, (unsigned long long)off, (unsigned long long)s->size);
+    return EMBER_OK;
+}
+
+ember_status ember_vk_upload(ember_vk *vk, const ember_vk_span *dst, VkDeviceSize offset,
+                             const void *src, size_t n, ember_err *err)
+{
+    ember_status s = check_range(dst, offset, n, err);
+    if (s != EMBER_OK) return s;
+    if (dst->host) {
+        memcpy((char *)dst->host + offset, src, n);
+        return EMBER_OK;
+    }
+    if ((s = ensure_staging(vk, err)) != EMBER_OK) return s;
+    for (size_t done = 0; done < n && s == EMBER_OK;) {
+        size_t k = n - done < STAGING_BYTES ? n - done : STAGING_BYTES;
+        memcpy(vk->staging.host, (const char *)src + done, k);
+        s = copy_and_wait(vk, vk->staging.buffer, vk->staging.offset, dst->buffer, dst->offset + offset + done,
+                          k, err);
+        done += k;
+    }
+    return s;
+}
+
+ember_status ember_vk_download(ember_vk *vk, const ember_vk_span *src, VkDeviceSize offset,
+                               void *dst, size_t n, ember_err *err)
+{
+    ember_status s = check_range(src, offset, n, err);
+    if (s != EMBER_OK) return s;
+    if (src->host) {
+        memcpy(dst, (const char *)src->host + offset, n);
+        return EMBER_OK;
+    }
+    if ((s = ensure_staging(vk, err)) != EMBER_OK) return s;
+    for (size_t done = 0; done < n && s == EMBER_OK;) {
+        size_t k = n - done < STAGING_BYTES ? n - done : STAGING_BYTES;
+        s = copy_and_wait(vk, src->buffer, src->offset + offset + done, vk->staging.buffer, vk->staging.offset,
+                          k, err);
+        if (s == EMBER_OK) memcpy((char *)dst + done, vk->staging.host, k);
+        done += k;
+    }
+    return s;
+}

@@ -1,0 +1,97 @@
+/* testutil.c — see testutil.h. */
+#include "testutil.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+int tu_failures = 0;
+
+uint64_t tu_next(tu_rng *r)
+{
+    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+float tu_uniform(tu_rng *r, float lo, float hi)
+{
+    return lo + (hi - lo) * (float)((tu_next(r) >> 40) * (1.0 / 16777216.0));
+}
+
+void tu_fill(tu_rng *r, float *x, size_t n, float lo, float hi)
+{
+    for (size_t i = 0; i < n; i++) x[i] = tu_uniform(r, lo, hi);
+}
+
+double tu_rel_err(const float *a, const float *b, size_t n)
+{
+    double num = 0, den = 1e-30;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (d > num || isnan(d)) num = isnan(d) ? INFINITY : d;
+        if (fabs(b[i]) > den) den = fabs(b[i]);
+    }
+    return num / den;
+}
+
+const char *tu_ember_bin(void)
+{
+    const char *b = getenv("EMBER_BIN");
+    return b ? b : "ember";
+}
+
+const char *tu_shared_dir(void)
+{
+    const char *d = getenv("EMBER_SHARED");
+    struct stat st;
+    if (!d || stat(d, &st) != 0 || !S_ISDIR(st.st_mode)) return NULL;
+    return d;
+}
+
+const char *tu_tmp_dir(void)
+{
+    const char *d = getenv("EMBER_TEST_TMP");
+    return d ? d : "/tmp";
+}
+
+int tu_validation(void)
+{
+    const char *v = getenv("EMBER_VALIDATION");
+    return v && strcmp(v, "1") == 0;
+}
+
+int tu_run(const char *cmd, char *out, size_t cap)
+{
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t n = 0;
+    if (out && cap) {
+        size_t got;
+        while (n + 1 < cap && (got = fread(out + n, 1, cap - 1 - n, p)) > 0) n += got;
+        out[n] = 0;
+    }
+    char sink[4096];
+    while (fread(sink, 1, sizeof sink, p) > 0) {}
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int tu_finish(const char *name)
+{
+    if (tu_failures) {
+        printf("%s: %d check(s) failed\n", name, tu_failures);
+        return 1;
+    }
+    printf("%s: all checks passed\n", name);
+    return 0;
+}
+
+int tu_skip(const char *why)
+{
+    printf("SKIP: %s\n", why);
+    return 77;
+}

@@ -1,0 +1,42 @@
+/* testutil.h — tiny helpers shared by the test programs: checks that count failures,
+ * seeded random numbers, relative-error comparison and paths from the environment. */
+#ifndef EMBER_TESTUTIL_H
+#define EMBER_TESTUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+extern int tu_failures;
+
+#define CHECK(cond) do { if (!(cond)) { tu_failures++; \
+    fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); } } while (0)
+#define CHECKF(cond, ...) do { if (!(cond)) { tu_failures++; \
+    fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond); \
+    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+
+/* Deterministic generator (splitmix64). */
+typedef struct { uint64_t s; } tu_rng;
+uint64_t tu_next(tu_rng *r);
+float tu_uniform(tu_rng *r, float lo, float hi);
+void tu_fill(tu_rng *r, float *x, size_t n, float lo, float hi);
+
+/* max_i |a-b| / max(max_i |b|, tiny): the relative error of a against b. */
+double tu_rel_err(const float *a, const float *b, size_t n);
+
+/* Environment helpers: EMBER_BIN, EMBER_SHARED, EMBER_TEST_TMP (or /tmp). */
+const char *tu_ember_bin(void);
+const char *tu_shared_dir(void);   /* NULL when ../shared is absent */
+const char *tu_tmp_dir(void);
+int tu_validation(void);           /* EMBER_VALIDATION set to 1 */
+
+/* Runs a shell command, captures up to cap-1 bytes of stdout into out (NUL-terminated),
+ * returns the exit status (or -1). */
+int tu_run(const char *cmd, char *out, size_t cap);
+
+/* Prints the summary line and returns the process exit code. */
+int tu_finish(const char *name);
+/* Prints "SKIP: why" and returns 77 (ctest's skip code). */
+int tu_skip(const char *why);
+
+#endif
