@@ -97,6 +97,17 @@ ember_status ember_gguf_get_str(const ember_gguf *g, const char *key, ember_gguf
 ember_status ember_gguf_opt_u32(const ember_gguf *g, const char *key, uint32_t *out, ember_err *err);
 ember_status ember_gguf_opt_f32(const ember_gguf *g, const char *key, float *out, ember_err *err);
 
+/* A missing key leaves *out untouched; a value that is not BOOL fails. */
+ember_status ember_gguf_opt_bool(const ember_gguf *g, const char *key, bool *out, ember_err *err);
+/* The key, which must be an ARRAY whose elements have type elem (missing or another
+ * type fails with a message). */
+ember_status ember_gguf_get_arr(const ember_gguf *g, const char *key, ember_gguf_type elem,
+                                const ember_gguf_kv **out, ember_err *err);
+/* True when the file string s equals the C string z. */
+bool ember_gguf_str_eq(ember_gguf_str s, const char *z);
+/* "UINT32", "STRING", ... ("unknown" for a number outside the spec). */
+const char *ember_gguf_type_name(ember_gguf_type t);
+
 /* Bytes needed by n elements of a type (n must be a multiple of 32 for Q8_0). */
 uint64_t ember_dtype_size(ember_dtype t, uint64_t n);
 const char *ember_dtype_name(ember_dtype t);
