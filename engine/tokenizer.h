@@ -21,6 +21,11 @@ void ember_tokenizer_free(ember_tokenizer *t);
 uint32_t ember_tokenizer_n_vocab(const ember_tokenizer *t);
 uint32_t ember_tokenizer_bos(const ember_tokenizer *t);
 uint32_t ember_tokenizer_eos(const ember_tokenizer *t);
+uint32_t ember_tokenizer_unk(const ember_tokenizer *t);
+/* tokenizer.ggml.add_bos_token (default true): whether a text prompt gets BOS. */
+bool ember_tokenizer_add_bos(const ember_tokenizer *t);
+/* Whether id is a control token (<s>, </s>, ...), which decodes to "". */
+bool ember_tokenizer_is_control(const ember_tokenizer *t, uint32_t id);
 
 /* Writes at most cap ids; *n_out gets the full count. */
 ember_status ember_tokenizer_encode(const ember_tokenizer *t, const char *text, size_t len,

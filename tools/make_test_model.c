@@ -1,0 +1,499 @@
+/* make_test_model.c — `ember make-test-model OUT.gguf [options]`: writes a small llama
+ * GGUF with seeded random weights and a working SentencePiece-style vocabulary, so the
+ * test suite needs no downloaded model. See docs/test-models.md.
+ *
+ * Same arguments and seed give a byte-identical file. Each tensor draws from its own
+ * stream (seeded by the seed and the tensor's name), so the F32, F16 and Q8_0 models
+ * of one seed hold the same underlying weights, and changing --layers leaves the
+ * weights of the layers that remain unchanged. */
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "engine/gguf.h"
+#include "engine/quant.h"
+
+#define SPACE_MARK "\xe2\x96\x81" /* U+2581 */
+#define PIECE_MAX 32
+#define VOCAB_MIN (3 + 256 + 5)
+#define VOCAB_MAX 1000000
+
+typedef struct tm_args {
+    const char *out;
+    long dim, layers, heads, kv_heads, ffn, vocab, ctx, seed;
+    float rope_base;
+    ember_dtype type;
+    bool tied;
+} tm_args;
+
+/* ---- vocabulary ------------------------------------------------------------------ */
+
+enum { TYPE_NORMAL = 1, TYPE_UNKNOWN = 2, TYPE_CONTROL = 3, TYPE_BYTE = 6 };
+
+typedef struct vocab {
+    char (*piece)[PIECE_MAX];
+    float *score;
+    int32_t *type;
+    uint32_t n, cap;
+    uint32_t *set;   /* open addressing over pieces: id + 1, 0 = empty */
+    uint64_t mask;
+} vocab;
+
+/* Common words of simple English stories; each gets "▁word" and the "▁" prefixes that
+ * lead to it, so that real text tokenizes into word-sized pieces. */
+static const char *const words[] = {
+    "the", "and", "a", "to", "was", "he", "she", "it", "they", "of", "in", "said", "his",
+    "her", "with", "you", "that", "on", "for", "is", "I", "The", "She", "He", "They", "It",
+    "Once", "One", "upon", "time", "there", "little", "girl", "boy", "named", "Lily", "Tom",
+    "Ben", "mom", "dad", "friend", "friends", "happy", "sad", "saw", "went", "had", "not",
+    "but", "so", "very", "wanted", "want", "go", "play", "played", "park", "ball", "tree",
+    "dog", "cat", "bird", "fun", "together", "help", "helped", "looked", "found", "made",
+    "make", "were", "their", "then", "when", "what", "would", "could", "can", "all", "at",
+    "be", "have", "do", "did", "know", "like", "liked", "loved", "love", "home", "house",
+    "big", "red", "blue", "green", "sun", "sky", "water", "food", "toy", "toys", "good",
+    "new", "every", "day", "how", "too", "out", "up", "down", "from", "this", "are", "we",
+    "me", "my", "your", "our", "one", "two", "three", "run", "ran", "jump", "smiled",
+    "laughed", "thank", "share", "sorry", "about", "after", "again", "because", "come",
+    "came", "get", "got", "just", "look", "many", "more", "now", "only", "other", "over",
+    "some", "than", "them", "think", "through", "under", "way", "where", "who", "will",
+    "man", "world", "hello", "quick", "brown", "fox", "jumps", "lazy", "times", "an", "as",
+    "if", "or", "by", "no", "yes", "night", "story",
+};
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+    while (*s)
+        h = (h ^ (uint8_t)*s++) * 0x100000001b3ull;
+    return h;
+}
+
+static uint32_t *set_slot(vocab *v, const char *s)
+{
+    for (uint64_t i = hash_str(s) & v->mask;; i = (i + 1) & v->mask) {
+        uint32_t e = v->set[i];
+        if (e == 0 || strcmp(v->piece[e - 1], s) == 0)
+            return &v->set[i];
+    }
+}
+
+static bool vocab_has(vocab *v, const char *s) { return *set_slot(v, s) != 0; }
+static bool vocab_full(const vocab *v) { return v->n == v->cap; }
+
+/* Appends s unless present or the vocabulary is full. Normal pieces are scored by
+ * rank (earlier = higher), so shorter pieces merge first, as in a trained BPE. */
+static void vocab_add(vocab *v, const char *s, int32_t type)
+{
+    if (vocab_full(v) || strlen(s) >= PIECE_MAX)
+        return;
+    uint32_t *slot = set_slot(v, s);
+    if (*slot)
+        return;
+    strcpy(v->piece[v->n], s);
+    v->type[v->n] = type;
+    v->score[v->n] = type == TYPE_NORMAL ? -(float)v->n : 0.0f;
+    *slot = ++v->n;
+}
+
+/* Adds left+right only when both halves are pieces: every merged piece stays reachable
+ * by one SentencePiece merge of two shorter pieces. */
+static void add_merged(vocab *v, const char *left, const char *right)
+{
+    char s[2 * PIECE_MAX];
+    if (!vocab_has(v, left) || !vocab_has(v, right))
+        return;
+    snprintf(s, sizeof s, "%s%s", left, right);
+    vocab_add(v, s, TYPE_NORMAL);
+}
+
+static void add_specials_and_bytes(vocab *v)
+{
+    vocab_add(v, "<unk>", TYPE_UNKNOWN);
+    vocab_add(v, "<s>", TYPE_CONTROL);
+    vocab_add(v, "</s>", TYPE_CONTROL);
+    for (int b = 0; b < 256; b++) {
+        char s[8];
+        snprintf(s, sizeof s, "<0x%02X>", b);
+        vocab_add(v, s, TYPE_BYTE);
+    }
+}
+
+/* The space mark, then printable ASCII in rough English frequency order. */
+static void add_chars(vocab *v)
+{
+    static const char order[] = "etaoinshrdlcumwfgypbvkjxqzETAOINSHRDLCUMWFGYPBVKJXQZ.,'\"!?-";
+    vocab_add(v, SPACE_MARK, TYPE_NORMAL);
+    char s[2] = {0, 0};
+    for (const char *c = order; *c; c++)
+        s[0] = *c, vocab_add(v, s, TYPE_NORMAL);
+    for (int c = 0x21; c < 0x7f; c++)
+        s[0] = (char)c, vocab_add(v, s, TYPE_NORMAL);
+}
+
+/* "▁" + the first k characters of each word, shortest pieces first. */
+static void add_words(vocab *v)
+{
+    size_t n_words = sizeof words / sizeof *words;
+    for (size_t k = 1; k < PIECE_MAX - 4; k++) {
+        for (size_t i = 0; i < n_words; i++) {
+            size_t len = strlen(words[i]);
+            if (len < k)
+                continue;
+            char left[PIECE_MAX], right[2] = { words[i][k - 1], 0 };
+            snprintf(left, sizeof left, SPACE_MARK "%.*s", (int)(k - 1), words[i]);
+            add_merged(v, left, right);
+        }
+    }
+}
+
+/* Fills the rest with every lowercase string of length 1, 2, 3, ... as "▁s" and (from
+ * length 2) "s", each the merge of its prefix and its last letter. */
+static void add_letter_strings(vocab *v)
+{
+    for (int len = 1; len <= 8 && !vocab_full(v); len++) {
+        char s[16] = {0};
+        memset(s, 'a', (size_t)len);
+        for (;;) {
+            char prefix[PIECE_MAX], last[2] = { s[len - 1], 0 };
+            snprintf(prefix, sizeof prefix, SPACE_MARK "%.*s", len - 1, s);
+            add_merged(v, prefix, last);
+            if (len >= 2) {
+                snprintf(prefix, sizeof prefix, "%.*s", len - 1, s);
+                add_merged(v, prefix, last);
+            }
+            if (vocab_full(v))
+                return;
+            int i = len - 1; /* next string, like an odometer */
+            while (i >= 0 && s[i] == 'z')
+                s[i--] = 'a';
+            if (i < 0)
+                break;
+            s[i]++;
+        }
+    }
+}
+
+static void vocab_free(vocab *v)
+{
+    free(v->piece), free(v->score), free(v->type), free(v->set);
+}
+
+static bool vocab_build(vocab *v, uint32_t size)
+{
+    memset(v, 0, sizeof *v);
+    uint64_t slots = 16;
+    while (slots < 2ull * size)
+        slots *= 2;
+    v->cap = size;
+    v->mask = slots - 1;
+    v->piece = calloc(size, sizeof *v->piece);
+    v->score = calloc(size, sizeof *v->score);
+    v->type = calloc(size, sizeof *v->type);
+    v->set = calloc(slots, sizeof *v->set);
+    if (!v->piece || !v->score || !v->type || !v->set) {
+        vocab_free(v);
+        return false;
+    }
+    add_specials_and_bytes(v);
+    add_chars(v);
+    add_words(v);
+    add_letter_strings(v);
+    return vocab_full(v);
+}
+
+static ember_status add_vocab(ember_gguf_writer *w, const vocab *v)
+{
+    const char **ptrs = malloc(v->n * sizeof *ptrs);
+    if (!ptrs)
+        return EMBER_ERR_OUT_OF_MEMORY;
+    for (uint32_t i = 0; i < v->n; i++)
+        ptrs[i] = v->piece[i];
+    ember_status st;
+    (void)((st = ember_gguf_add_str(w, "tokenizer.ggml.model", "llama")) ||
+           (st = ember_gguf_add_arr_str(w, "tokenizer.ggml.tokens", ptrs, v->n)) ||
+           (st = ember_gguf_add_arr_f32(w, "tokenizer.ggml.scores", v->score, v->n)) ||
+           (st = ember_gguf_add_arr_i32(w, "tokenizer.ggml.token_type", v->type, v->n)) ||
+           (st = ember_gguf_add_u32(w, "tokenizer.ggml.bos_token_id", 1)) ||
+           (st = ember_gguf_add_u32(w, "tokenizer.ggml.eos_token_id", 2)) ||
+           (st = ember_gguf_add_u32(w, "tokenizer.ggml.unknown_token_id", 0)) ||
+           (st = ember_gguf_add_bool(w, "tokenizer.ggml.add_bos_token", true)) ||
+           (st = ember_gguf_add_bool(w, "tokenizer.ggml.add_eos_token", false)));
+    free(ptrs);
+    return st;
+}
+
+/* ---- weights --------------------------------------------------------------------- */
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* x[i] = center + uniform(-half, half), two 24-bit draws per 64-bit step. */
+static void fill_uniform(float *x, size_t n, uint64_t seed, float center, float half)
+{
+    const float unit = 1.0f / 16777216.0f;
+    for (size_t i = 0; i < n; i += 2) {
+        uint64_t r = splitmix64(&seed);
+        x[i] = center + half * (2.0f * (float)(r >> 40) * unit - 1.0f);
+        if (i + 1 < n)
+            x[i + 1] = center + half * (2.0f * (float)((r >> 8) & 0xffffff) * unit - 1.0f);
+    }
+}
+
+/* Generates one tensor of ne[0] x ne[1] values and hands it to the writer in type (Q8_0
+ * falls back to F16 for rows that are not whole blocks). */
+static ember_status add_weight(ember_gguf_writer *w, const tm_args *a, const char *name,
+                               ember_dtype type, uint32_t n_dims, uint64_t ne0, uint64_t ne1,
+                               float center, float half)
+{
+    const uint64_t ne[2] = { ne0, ne1 };
+    size_t n = (size_t)(ne0 * ne1);
+    float *x = malloc(n * sizeof *x);
+    if (!x)
+        return EMBER_ERR_OUT_OF_MEMORY;
+    uint64_t seed = (uint64_t)a->seed ^ hash_str(name);
+    (void)splitmix64(&seed); /* decorrelate seeds that differ in a few bits */
+    fill_uniform(x, n, seed, center, half);
+
+    if (type == EMBER_DTYPE_Q8_0 && ne0 % EMBER_Q8_0_BLOCK)
+        type = EMBER_DTYPE_F16;
+    uint64_t nbytes = ember_dtype_size(type, n);
+    void *data = x;
+    if (type != EMBER_DTYPE_F32 && !(data = malloc(nbytes))) {
+        free(x);
+        return EMBER_ERR_OUT_OF_MEMORY;
+    }
+    if (type == EMBER_DTYPE_F16)
+        for (size_t i = 0; i < n; i++)
+            ((uint16_t *)data)[i] = ember_f32_to_f16(x[i]);
+    else if (type == EMBER_DTYPE_Q8_0)
+        ember_quantize_row_q8_0(x, data, n);
+    ember_status st = ember_gguf_add_tensor(w, name, type, n_dims, ne, data, nbytes);
+    if (data != x)
+        free(data);
+    free(x);
+    return st;
+}
+
+/* A matrix with rows of fan_in values: uniform(-a, a) with a = sqrt(3 / fan_in) gives
+ * outputs of unit variance for inputs of unit variance, so activations neither blow up
+ * nor fade through the layers and attention is neither flat nor one-hot. */
+static ember_status add_matrix(ember_gguf_writer *w, const tm_args *a, const char *name,
+                               uint64_t fan_in, uint64_t rows)
+{
+    return add_weight(w, a, name, a->type, 2, fan_in, rows, 0.0f, sqrtf(3.0f / (float)fan_in));
+}
+
+/* Norm weights 1 +- 0.1: not all ones, so a missing or misplaced norm shows. */
+static ember_status add_norm(ember_gguf_writer *w, const tm_args *a, const char *name)
+{
+    return add_weight(w, a, name, EMBER_DTYPE_F32, 1, (uint64_t)a->dim, 1, 1.0f, 0.1f);
+}
+
+static ember_status add_layer(ember_gguf_writer *w, const tm_args *a, long l)
+{
+    uint64_t dim = (uint64_t)a->dim, ffn = (uint64_t)a->ffn;
+    uint64_t kv = dim / (uint64_t)a->heads * (uint64_t)a->kv_heads;
+    char n[9][64];
+    static const char *const parts[9] = { "attn_norm", "attn_q", "attn_k", "attn_v",
+        "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down" };
+    for (int i = 0; i < 9; i++)
+        snprintf(n[i], sizeof n[i], "blk.%ld.%s.weight", l, parts[i]);
+    ember_status st;
+    (void)((st = add_norm(w, a, n[0])) || (st = add_matrix(w, a, n[1], dim, dim)) ||
+           (st = add_matrix(w, a, n[2], dim, kv)) || (st = add_matrix(w, a, n[3], dim, kv)) ||
+           (st = add_matrix(w, a, n[4], dim, dim)) || (st = add_norm(w, a, n[5])) ||
+           (st = add_matrix(w, a, n[6], dim, ffn)) || (st = add_matrix(w, a, n[7], dim, ffn)) ||
+           (st = add_matrix(w, a, n[8], ffn, dim)));
+    return st;
+}
+
+static ember_status add_tensors(ember_gguf_writer *w, const tm_args *a)
+{
+    ember_status st;
+    uint64_t dim = (uint64_t)a->dim, n_vocab = (uint64_t)a->vocab;
+    /* embeddings ~ uniform(-1, 1): rows are looked up, not multiplied, and RMSNorm
+     * rescales them before any matrix sees them */
+    if ((st = add_weight(w, a, "token_embd.weight", a->type, 2, dim, n_vocab, 0.0f, 1.0f)))
+        return st;
+    for (long l = 0; l < a->layers; l++)
+        if ((st = add_layer(w, a, l)))
+            return st;
+    if ((st = add_norm(w, a, "output_norm.weight")))
+        return st;
+    if (!a->tied && (st = add_matrix(w, a, "output.weight", dim, n_vocab)))
+        return st;
+    return EMBER_OK;
+}
+
+/* ---- metadata -------------------------------------------------------------------- */
+
+static uint32_t file_type(ember_dtype t)
+{
+    return t == EMBER_DTYPE_F32 ? 0 : t == EMBER_DTYPE_F16 ? 1 : 7; /* llama.cpp's ftype */
+}
+
+static ember_status add_hparams(ember_gguf_writer *w, const tm_args *a)
+{
+    ember_status st;
+    (void)((st = ember_gguf_add_str(w, "general.architecture", "llama")) ||
+           (st = ember_gguf_add_str(w, "general.name", "ember-test-model")) ||
+           (st = ember_gguf_add_u32(w, "general.file_type", file_type(a->type))) ||
+           (st = ember_gguf_add_u32(w, "llama.context_length", (uint32_t)a->ctx)) ||
+           (st = ember_gguf_add_u32(w, "llama.embedding_length", (uint32_t)a->dim)) ||
+           (st = ember_gguf_add_u32(w, "llama.block_count", (uint32_t)a->layers)) ||
+           (st = ember_gguf_add_u32(w, "llama.feed_forward_length", (uint32_t)a->ffn)) ||
+           (st = ember_gguf_add_u32(w, "llama.attention.head_count", (uint32_t)a->heads)) ||
+           (st = ember_gguf_add_u32(w, "llama.attention.head_count_kv", (uint32_t)a->kv_heads)) ||
+           (st = ember_gguf_add_f32(w, "llama.rope.freq_base", a->rope_base)) ||
+           (st = ember_gguf_add_u32(w, "llama.rope.dimension_count", (uint32_t)(a->dim / a->heads))) ||
+           (st = ember_gguf_add_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-5f)) ||
+           (st = ember_gguf_add_u32(w, "llama.vocab_size", (uint32_t)a->vocab)));
+    if (!st && a->type == EMBER_DTYPE_Q8_0)
+        st = ember_gguf_add_u32(w, "general.quantization_version", 2);
+    return st;
+}
+
+/* ---- command line ---------------------------------------------------------------- */
+
+static int usage(void)
+{
+    fprintf(stderr,
+        "usage: ember make-test-model OUT.gguf [options]\n"
+        "  --dim N        embedding length (64)\n"
+        "  --layers N     transformer blocks (2)\n"
+        "  --heads N      attention heads; must divide --dim, head size even (4)\n"
+        "  --kv-heads N   key/value heads; must divide --heads (2)\n"
+        "  --ffn N        feed-forward length (128)\n"
+        "  --vocab N      vocabulary size, %d..%d (512)\n"
+        "  --ctx N        context length (256)\n"
+        "  --type T       f32, f16 or q8_0 for the matrices (f32); norms stay f32\n"
+        "  --seed N       random seed (1)\n"
+        "  --rope-base F  RoPE frequency base (10000)\n"
+        "  --tied         no output.weight: the LM head reuses token_embd\n",
+        VOCAB_MIN, VOCAB_MAX);
+    return 2;
+}
+
+static bool parse_type(const char *s, ember_dtype *out)
+{
+    if (strcmp(s, "f32") == 0) *out = EMBER_DTYPE_F32;
+    else if (strcmp(s, "f16") == 0) *out = EMBER_DTYPE_F16;
+    else if (strcmp(s, "q8_0") == 0) *out = EMBER_DTYPE_Q8_0;
+    else {
+        fprintf(stderr, "ember: --type is f32, f16 or q8_0, got '%s'\n", s);
+        return false;
+    }
+    return true;
+}
+
+/* Returns 1 when argv[*i] was a known flag and parsed, 0 when unknown, -1 on error. */
+static int parse_flag(int argc, char **argv, int *i, tm_args *a)
+{
+    static const struct { const char *flag; size_t off; long lo, hi; } ints[] = {
+        { "--dim", offsetof(tm_args, dim), 2, 1 << 20 },
+        { "--layers", offsetof(tm_args, layers), 1, 4096 },
+        { "--heads", offsetof(tm_args, heads), 1, 1 << 16 },
+        { "--kv-heads", offsetof(tm_args, kv_heads), 1, 1 << 16 },
+        { "--ffn", offsetof(tm_args, ffn), 1, 1 << 22 },
+        { "--vocab", offsetof(tm_args, vocab), VOCAB_MIN, VOCAB_MAX },
+        { "--ctx", offsetof(tm_args, ctx), 1, 1 << 24 },
+        { "--seed", offsetof(tm_args, seed), 0, 0x7fffffffL },
+    };
+    const char *f = argv[*i], *v;
+    if (strcmp(f, "--tied") == 0) {
+        a->tied = true;
+        return 1;
+    }
+    for (size_t k = 0; k < sizeof ints / sizeof *ints; k++) {
+        if (strcmp(f, ints[k].flag) != 0)
+            continue;
+        if (!(v = cli_value(argc, argv, i)))
+            return -1;
+        return cli_int(f, v, ints[k].lo, ints[k].hi, (long *)((char *)a + ints[k].off)) ? 1 : -1;
+    }
+    if (strcmp(f, "--type") == 0)
+        return (v = cli_value(argc, argv, i)) && parse_type(v, &a->type) ? 1 : -1;
+    if (strcmp(f, "--rope-base") == 0) {
+        if (!(v = cli_value(argc, argv, i)) || !cli_float(f, v, &a->rope_base))
+            return -1;
+        if (!(a->rope_base > 1.0f) || !isfinite(a->rope_base)) {
+            fprintf(stderr, "ember: --rope-base must be a finite number above 1\n");
+            return -1;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+static bool check_shape(const tm_args *a)
+{
+    if (a->dim % a->heads) {
+        fprintf(stderr, "ember: --heads %ld does not divide --dim %ld\n", a->heads, a->dim);
+        return false;
+    }
+    if (a->heads % a->kv_heads) {
+        fprintf(stderr, "ember: --kv-heads %ld does not divide --heads %ld\n", a->kv_heads, a->heads);
+        return false;
+    }
+    if ((a->dim / a->heads) % 2) {
+        fprintf(stderr, "ember: head size --dim/--heads = %ld must be even (RoPE rotates pairs)\n",
+                a->dim / a->heads);
+        return false;
+    }
+    return true;
+}
+
+static int write_model(const tm_args *a)
+{
+    vocab v;
+    ember_gguf_writer *w = NULL;
+    ember_err err = {{0}};
+    if (!vocab_build(&v, (uint32_t)a->vocab)) {
+        fprintf(stderr, "ember: make-test-model: out of memory building the vocabulary\n");
+        return 1;
+    }
+    ember_status st = ember_gguf_writer_create(&w, &err);
+    if (!st && !(st = add_hparams(w, a)) && !(st = add_vocab(w, &v)) && !(st = add_tensors(w, a)))
+        st = ember_gguf_write(w, a->out, &err);
+    else if (st && !err.msg[0])
+        snprintf(err.msg, sizeof err.msg, "%s", ember_status_name(st));
+    ember_gguf_writer_free(w);
+    vocab_free(&v);
+    if (st) {
+        fprintf(stderr, "ember: make-test-model: %s\n", err.msg);
+        return 1;
+    }
+    return 0;
+}
+
+int ember_cmd_make_test_model(int argc, char **argv)
+{
+    tm_args a = { NULL, 64, 2, 4, 2, 128, 512, 256, 1, 10000.0f, EMBER_DTYPE_F32, false };
+    for (int i = 1; i < argc; i++) {
+        int r = argv[i][0] == '-' ? parse_flag(argc, argv, &i, &a) : 0;
+        if (r < 0)
+            return usage();
+        if (r == 0 && (argv[i][0] == '-' || a.out)) {
+            fprintf(stderr, "ember: make-test-model: unexpected argument '%s'\n", argv[i]);
+            return usage();
+        }
+        if (r == 0)
+            a.out = argv[i];
+    }
+    if (!a.out) {
+        fprintf(stderr, "ember: make-test-model: no output file given\n");
+        return usage();
+    }
+    if (!check_shape(&a))
+        return 2;
+    return write_model(&a);
+}
