@@ -68,6 +68,10 @@ typedef struct ember_model_info {
 } ember_model_info;
 void ember_model_get_info(const ember_model *model, ember_model_info *info);
 
+/* Vulkan validation-layer messages seen so far (0 unless enable_validation was set and
+ * the layer is installed); the first message is copied into first (may be NULL). */
+uint32_t ember_model_validation_messages(const ember_model *model, char *first, size_t cap);
+
 /* Tokenizes UTF-8 text. Writes at most cap ids; *n_tokens receives the full count
  * (so a call with cap too small tells how much room is needed). */
 ember_status ember_tokenize(ember_model *model, const char *text, size_t len, int add_bos,

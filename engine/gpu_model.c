@@ -1,0 +1,84 @@
+/* gpu_model.c — the model's weights in GPU memory. Q, K and V are stacked into one
+ * matrix and gate and up into another, so that each pair/triple is one dispatch. */
+#include <stdlib.h>
+
+#include "forward.h"
+#include "quant.h"
+
+static ember_status upload_norm(ember_gpu_model *g, const ember_gguf_tensor *t, ember_vk_span *out,
+                                ember_err *err)
+{
+    ember_status s = ember_vk_alloc(g->arena, t->nbytes, EMBER_VK_MEM_DEVICE, out, err);
+    if (s == EMBER_OK) s = ember_vk_upload(g->vk, out, 0, t->data, t->nbytes, err);
+    return s;
+}
+
+/* Stacks tensors (same type and row length) by rows into one GPU weight. */
+static ember_status upload_stack(ember_gpu_model *g, const ember_gguf_tensor *const *t, uint32_t n,
+                                 uint64_t max_part, ember_gpu_weight *out, ember_err *err)
+{
+    const void *src[3];
+    uint32_t rows[3];
+    for (uint32_t i = 0; i < n; i++) {
+        if (t[i]->type != t[0]->type || t[i]->ne[0] != t[0]->ne[0])
+            return ember_fail(err, EMBER_ERR_UNSUPPORTED, "tensors %s and %s differ in type or row length",
+                              t[0]->name, t[i]->name);
+        src[i] = t[i]->data;
+        rows[i] = (uint32_t)t[i]->ne[1];
+    }
+    ember_status s = ember_gpu_weight_upload(g->vk, g->arena, t[0]->type, (uint32_t)t[0]->ne[0], src, rows, n,
+                                             max_part, out, err);
+    if (s != EMBER_OK) ember_fail_ctx(err, s, "uploading %s", t[0]->name);
+    return s;
+}
+
+static ember_status upload_layer(ember_gpu_model *g, const ember_layer_tensors *lt, uint64_t max_part,
+                                 ember_gpu_layer *gl, ember_err *err)
+{
+    const ember_gguf_tensor *qkv[3] = {lt->wq, lt->wk, lt->wv};
+    const ember_gguf_tensor *gate_up[2] = {lt->w_gate, lt->w_up};
+    ember_status s = upload_norm(g, lt->attn_norm, &gl->attn_norm, err);
+    if (s == EMBER_OK) s = upload_norm(g, lt->ffn_norm, &gl->ffn_norm, err);
+    if (s == EMBER_OK) s = upload_stack(g, qkv, 3, max_part, &gl->qkv, err);
+    if (s == EMBER_OK) s = upload_stack(g, &lt->wo, 1, max_part, &gl->wo, err);
+    if (s == EMBER_OK) s = upload_stack(g, gate_up, 2, max_part, &gl->gate_up, err);
+    if (s == EMBER_OK) s = upload_stack(g, &lt->w_down, 1, max_part, &gl->down, err);
+    return s;
+}
+
+ember_status ember_gpu_model_create(ember_vk *vk, const ember_llama *m, uint64_t max_part_bytes,
+                                    ember_gpu_model **out, ember_err *err)
+{
+    *out = NULL;
+    ember_gpu_model *g = calloc(1, sizeof *g);
+    if (!g) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    g->vk = vk;
+    g->hp = m->hp;
+    g->layers = calloc(m->hp.n_layers, sizeof *g->layers);
+    ember_status s = g->layers ? EMBER_OK : ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    if (s == EMBER_OK) s = ember_kernels_create(vk, &g->kernels, err);
+    if (s == EMBER_OK) s = ember_vk_arena_create(vk, &g->arena, err);
+    if (s == EMBER_OK) s = upload_stack(g, &m->tok_embd, 1, max_part_bytes, &g->tok_embd, err);
+    if (s == EMBER_OK) s = upload_norm(g, m->output_norm, &g->output_norm, err);
+    if (s == EMBER_OK) {
+        if (m->output == m->tok_embd) g->output = g->tok_embd;
+        else s = upload_stack(g, &m->output, 1, max_part_bytes, &g->output, err);
+    }
+    for (uint32_t l = 0; s == EMBER_OK && l < m->hp.n_layers; l++)
+        s = upload_layer(g, &m->layers[l], max_part_bytes, &g->layers[l], err);
+    if (s != EMBER_OK) {
+        ember_gpu_model_free(g);
+        return s;
+    }
+    *out = g;
+    return EMBER_OK;
+}
+
+void ember_gpu_model_free(ember_gpu_model *g)
+{
+    if (!g) return;
+    ember_vk_arena_destroy(g->arena);
+    ember_kernels_destroy(g->kernels);
+    free(g->layers);
+    free(g);
+}

@@ -1,0 +1,79 @@
+/* model_handle.c — the public ember_model: the GGUF file, its llama description, the
+ * tokenizer and (for the Vulkan backend) the device and the weights on it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_handle.h"
+
+static ember_status load(ember_model *m, const char *path, const ember_model_opts *o)
+{
+    ember_status s = ember_gguf_open(path, &m->gguf, &m->err);
+    if (s == EMBER_OK) s = ember_llama_load(m->gguf, &m->llama, &m->err);
+    if (s != EMBER_OK) return s;
+    m->llama_loaded = true;
+    if ((s = ember_tokenizer_load(m->gguf, &m->tok, &m->err)) != EMBER_OK) return s;
+    if (m->backend == EMBER_BACKEND_CPU) return EMBER_OK;
+    ember_vk_opts vo = {.device_index = o->device_index, .validation = o->enable_validation != 0};
+    if ((s = ember_vk_create(&vo, &m->vk, &m->err)) != EMBER_OK) return s;
+    return ember_gpu_model_create(m->vk, &m->llama, 0, &m->gpu, &m->err);
+}
+
+ember_status ember_model_load(const char *gguf_path, const ember_model_opts *opts, ember_model **out)
+{
+    ember_model_opts o = opts ? *opts : (ember_model_opts){0};
+    ember_model *m = calloc(1, sizeof *m);
+    *out = m;
+    if (!m) return EMBER_ERR_OUT_OF_MEMORY;
+    if (!gguf_path) return ember_fail(&m->err, EMBER_ERR_INVALID_ARG, "no model path given");
+    if (o.backend != EMBER_BACKEND_VULKAN && o.backend != EMBER_BACKEND_CPU)
+        return ember_fail(&m->err, EMBER_ERR_INVALID_ARG, "unknown backend %d", (int)o.backend);
+    m->backend = o.backend;
+    return load(m, gguf_path, &o);
+}
+
+void ember_model_free(ember_model *m)
+{
+    if (!m) return;
+    ember_gpu_model_free(m->gpu);
+    ember_vk_destroy(m->vk);
+    ember_tokenizer_free(m->tok);
+    if (m->llama_loaded) ember_llama_free(&m->llama);
+    ember_gguf_close(m->gguf);
+    free(m);
+}
+
+const char *ember_model_error(const ember_model *m) { return m ? m->err.msg : "out of memory"; }
+
+void ember_model_get_info(const ember_model *m, ember_model_info *info)
+{
+    const ember_hparams *hp = &m->llama.hp;
+    memset(info, 0, sizeof *info);
+    info->arch = "llama";
+    info->n_vocab = hp->n_vocab;
+    info->dim = hp->dim;
+    info->n_layers = hp->n_layers;
+    info->n_heads = hp->n_heads;
+    info->n_kv_heads = hp->n_kv_heads;
+    info->ffn_dim = hp->ffn_dim;
+    info->ctx_len = hp->ctx_len;
+    info->device_name = m->vk ? ember_vk_get_caps(m->vk)->device_name : "cpu";
+}
+
+uint32_t ember_model_validation_messages(const ember_model *m, char *first, size_t cap)
+{
+    if (m->vk) return ember_vk_validation_count(m->vk, first, cap);
+    if (first && cap) first[0] = 0;
+    return 0;
+}
+
+ember_status ember_tokenize(ember_model *m, const char *text, size_t len, int add_bos, uint32_t *tokens,
+                            size_t cap, size_t *n_tokens)
+{
+    if (!m->tok) return ember_fail(&m->err, EMBER_ERR_INVALID_ARG, "model not loaded");
+    return ember_tokenizer_encode(m->tok, text, len, add_bos != 0, tokens, cap, n_tokens, &m->err);
+}
+
+size_t ember_token_to_text(const ember_model *m, uint32_t token, char *buf, size_t cap)
+{
+    return m->tok ? ember_tokenizer_decode(m->tok, token, buf, cap) : 0;
+}

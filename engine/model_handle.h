@@ -1,0 +1,20 @@
+/* model_handle.h — what stands behind the public ember_model handle (library-internal). */
+#ifndef EMBER_MODEL_HANDLE_H
+#define EMBER_MODEL_HANDLE_H
+
+#include "forward.h"
+#include "model.h"
+#include "tokenizer.h"
+
+struct ember_model {
+    ember_err err;
+    ember_backend backend;
+    ember_gguf *gguf;
+    ember_llama llama;
+    bool llama_loaded;
+    ember_tokenizer *tok;
+    ember_vk *vk;              /* NULL for the CPU backend */
+    ember_gpu_model *gpu;
+};
+
+#endif

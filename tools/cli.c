@@ -1,0 +1,117 @@
+/* cli.c — see cli.h. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *cli_value(int argc, char **argv, int *i)
+{
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "ember: %s needs a value\n", argv[*i]);
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+bool cli_int(const char *flag, const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || end == s || v < lo || v > hi) {
+        fprintf(stderr, "ember: %s wants an integer in [%ld, %ld], got '%s'\n", flag, lo, hi, s);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool cli_float(const char *flag, const char *s, float *out)
+{
+    char *end;
+    errno = 0;
+    float v = strtof(s, &end);
+    if (errno || *end || end == s) {
+        fprintf(stderr, "ember: %s wants a number, got '%s'\n", flag, s);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+int cli_model_flag(int argc, char **argv, int *i, cli_model_args *a)
+{
+    const char *f = argv[*i], *v;
+    long n;
+    if (strcmp(f, "-m") == 0 || strcmp(f, "--model") == 0) {
+        if (!(v = cli_value(argc, argv, i))) return -1;
+        a->path = v;
+        return 1;
+    }
+    if (strcmp(f, "--backend") == 0) {
+        if (!(v = cli_value(argc, argv, i))) return -1;
+        if (strcmp(v, "vulkan") == 0) a->backend = EMBER_BACKEND_VULKAN;
+        else if (strcmp(v, "cpu") == 0) a->backend = EMBER_BACKEND_CPU;
+        else {
+            fprintf(stderr, "ember: --backend is vulkan or cpu, got '%s'\n", v);
+            return -1;
+        }
+        return 1;
+    }
+    if (strcmp(f, "--device") == 0) {
+        if (!(v = cli_value(argc, argv, i)) || !cli_int(f, v, 0, 64, &n)) return -1;
+        a->device = (int)n + 1;
+        return 1;
+    }
+    return 0;
+}
+
+ember_model *cli_load_model(const cli_model_args *a)
+{
+    if (!a->path) {
+        fprintf(stderr, "ember: no model given (-m FILE.gguf)\n");
+        return NULL;
+    }
+    ember_model_opts o = {.backend = a->backend, .device_index = a->device};
+    const char *env = getenv("EMBER_DEVICE");
+    long n;
+    if (!o.device_index && env && *env && cli_int("EMBER_DEVICE", env, 0, 64, &n)) o.device_index = (int)n + 1;
+    env = getenv("EMBER_VALIDATION");
+    o.enable_validation = env && strcmp(env, "1") == 0;
+    ember_model *m = NULL;
+    ember_status s = ember_model_load(a->path, &o, &m);
+    if (s != EMBER_OK) {
+        fprintf(stderr, "ember: %s\n", m ? ember_model_error(m) : "out of memory");
+        ember_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+int cli_free_model(ember_model *m, int code)
+{
+    char first[1024];
+    uint32_t n = m ? ember_model_validation_messages(m, first, sizeof first) : 0;
+    ember_model_free(m);
+    if (n) {
+        fprintf(stderr, "ember: %u Vulkan validation message(s); first: %s\n", n, first);
+        return 1;
+    }
+    return code;
+}
+
+void cli_json_string(FILE *f, const char *s, size_t len)
+{
+    fputc('"', f);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c == '\n') fputs("\\n", f);
+        else if (c == '\r') fputs("\\r", f);
+        else if (c == '\t') fputs("\\t", f);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}

@@ -1,0 +1,37 @@
+/* cli.h — small helpers shared by the subcommands: argument parsing, model loading from
+ * the common flags, and a JSON string writer. */
+#ifndef EMBER_CLI_H
+#define EMBER_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "ember.h"
+
+/* Returns the value after flag argv[*i] and advances *i, or NULL (with a message) when
+ * it is missing. */
+const char *cli_value(int argc, char **argv, int *i);
+/* Parses an integer / float; false (with a message naming flag) when malformed. */
+bool cli_int(const char *flag, const char *s, long lo, long hi, long *out);
+bool cli_float(const char *flag, const char *s, float *out);
+
+/* Options common to every command that loads a model. */
+typedef struct cli_model_args {
+    const char *path;
+    ember_backend backend;
+    int device;          /* --device N or EMBER_DEVICE; 0 = auto */
+} cli_model_args;
+
+/* Handles -m/--model, --backend, --device at argv[*i]; returns 1 when consumed, 0 when not
+ * one of them, -1 on a bad value. */
+int cli_model_flag(int argc, char **argv, int *i, cli_model_args *a);
+/* Loads the model (validation on when EMBER_VALIDATION=1); prints the error and returns
+ * NULL on failure. */
+ember_model *cli_load_model(const cli_model_args *a);
+/* Frees the model; returns exit code 1 (with a message) if the validation layer spoke. */
+int cli_free_model(ember_model *m, int code);
+
+/* Writes s as a JSON string literal (with quotes), escaping as needed. */
+void cli_json_string(FILE *f, const char *s, size_t len);
+
+#endif

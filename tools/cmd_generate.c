@@ -1,0 +1,158 @@
+/* cmd_generate.c — `ember generate`: one prompt, one continuation, streamed to stdout or
+ * reported as one JSON object. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+
+typedef struct gen_args {
+    cli_model_args model;
+    const char *prompt;
+    long n;
+    float temp;
+    long seed;
+    bool json, no_bos, ignore_eos;
+    long max_batch_tokens;
+} gen_args;
+
+typedef struct gen_state {
+    bool json;
+    uint32_t *tokens;
+    size_t n_tokens, cap;
+    char *text;
+    size_t text_len, text_cap;
+    ember_finish why;
+    ember_request_metrics m;
+    bool done;
+} gen_state;
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: ember generate -m MODEL.gguf [-p TEXT] [-n N] [--temp 0] [--seed S]\n"
+                    "                      [--backend vulkan|cpu] [--device N] [--no-bos] [--ignore-eos]\n"
+                    "                      [--max-batch-tokens T] [--json]\n");
+    return 2;
+}
+
+static bool parse(int argc, char **argv, gen_args *a)
+{
+    *a = (gen_args){.prompt = "", .n = 64};
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i], *v;
+        int r = cli_model_flag(argc, argv, &i, &a->model);
+        if (r < 0) return false;
+        if (r > 0) continue;
+        if (strcmp(f, "--json") == 0) a->json = true;
+        else if (strcmp(f, "--no-bos") == 0) a->no_bos = true;
+        else if (strcmp(f, "--ignore-eos") == 0) a->ignore_eos = true;
+        else if (!(v = cli_value(argc, argv, &i))) return false;
+        else if (strcmp(f, "-p") == 0 || strcmp(f, "--prompt") == 0) a->prompt = v;
+        else if (strcmp(f, "-n") == 0) { if (!cli_int(f, v, 1, 1 << 20, &a->n)) return false; }
+        else if (strcmp(f, "--temp") == 0) { if (!cli_float(f, v, &a->temp)) return false; }
+        else if (strcmp(f, "--seed") == 0) { if (!cli_int(f, v, 0, 0x7fffffff, &a->seed)) return false; }
+        else if (strcmp(f, "--max-batch-tokens") == 0) { if (!cli_int(f, v, 1, 1 << 16, &a->max_batch_tokens)) return false; }
+        else {
+            fprintf(stderr, "ember generate: unknown option '%s'\n", f);
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) return true;
+    size_t c = *cap ? *cap : 64;
+    while (c < need) c *= 2;
+    void *q = realloc(*p, c * elem);
+    if (!q) return false;
+    *p = q;
+    *cap = c;
+    return true;
+}
+
+static int on_token(void *user, ember_request_id id, uint32_t token, const char *piece, size_t len)
+{
+    gen_state *g = user;
+    if (!grow((void **)&g->tokens, &g->cap, g->n_tokens + 1, sizeof *g->tokens) ||
+        !grow((void **)&g->text, &g->text_cap, g->text_len + len + 1, 1))
+        return 1;
+    g->tokens[g->n_tokens++] = token;
+    memcpy(g->text + g->text_len, piece, len);
+    g->text_len += len;
+    g->text[g->text_len] = 0;
+    if (!g->json) {
+        fwrite(piece, 1, len, stdout);
+        fflush(stdout);
+    }
+    return 0;
+}
+
+static void on_done(void *user, ember_request_id id, ember_finish why, const ember_request_metrics *m)
+{
+    gen_state *g = user;
+    g->why = why;
+    g->m = *m;
+    g->done = true;
+}
+
+static double rate(double n, double ms) { return ms > 0 ? n * 1000.0 / ms : 0.0; }
+
+static void report(const gen_state *g)
+{
+    const ember_request_metrics *m = &g->m;
+    double prefill = rate(m->n_prompt, m->prefill_ms);
+    double decode = rate(m->n_gen > 1 ? m->n_gen - 1 : 0, m->decode_ms);
+    if (!g->json) {
+        fprintf(stderr, "\n[%u prompt tokens, %u generated; ttft %.1f ms; prefill %.1f tok/s; decode %.1f tok/s]\n",
+                m->n_prompt, m->n_gen, m->ttft_ms, prefill, decode);
+        return;
+    }
+    printf("{\"tokens\": [");
+    for (size_t i = 0; i < g->n_tokens; i++) printf("%s%u", i ? ", " : "", g->tokens[i]);
+    printf("], \"text\": ");
+    cli_json_string(stdout, g->text ? g->text : "", g->text_len);
+    printf(", \"n_prompt\": %u, \"n_gen\": %u, \"ttft_ms\": %.3f, \"prefill_tok_s\": %.3f, "
+           "\"decode_tok_s\": %.3f, \"prefill_ms\": %.3f, \"decode_ms\": %.3f, \"finish\": \"%s\"}\n",
+           m->n_prompt, m->n_gen, m->ttft_ms, prefill, decode, m->prefill_ms, m->decode_ms,
+           g->why == EMBER_FINISH_EOS ? "eos" : g->why == EMBER_FINISH_LENGTH ? "length" : "stopped");
+}
+
+static int run(ember_model *model, const gen_args *a)
+{
+    ember_engine_opts eo = {.max_batch_tokens = (uint32_t)a->max_batch_tokens};
+    ember_engine *e = NULL;
+    if (ember_engine_create(model, &eo, &e) != EMBER_OK) {
+        fprintf(stderr, "ember: %s\n", ember_engine_error(e));
+        ember_engine_destroy(e);
+        return 1;
+    }
+    gen_state g = {.json = a->json};
+    ember_request_desc d = {.prompt = a->prompt, .no_bos = a->no_bos, .max_tokens = (uint32_t)a->n,
+                            .temperature = a->temp, .ignore_eos = a->ignore_eos,
+                            .on_token = on_token, .on_done = on_done, .user = &g};
+    ember_status s = ember_submit(e, &d, NULL);
+    if (s == EMBER_OK && !a->json) fputs(a->prompt, stdout);
+    while (s == EMBER_OK && !g.done) s = ember_engine_step(e);
+    int code = 0;
+    if (s != EMBER_OK) {
+        fprintf(stderr, "ember: %s\n", ember_engine_error(e));
+        code = 1;
+    } else {
+        report(&g);
+    }
+    ember_engine_destroy(e);
+    free(g.tokens);
+    free(g.text);
+    return code;
+}
+
+int ember_cmd_generate(int argc, char **argv)
+{
+    gen_args a;
+    if (!parse(argc, argv, &a)) return usage();
+    ember_model *m = cli_load_model(&a.model);
+    if (!m) return 1;
+    return cli_free_model(m, run(m, &a));
+}

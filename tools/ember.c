@@ -1,0 +1,39 @@
+/* ember.c — the `ember` command-line program: dispatches to one subcommand. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *help;
+} command;
+
+static const command commands[] = {
+    {"info", ember_cmd_info, "Vulkan devices, features and limits"},
+    {"generate", ember_cmd_generate, "-m M -p TEXT -n N [--temp 0] [--backend vulkan|cpu] [--json]"},
+    {"tokenize", ember_cmd_tokenize, "-m M -p TEXT [--no-bos] [--json]"},
+    {"make-test-model", ember_cmd_make_test_model, "OUT.gguf [--dim --layers --heads --kv-heads --ffn --vocab --ctx --type f32|f16|q8_0 --seed]"},
+    {"quantize", ember_cmd_quantize, "IN.gguf OUT.gguf q8_0"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: ember COMMAND [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-16s %s\n", commands[i].name, commands[i].help);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "ember: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
