@@ -1,0 +1,524 @@
+/* test_sampler.c — the sampling chain (engine/sampler.c) against a naive reference.
+ *
+ * The reference applies the chain by definition (penalties from a count array, a full
+ * sort, filters, softmax in double). The sampler's probability rows must equal it; the
+ * frequencies of 200,000 draws must pass a chi-square test against it (p > 0.001); no
+ * filtered token may ever be drawn. The chi-square survival function is implemented
+ * here (regularized incomplete gamma) and checked against closed forms and tables. */
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/sampler.h"
+#include "tests/testutil.h"
+
+#define N_DRAWS 200000
+
+/* ---- chi-square ------------------------------------------------------------------ */
+
+/* Regularized upper incomplete gamma Q(a, x): a series for P when x < a + 1, else a
+ * continued fraction (modified Lentz), as in Numerical Recipes. */
+static double gamma_q(double a, double x)
+{
+    if (x <= 0) return 1;
+    double front = exp(-x + a * log(x) - lgamma(a));
+    if (x < a + 1) {
+        double ap = a, term = 1 / a, sum = term;
+        for (int i = 0; i < 10000 && fabs(term) > fabs(sum) * 1e-16; i++) {
+            ap += 1;
+            term *= x / ap;
+            sum += term;
+        }
+        return 1 - sum * front;
+    }
+    double tiny = 1e-300, b = x + 1 - a, c = 1 / tiny, d = 1 / b, h = d;
+    for (int i = 1; i < 10000; i++) {
+        double an = -i * (i - a);
+        b += 2;
+        d = an * d + b;
+        if (fabs(d) < tiny) d = tiny;
+        c = b + an / c;
+        if (fabs(c) < tiny) c = tiny;
+        d = 1 / d;
+        h *= d * c;
+        if (fabs(d * c - 1) < 1e-16) break;
+    }
+    return front * h;
+}
+
+/* P(X > x) for X chi-square with k degrees of freedom. */
+static double chi2_sf(double x, double k) { return gamma_q(k / 2, x / 2); }
+
+/* Closed forms: even k: e^{-x/2} sum_{j<k/2} (x/2)^j / j!; k = 1: erfc(sqrt(x/2));
+ * k = 3: erfc(sqrt(x/2)) + sqrt(2x/pi) e^{-x/2}. */
+static double chi2_sf_even(double x, int k)
+{
+    double term = 1, sum = 1;
+    for (int j = 1; j < k / 2; j++) sum += (term *= (x / 2) / j);
+    return exp(-x / 2) * sum;
+}
+
+static void test_chi2(void)
+{
+    static const double xs[] = { 0.01, 0.5, 1, 2.5, 7, 15, 33.3, 60, 120 };
+    for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) {
+        double x = xs[i];
+        for (int k = 2; k <= 60; k += 2) {
+            double want = chi2_sf_even(x, k), got = chi2_sf(x, k);
+            CHECKF(fabs(got - want) <= 1e-12 + 1e-9 * want, "sf(%g, %d) = %.15g, want %.15g", x, k, got, want);
+        }
+        double w1 = erfc(sqrt(x / 2)), w3 = w1 + sqrt(2 * x / M_PI) * exp(-x / 2);
+        CHECKF(fabs(chi2_sf(x, 1) - w1) <= 1e-12 + 1e-9 * w1, "sf(%g, 1) = %.15g, want %.15g", x, chi2_sf(x, 1), w1);
+        CHECKF(fabs(chi2_sf(x, 3) - w3) <= 1e-12 + 1e-9 * w3, "sf(%g, 3) = %.15g, want %.15g", x, chi2_sf(x, 3), w3);
+    }
+    /* critical values from the standard tables */
+    static const struct { double x, k, p; } tab[] = {
+        { 3.841458820694124, 1, 0.05 }, { 6.634896601021214, 1, 0.01 },
+        { 18.307038053275146, 10, 0.05 }, { 29.588298445074418, 10, 0.001 },
+        { 50.89218131151707, 30, 0.01 }, { 124.34211340400407, 100, 0.05 },
+        { 11.070497693516351, 5, 0.05 }, { 1.1454762260617692, 5, 0.95 },
+    };
+    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) {
+        double got = chi2_sf(tab[i].x, tab[i].k);
+        CHECKF(fabs(got - tab[i].p) < 1e-9, "sf(%g, %g) = %.12g, want %g", tab[i].x, tab[i].k, got, tab[i].p);
+    }
+}
+
+/* Pearson's test of counts against probabilities. Tokens with p = 0 must have no draws
+ * (counted as failures by the caller); bins expecting fewer than 5 are pooled. Returns
+ * the p-value (1 when fewer than two bins). */
+static double chi2_test(const uint64_t *counts, const double *p, size_t n, uint64_t total)
+{
+    double stat = 0, pool_o = 0, pool_e = 0, big_o = 0, big_e = 0;
+    int bins = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = p[i] * (double)total, o = (double)counts[i];
+        if (p[i] <= 0) continue;
+        if (e < 5) {
+            pool_o += o, pool_e += e;
+            continue;
+        }
+        stat += (o - e) * (o - e) / e, bins++;
+        if (e > big_e) big_o = o, big_e = e;
+    }
+    if (pool_e >= 5) {
+        stat += (pool_o - pool_e) * (pool_o - pool_e) / pool_e, bins++;
+    } else if (pool_e > 0 && big_e > 0) { /* fold the small pool into the largest bin */
+        stat -= (big_o - big_e) * (big_o - big_e) / big_e;
+        big_o += pool_o, big_e += pool_e;
+        stat += (big_o - big_e) * (big_o - big_e) / big_e;
+    }
+    return bins < 2 ? 1 : chi2_sf(stat, bins - 1);
+}
+
+/* ---- the reference chain ----------------------------------------------------------- */
+
+typedef struct ref_tok {
+    double l;
+    uint32_t id;
+} ref_tok;
+
+static int cmp_ref(const void *a, const void *b)
+{
+    const ref_tok *x = a, *y = b;
+    if (x->l != y->l) return x->l > y->l ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+/* The chain by definition. window: the tokens the penalties see. */
+static void ref_probs(const ember_sampling_params *p, const float *logits, uint32_t n,
+                      const uint32_t *window, size_t n_window, double *out)
+{
+    ref_tok *t = malloc(n * sizeof *t);
+    uint32_t *cnt = calloc(n, sizeof *cnt);
+    for (size_t i = 0; i < n_window; i++) cnt[window[i]]++;
+    double r = p->repetition_penalty;
+    for (uint32_t i = 0; i < n; i++) {
+        double l = isnan(logits[i]) ? -INFINITY : logits[i];
+        if (cnt[i]) {
+            if (r != 0 && r != 1) l = l > 0 ? l / r : l * r;
+            l -= cnt[i] * (double)p->frequency_penalty + p->presence_penalty;
+        }
+        t[i] = (ref_tok){ l, i };
+    }
+    qsort(t, n, sizeof *t, cmp_ref);
+    memset(out, 0, n * sizeof *out);
+    uint32_t keep = n;
+    if (p->temperature == 0) keep = 1;
+    if (p->top_k > 0 && p->top_k < keep) keep = p->top_k;
+    if (p->top_p > 0 && p->top_p < 1) {
+        double z = 0, cum = 0;
+        for (uint32_t i = 0; i < keep; i++) z += exp(t[i].l - t[0].l);
+        for (uint32_t i = 0; i < keep; i++)
+            if ((cum += exp(t[i].l - t[0].l) / z) >= p->top_p) {
+                keep = i + 1;
+                break;
+            }
+    }
+    if (p->min_p > 0) {
+        uint32_t k = 1;
+        while (k < keep && exp(t[k].l - t[0].l) >= p->min_p) k++;
+        keep = k;
+    }
+    double temp = p->temperature > 0 ? p->temperature : 1, z = 0;
+    for (uint32_t i = 0; i < keep; i++) z += exp((t[i].l - t[0].l) / temp);
+    for (uint32_t i = 0; i < keep; i++) out[t[i].id] = exp((t[i].l - t[0].l) / temp) / z;
+    free(t), free(cnt);
+}
+
+/* The sampler's row equals the reference: same support, values within tol. Returns the
+ * number of tokens kept. */
+static uint32_t check_probs(const char *what, ember_sampler *s, const ember_sampling_params *p,
+                        const float *logits, uint32_t n, const uint32_t *window, size_t nw, double tol)
+{
+    float *got = malloc(n * sizeof *got);
+    double *want = malloc(n * sizeof *want), err = 0, sum = 0;
+    ember_sampler_probs(s, logits, got);
+    ref_probs(p, logits, n, window, nw, want);
+    uint32_t bad_support = 0, kept = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        kept += got[i] > 0;
+        if ((got[i] > 0) != (want[i] > 0)) bad_support++;
+        if (fabs(got[i] - want[i]) > err) err = fabs(got[i] - want[i]);
+        sum += got[i];
+    }
+    CHECKF(bad_support == 0, "%s: %u tokens kept/filtered differently from the reference", what, bad_support);
+    CHECKF(err <= tol, "%s: max |p - ref| = %g", what, err);
+    CHECKF(fabs(sum - 1) < 1e-5, "%s: probabilities sum to %.9f", what, sum);
+    free(got), free(want);
+    return kept;
+}
+
+/* ---- tests ------------------------------------------------------------------------- */
+
+static ember_sampler *make(const ember_sampling_params *p, uint32_t n)
+{
+    ember_sampler *s = NULL;
+    ember_err err = {{0}};
+    ember_status st = ember_sampler_create(p, n, &s, &err);
+    CHECKF(st == EMBER_OK && s, "create: %s", err.msg);
+    if (!s) exit(tu_finish("test_sampler"));
+    return s;
+}
+
+#define NV 40
+
+/* 40 logits with a spread: a few strong tokens, a tail, some ties. */
+static void fixed_logits(float *l)
+{
+    tu_rng r = { 12345 };
+    for (int i = 0; i < NV; i++) l[i] = tu_uniform(&r, -2.5f, 2.5f);
+    l[7] = 3, l[21] = 2.75f, l[3] = 2.75f, l[30] = 2.5f;
+}
+
+static void test_greedy(void)
+{
+    float l[NV];
+    fixed_logits(l);
+    ember_sampler *s = make(NULL, NV);
+    for (int i = 0; i < 5; i++) CHECK(ember_sampler_sample(s, l) == 7);
+    l[12] = 3; /* a tie: the lower id wins */
+    CHECK(ember_sampler_sample(s, l) == 7);
+    l[2] = 3;
+    CHECK(ember_sampler_sample(s, l) == 2);
+    l[0] = NAN; /* NaN is -inf, never the arg-max */
+    CHECK(ember_sampler_sample(s, l) == 2);
+    float pr[NV];
+    ember_sampler_probs(s, l, pr);
+    for (int i = 0; i < NV; i++) CHECK(pr[i] == (i == 2 ? 1.0f : 0.0f));
+    ember_sampler_free(s);
+
+    /* greedy after a repetition penalty: 7 (logit 3 -> 1.5) loses to 3 and 21 (2.75) */
+    fixed_logits(l);
+    ember_sampling_params p = { .repetition_penalty = 2 };
+    s = make(&p, NV);
+    ember_sampler_accept(s, 7);
+    CHECK(ember_sampler_sample(s, l) == 3);
+    ember_sampler_free(s);
+}
+
+/* Draws N_DRAWS tokens and compares the frequencies with the reference distribution. */
+static void freq_test(const char *what, const ember_sampling_params *p)
+{
+    float l[NV];
+    double want[NV];
+    uint64_t counts[NV] = {0};
+    fixed_logits(l);
+    ref_probs(p, l, NV, NULL, 0, want);
+    ember_sampler *s = make(p, NV);
+    check_probs(what, s, p, l, NV, NULL, 0, 2e-6);
+    for (int i = 0; i < N_DRAWS; i++) counts[ember_sampler_sample(s, l)]++;
+    uint64_t filtered = 0;
+    int kept = 0;
+    for (int i = 0; i < NV; i++) {
+        if (want[i] == 0) filtered += counts[i];
+        else kept++;
+    }
+    double pv = chi2_test(counts, want, NV, N_DRAWS);
+    CHECKF(filtered == 0, "%s: %llu draws of filtered tokens", what, (unsigned long long)filtered);
+    CHECKF(pv > 0.001, "%s: chi-square p-value %g", what, pv);
+    printf("  %-34s kept %2d of %d tokens, chi-square p = %.3f\n", what, kept, NV, pv);
+    ember_sampler_free(s);
+}
+
+static void test_frequencies(void)
+{
+    static const struct { const char *what; ember_sampling_params p; } cases[] = {
+        { "temperature 1", { .temperature = 1, .seed = 1 } },
+        { "temperature 0.7", { .temperature = 0.7f, .seed = 2 } },
+        { "temperature 1.5", { .temperature = 1.5f, .seed = 3 } },
+        { "top-k 5", { .temperature = 1, .top_k = 5, .seed = 4 } },
+        { "top-p 0.8", { .temperature = 1, .top_p = 0.8f, .seed = 5 } },
+        { "min-p 0.1", { .temperature = 1, .min_p = 0.1f, .seed = 6 } },
+        { "top-k 10 + top-p 0.9, T 0.7", { .temperature = 0.7f, .top_k = 10, .top_p = 0.9f, .seed = 7 } },
+        { "top-p 0.95 + min-p 0.05, T 1.5", { .temperature = 1.5f, .top_p = 0.95f, .min_p = 0.05f, .seed = 8 } },
+        { "top-k 8 + top-p 0.9 + min-p 0.2", { .temperature = 1.2f, .top_k = 8, .top_p = 0.9f, .min_p = 0.2f, .seed = 9 } },
+        { "top-k 1 (greedy in effect)", { .temperature = 1, .top_k = 1, .seed = 10 } },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) freq_test(cases[i].what, &cases[i].p);
+}
+
+/* The test can tell distributions apart: T 0.7 draws against T 1 probabilities fail. */
+static void test_chi2_power(void)
+{
+    float l[NV];
+    double want[NV];
+    uint64_t counts[NV] = {0};
+    fixed_logits(l);
+    ember_sampling_params p1 = { .temperature = 1 }, p07 = { .temperature = 0.7f, .seed = 99 };
+    ref_probs(&p1, l, NV, NULL, 0, want);
+    ember_sampler *s = make(&p07, NV);
+    for (int i = 0; i < N_DRAWS; i++) counts[ember_sampler_sample(s, l)]++;
+    double pv = chi2_test(counts, want, NV, N_DRAWS);
+    CHECKF(pv < 1e-6, "wrong distribution passed the chi-square test (p = %g)", pv);
+    ember_sampler_free(s);
+}
+
+/* ember_sampler_draw on a given row follows it. */
+static void test_draw(void)
+{
+    float row[NV];
+    double want[NV];
+    uint64_t counts[NV] = {0};
+    tu_rng r = { 7 };
+    double z = 0;
+    for (int i = 0; i < NV; i++) z += (row[i] = (i % 3 == 0) ? 0 : tu_uniform(&r, 0, 2));
+    for (int i = 0; i < NV; i++) want[i] = row[i] / z;
+    ember_sampling_params p = { .seed = 5 };
+    ember_sampler *s = make(&p, NV);
+    for (int i = 0; i < N_DRAWS; i++) counts[ember_sampler_draw(s, row)]++;
+    uint64_t zero_drawn = 0;
+    for (int i = 0; i < NV; i += 3) zero_drawn += counts[i];
+    CHECKF(zero_drawn == 0, "draw picked zero-weight tokens %llu times", (unsigned long long)zero_drawn);
+    double pv = chi2_test(counts, want, NV, N_DRAWS);
+    CHECKF(pv > 0.001, "draw: chi-square p-value %g", pv);
+    float zero[NV] = {0};
+    CHECK(ember_sampler_draw(s, zero) == 0);
+    zero[9] = INFINITY;
+    CHECK(ember_sampler_draw(s, zero) == 9);
+    ember_sampler_free(s);
+}
+
+static void sequence(const ember_sampling_params *p, uint32_t *out, int n)
+{
+    float l[NV];
+    fixed_logits(l);
+    ember_sampler *s = make(p, NV);
+    for (int i = 0; i < n; i++) out[i] = ember_sampler_sample(s, l);
+    ember_sampler_free(s);
+}
+
+static void test_seeds(void)
+{
+    enum { N = 1000 };
+    static uint32_t a[N], b[N], c[N];
+    ember_sampling_params p = { .temperature = 1, .top_p = 0.95f, .seed = 42 };
+    sequence(&p, a, N);
+    sequence(&p, b, N);
+    CHECK(memcmp(a, b, sizeof a) == 0);
+    p.seed = 43;
+    sequence(&p, c, N);
+    int differ = 0;
+    for (int i = 0; i < N; i++) differ += a[i] != c[i];
+    CHECKF(differ > N / 4, "seeds 42 and 43 differ in only %d of %d tokens", differ, N);
+
+    /* reset replays the sequence */
+    float l[NV];
+    fixed_logits(l);
+    p.seed = 42;
+    ember_sampler *s = make(&p, NV);
+    for (int i = 0; i < 10; i++) ember_sampler_sample(s, l);
+    ember_sampler_reset(s);
+    for (int i = 0; i < N; i++) b[i] = ember_sampler_sample(s, l);
+    CHECK(memcmp(a, b, sizeof a) == 0);
+    ember_sampler_free(s);
+}
+
+/* sample(l) == draw(probs(l)) with two samplers of the same seed, step by step. */
+static void test_sample_equals_draw(void)
+{
+    ember_sampling_params p = { .temperature = 0.9f, .top_k = 20, .top_p = 0.9f, .min_p = 0.02f,
+                                .repetition_penalty = 1.3f, .seed = 77 };
+    ember_sampler *a = make(&p, NV), *b = make(&p, NV);
+    tu_rng r = { 3 };
+    float l[NV], pr[NV];
+    int same = 0;
+    for (int i = 0; i < 2000; i++) {
+        tu_fill(&r, l, NV, -3, 3);
+        uint32_t ta = ember_sampler_sample(a, l);
+        ember_sampler_probs(b, l, pr);
+        uint32_t tb = ember_sampler_draw(b, pr);
+        same += ta == tb;
+        ember_sampler_accept(a, ta), ember_sampler_accept(b, tb);
+    }
+    CHECKF(same == 2000, "sample and probs+draw agree on %d of 2000 steps", same);
+    ember_sampler_free(a), ember_sampler_free(b);
+}
+
+/* Penalties, against hand-computed logits and against the reference. */
+static void test_penalties(void)
+{
+    float l[4] = { 2, -1, 0.5f, 1 }, pr[4];
+    ember_sampling_params p = { .temperature = 1, .repetition_penalty = 2 };
+    ember_sampler *s = make(&p, 4);
+    ember_sampler_accept(s, 0), ember_sampler_accept(s, 1), ember_sampler_accept(s, 1);
+    ember_sampler_probs(s, l, pr);
+    double pen[4] = { 1, -2, 0.5, 1 }, z = 0; /* 2/2, -1*2, untouched, untouched */
+    for (int i = 0; i < 4; i++) z += exp(pen[i]);
+    for (int i = 0; i < 4; i++) CHECKF(fabs(pr[i] - exp(pen[i]) / z) < 1e-6, "rep: p[%d] = %g", i, pr[i]);
+    ember_sampler_free(s);
+
+    p = (ember_sampling_params){ .temperature = 1, .frequency_penalty = 0.5f, .presence_penalty = 0.25f };
+    s = make(&p, 4);
+    ember_sampler_accept(s, 0), ember_sampler_accept(s, 1), ember_sampler_accept(s, 1);
+    ember_sampler_probs(s, l, pr);
+    double fp[4] = { 2 - 0.5 - 0.25, -1 - 2 * 0.5 - 0.25, 0.5, 1 };
+    z = 0;
+    for (int i = 0; i < 4; i++) z += exp(fp[i]);
+    for (int i = 0; i < 4; i++) CHECKF(fabs(pr[i] - exp(fp[i]) / z) < 1e-6, "freq/presence: p[%d] = %g", i, pr[i]);
+    ember_sampler_free(s);
+
+    /* the window: with last_n = 2 only the last two accepted tokens count */
+    p = (ember_sampling_params){ .temperature = 1, .repetition_penalty = 1.5f, .frequency_penalty = 0.1f,
+                                 .presence_penalty = 0.2f, .penalty_last_n = 2 };
+    float lw[NV];
+    fixed_logits(lw);
+    s = make(&p, NV);
+    uint32_t hist[] = { 7, 3, 3, 21, 7, 7, 30 };
+    for (size_t i = 0; i < sizeof hist / sizeof hist[0]; i++) ember_sampler_accept(s, hist[i]);
+    check_probs("window of 2", s, &p, lw, NV, hist + 5, 2, 2e-6);
+    ember_sampler_free(s);
+
+    /* the default window is 64; reset forgets */
+    p.penalty_last_n = 0;
+    s = make(&p, NV);
+    uint32_t many[100];
+    tu_rng r = { 11 };
+    for (int i = 0; i < 100; i++) ember_sampler_accept(s, many[i] = (uint32_t)(tu_next(&r) % 8) * 5);
+    check_probs("default window 64", s, &p, lw, NV, many + 36, 64, 2e-6);
+    ember_sampler_reset(s);
+    check_probs("after reset", s, &p, lw, NV, NULL, 0, 2e-6);
+    ember_sampler_accept(s, NV + 5); /* out of range: ignored */
+    check_probs("out-of-range accept", s, &p, lw, NV, NULL, 0, 2e-6);
+    ember_sampler_free(s);
+
+    /* penalties combined with every filter */
+    p = (ember_sampling_params){ .temperature = 0.8f, .top_k = 12, .top_p = 0.9f, .min_p = 0.05f,
+                                 .repetition_penalty = 1.2f, .frequency_penalty = 0.3f, .presence_penalty = 0.1f };
+    s = make(&p, NV);
+    for (size_t i = 0; i < sizeof hist / sizeof hist[0]; i++) ember_sampler_accept(s, hist[i]);
+    check_probs("penalties + filters", s, &p, lw, NV, hist, sizeof hist / sizeof hist[0], 2e-6);
+    ember_sampler_free(s);
+}
+
+/* Big vocabularies: the partial-selection paths against the full-sort reference. */
+static void test_large_vocab(void)
+{
+    enum { V = 150000, REPS = 50 };
+    float *base = malloc(V * sizeof *base), *l = malloc(V * sizeof *l);
+    tu_rng r = { 2024 };
+    for (int i = 0; i < V; i++) { /* roughly normal, spread like real logits */
+        float u = 0;
+        for (int k = 0; k < 4; k++) u += tu_uniform(&r, -1.5f, 1.5f);
+        base[i] = 2 * u;
+    }
+    static const struct { const char *what; float scale; ember_sampling_params p; } cases[] = {
+        { "V=150k top-k 40", 1, { .temperature = 0.8f, .top_k = 40 } },
+        { "V=150k top-p 0.9", 1, { .temperature = 1, .top_p = 0.9f } },
+        { "V=150k top-p 0.5, flat logits", 0.05f, { .temperature = 1, .top_p = 0.5f } },
+        { "V=150k min-p 0.05", 1, { .temperature = 1, .min_p = 0.05f } },
+        { "V=150k temperature only", 1, { .temperature = 1.1f } },
+        { "V=150k top-k 1000 + top-p 0.95", 1, { .temperature = 1, .top_k = 1000, .top_p = 0.95f } },
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        ember_sampler *s = make(&cases[c].p, V);
+        for (int i = 0; i < V; i++) l[i] = base[i] * cases[c].scale;
+        uint32_t kept = check_probs(cases[c].what, s, &cases[c].p, l, V, NULL, 0, 1e-6);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (int i = 0; i < REPS; i++) ember_sampler_sample(s, l);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double us = ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / 1e3 / REPS;
+        printf("  %-34s kept %6u, %6.0f us/token\n", cases[c].what, kept, us);
+        ember_sampler_free(s);
+    }
+    free(base), free(l);
+}
+
+static void test_edges(void)
+{
+    float l[NV];
+    for (int i = 0; i < NV; i++) l[i] = -INFINITY;
+    ember_sampling_params p = { .temperature = 1, .top_p = 0.5f, .min_p = 0.5f, .seed = 1 };
+    ember_sampler *s = make(&p, NV);
+    float pr[NV];
+    ember_sampler_probs(s, l, pr);  /* nothing to prefer: top-p keeps half, uniformly */
+    int kept = 0;
+    for (int i = 0; i < NV; i++) kept += pr[i] > 0;
+    CHECKF(kept == NV / 2, "all -inf with top-p 0.5: %d kept", kept);
+    l[17] = INFINITY, l[5] = NAN;
+    for (int i = 0; i < 100; i++) CHECK(ember_sampler_sample(s, l) == 17);
+    ember_sampler_free(s);
+
+    /* ties are broken by id: the lowest ids survive top-k and top-p */
+    float flat[10] = {0}, fp[10];
+    ember_sampling_params pk = { .temperature = 1, .top_k = 3 }, pp = { .temperature = 1, .top_p = 0.35f };
+    s = make(&pk, 10);
+    ember_sampler_probs(s, flat, fp);
+    for (int i = 0; i < 10; i++) CHECKF(fabsf(fp[i] - (i < 3 ? 1 / 3.0f : 0)) < 1e-7f, "top-k tie p[%d] = %g", i, fp[i]);
+    ember_sampler_free(s);
+    s = make(&pp, 10);
+    ember_sampler_probs(s, flat, fp);
+    for (int i = 0; i < 10; i++) CHECKF(fp[i] == (i < 4 ? 0.25f : 0), "top-p tie p[%d] = %g", i, fp[i]);
+    ember_sampler_free(s);
+
+    ember_sampler *bad = NULL;
+    ember_err err = {{0}};
+    ember_sampling_params b1 = { .temperature = -1 }, b2 = { .top_p = 1.5f }, b3 = { .min_p = NAN },
+                          b4 = { .repetition_penalty = -2 }, b5 = { .penalty_last_n = 1u << 30 },
+                          b6 = { .frequency_penalty = INFINITY };
+    const ember_sampling_params *bads[] = { &b1, &b2, &b3, &b4, &b5, &b6 };
+    for (size_t i = 0; i < sizeof bads / sizeof bads[0]; i++) {
+        err.msg[0] = 0;
+        CHECK(ember_sampler_create(bads[i], NV, &bad, &err) == EMBER_ERR_INVALID_ARG && !bad);
+        CHECKF(strncmp(err.msg, "sampler: ", 9) == 0, "message '%s'", err.msg);
+    }
+    CHECK(ember_sampler_create(NULL, 0, &bad, &err) == EMBER_ERR_INVALID_ARG && !bad);
+}
+
+int main(void)
+{
+    test_chi2();
+    test_greedy();
+    test_frequencies();
+    test_chi2_power();
+    test_draw();
+    test_seeds();
+    test_sample_equals_draw();
+    test_penalties();
+    test_large_vocab();
+    test_edges();
+    return tu_finish("test_sampler");
+}
