@@ -34,7 +34,7 @@ struct ember_engine {
     ember_engine_opts o;
     uint32_t max_blocks_per_seq;
     ember_forward *fwd;          /* NULL for the CPU backend */
-    ember_kv_pool *kv;
+    ember_kv_cache *kv;
     request *head, *tail;        /* waiting, in arrival order; head runs */
     ember_request_id next_id;
     uint32_t *pos, *seq;         /* batch scratch, max_batch_tokens each */
@@ -56,7 +56,7 @@ static ember_status create_parts(ember_engine *e)
     e->seq = calloc(T, sizeof *e->seq);
     e->logits = malloc(hp->n_vocab * sizeof *e->logits);
     if (!e->pos || !e->seq || !e->logits) return ember_fail(&e->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
-    ember_status s = ember_kv_pool_create(e->o.kv_blocks, &e->kv, &e->err);
+    ember_status s = ember_kv_create(e->o.kv_blocks, e->o.kv_block_size, &e->kv, &e->err);
     if (s != EMBER_OK || !e->model->gpu) return s;
     ember_forward_opts fo = {.max_tokens = T, .max_seqs = 1, .n_blocks = e->o.kv_blocks,
                              .block_size = e->o.kv_block_size, .max_blocks_per_seq = e->max_blocks_per_seq};
@@ -83,7 +83,7 @@ ember_status ember_engine_create(ember_model *model, const ember_engine_opts *op
 
 static void free_request(ember_engine *e, request *r)
 {
-    for (uint32_t i = 0; i < r->n_blocks; i++) ember_kv_give(e->kv, r->blocks[i]);
+    for (uint32_t i = 0; i < r->n_blocks; i++) ember_kv_release(e->kv, r->blocks[i]);
     ember_ref_free(r->ref);
     free(r->blocks);
     free(r->tokens);
@@ -99,7 +99,7 @@ void ember_engine_destroy(ember_engine *e)
         free_request(e, r);
     }
     ember_forward_free(e->fwd);
-    ember_kv_pool_free(e->kv);
+    ember_kv_free(e->kv);
     free(e->pos);
     free(e->seq);
     free(e->logits);
@@ -184,7 +184,7 @@ static ember_status reserve_blocks(ember_engine *e, request *r, uint32_t end)
 {
     uint32_t need = (end + e->o.kv_block_size - 1) / e->o.kv_block_size;
     while (r->n_blocks < need) {
-        uint32_t b = ember_kv_take(e->kv);
+        uint32_t b = ember_kv_alloc(e->kv);
         if (b == EMBER_NO_BLOCK) return ember_fail(&e->err, EMBER_ERR_CONTEXT_FULL, "KV pool exhausted");
         r->blocks[r->n_blocks++] = b;
     }

@@ -43,6 +43,16 @@ typedef struct ember_kernels ember_kernels;
 ember_status ember_kernels_create(ember_vk *vk, ember_kernels **out, ember_err *err);
 void ember_kernels_destroy(ember_kernels *k);
 
+/* Choices that tests and benchmarks override; zero means the default. */
+typedef struct ember_kernels_opts {
+    bool no_subgroup;         /* use the Vulkan 1.2 core variants even when the device
+                                 has subgroup arithmetic */
+    uint32_t matvec_max_tok;  /* n_tok up to this uses the mat-vec shader (1..4; default 4) */
+} ember_kernels_opts;
+
+ember_status ember_kernels_create_opts(ember_vk *vk, const ember_kernels_opts *opts,
+                                       ember_kernels **out, ember_err *err);
+
 typedef enum ember_out_mode {
     EMBER_OUT_STORE = 0,  /* y[t][r] = W[r].x[t] */
     EMBER_OUT_ADD = 1,    /* y[t][r] += W[r].x[t]          (residual folded in) */
@@ -72,6 +82,13 @@ typedef struct ember_attn_shape {
     float rope_base;
     uint32_t block_size, max_blocks_per_seq;
 } ember_attn_shape;
+
+/* Whether the attention kernels handle shape s: n_heads a multiple of n_kv_heads,
+ * head_dim a multiple of 4 and at most 256, rope_dim even
+ * and <= head_dim. Call once at model load: ember_k_rope_store / ember_k_attention cannot
+ * report errors. */
+ember_status ember_kernels_check_attn(const ember_kernels *k, const ember_attn_shape *s,
+                                      ember_err *err);
 
 /* qkv rows are [q (n_heads*head_dim) | k (n_kv_heads*head_dim) | v (same)].
  * Rotates q (in place) and k by pos[t], then stores k and v of token t into

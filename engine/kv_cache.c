@@ -1,45 +1,218 @@
-/* kv_cache.c — a free list of KV block indices. Lowest indices are handed out first so
- * that a fresh engine fills the pool from the start (easier to read in a debugger). */
+/* kv_cache.c — see kv_cache.h.
+ *
+ * Each block has a reference count, and when published, its hash, parent hash and
+ * tokens (kept to rule out hash collisions). Lists:
+ *   free   — unpublished blocks with count 0 (a stack);
+ *   lru    — published blocks with count 0, oldest first (doubly linked);
+ * and an open-addressing table from hash to published block. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "kv_cache.h"
 
-struct ember_kv_pool {
-    uint32_t n_blocks;
-    uint32_t n_free;
-    uint32_t *free; /* stack; top = free[n_free-1] */
+#define NONE UINT32_MAX
+
+typedef struct block {
+    uint32_t refs;
+    bool published;
+    uint64_t hash, parent;
+    uint32_t lru_prev, lru_next;   /* valid while in the lru list */
+} block;
+
+struct ember_kv_cache {
+    uint32_t n_blocks, block_size;
+    block *b;
+    uint32_t *tokens;              /* [n_blocks][block_size], for published blocks */
+    uint32_t *free_list, n_free;
+    uint32_t lru_head, lru_tail, n_lru;
+    uint32_t *table, table_mask;   /* hash -> block, NONE = empty, TOMB = deleted */
+    uint32_t n_live, n_tomb;       /* table occupancy; rebuilt when tombstones pile up */
+    uint32_t n_used;
 };
 
-ember_status ember_kv_pool_create(uint32_t n_blocks, ember_kv_pool **out, ember_err *err)
+#define TOMB (NONE - 1)
+
+ember_status ember_kv_create(uint32_t n_blocks, uint32_t block_size, ember_kv_cache **out, ember_err *err)
 {
-    ember_kv_pool *p = calloc(1, sizeof *p);
     *out = NULL;
-    if (!p || !(p->free = malloc((size_t)n_blocks * sizeof *p->free))) {
-        free(p);
+    if (n_blocks == 0 || block_size == 0)
+        return ember_fail(err, EMBER_ERR_INVALID_ARG, "KV cache needs at least one block of one token");
+    ember_kv_cache *kv = calloc(1, sizeof *kv);
+    uint32_t cap = 16;
+    while (cap < 2 * n_blocks) cap *= 2;
+    if (kv) {
+        kv->b = calloc(n_blocks, sizeof *kv->b);
+        kv->tokens = malloc((size_t)n_blocks * block_size * sizeof *kv->tokens);
+        kv->free_list = malloc((size_t)n_blocks * sizeof *kv->free_list);
+        kv->table = malloc((size_t)cap * sizeof *kv->table);
+    }
+    if (!kv || !kv->b || !kv->tokens || !kv->free_list || !kv->table) {
+        ember_kv_free(kv);
         return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     }
-    p->n_blocks = n_blocks;
-    for (uint32_t i = 0; i < n_blocks; i++) p->free[i] = n_blocks - 1 - i;
-    p->n_free = n_blocks;
-    *out = p;
+    kv->n_blocks = n_blocks;
+    kv->block_size = block_size;
+    for (uint32_t i = 0; i < n_blocks; i++) kv->free_list[i] = n_blocks - 1 - i; /* hand out 0 first */
+    kv->n_free = n_blocks;
+    kv->lru_head = kv->lru_tail = NONE;
+    kv->table_mask = cap - 1;
+    memset(kv->table, 0xff, (size_t)cap * sizeof *kv->table);
+    *out = kv;
     return EMBER_OK;
 }
 
-void ember_kv_pool_free(ember_kv_pool *p)
+void ember_kv_free(ember_kv_cache *kv)
 {
-    if (!p) return;
-    free(p->free);
-    free(p);
+    if (!kv) return;
+    free(kv->b);
+    free(kv->tokens);
+    free(kv->free_list);
+    free(kv->table);
+    free(kv);
 }
 
-uint32_t ember_kv_take(ember_kv_pool *p)
+/* ---- lru list ----------------------------------------------------------------------- */
+
+static void lru_push(ember_kv_cache *kv, uint32_t i)
 {
-    return p->n_free ? p->free[--p->n_free] : EMBER_NO_BLOCK;
+    kv->b[i].lru_prev = kv->lru_tail;
+    kv->b[i].lru_next = NONE;
+    if (kv->lru_tail != NONE) kv->b[kv->lru_tail].lru_next = i;
+    else kv->lru_head = i;
+    kv->lru_tail = i;
+    kv->n_lru++;
 }
 
-void ember_kv_give(ember_kv_pool *p, uint32_t block)
+static void lru_remove(ember_kv_cache *kv, uint32_t i)
 {
-    if (block < p->n_blocks && p->n_free < p->n_blocks) p->free[p->n_free++] = block;
+    block *x = &kv->b[i];
+    if (x->lru_prev != NONE) kv->b[x->lru_prev].lru_next = x->lru_next;
+    else kv->lru_head = x->lru_next;
+    if (x->lru_next != NONE) kv->b[x->lru_next].lru_prev = x->lru_prev;
+    else kv->lru_tail = x->lru_prev;
+    kv->n_lru--;
 }
 
-uint32_t ember_kv_n_free(const ember_kv_pool *p) { return p->n_free; }
+/* ---- hash table ----------------------------------------------------------------------- */
+
+uint64_t ember_kv_hash(uint64_t parent, const uint32_t *tokens, uint32_t n)
+{
+    uint64_t h = parent ^ 0x9E3779B97F4A7C15ull; /* FNV-1a-like over 32-bit words, then mixed */
+    for (uint32_t i = 0; i < n; i++) h = (h ^ tokens[i]) * 0x100000001B3ull;
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ull;
+    return (h ^ (h >> 32)) | 1; /* never 0: 0 means "no parent" */
+}
+
+static bool same_block(const ember_kv_cache *kv, uint32_t i, uint64_t parent, const uint32_t *tokens)
+{
+    return kv->b[i].parent == parent &&
+           memcmp(kv->tokens + (size_t)i * kv->block_size, tokens, kv->block_size * sizeof *tokens) == 0;
+}
+
+/* Slot of the published block equal to (parent, tokens), or NONE. */
+static uint32_t table_find(const ember_kv_cache *kv, uint64_t hash, uint64_t parent, const uint32_t *tokens)
+{
+    for (uint32_t s = (uint32_t)hash & kv->table_mask;; s = (s + 1) & kv->table_mask) {
+        uint32_t i = kv->table[s];
+        if (i == NONE) return NONE;
+        if (i != TOMB && kv->b[i].hash == hash && same_block(kv, i, parent, tokens)) return s;
+    }
+}
+
+static void table_put(ember_kv_cache *kv, uint32_t block, uint64_t hash)
+{
+    uint32_t s = (uint32_t)hash & kv->table_mask;
+    while (kv->table[s] != NONE) s = (s + 1) & kv->table_mask;
+    kv->table[s] = block;
+}
+
+/* Probing stops only at an empty slot, so tombstones must not fill the table: past
+ * three quarters occupied, the table is rebuilt from the published blocks. */
+static void table_insert(ember_kv_cache *kv, uint32_t block, uint64_t hash)
+{
+    if ((kv->n_live + kv->n_tomb + 1) * 4 > (kv->table_mask + 1) * 3) {
+        memset(kv->table, 0xff, (size_t)(kv->table_mask + 1) * sizeof *kv->table);
+        for (uint32_t i = 0; i < kv->n_blocks; i++)
+            if (kv->b[i].published && i != block) table_put(kv, i, kv->b[i].hash);
+        kv->n_tomb = 0;
+    }
+    table_put(kv, block, hash);
+    kv->n_live++;
+}
+
+static void unpublish(ember_kv_cache *kv, uint32_t i)
+{
+    block *x = &kv->b[i];
+    uint32_t s = table_find(kv, x->hash, x->parent, kv->tokens + (size_t)i * kv->block_size);
+    if (s != NONE) {
+        kv->table[s] = TOMB;
+        kv->n_live--;
+        kv->n_tomb++;
+    }
+    x->published = false;
+}
+
+/* ---- blocks ---------------------------------------------------------------------------- */
+
+static uint32_t take(ember_kv_cache *kv, uint32_t i)
+{
+    kv->b[i].refs = 1;
+    kv->n_used++;
+    return i;
+}
+
+uint32_t ember_kv_alloc(ember_kv_cache *kv)
+{
+    if (kv->n_free) return take(kv, kv->free_list[--kv->n_free]);
+    if (kv->lru_head == NONE) return EMBER_NO_BLOCK;
+    uint32_t i = kv->lru_head;
+    lru_remove(kv, i);
+    unpublish(kv, i);
+    return take(kv, i);
+}
+
+void ember_kv_retain(ember_kv_cache *kv, uint32_t i)
+{
+    if (i < kv->n_blocks && kv->b[i].refs++ == 0) {
+        lru_remove(kv, i); /* only published blocks sit at zero outside the free list */
+        kv->n_used++;
+    }
+}
+
+void ember_kv_release(ember_kv_cache *kv, uint32_t i)
+{
+    if (i >= kv->n_blocks || kv->b[i].refs == 0) return;
+    if (--kv->b[i].refs) return;
+    kv->n_used--;
+    if (kv->b[i].published) lru_push(kv, i);
+    else kv->free_list[kv->n_free++] = i;
+}
+
+uint32_t ember_kv_lookup(ember_kv_cache *kv, uint64_t parent, const uint32_t *tokens)
+{
+    uint64_t h = ember_kv_hash(parent, tokens, kv->block_size);
+    uint32_t s = table_find(kv, h, parent, tokens);
+    if (s == NONE) return EMBER_NO_BLOCK;
+    ember_kv_retain(kv, kv->table[s]);
+    return kv->table[s];
+}
+
+void ember_kv_publish(ember_kv_cache *kv, uint32_t i, uint64_t parent, const uint32_t *tokens)
+{
+    if (i >= kv->n_blocks || kv->b[i].published) return;
+    uint64_t h = ember_kv_hash(parent, tokens, kv->block_size);
+    if (table_find(kv, h, parent, tokens) != NONE) return;
+    block *x = &kv->b[i];
+    x->hash = h;
+    x->parent = parent;
+    memcpy(kv->tokens + (size_t)i * kv->block_size, tokens, kv->block_size * sizeof *tokens);
+    table_insert(kv, i, h);
+    x->published = true;
+}
+
+uint32_t ember_kv_block_size(const ember_kv_cache *kv) { return kv->block_size; }
+uint32_t ember_kv_n_blocks(const ember_kv_cache *kv) { return kv->n_blocks; }
+uint32_t ember_kv_n_available(const ember_kv_cache *kv) { return kv->n_free + kv->n_lru; }
+uint32_t ember_kv_n_used(const ember_kv_cache *kv) { return kv->n_used; }
+uint32_t ember_kv_refcount(const ember_kv_cache *kv, uint32_t i) { return i < kv->n_blocks ? kv->b[i].refs : 0; }

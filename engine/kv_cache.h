@@ -1,21 +1,49 @@
-/* kv_cache.h — the pool of fixed-size KV blocks, host-side bookkeeping only: which
- * blocks are free. The GPU memory behind the blocks belongs to ember_forward. */
+/* kv_cache.h — the pool of fixed-size KV blocks (host-side bookkeeping; the GPU memory
+ * behind the blocks belongs to ember_forward).
+ *
+ * Blocks are reference-counted. A block that a sequence has filled completely can be
+ * published under the chained hash of its tokens (hash of the previous block + its own
+ * tokens): a later sequence with the same prefix takes the same block instead of
+ * recomputing it (prefix caching). A published block whose count drops to zero is not
+ * freed but kept as "cached", least recently used first in line to be reused when the
+ * free list is empty. Shared blocks are never written: only full blocks are published,
+ * and a sequence always computes its last prompt token into a block of its own. */
 #ifndef EMBER_KV_CACHE_H
 #define EMBER_KV_CACHE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "error.h"
 
 #define EMBER_NO_BLOCK UINT32_MAX
 
-typedef struct ember_kv_pool ember_kv_pool;
+typedef struct ember_kv_cache ember_kv_cache;
 
-ember_status ember_kv_pool_create(uint32_t n_blocks, ember_kv_pool **out, ember_err *err);
-void ember_kv_pool_free(ember_kv_pool *p);
-/* A free block, or EMBER_NO_BLOCK when none is left. */
-uint32_t ember_kv_take(ember_kv_pool *p);
-void ember_kv_give(ember_kv_pool *p, uint32_t block);
-uint32_t ember_kv_n_free(const ember_kv_pool *p);
+ember_status ember_kv_create(uint32_t n_blocks, uint32_t block_size, ember_kv_cache **out, ember_err *err);
+void ember_kv_free(ember_kv_cache *kv);
+
+/* A block with reference count 1: a free one, else the least recently used cached one
+ * (which is then forgotten). EMBER_NO_BLOCK when every block is in use. */
+uint32_t ember_kv_alloc(ember_kv_cache *kv);
+void ember_kv_retain(ember_kv_cache *kv, uint32_t block);
+/* Drops one reference; at zero the block becomes cached (if published) or free. */
+void ember_kv_release(ember_kv_cache *kv, uint32_t block);
+
+/* The chained hash of a block holding tokens[0..block_size) after a block with hash
+ * parent (0 for the first block of a sequence). */
+uint64_t ember_kv_hash(uint64_t parent, const uint32_t *tokens, uint32_t block_size);
+/* The block published for (parent, tokens), with a reference taken, or EMBER_NO_BLOCK. */
+uint32_t ember_kv_lookup(ember_kv_cache *kv, uint64_t parent, const uint32_t *tokens);
+/* Publishes a full block (no-op when an equal block is already published). */
+void ember_kv_publish(ember_kv_cache *kv, uint32_t block, uint64_t parent, const uint32_t *tokens);
+
+uint32_t ember_kv_block_size(const ember_kv_cache *kv);
+uint32_t ember_kv_n_blocks(const ember_kv_cache *kv);
+/* Blocks that ember_kv_alloc can still hand out (free + cached-unused). */
+uint32_t ember_kv_n_available(const ember_kv_cache *kv);
+/* Blocks with a reference count above zero. */
+uint32_t ember_kv_n_used(const ember_kv_cache *kv);
+uint32_t ember_kv_refcount(const ember_kv_cache *kv, uint32_t block);
 
 #endif

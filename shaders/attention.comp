@@ -1,0 +1,99 @@
+#version 450
+// attention.comp — paged grouped-query attention with online softmax. One (token, query
+// head) pair per lane group: a subgroup whose lanes split head_dim into vec4 chunks
+// (SUBGROUP), or a single invocation (baseline, no reduction needed). The group walks
+// positions 0..pos[t] of its sequence block by block through the block table: per
+// position a dot product (reduced across the lanes), an online-softmax update and an
+// accumulation of V. Query head h reads KV head h / (n_heads / n_kv_heads); heads of
+// one KV group sit in neighbouring groups, so their K/V reads hit the same cache lines.
+//
+// Limits: head_dim % 4 == 0 and head_dim <= 4 * CPL * lanes (the host checks).
+#extension GL_EXT_control_flow_attributes : require
+#ifdef SUBGROUP
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint CPL = 4;  // vec4 chunks of head_dim per lane, at most
+layout(constant_id = 2) const uint PPW = 8;  // (token, head) pairs per workgroup
+
+layout(push_constant) uniform Push {
+    uint n_heads, n_kv_heads, head_dim, block_size;
+    uint max_blocks, n_tok, wgx;
+    float scale;
+} pc;
+
+layout(std430, binding = 0) readonly buffer QKV { vec4 qkv[]; };
+layout(std430, binding = 1) readonly buffer P { uint pos[]; };
+layout(std430, binding = 2) readonly buffer S { uint seq[]; };
+layout(std430, binding = 3) readonly buffer B { uint block_table[]; };
+layout(std430, binding = 4) readonly buffer K { vec4 kcache[]; };
+layout(std430, binding = 5) readonly buffer V { vec4 vcache[]; };
+layout(std430, binding = 6) writeonly buffer O { vec4 o[]; };
+
+void attend(uint pair, uint lane, uint lanes)
+{
+    uint t = pair / pc.n_heads, h = pair % pc.n_heads;
+    uint kvh = h / (pc.n_heads / pc.n_kv_heads);
+    uint d4 = pc.head_dim / 4u;
+    uint nc = (d4 + lanes - 1u) / lanes;  // chunks this head needs per lane (<= CPL)
+    uint qrow = t * (pc.n_heads + 2u * pc.n_kv_heads) * d4 + h * d4;
+
+    // Chunk j of this lane is c = lane + j*lanes; lanes past d4 load chunk d4-1 with a
+    // zero query so that no branch depends on the lane.
+    vec4 q[CPL], acc[CPL];
+    uint ch[CPL];
+    [[unroll]] for (uint j = 0; j < CPL; j++) {
+        uint c = lane + j * lanes;
+        ch[j] = min(c, d4 - 1u);
+        q[j] = c < d4 ? qkv[qrow + c] * pc.scale : vec4(0.0);
+        acc[j] = vec4(0.0);
+    }
+
+    uint n = pos[t] + 1u;
+    uint tab = seq[t] * pc.max_blocks;
+    float m = -3.0e38, l = 0.0;
+    for (uint b = 0; b * pc.block_size < n; b++) {
+        uint blk = block_table[tab + b];
+        uint base = (blk * pc.n_kv_heads + kvh) * pc.block_size * d4;
+        uint cnt = min(pc.block_size, n - b * pc.block_size);
+        for (uint i = 0; i < cnt; i++, base += d4) {
+            float s = 0.0;
+            [[unroll]] for (uint j = 0; j < CPL; j++)
+                if (j < nc) s += dot(q[j], kcache[base + ch[j]]);
+#ifdef SUBGROUP
+            s = subgroupAdd(s);
+#endif
+            float mn = max(m, s);
+            float corr = exp(m - mn), p = exp(s - mn);
+            l = l * corr + p;
+            m = mn;
+            [[unroll]] for (uint j = 0; j < CPL; j++)
+                if (j < nc) acc[j] = acc[j] * corr + p * vcache[base + ch[j]];
+        }
+    }
+
+    uint orow = t * pc.n_heads * d4 + h * d4;
+    float inv = 1.0 / l;
+    [[unroll]] for (uint j = 0; j < CPL; j++) {
+        uint c = lane + j * lanes;
+        if (j < nc && c < d4) o[orow + c] = acc[j] * inv;
+    }
+}
+
+void main()
+{
+    uint wg = gl_WorkGroupID.y * pc.wgx + gl_WorkGroupID.x;
+    uint n_pairs = pc.n_tok * pc.n_heads;
+#ifdef SUBGROUP
+    for (uint k = gl_SubgroupID; k < PPW; k += gl_NumSubgroups) {
+        uint pair = wg * PPW + k;
+        if (pair >= n_pairs) break;
+        attend(pair, gl_SubgroupInvocationID, gl_SubgroupSize);
+    }
+#else
+    uint pair = wg * PPW + gl_LocalInvocationID.x;
+    if (pair < n_pairs) attend(pair, 0u, 1u);
+#endif
+}

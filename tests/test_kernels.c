@@ -1,0 +1,651 @@
+/* test_kernels.c — every compute shader against a plain CPU loop on random inputs, for
+ * shapes that are not multiples of any tile or workgroup size, with the subgroup variants
+ * and again with the Vulkan 1.2 core baseline. The CPU side computes in double from the
+ * same dequantized values the GPU reads, so tolerances stay tight for every dtype.
+ *
+ *   test_kernels          the checks
+ *   test_kernels bench    also times the mat-vec on 2048x2048 and 8192x2048 weights */
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/kernels.h"
+#include "testutil.h"
+
+#define TOL 1e-4
+
+typedef struct ctx {
+    ember_vk *vk;
+    ember_kernels *k;
+    ember_vk_arena *arena;  /* per case: reset by case_begin */
+    ember_vk_cmd *cmd;
+    ember_err err;
+    const char *variant;
+} ctx;
+
+static void die(ctx *t, const char *what)
+{
+    fprintf(stderr, "%s failed: %s\n", what, t->err.msg);
+    exit(1);
+}
+
+/* ---- buffers and submission --------------------------------------------------------- */
+
+static void case_begin(ctx *t)
+{
+    ember_vk_arena_destroy(t->arena);
+    if (ember_vk_arena_create(t->vk, &t->arena, &t->err) != EMBER_OK) die(t, "arena");
+    if (ember_vk_cmd_begin(t->cmd, &t->err) != EMBER_OK) die(t, "cmd_begin");
+}
+
+/* A host-visible buffer holding a copy of data (or garbage-free zeros when NULL). */
+static ember_vk_span buf(ctx *t, const void *data, size_t bytes)
+{
+    ember_vk_span s;
+    if (ember_vk_alloc(t->arena, bytes ? bytes : 4, EMBER_VK_MEM_HOST, &s, &t->err) != EMBER_OK) die(t, "alloc");
+    if (data) memcpy(s.host, data, bytes);
+    else memset(s.host, 0, bytes);
+    return s;
+}
+
+static bool submit(ctx *t, const char *what)
+{
+    ember_status s = ember_vk_cmd_submit(t->cmd, &t->err);
+    CHECKF(s == EMBER_OK, "%s: submit: %s", what, t->err.msg);
+    return s == EMBER_OK;
+}
+
+static void check_close(const char *what, const float *got, const double *want, size_t n, double tol)
+{
+    double num = 0, den = 1e-30;
+    size_t worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - want[i]);
+        if (!(d <= num)) { num = d; worst = i; }
+        if (fabs(want[i]) > den) den = fabs(want[i]);
+    }
+    CHECKF(num / den < tol, "%s: rel err %.3g at %zu (got %g want %g)", what, num / den, worst, got[worst],
+           want[worst]);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ---- random data -------------------------------------------------------------------- */
+
+static float half_to_float(uint16_t h)
+{
+    uint32_t e = h >> 10 & 31, m = h & 1023;
+    float v = e ? ldexpf((float)(m | 1024), (int)e - 25) : ldexpf((float)m, -24);
+    return h >> 15 ? -v : v;
+}
+
+/* A random normal half of magnitude in [2^(lo-15), 2^(hi-14)). */
+static uint16_t rand_half(tu_rng *r, uint32_t lo, uint32_t hi)
+{
+    uint32_t e = lo + (uint32_t)(tu_next(r) % (hi - lo + 1));
+    return (uint16_t)((tu_next(r) & 1) << 15 | e << 10 | (tu_next(r) & 1023));
+}
+
+/* A random weight in GGUF layout (gguf) and its dequantized values (deq), rows x cols.
+ * No element is zero. */
+typedef struct weight {
+    ember_dtype type;
+    uint32_t rows, cols;
+    uint8_t *gguf;
+    float *deq;
+} weight;
+
+static size_t row_bytes(ember_dtype type, uint32_t cols)
+{
+    return type == EMBER_DTYPE_F32 ? 4u * cols : type == EMBER_DTYPE_F16 ? 2u * cols : cols / 32 * 34;
+}
+
+static weight make_weight(tu_rng *r, ember_dtype type, uint32_t rows, uint32_t cols)
+{
+    weight w = {type, rows, cols, malloc(row_bytes(type, cols) * rows), malloc(sizeof(float) * rows * cols)};
+    size_t n = (size_t)rows * cols;
+    if (type == EMBER_DTYPE_F32) {
+        for (size_t i = 0; i < n; i++) {
+            float v = tu_uniform(r, 0.05f, 1.0f);
+            w.deq[i] = tu_next(r) & 1 ? v : -v;
+        }
+        memcpy(w.gguf, w.deq, n * 4);
+    } else if (type == EMBER_DTYPE_F16) {
+        uint16_t *h = (uint16_t *)w.gguf;
+        for (size_t i = 0; i < n; i++) {
+            h[i] = rand_half(r, 11, 15);
+            w.deq[i] = half_to_float(h[i]);
+        }
+    } else {
+        for (size_t b = 0; b < n / 32; b++) {
+            uint8_t *blk = w.gguf + b * 34;
+            uint16_t d = rand_half(r, 5, 9);
+            memcpy(blk, &d, 2);
+            for (int j = 0; j < 32; j++) {
+                int q = (int)(tu_next(r) % 255) - 127;
+                if (q == 0) q = 1;
+                blk[2 + j] = (uint8_t)(int8_t)q;
+                w.deq[b * 32 + j] = (float)q * half_to_float(d);
+            }
+        }
+    }
+    return w;
+}
+
+static void free_weight(weight *w)
+{
+    free(w->gguf);
+    free(w->deq);
+}
+
+static float *rand_floats(tu_rng *r, size_t n, float lo, float hi)
+{
+    float *x = malloc(sizeof(float) * (n ? n : 1));
+    for (size_t i = 0; i < n; i++) {
+        x[i] = tu_uniform(r, lo, hi);
+        if (fabsf(x[i]) < 1e-3f) x[i] = 0.5f;
+    }
+    return x;
+}
+
+/* Uploads w stacked from n_src pieces (row counts split as given) into a GPU weight. */
+static bool upload(ctx *t, const weight *w, uint32_t n_src, uint64_t max_part, ember_gpu_weight *g)
+{
+    const void *src[4];
+    uint32_t rows[4], r0 = 0;
+    for (uint32_t i = 0; i < n_src; i++) {
+        rows[i] = i + 1 < n_src ? w->rows / n_src : w->rows - r0;
+        src[i] = w->gguf + row_bytes(w->type, w->cols) * r0;
+        r0 += rows[i];
+    }
+    ember_status s = ember_gpu_weight_upload(t->vk, t->arena, w->type, w->cols, src, rows, n_src, max_part, g,
+                                             &t->err);
+    CHECKF(s == EMBER_OK, "upload %ux%u: %s", w->rows, w->cols, t->err.msg);
+    return s == EMBER_OK;
+}
+
+/* ---- linear ------------------------------------------------------------------------- */
+
+static double silu(double g) { return g / (1 + exp(-g)); }
+
+static void linear_ref(const weight *w, const float *x, const float *y0, uint32_t n_tok, ember_out_mode mode,
+                       double *want)
+{
+    uint32_t h = w->rows / 2, ldy = mode == EMBER_OUT_SWIGLU ? h : w->rows;
+    for (uint32_t t = 0; t < n_tok; t++) {
+        for (uint32_t o = 0; o < ldy; o++) {
+            double d[2] = {0, 0};
+            for (int k = 0; k < (mode == EMBER_OUT_SWIGLU ? 2 : 1); k++) {
+                const float *row = w->deq + (size_t)(o + k * h) * w->cols;
+                for (uint32_t c = 0; c < w->cols; c++) d[k] += (double)row[c] * x[(size_t)t * w->cols + c];
+            }
+            double v = mode == EMBER_OUT_SWIGLU ? silu(d[0]) * d[1] : d[0];
+            if (mode == EMBER_OUT_ADD) v += y0[(size_t)t * ldy + o];
+            want[(size_t)t * ldy + o] = v;
+        }
+    }
+}
+
+static const char *dtype_name(ember_dtype t)
+{
+    return t == EMBER_DTYPE_F32 ? "f32" : t == EMBER_DTYPE_F16 ? "f16" : "q8_0";
+}
+
+/* One ember_k_linear against the CPU for every mode. */
+static void test_linear_case(ctx *t, tu_rng *r, ember_dtype type, uint32_t rows, uint32_t cols, uint32_t n_tok,
+                             uint64_t max_part, uint32_t n_src)
+{
+    double t0 = now_s();
+    weight w = make_weight(r, type, rows, cols);
+    float *x = rand_floats(r, (size_t)n_tok * cols, -1, 1);
+    for (int mode = 0; mode < 3; mode++) {
+        if (mode == EMBER_OUT_SWIGLU && rows % 2) continue;
+        uint32_t ldy = mode == EMBER_OUT_SWIGLU ? rows / 2 : rows;
+        size_t ny = (size_t)n_tok * ldy;
+        float *y0 = rand_floats(r, ny, -1, 1);
+        double *want = malloc(sizeof(double) * ny);
+        linear_ref(&w, x, y0, n_tok, (ember_out_mode)mode, want);
+
+        case_begin(t);
+        ember_gpu_weight g;
+        if (upload(t, &w, n_src, max_part, &g)) {
+            ember_vk_span xs = buf(t, x, sizeof(float) * n_tok * cols), ys = buf(t, y0, sizeof(float) * ny);
+            ember_k_linear(t->cmd, t->k, &g, xs, ys, n_tok, (ember_out_mode)mode);
+            char what[160];
+            snprintf(what, sizeof what, "[%s] linear %s %ux%u n_tok %u mode %d parts %u", t->variant,
+                     dtype_name(type), rows, cols, n_tok, mode, g.n_parts);
+            if (submit(t, what)) check_close(what, ys.host, want, ny, TOL);
+        }
+        free(y0);
+        free(want);
+    }
+    free(x);
+    free_weight(&w);
+    if (getenv("EMBER_TEST_VERBOSE"))
+        printf("linear %s %ux%u n_tok %u: %.3f s\n", dtype_name(type), rows, cols, n_tok, now_s() - t0);
+}
+
+static void test_linear(ctx *t, bool quick)
+{
+    static const ember_dtype types[] = {EMBER_DTYPE_F32, EMBER_DTYPE_F16, EMBER_DTYPE_Q8_0};
+    static const uint32_t shapes[][2] = {{1, 32}, {7, 64}, {33, 96}, {66, 2048}};
+    static const uint32_t toks[] = {1, 2, 3, 4, 5, 17, 64, 130};
+    tu_rng r = {1};
+    for (int d = 0; d < 3; d++) {
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (size_t n = 0; n < sizeof toks / sizeof toks[0]; n++) {
+                if (quick && shapes[s][1] == 2048 && toks[n] > 5) continue;
+                test_linear_case(t, &r, types[d], shapes[s][0], shapes[s][1], toks[n], 0, 1);
+            }
+        /* 75000 rows bound in 3+ parts of odd row counts, stacked from 3 sources. */
+        uint64_t part = types[d] == EMBER_DTYPE_F32 ? (7u << 20) : (3u << 20);
+        uint32_t big_toks[] = {1, 3, 17};
+        for (int n = 0; n < (quick ? 2 : 3); n++) test_linear_case(t, &r, types[d], 75000, 64, big_toks[n], part, 3);
+        /* Parts of a few rows: SWIGLU gate/up runs that straddle parts. */
+        for (uint32_t n = 1; n <= 6; n += 5)
+            test_linear_case(t, &r, types[d], 74, 64, n, row_bytes(types[d], 64) * 9 + 8, 2);
+    }
+    /* F32/F16 rows that are not a multiple of the wide load: the generic shader. */
+    for (int d = 0; d < 2; d++)
+        for (uint32_t n = 1; n <= 9; n += 4) {
+            test_linear_case(t, &r, types[d], 10, 30, n, 0, 1);
+            test_linear_case(t, &r, types[d], 9, 36, n, 0, 1);
+            test_linear_case(t, &r, types[d], 12, 6, n, 0, 1);
+        }
+}
+
+/* ---- embed, rmsnorm, argmax --------------------------------------------------------- */
+
+static void test_embed(ctx *t)
+{
+    static const ember_dtype types[] = {EMBER_DTYPE_F32, EMBER_DTYPE_F16, EMBER_DTYPE_Q8_0};
+    tu_rng r = {2};
+    for (int d = 0; d < 3; d++) {
+        uint32_t rows = 1000, cols = d == 2 ? 96 : 72, n_tok = 37;
+        weight w = make_weight(&r, types[d], rows, cols);
+        uint32_t tok[37];
+        for (uint32_t i = 0; i < n_tok; i++) tok[i] = (uint32_t)(tu_next(&r) % rows);
+        tok[0] = 0;
+        tok[1] = rows - 1;
+        double *want = malloc(sizeof(double) * n_tok * cols);
+        for (uint32_t i = 0; i < n_tok; i++)
+            for (uint32_t c = 0; c < cols; c++) want[i * cols + c] = w.deq[(size_t)tok[i] * cols + c];
+        case_begin(t);
+        ember_gpu_weight g;
+        if (upload(t, &w, 1, row_bytes(types[d], cols) * 101, &g)) {
+            ember_vk_span ts = buf(t, tok, sizeof tok), xs = buf(t, NULL, sizeof(float) * n_tok * cols);
+            ember_k_embed(t->cmd, t->k, &g, ts, xs, n_tok);
+            char what[96];
+            snprintf(what, sizeof what, "[%s] embed %s (%u parts)", t->variant, dtype_name(types[d]), g.n_parts);
+            if (submit(t, what)) check_close(what, xs.host, want, (size_t)n_tok * cols, 1e-6);
+        }
+        free(want);
+        free_weight(&w);
+    }
+}
+
+static void test_rmsnorm(ctx *t)
+{
+    static const uint32_t dims[] = {32, 30, 64, 2048};
+    static const uint32_t ns[] = {1, 3, 17};
+    tu_rng r = {3};
+    for (size_t di = 0; di < 4; di++)
+        for (size_t ni = 0; ni < 3; ni++)
+            for (int indirect = 0; indirect < 2; indirect++) {
+                uint32_t dim = dims[di], n = ns[ni], n_src = n + 5;
+                float *x = rand_floats(&r, (size_t)n_src * dim, -2, 2), *w = rand_floats(&r, dim, -1.5f, 1.5f);
+                uint32_t rows[17];
+                for (uint32_t i = 0; i < n; i++) rows[i] = indirect ? (uint32_t)(tu_next(&r) % n_src) : i;
+                double *want = malloc(sizeof(double) * n * dim);
+                for (uint32_t i = 0; i < n; i++) {
+                    const float *xr = x + (size_t)rows[i] * dim;
+                    double ss = 0;
+                    for (uint32_t c = 0; c < dim; c++) ss += (double)xr[c] * xr[c];
+                    double inv = 1 / sqrt(ss / dim + 1e-5);
+                    for (uint32_t c = 0; c < dim; c++) want[i * dim + c] = xr[c] * inv * w[c];
+                }
+                case_begin(t);
+                ember_vk_span xs = buf(t, x, sizeof(float) * n_src * dim), ws = buf(t, w, sizeof(float) * dim);
+                ember_vk_span ys = buf(t, NULL, sizeof(float) * n * dim), rs = buf(t, rows, sizeof rows);
+                ember_k_rmsnorm(t->cmd, t->k, xs, ws, ys, indirect ? &rs : NULL, n, dim, 1e-5f);
+                char what[96];
+                snprintf(what, sizeof what, "[%s] rmsnorm n %u dim %u rows %d", t->variant, n, dim, indirect);
+                if (submit(t, what)) check_close(what, ys.host, want, (size_t)n * dim, TOL);
+                free(x);
+                free(w);
+                free(want);
+            }
+}
+
+static void test_argmax(ctx *t)
+{
+    static const uint32_t cols[] = {1, 7, 32000, 75000};
+    tu_rng r = {4};
+    for (size_t ci = 0; ci < 4; ci++) {
+        uint32_t n_rows = 3, n_cols = cols[ci];
+        float *l = rand_floats(&r, (size_t)n_rows * n_cols, -10, 10);
+        uint32_t want[3];
+        for (uint32_t i = 0; i < n_rows; i++) {
+            float *row = l + (size_t)i * n_cols;
+            if (n_cols > 2 && i == 1) {  /* a tie: the lower index must win */
+                uint32_t a = (uint32_t)(tu_next(&r) % (n_cols - 1)) + 1, b = (uint32_t)(tu_next(&r) % a);
+                row[a] = row[b] = 11.0f;
+            }
+            if (i == 2) for (uint32_t c = 0; c < n_cols; c++) row[c] = -fabsf(row[c]) - 1;
+            want[i] = 0;
+            for (uint32_t c = 1; c < n_cols; c++)
+                if (row[c] > row[want[i]]) want[i] = c;
+        }
+        case_begin(t);
+        ember_vk_span ls = buf(t, l, sizeof(float) * n_rows * n_cols), os = buf(t, NULL, sizeof want);
+        ember_k_argmax(t->cmd, t->k, ls, os, n_rows, n_cols);
+        if (submit(t, "argmax"))
+            for (uint32_t i = 0; i < n_rows; i++)
+                CHECKF(((uint32_t *)os.host)[i] == want[i], "[%s] argmax cols %u row %u: got %u want %u",
+                       t->variant, n_cols, i, ((uint32_t *)os.host)[i], want[i]);
+        free(l);
+    }
+}
+
+/* ---- RoPE + paged KV store, attention ---------------------------------------------- */
+
+/* A batch over a paged cache: sequences with scrambled block tables, and tokens. */
+typedef struct batch {
+    ember_attn_shape s;
+    uint32_t n_blocks, n_seqs;
+    uint32_t *table;              /* [n_seqs][max_blocks_per_seq] */
+    uint32_t n_tok;
+    uint32_t *pos, *seq;
+} batch;
+
+/* Sequence q gets a chunk of chunk[q] tokens ending at position last[q]. Blocks are a
+ * shuffled permutation of the pool, so no sequence's blocks are contiguous. */
+static batch make_batch(tu_rng *r, ember_attn_shape s, uint32_t n_seqs, const uint32_t *last,
+                        const uint32_t *chunk)
+{
+    batch b = {s, s.max_blocks_per_seq * n_seqs + 3, n_seqs};
+    uint32_t *perm = malloc(sizeof(uint32_t) * b.n_blocks);
+    for (uint32_t i = 0; i < b.n_blocks; i++) perm[i] = i;
+    for (uint32_t i = b.n_blocks - 1; i > 0; i--) {
+        uint32_t j = (uint32_t)(tu_next(r) % (i + 1)), tmp = perm[i];
+        perm[i] = perm[j];
+        perm[j] = tmp;
+    }
+    b.table = malloc(sizeof(uint32_t) * n_seqs * s.max_blocks_per_seq);
+    memcpy(b.table, perm, sizeof(uint32_t) * n_seqs * s.max_blocks_per_seq);
+    free(perm);
+    for (uint32_t q = 0; q < n_seqs; q++) b.n_tok += chunk[q];
+    b.pos = malloc(sizeof(uint32_t) * b.n_tok);
+    b.seq = malloc(sizeof(uint32_t) * b.n_tok);
+    /* Interleave the sequences' tokens, as a scheduler's ragged batch may. */
+    uint32_t done[8] = {0}, t = 0;
+    while (t < b.n_tok)
+        for (uint32_t q = 0; q < n_seqs; q++)
+            if (done[q] < chunk[q]) {
+                b.seq[t] = q;
+                b.pos[t++] = last[q] + 1 - chunk[q] + done[q]++;
+            }
+    return b;
+}
+
+static void free_batch(batch *b)
+{
+    free(b->table);
+    free(b->pos);
+    free(b->seq);
+}
+
+static size_t cache_index(const batch *b, uint32_t seq, uint32_t pos, uint32_t kvh, uint32_t d)
+{
+    const ember_attn_shape *s = &b->s;
+    uint32_t blk = b->table[seq * s->max_blocks_per_seq + pos / s->block_size];
+    return (((size_t)blk * s->n_kv_heads + kvh) * s->block_size + pos % s->block_size) * s->head_dim + d;
+}
+
+static void test_rope_store(ctx *t, ember_attn_shape s, uint32_t n_seqs, const uint32_t *last,
+                            const uint32_t *chunk)
+{
+    tu_rng r = {5 + s.head_dim};
+    batch b = make_batch(&r, s, n_seqs, last, chunk);
+    uint32_t qkv_w = (s.n_heads + 2 * s.n_kv_heads) * s.head_dim;
+    size_t cache_n = (size_t)b.n_blocks * s.n_kv_heads * s.block_size * s.head_dim;
+    float *qkv = rand_floats(&r, (size_t)b.n_tok * qkv_w, -1, 1);
+    double *want_qkv = malloc(sizeof(double) * b.n_tok * qkv_w);
+    double *want_k = malloc(sizeof(double) * cache_n), *want_v = malloc(sizeof(double) * cache_n);
+    float *cache0 = rand_floats(&r, cache_n, -1, 1);
+    for (size_t i = 0; i < cache_n; i++) want_k[i] = want_v[i] = cache0[i];
+    for (uint32_t i = 0; i < b.n_tok; i++) {
+        const float *in = qkv + (size_t)i * qkv_w;
+        double *out = want_qkv + (size_t)i * qkv_w;
+        for (uint32_t e = 0; e < qkv_w; e++) out[e] = in[e];
+        for (uint32_t h = 0; h < s.n_heads + s.n_kv_heads; h++)
+            for (uint32_t p = 0; 2 * p < s.rope_dim; p++) {
+                double th = b.pos[i] * pow(s.rope_base, -2.0 * p / s.rope_dim);
+                double a = in[h * s.head_dim + 2 * p], c = in[h * s.head_dim + 2 * p + 1];
+                out[h * s.head_dim + 2 * p] = a * cos(th) - c * sin(th);
+                out[h * s.head_dim + 2 * p + 1] = a * sin(th) + c * cos(th);
+            }
+        for (uint32_t kh = 0; kh < s.n_kv_heads; kh++)
+            for (uint32_t d = 0; d < s.head_dim; d++) {
+                size_t ci = cache_index(&b, b.seq[i], b.pos[i], kh, d);
+                want_k[ci] = out[(s.n_heads + kh) * s.head_dim + d];
+                want_v[ci] = out[(s.n_heads + s.n_kv_heads + kh) * s.head_dim + d];
+            }
+    }
+    case_begin(t);
+    ember_vk_span qs = buf(t, qkv, sizeof(float) * b.n_tok * qkv_w);
+    ember_vk_span ps = buf(t, b.pos, 4 * b.n_tok), ss = buf(t, b.seq, 4 * b.n_tok);
+    ember_vk_span bt = buf(t, b.table, 4 * n_seqs * s.max_blocks_per_seq);
+    ember_vk_span ks = buf(t, cache0, sizeof(float) * cache_n), vs = buf(t, cache0, sizeof(float) * cache_n);
+    ember_k_rope_store(t->cmd, t->k, &s, qs, ps, ss, bt, ks, vs, b.n_tok);
+    char what[128];
+    snprintf(what, sizeof what, "[%s] rope_store hd %u rope %u tokens %u", t->variant, s.head_dim, s.rope_dim,
+             b.n_tok);
+    if (submit(t, what)) {
+        check_close(what, qs.host, want_qkv, (size_t)b.n_tok * qkv_w, TOL);
+        check_close(what, ks.host, want_k, cache_n, TOL);
+        check_close(what, vs.host, want_v, cache_n, TOL);
+    }
+    free(qkv);
+    free(want_qkv);
+    free(want_k);
+    free(want_v);
+    free(cache0);
+    free_batch(&b);
+}
+
+static void attention_ref(const batch *b, const float *qkv, const float *kc, const float *vc, double *want)
+{
+    const ember_attn_shape *s = &b->s;
+    uint32_t D = s->head_dim, qkv_w = (s->n_heads + 2 * s->n_kv_heads) * D, group = s->n_heads / s->n_kv_heads;
+    double *p = malloc(sizeof(double) * (b->pos[0] + 1));
+    for (uint32_t i = 0; i < b->n_tok; i++) {
+        uint32_t n = b->pos[i] + 1;
+        p = realloc(p, sizeof(double) * n);
+        for (uint32_t h = 0; h < s->n_heads; h++) {
+            const float *q = qkv + (size_t)i * qkv_w + h * D;
+            double m = -INFINITY, l = 0;
+            for (uint32_t j = 0; j < n; j++) {
+                double d = 0;
+                for (uint32_t e = 0; e < D; e++) d += (double)q[e] * kc[cache_index(b, b->seq[i], j, h / group, e)];
+                p[j] = d / sqrt((double)D);
+                if (p[j] > m) m = p[j];
+            }
+            for (uint32_t j = 0; j < n; j++) l += p[j] = exp(p[j] - m);
+            for (uint32_t e = 0; e < D; e++) {
+                double o = 0;
+                for (uint32_t j = 0; j < n; j++) o += p[j] * vc[cache_index(b, b->seq[i], j, h / group, e)];
+                want[((size_t)i * s->n_heads + h) * D + e] = o / l;
+            }
+        }
+    }
+    free(p);
+}
+
+static void test_attention(ctx *t, ember_attn_shape s, uint32_t n_seqs, const uint32_t *last, const uint32_t *chunk,
+                           float qscale)
+{
+    tu_rng r = {6 + s.head_dim + n_seqs};
+    batch b = make_batch(&r, s, n_seqs, last, chunk);
+    uint32_t qkv_w = (s.n_heads + 2 * s.n_kv_heads) * s.head_dim;
+    size_t cache_n = (size_t)b.n_blocks * s.n_kv_heads * s.block_size * s.head_dim, out_n = (size_t)b.n_tok * s.n_heads * s.head_dim;
+    float *qkv = rand_floats(&r, (size_t)b.n_tok * qkv_w, -qscale, qscale);
+    float *kc = rand_floats(&r, cache_n, -1, 1), *vc = rand_floats(&r, cache_n, -1, 1);
+    double *want = malloc(sizeof(double) * out_n);
+    attention_ref(&b, qkv, kc, vc, want);
+    case_begin(t);
+    ember_vk_span qs = buf(t, qkv, sizeof(float) * b.n_tok * qkv_w);
+    ember_vk_span ps = buf(t, b.pos, 4 * b.n_tok), ss = buf(t, b.seq, 4 * b.n_tok);
+    ember_vk_span bt = buf(t, b.table, 4 * n_seqs * s.max_blocks_per_seq);
+    ember_vk_span ks = buf(t, kc, sizeof(float) * cache_n), vs = buf(t, vc, sizeof(float) * cache_n);
+    ember_vk_span os = buf(t, NULL, sizeof(float) * out_n);
+    ember_k_attention(t->cmd, t->k, &s, qs, ps, ss, bt, ks, vs, os, b.n_tok);
+    char what[128];
+    snprintf(what, sizeof what, "[%s] attention hd %u heads %u/%u bs %u tokens %u", t->variant, s.head_dim,
+             s.n_heads, s.n_kv_heads, s.block_size, b.n_tok);
+    if (submit(t, what)) check_close(what, os.host, want, out_n, TOL);
+    free(qkv);
+    free(kc);
+    free(vc);
+    free(want);
+    free_batch(&b);
+}
+
+static void test_attn_all(ctx *t, bool quick)
+{
+    /* GQA 8/2, blocks of 16: a long decode, a 200-token prefill chunk over a cached
+     * prefix, and a short sequence, in one ragged batch. */
+    ember_attn_shape s = {8, 2, 64, 64, 10000.0f, 16, 40};
+    uint32_t last3[] = {611, 299, 4}, chunk3[] = {1, 200, 3};
+    uint32_t last2[] = {130, 47}, chunk2[] = {2, 9};
+    CHECKF(ember_kernels_check_attn(t->k, &s, &t->err) == EMBER_OK, "check_attn: %s", t->err.msg);
+    test_attention(t, s, 3, last3, chunk3, 1.0f);
+    s.head_dim = s.rope_dim = 128;
+    s.n_heads = 4;
+    s.n_kv_heads = 1;
+    test_attention(t, s, 2, last2, chunk2, 1.0f);
+    s.head_dim = s.rope_dim = 8;
+    s.block_size = 5; /* not a power of two */
+    test_attention(t, s, 2, last2, chunk2, 3.0f);
+    s = (ember_attn_shape){6, 6, 16, 16, 10000.0f, 7, 400}; /* plain MHA, long context */
+    uint32_t last1[] = {quick ? 700u : 2500u}, chunk1[] = {3};
+    test_attention(t, s, 1, last1, chunk1, 2.0f);
+
+    s = (ember_attn_shape){8, 2, 64, 64, 10000.0f, 16, 40};
+    test_rope_store(t, s, 3, last3, chunk3);
+    s.rope_dim = 32; /* partial rotary */
+    s.rope_base = 500000.0f;
+    test_rope_store(t, s, 2, last2, chunk2);
+    s = (ember_attn_shape){4, 1, 128, 128, 10000.0f, 5, 30};
+    test_rope_store(t, s, 2, last2, chunk2);
+    ember_attn_shape bad = {8, 3, 64, 64, 10000.0f, 16, 4};
+    CHECK(ember_kernels_check_attn(t->k, &bad, &t->err) != EMBER_OK);
+    bad = (ember_attn_shape){8, 2, 1024, 64, 10000.0f, 16, 4};
+    CHECK(ember_kernels_check_attn(t->k, &bad, &t->err) != EMBER_OK);
+}
+
+/* ---- timing ------------------------------------------------------------------------- */
+
+/* Best of 3 mean wall times of one linear of n_tok tokens, reps dispatches per submit
+ * (the machine is shared: the minimum is the stable figure). */
+static double time_linear(ctx *t, const ember_gpu_weight *g, ember_vk_span x, ember_vk_span y, uint32_t n_tok,
+                          int reps)
+{
+    double best = 1e30;
+    for (int round = 0; round < 4; round++) {
+        if (ember_vk_cmd_begin(t->cmd, &t->err) != EMBER_OK) die(t, "cmd_begin");
+        for (int i = 0; i < reps; i++) {
+            ember_k_linear(t->cmd, t->k, g, x, y, n_tok, EMBER_OUT_STORE);
+            ember_vk_cmd_barrier(t->cmd);
+        }
+        double t0 = now_s();
+        if (ember_vk_cmd_submit(t->cmd, &t->err) != EMBER_OK) die(t, "submit");
+        double s = (now_s() - t0) / reps;
+        if (round > 0 && s < best) best = s; /* round 0 warms up */
+    }
+    return best;
+}
+
+static void bench(ctx *t)
+{
+    static const ember_dtype types[] = {EMBER_DTYPE_F32, EMBER_DTYPE_F16, EMBER_DTYPE_Q8_0};
+    static const uint32_t rows[] = {2048, 8192};
+    static const uint32_t toks[] = {1, 2, 4, 5, 8, 16, 64};
+    tu_rng r = {9};
+    for (int d = 0; d < 3; d++)
+        for (int ri = 0; ri < 2; ri++) {
+            weight w = make_weight(&r, types[d], rows[ri], 2048);
+            float *x = rand_floats(&r, 2048 * 64, -1, 1);
+            case_begin(t);
+            ember_vk_cmd_submit(t->cmd, &t->err);
+            ember_gpu_weight g;
+            if (!upload(t, &w, 1, 0, &g)) exit(1);
+            ember_vk_span xs = buf(t, x, sizeof(float) * 2048 * 64), ys = buf(t, NULL, sizeof(float) * rows[ri] * 64);
+            double bytes = (double)row_bytes(types[d], 2048) * rows[ri];
+            for (size_t n = 0; n < sizeof toks / sizeof toks[0]; n++) {
+                double s = time_linear(t, &g, xs, ys, toks[n], toks[n] > 8 ? 2 : 5);
+                printf("[%s] %-5s %5ux2048 n_tok %3u: %8.3f ms  %6.2f GB/s  %7.2f GFLOP/s\n", t->variant,
+                       dtype_name(types[d]), rows[ri], toks[n], s * 1e3, bytes / s * 1e-9,
+                       2.0 * rows[ri] * 2048 * toks[n] / s * 1e-9);
+            }
+            free(x);
+            free_weight(&w);
+        }
+}
+
+/* ---- main --------------------------------------------------------------------------- */
+
+static void run_all(ctx *t, bool quick)
+{
+    double t0 = now_s();
+    test_linear(t, quick);
+    double t1 = now_s();
+    test_embed(t);
+    test_rmsnorm(t);
+    test_argmax(t);
+    double t2 = now_s();
+    test_attn_all(t, quick);
+    printf("[%s] linear %.1f s, rows %.1f s, attention %.1f s\n", t->variant, t1 - t0, t2 - t1, now_s() - t2);
+}
+
+int main(int argc, char **argv)
+{
+    bool do_bench = argc > 1 && strcmp(argv[1], "bench") == 0;
+    ctx t = {0};
+    ember_vk_opts vo = {.validation = tu_validation()};
+    ember_status s = ember_vk_create(&vo, &t.vk, &t.err);
+    if (s == EMBER_ERR_NO_DEVICE) return tu_skip("no Vulkan device");
+    if (s != EMBER_OK) die(&t, "ember_vk_create");
+    if (ember_vk_cmd_create(t.vk, &t.cmd, &t.err) != EMBER_OK) die(&t, "cmd_create");
+    const ember_vk_caps *caps = ember_vk_get_caps(t.vk);
+    printf("device: %s, subgroup %u%s\n", caps->device_name, caps->subgroup_size,
+           caps->subgroup_arith ? " (arithmetic)" : "");
+
+    for (int base = 0; base < 2; base++) {
+        if (base == 0 && !caps->subgroup_arith) continue;
+        ember_kernels_opts ko = {.no_subgroup = base == 1};
+        double t0 = now_s();
+        if (ember_kernels_create_opts(t.vk, &ko, &t.k, &t.err) != EMBER_OK) die(&t, "ember_kernels_create");
+        t.variant = base ? "baseline" : "subgroup";
+        printf("[%s] pipelines created in %.2f s\n", t.variant, now_s() - t0);
+        if (do_bench) bench(&t);
+        else run_all(&t, base == 1);
+        ember_kernels_destroy(t.k);
+        t.k = NULL;
+    }
+
+    char first[512] = "";
+    uint32_t nv = ember_vk_validation_count(t.vk, first, sizeof first);
+    CHECKF(nv == 0, "%u validation messages, first: %s", nv, first);
+    ember_vk_arena_destroy(t.arena);
+    ember_vk_cmd_destroy(t.cmd);
+    ember_vk_destroy(t.vk);
+    return tu_finish("test_kernels");
+}
