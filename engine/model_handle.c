@@ -70,7 +70,8 @@ ember_status ember_tokenize(ember_model *m, const char *text, size_t len, int ad
                             size_t cap, size_t *n_tokens)
 {
     if (!m->tok) return ember_fail(&m->err, EMBER_ERR_INVALID_ARG, "model not loaded");
-    return ember_tokenizer_encode(m->tok, text, len, add_bos != 0, tokens, cap, n_tokens, &m->err);
+    bool bos = add_bos && ember_tokenizer_add_bos(m->tok);
+    return ember_tokenizer_encode(m->tok, text, len, bos, tokens, cap, n_tokens, &m->err);
 }
 
 size_t ember_token_to_text(const ember_model *m, uint32_t token, char *buf, size_t cap)

@@ -1,9 +1,18 @@
 /* tokenizer.h — text <-> token ids from the vocabulary in GGUF metadata.
  *
- * This version: SentencePiece-style vocabularies (tokenizer.ggml.model = "llama"):
- * tokenizer.ggml.tokens / scores / token_type, bos/eos/unknown ids, add_bos_token.
- * Spaces become U+2581, a dummy-prefix space is added, pieces are merged by highest
- * score (SPM BPE as llama.cpp does it) and bytes without a piece fall back to <0xXX>. */
+ * Two kinds of vocabulary (tokenizer.ggml.model), both as llama.cpp reads them:
+ *  - "llama": SentencePiece-style. tokenizer.ggml.tokens / scores / token_type,
+ *    bos/eos/unknown ids, add_bos_token. Spaces become U+2581, a dummy-prefix space is
+ *    added, pieces are merged by highest score and bytes without a piece fall back to
+ *    <0xXX>.
+ *  - "gpt2": GPT-2 byte-level BPE. tokenizer.ggml.tokens (pieces in GPT-2's
+ *    byte-to-unicode form), tokenizer.ggml.merges ("a b", best first), token_type,
+ *    bos/eos ids, add_bos_token, and the pre-tokenizer tokenizer.ggml.pre ("gpt-2" when
+ *    absent; also "llama-bpe", "qwen2", "smollm" and aliases, see docs/tokenizers.md).
+ * Anything else, or an unknown pre-tokenizer, is EMBER_ERR_UNSUPPORTED.
+ *
+ * Special tokens: user-defined pieces (type 4) are always matched whole in text;
+ * control (3) and unknown (2) pieces only with EMBER_TOKENIZE_PARSE_SPECIAL. */
 #ifndef EMBER_TOKENIZER_H
 #define EMBER_TOKENIZER_H
 
@@ -12,6 +21,9 @@
 #include <stdint.h>
 
 #include "gguf.h"
+
+/* "No such token": what bos/eos/unk return when the vocabulary has none. */
+#define EMBER_TOKEN_NONE UINT32_MAX
 
 typedef struct ember_tokenizer ember_tokenizer;
 
@@ -22,17 +34,67 @@ uint32_t ember_tokenizer_n_vocab(const ember_tokenizer *t);
 uint32_t ember_tokenizer_bos(const ember_tokenizer *t);
 uint32_t ember_tokenizer_eos(const ember_tokenizer *t);
 uint32_t ember_tokenizer_unk(const ember_tokenizer *t);
-/* tokenizer.ggml.add_bos_token (default true): whether a text prompt gets BOS. */
+/* tokenizer.ggml.add_bos_token; when absent: true for "llama" vocabularies and the
+ * Llama 3 pre-tokenizer, false for other "gpt2" ones. */
 bool ember_tokenizer_add_bos(const ember_tokenizer *t);
-/* Whether id is a control token (<s>, </s>, ...), which decodes to "". */
+/* Whether id is a control token (<s>, </s>, <|im_end|>, ...), which decodes to "". */
 bool ember_tokenizer_is_control(const ember_tokenizer *t, uint32_t id);
+/* Whether id ends generation: EOS, tokenizer.ggml.eot_token_id / eom_token_id, and any
+ * control token whose text is <|endoftext|>, <|im_end|>, <|eot_id|>, <|eom_id|>,
+ * <|end|>, <end_of_turn>, <|end_of_text|>, <EOT>. */
+bool ember_tokenizer_is_eog(const ember_tokenizer *t, uint32_t id);
+/* "llama" or "gpt2"; the pre-tokenizer's name ("" for "llama"). */
+const char *ember_tokenizer_model(const ember_tokenizer *t);
+const char *ember_tokenizer_pre(const ember_tokenizer *t);
+/* The id whose piece is exactly piece[0..len) (any type; linear search, for setup code
+ * such as picking a chat template), or EMBER_TOKEN_NONE. */
+uint32_t ember_tokenizer_find_piece(const ember_tokenizer *t, const char *piece, size_t len);
 
-/* Writes at most cap ids; *n_out gets the full count. */
+/* Writes at most cap ids; *n_out gets the full count. Plain text: control tokens are
+ * never produced (same as encode_ex with flags = add_bos ? EMBER_TOKENIZE_ADD_BOS : 0). */
 ember_status ember_tokenizer_encode(const ember_tokenizer *t, const char *text, size_t len,
                                     bool add_bos, uint32_t *out, size_t cap, size_t *n_out,
                                     ember_err *err);
-/* The bytes token id stands for (U+2581 -> ' ', <0xXX> -> that byte; control tokens
- * give ""). Writes at most cap bytes; returns the full length. */
+
+enum {
+    EMBER_TOKENIZE_ADD_BOS = 1,       /* prepend BOS (when the vocabulary has one) */
+    EMBER_TOKENIZE_PARSE_SPECIAL = 2, /* text like "<|im_start|>" becomes that control
+                                         token: for chat templates, never for user text */
+};
+ember_status ember_tokenizer_encode_ex(const ember_tokenizer *t, const char *text, size_t len,
+                                       unsigned flags, uint32_t *out, size_t cap, size_t *n_out,
+                                       ember_err *err);
+
+/* The bytes token id stands for (SPM: U+2581 -> ' ', <0xXX> -> that byte; BPE: GPT-2
+ * characters -> bytes; control and unused tokens give ""). A piece may be part of a
+ * UTF-8 character: use ember_detok to stream text. Writes at most cap bytes; returns
+ * the full length. */
 size_t ember_tokenizer_decode(const ember_tokenizer *t, uint32_t id, char *buf, size_t cap);
+
+/* ---- streaming detokenization ------------------------------------------------------
+ * Feed generated tokens one at a time; each call returns the text that is complete so
+ * far, always valid UTF-8: bytes of an unfinished character are held back until a later
+ * token completes them. Ill-formed bytes come out as U+FFFD (one per maximal ill-formed
+ * subpart), never raw. Usage:
+ *     ember_detok d; ember_detok_init(&d);      (or = {0})
+ *     char *buf = malloc(ember_detok_max(t));   (enough for any one call)
+ *     for each token: n = ember_detok_push(&d, t, id, buf, cap); emit buf[0..n)
+ *     at the end:     n = ember_detok_flush(&d, buf, cap); emit buf[0..n)
+ * Both return the length of the text; when that is more than cap the state is left
+ * unchanged (call again with a larger buffer) and buf holds a partial result. */
+typedef struct ember_detok {
+    uint8_t pending[4];  /* the start of an unfinished character */
+    uint8_t n_pending;
+} ember_detok;
+
+void ember_detok_init(ember_detok *d);
+/* A piece longer than 512 bytes needs a temporary copy; if that allocation fails the
+ * piece is dropped and 0 returned. */
+size_t ember_detok_push(ember_detok *d, const ember_tokenizer *t, uint32_t id, char *buf,
+                        size_t cap);
+/* Emits the held-back bytes (as U+FFFD: they never completed) and resets d. */
+size_t ember_detok_flush(ember_detok *d, char *buf, size_t cap);
+/* A buffer size that is always enough for one push or flush with this vocabulary. */
+size_t ember_detok_max(const ember_tokenizer *t);
 
 #endif

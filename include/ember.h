@@ -51,6 +51,9 @@ typedef struct ember_model_opts {
     ember_backend backend;
     int device_index;       /* 0 = automatic choice; N > 0 picks Vulkan device N-1 */
     int enable_validation;  /* 1 = enable VK_LAYER_KHRONOS_validation when installed */
+    /* Called now and then while weights are uploaded, with the fraction done (0..1). */
+    void (*progress)(void *user, float fraction);
+    void *progress_user;
 } ember_model_opts;
 
 /* Loads a GGUF model. On success *out owns the file mapping and the GPU weights.
@@ -72,11 +75,14 @@ void ember_model_get_info(const ember_model *model, ember_model_info *info);
  * the layer is installed); the first message is copied into first (may be NULL). */
 uint32_t ember_model_validation_messages(const ember_model *model, char *first, size_t cap);
 
-/* Tokenizes UTF-8 text. Writes at most cap ids; *n_tokens receives the full count
+/* Tokenizes UTF-8 text (control-token text is not parsed: it stays plain text). add_bos:
+ * 1 = prepend BOS when the vocabulary asks for it (tokenizer.ggml.add_bos_token), 0 =
+ * never. Writes at most cap ids; *n_tokens receives the full count
  * (so a call with cap too small tells how much room is needed). */
 ember_status ember_tokenize(ember_model *model, const char *text, size_t len, int add_bos,
                             uint32_t *tokens, size_t cap, size_t *n_tokens);
-/* The bytes of one token as text (piece with the SentencePiece space marker undone).
+/* The bytes of one token (SentencePiece space marker and GPT-2 byte mapping undone; may
+ * be part of a UTF-8 character; control tokens give "").
  * Writes at most cap bytes; returns the full length. */
 size_t ember_token_to_text(const ember_model *model, uint32_t token, char *buf, size_t cap);
 
@@ -85,57 +91,129 @@ size_t ember_token_to_text(const ember_model *model, uint32_t token, char *buf, 
 typedef struct ember_engine ember_engine;
 typedef uint64_t ember_request_id;
 
+typedef enum ember_batching {
+    EMBER_BATCHING_CONTINUOUS = 0, /* re-decide the batch every step (default) */
+    EMBER_BATCHING_STATIC = 1,     /* baseline: a batch runs until its longest member ends */
+} ember_batching;
+
+typedef enum ember_kv_layout {
+    EMBER_KV_PAGED = 0,            /* blocks on demand (default) */
+    EMBER_KV_CONTIGUOUS = 1,       /* baseline: reserve a whole context per sequence */
+} ember_kv_layout;
+
 typedef struct ember_engine_opts {
+    uint32_t max_seqs;          /* sequences served at once; 0 = 16 */
+    uint32_t max_batch_tokens;  /* tokens per forward pass (the step's budget); 0 = 256 */
     uint32_t kv_block_size;     /* tokens per KV block; 0 = 16 */
-    uint32_t kv_blocks;         /* blocks in the pool; 0 = enough for one full context */
-    uint32_t max_batch_tokens;  /* tokens per forward pass; 0 = 256 */
+    uint32_t kv_blocks;         /* blocks in the pool; 0 = from kv_mem_mib, else enough for
+                                   max_seqs sequences of 1024 tokens (capped at the context) */
+    uint32_t kv_mem_mib;        /* KV budget in MiB when kv_blocks is 0; 0 = unused */
+    int no_prefix_cache;        /* 1 = do not share blocks between requests */
+    ember_batching batching;
+    ember_kv_layout kv_layout;
 } ember_engine_opts;
 
 ember_status ember_engine_create(ember_model *model, const ember_engine_opts *opts,
                                  ember_engine **out);
+/* Cancels what is left (done callbacks run with EMBER_FINISH_CANCELLED) and frees. */
 void ember_engine_destroy(ember_engine *engine);
 const char *ember_engine_error(const ember_engine *engine);
 
 typedef struct ember_request_metrics {
     uint32_t n_prompt, n_gen;
+    uint32_t n_cached;     /* prompt tokens taken from the prefix cache */
+    uint32_t preemptions;  /* times the request was preempted and recomputed */
+    double queue_ms;       /* submit -> first scheduled */
     double ttft_ms;        /* submit -> first generated token */
-    double prefill_ms;     /* time in forward passes over the prompt */
-    double decode_ms;      /* time in forward passes after the first token */
+    double tpot_ms;        /* mean time per output token after the first */
+    double e2e_ms;         /* submit -> finished */
+    double prefill_ms;     /* time of the steps that computed its prompt */
+    double decode_ms;      /* time of the steps that computed its later tokens */
 } ember_request_metrics;
 
 typedef enum ember_finish {
-    EMBER_FINISH_LENGTH = 0, EMBER_FINISH_EOS, EMBER_FINISH_CANCELLED, EMBER_FINISH_ERROR
+    EMBER_FINISH_LENGTH = 0,  /* max_tokens or the context length reached */
+    EMBER_FINISH_EOS,         /* an end-of-generation token */
+    EMBER_FINISH_STOP,        /* a stop string (not included in the text) */
+    EMBER_FINISH_CANCELLED,
+    EMBER_FINISH_ERROR,
 } ember_finish;
 
-/* Called once per generated token, with its text piece (may be empty) and length.
- * Return 0 to continue, non-zero to stop the request. */
+/* Called once per generated token, from the thread running the engine, with the text
+ * that became final with it (may be empty: incomplete UTF-8 characters and what might
+ * start a stop string are held back). Return non-zero to stop the request. */
 typedef int (*ember_token_cb)(void *user, ember_request_id id, uint32_t token,
-                              const char *piece, size_t piece_len);
-/* Called once when the request ends, with its metrics. */
+                              const char *text, size_t text_len);
+/* Called exactly once when the request ends, with its metrics. When it ends at a token
+ * (length, end-of-generation, stop string) that token's callback carried all the
+ * remaining text; text still held back when a request is cancelled is dropped. */
 typedef void (*ember_done_cb)(void *user, ember_request_id id, ember_finish why,
                               const ember_request_metrics *m);
+
+typedef struct ember_sampling {
+    float temperature;        /* 0 = greedy (default) */
+    uint32_t top_k;           /* 0 = off */
+    float top_p;              /* 0 or 1 = off */
+    float min_p;              /* 0 = off */
+    float repetition_penalty; /* 0 or 1 = off */
+    float frequency_penalty, presence_penalty; /* 0 = off */
+    uint32_t penalty_last_n;  /* 0 = 64 */
+    uint64_t seed;            /* same seed, same tokens */
+} ember_sampling;
+
+#define EMBER_MAX_STOP 8
 
 typedef struct ember_request_desc {
     const char *prompt;          /* UTF-8 text, or NULL when tokens is given */
     const uint32_t *tokens;      /* prompt ids (used when prompt is NULL); copied */
     size_t n_tokens;
     int no_bos;                  /* 1 = do not prepend BOS to a text prompt */
+    int parse_special;           /* 1 = control-token text in the prompt becomes tokens */
     uint32_t max_tokens;         /* 0 = 128 */
-    float temperature;           /* 0 = greedy (the only mode in this version) */
-    int ignore_eos;              /* 1 = keep going past EOS */
+    ember_sampling sampling;
+    const char *stop[EMBER_MAX_STOP]; /* stop strings (NULL-terminated list; copied) */
+    int ignore_eos;              /* 1 = keep going past end-of-generation tokens */
     ember_token_cb on_token;
     ember_done_cb on_done;
     void *user;
 } ember_request_desc;
 
+/* Queues a request. Thread-safe when the engine runs its own worker thread. */
 ember_status ember_submit(ember_engine *engine, const ember_request_desc *desc,
                           ember_request_id *id);
-/* One bounded scheduler iteration: at most one forward pass. EMBER_ERR_BUSY means
- * there was no work. */
+/* One bounded scheduler iteration: at most one forward pass over at most
+ * max_batch_tokens tokens. EMBER_ERR_BUSY means there was no work. Not to be mixed with
+ * ember_engine_start. */
 ember_status ember_engine_step(ember_engine *engine);
+/* Ends a request at the next step (its done callback says EMBER_FINISH_CANCELLED).
+ * Thread-safe. EMBER_ERR_BUSY when no such request is pending. */
 ember_status ember_cancel(ember_engine *engine, ember_request_id id);
-/* Number of requests not yet finished. */
-uint32_t ember_engine_pending(const ember_engine *engine);
+/* Requests not yet finished. Thread-safe. */
+uint32_t ember_engine_pending(ember_engine *engine);
+
+/* Worker-thread mode: the engine steps on its own thread while work is pending;
+ * callbacks run on that thread. ember_engine_stop waits for the thread to end (work
+ * left stays queued). */
+ember_status ember_engine_start(ember_engine *engine);
+void ember_engine_stop(ember_engine *engine);
+/* Blocks until no request is pending (worker-thread mode). */
+void ember_engine_wait_idle(ember_engine *engine);
+
+typedef struct ember_engine_stats {
+    uint32_t kv_block_size, kv_blocks_total, kv_blocks_used, kv_peak_blocks_used;
+    uint64_t kv_peak_tokens;      /* tokens stored at the moment of peak block use */
+    uint64_t prefix_hit_tokens;   /* prompt tokens served from the cache, all requests */
+    uint64_t preemptions;
+    uint64_t steps, tokens_computed;
+} ember_engine_stats;
+void ember_engine_get_stats(ember_engine *engine, ember_engine_stats *stats);
+
+/* Scores a token sequence for perplexity: the sequence is cut into consecutive windows
+ * of ctx tokens (0 = the model's context length); in each window every token after the
+ * first is predicted from the tokens before it in that window. *nll receives the sum of
+ * -log p over the predicted tokens, *n_scored their count. */
+ember_status ember_score(ember_model *model, const uint32_t *tokens, size_t n, uint32_t ctx,
+                         double *nll, size_t *n_scored);
 
 #ifdef __cplusplus
 }

@@ -115,3 +115,39 @@ void cli_json_string(FILE *f, const char *s, size_t len)
     }
     fputc('"', f);
 }
+
+bool cli_sampling_flag(const char *f, const char *v, ember_sampling *s, int *matched)
+{
+    long n;
+    *matched = 1;
+    if (strcmp(f, "--temp") == 0) return cli_float(f, v, &s->temperature);
+    if (strcmp(f, "--top-p") == 0) return cli_float(f, v, &s->top_p);
+    if (strcmp(f, "--min-p") == 0) return cli_float(f, v, &s->min_p);
+    if (strcmp(f, "--repeat-penalty") == 0) return cli_float(f, v, &s->repetition_penalty);
+    if (strcmp(f, "--frequency-penalty") == 0) return cli_float(f, v, &s->frequency_penalty);
+    if (strcmp(f, "--presence-penalty") == 0) return cli_float(f, v, &s->presence_penalty);
+    if (strcmp(f, "--top-k") == 0) {
+        if (!cli_int(f, v, 0, 1 << 30, &n)) return false;
+        s->top_k = (uint32_t)n;
+        return true;
+    }
+    if (strcmp(f, "--seed") == 0) {
+        if (!cli_int(f, v, 0, 0x7fffffffL, &n)) return false;
+        s->seed = (uint64_t)n;
+        return true;
+    }
+    *matched = 0;
+    return true;
+}
+
+const char *cli_finish_name(ember_finish why)
+{
+    switch (why) {
+    case EMBER_FINISH_LENGTH: return "length";
+    case EMBER_FINISH_EOS: return "eos";
+    case EMBER_FINISH_STOP: return "stop";
+    case EMBER_FINISH_CANCELLED: return "cancelled";
+    case EMBER_FINISH_ERROR: return "error";
+    }
+    return "error";
+}

@@ -31,6 +31,13 @@ ember_model *cli_load_model(const cli_model_args *a);
 /* Frees the model; returns exit code 1 (with a message) if the validation layer spoke. */
 int cli_free_model(ember_model *m, int code);
 
+/* Handles a sampling flag (--temp --top-k --top-p --min-p --repeat-penalty
+ * --frequency-penalty --presence-penalty --seed) with its value: *matched = 1 when flag
+ * was one of them; false on a bad value. */
+bool cli_sampling_flag(const char *flag, const char *value, ember_sampling *s, int *matched);
+/* "length", "eos", "stop", "cancelled", "error". */
+const char *cli_finish_name(ember_finish why);
+
 /* Writes s as a JSON string literal (with quotes), escaping as needed. */
 void cli_json_string(FILE *f, const char *s, size_t len);
 

@@ -10,8 +10,9 @@ typedef struct gen_args {
     cli_model_args model;
     const char *prompt;
     long n;
-    float temp;
-    long seed;
+    ember_sampling sampling;
+    const char *stop[EMBER_MAX_STOP + 1];
+    int n_stop;
     bool json, no_bos, ignore_eos;
     long max_batch_tokens;
 } gen_args;
@@ -29,9 +30,11 @@ typedef struct gen_state {
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: ember generate -m MODEL.gguf [-p TEXT] [-n N] [--temp 0] [--seed S]\n"
+    fprintf(stderr, "usage: ember generate -m MODEL.gguf [-p TEXT] [-n N] [sampling] [--stop STR]...\n"
                     "                      [--backend vulkan|cpu] [--device N] [--no-bos] [--ignore-eos]\n"
-                    "                      [--max-batch-tokens T] [--json]\n");
+                    "                      [--max-batch-tokens T] [--json]\n"
+                    "sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --repeat-penalty R\n"
+                    "          --frequency-penalty F --presence-penalty P --seed S\n");
     return 2;
 }
 
@@ -49,8 +52,15 @@ static bool parse(int argc, char **argv, gen_args *a)
         else if (!(v = cli_value(argc, argv, &i))) return false;
         else if (strcmp(f, "-p") == 0 || strcmp(f, "--prompt") == 0) a->prompt = v;
         else if (strcmp(f, "-n") == 0) { if (!cli_int(f, v, 1, 1 << 20, &a->n)) return false; }
-        else if (strcmp(f, "--temp") == 0) { if (!cli_float(f, v, &a->temp)) return false; }
-        else if (strcmp(f, "--seed") == 0) { if (!cli_int(f, v, 0, 0x7fffffff, &a->seed)) return false; }
+        else if (strcmp(f, "--stop") == 0) {
+            if (a->n_stop == EMBER_MAX_STOP) {
+                fprintf(stderr, "ember generate: at most %d --stop strings\n", EMBER_MAX_STOP);
+                return false;
+            }
+            a->stop[a->n_stop++] = v;
+        }
+        else if (!cli_sampling_flag(f, v, &a->sampling, &r)) return false;
+        else if (r) continue;
         else if (strcmp(f, "--max-batch-tokens") == 0) { if (!cli_int(f, v, 1, 1 << 16, &a->max_batch_tokens)) return false; }
         else {
             fprintf(stderr, "ember generate: unknown option '%s'\n", f);
@@ -116,12 +126,12 @@ static void report(const gen_state *g)
     printf(", \"n_prompt\": %u, \"n_gen\": %u, \"ttft_ms\": %.3f, \"prefill_tok_s\": %.3f, "
            "\"decode_tok_s\": %.3f, \"prefill_ms\": %.3f, \"decode_ms\": %.3f, \"finish\": \"%s\"}\n",
            m->n_prompt, m->n_gen, m->ttft_ms, prefill, decode, m->prefill_ms, m->decode_ms,
-           g->why == EMBER_FINISH_EOS ? "eos" : g->why == EMBER_FINISH_LENGTH ? "length" : "stopped");
+           cli_finish_name(g->why));
 }
 
 static int run(ember_model *model, const gen_args *a)
 {
-    ember_engine_opts eo = {.max_batch_tokens = (uint32_t)a->max_batch_tokens};
+    ember_engine_opts eo = {.max_batch_tokens = (uint32_t)a->max_batch_tokens, .max_seqs = 1};
     ember_engine *e = NULL;
     if (ember_engine_create(model, &eo, &e) != EMBER_OK) {
         fprintf(stderr, "ember: %s\n", ember_engine_error(e));
@@ -130,8 +140,9 @@ static int run(ember_model *model, const gen_args *a)
     }
     gen_state g = {.json = a->json};
     ember_request_desc d = {.prompt = a->prompt, .no_bos = a->no_bos, .max_tokens = (uint32_t)a->n,
-                            .temperature = a->temp, .ignore_eos = a->ignore_eos,
+                            .sampling = a->sampling, .ignore_eos = a->ignore_eos,
                             .on_token = on_token, .on_done = on_done, .user = &g};
+    memcpy(d.stop, a->stop, sizeof d.stop);
     ember_status s = ember_submit(e, &d, NULL);
     if (s == EMBER_OK && !a->json) fputs(a->prompt, stdout);
     while (s == EMBER_OK && !g.done) s = ember_engine_step(e);

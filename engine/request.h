@@ -1,0 +1,56 @@
+/* request.h — one request inside the engine (library-internal): its tokens, its place
+ * in the KV cache, its sampler and the text it has produced. Shared by engine.c,
+ * scheduler.c and text_out.c. */
+#ifndef EMBER_REQUEST_H
+#define EMBER_REQUEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ember.h"
+#include "reference.h"
+#include "sampler.h"
+#include "tokenizer.h"
+
+typedef enum request_state { REQ_WAITING, REQ_RUNNING } request_state;
+
+typedef struct text_out {
+    char *text;                 /* generated text so far (valid UTF-8) */
+    size_t len, cap;
+    size_t sent;                /* bytes already handed to the token callback */
+    char *stop[EMBER_MAX_STOP]; /* owned copies */
+    uint32_t n_stop;
+    bool final;                 /* finished: nothing is held back any more */
+    ember_detok detok;
+} text_out;
+
+typedef struct request {
+    ember_request_id id;
+    request_state state;
+    bool cancelled;
+    /* what was asked */
+    uint32_t max_tokens;
+    bool ignore_eos, greedy;
+    ember_token_cb on_token;
+    ember_done_cb on_done;
+    void *user;
+    ember_sampler *sampler;
+    text_out out;
+    /* the sequence: prompt, then generated tokens */
+    uint32_t *tokens;
+    uint32_t n_prompt, n_tokens, cap;
+    uint32_t n_computed;        /* tokens whose K/V are in the cache */
+    /* its KV blocks */
+    uint32_t *blocks;           /* block table, max_blocks_per_seq entries */
+    uint64_t *hashes;           /* chained hash of each published full block */
+    uint32_t n_blocks, n_published;
+    uint32_t slot;              /* row in the forward pass's block tables while running */
+    uint64_t admitted;          /* admission counter (newest = largest) */
+    ember_ref *ref;             /* CPU backend: the reference pass with its own cache */
+    /* timing */
+    double t_submit, t_first_sched, t_first_token, t_last_token;
+    ember_request_metrics m;
+    struct request *next;       /* in the waiting queue */
+} request;
+
+#endif

@@ -1,0 +1,22 @@
+/* text_out.h — the text a request produces: tokens become valid UTF-8 (ember_detok),
+ * stop strings end the request and are cut off, and text that could still turn out to
+ * be the start of a stop string is held back until it cannot. */
+#ifndef EMBER_TEXT_OUT_H
+#define EMBER_TEXT_OUT_H
+
+#include "request.h"
+
+/* Copies the NULL-terminated list of stop strings (at most EMBER_MAX_STOP; empty ones
+ * are ignored). */
+ember_status ember_text_init(text_out *o, const char *const *stop, ember_err *err);
+void ember_text_free(text_out *o);
+/* Appends the text of token id. Returns 1 when a stop string appeared (the text is cut
+ * before it), 0 otherwise, -1 when out of memory. */
+int ember_text_push(text_out *o, const ember_tokenizer *t, uint32_t id);
+/* Makes everything final: flushes incomplete UTF-8 (as U+FFFD) and releases text held
+ * back for stop strings. Returns -1 when out of memory. */
+int ember_text_finish(text_out *o);
+/* The next final piece: *p and its length; marks it as sent. */
+size_t ember_text_take(text_out *o, const char **p);
+
+#endif
