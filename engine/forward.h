@@ -28,10 +28,16 @@ typedef struct ember_gpu_model {
     ember_gpu_layer *layers;
 } ember_gpu_model;
 
+/* Reports upload progress (fraction of weight bytes done, 0..1); fn may be NULL. */
+typedef struct ember_progress {
+    void (*fn)(void *user, float fraction);
+    void *user;
+} ember_progress;
+
 /* Uploads m's weights. max_part_bytes bounds each binding (0 = device limit; tests use a
- * small value to exercise tensors bound in parts). */
+ * small value to exercise tensors bound in parts). progress may be NULL. */
 ember_status ember_gpu_model_create(ember_vk *vk, const ember_llama *m, uint64_t max_part_bytes,
-                                    ember_gpu_model **out, ember_err *err);
+                                    const ember_progress *progress, ember_gpu_model **out, ember_err *err);
 void ember_gpu_model_free(ember_gpu_model *g);
 
 /* One step's input, in host memory. Token i is at position pos[i] of sequence slot

@@ -32,6 +32,12 @@ static ember_status upload_stack(ember_gpu_model *g, const ember_gguf_tensor *co
     return s;
 }
 
+static uint64_t layer_bytes(const ember_layer_tensors *lt)
+{
+    return lt->attn_norm->nbytes + lt->ffn_norm->nbytes + lt->wq->nbytes + lt->wk->nbytes + lt->wv->nbytes +
+           lt->wo->nbytes + lt->w_gate->nbytes + lt->w_up->nbytes + lt->w_down->nbytes;
+}
+
 static ember_status upload_layer(ember_gpu_model *g, const ember_layer_tensors *lt, uint64_t max_part,
                                  ember_gpu_layer *gl, ember_err *err)
 {
@@ -46,8 +52,13 @@ static ember_status upload_layer(ember_gpu_model *g, const ember_layer_tensors *
     return s;
 }
 
+static void report(const ember_progress *p, uint64_t done, uint64_t total)
+{
+    if (p && p->fn) p->fn(p->user, total ? (float)((double)done / (double)total) : 1.0f);
+}
+
 ember_status ember_gpu_model_create(ember_vk *vk, const ember_llama *m, uint64_t max_part_bytes,
-                                    ember_gpu_model **out, ember_err *err)
+                                    const ember_progress *progress, ember_gpu_model **out, ember_err *err)
 {
     *out = NULL;
     ember_gpu_model *g = calloc(1, sizeof *g);
@@ -64,8 +75,14 @@ ember_status ember_gpu_model_create(ember_vk *vk, const ember_llama *m, uint64_t
         if (m->output == m->tok_embd) g->output = g->tok_embd;
         else s = upload_stack(g, &m->output, 1, max_part_bytes, &g->output, err);
     }
-    for (uint32_t l = 0; s == EMBER_OK && l < m->hp.n_layers; l++)
+    uint64_t total = m->tok_embd->nbytes + (m->output != m->tok_embd ? m->output->nbytes : 0), done = total;
+    for (uint32_t l = 0; l < m->hp.n_layers; l++) total += layer_bytes(&m->layers[l]);
+    report(progress, done, total);
+    for (uint32_t l = 0; s == EMBER_OK && l < m->hp.n_layers; l++) {
         s = upload_layer(g, &m->layers[l], max_part_bytes, &g->layers[l], err);
+        done += layer_bytes(&m->layers[l]);
+        report(progress, done, total);
+    }
     if (s != EMBER_OK) {
         ember_gpu_model_free(g);
         return s;

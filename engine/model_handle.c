@@ -15,7 +15,8 @@ static ember_status load(ember_model *m, const char *path, const ember_model_opt
     if (m->backend == EMBER_BACKEND_CPU) return EMBER_OK;
     ember_vk_opts vo = {.device_index = o->device_index, .validation = o->enable_validation != 0};
     if ((s = ember_vk_create(&vo, &m->vk, &m->err)) != EMBER_OK) return s;
-    return ember_gpu_model_create(m->vk, &m->llama, 0, &m->gpu, &m->err);
+    ember_progress pr = {o->progress, o->progress_user};
+    return ember_gpu_model_create(m->vk, &m->llama, 0, &pr, &m->gpu, &m->err);
 }
 
 ember_status ember_model_load(const char *gguf_path, const ember_model_opts *opts, ember_model **out)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs Ember's main job: `ember generate` on a model.
 #   scripts/run.sh [MODEL.gguf] [-- extra generate flags]
-# Without a model it uses EMBER_MODEL, else ../shared/models/stories260K, else it makes a
-# small random test model (and says so).
+# The model: the argument, else $EMBER_MODEL, else the best model downloaded with
+# scripts/get-model.sh into ~/.cache/ember, else ../shared/models/stories260K, else a
+# small random-weight test model made on the spot. It says which.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -12,15 +13,23 @@ cmake --build build -j"$(nproc)" --target ember >/dev/null
 model=${1:-${EMBER_MODEL:-}}
 [ $# -gt 0 ] && shift
 [ "${1:-}" = "--" ] && shift
-prompt="Once upon a time"
+why="given"
+cache=${EMBER_CACHE:-$HOME/.cache/ember}
+if [ -z "$model" ]; then
+  for f in qwen2.5-0.5b-instruct-q8_0.gguf tinyllama-1.1b-chat-v1.0.Q8_0.gguf SmolLM2-135M-Instruct-Q8_0.gguf; do
+    if [ -f "$cache/$f" ]; then model="$cache/$f"; why="the best model in $cache"; break; fi
+  done
+fi
 if [ -z "$model" ] && [ -f ../shared/models/stories260K/stories260K-f32.v3.gguf ]; then
   model=../shared/models/stories260K/stories260K-f32.v3.gguf
-  echo "run.sh: using the stories260K model from ../shared/models" >&2
+  why="stories260K from ../shared/models (scripts/get-model.sh fetches bigger ones)"
 fi
 if [ -z "$model" ]; then
   model=build/test-model.gguf
-  echo "run.sh: no model given: making a random-weight test model ($model); its text is noise" >&2
+  why="a random-weight test model: its text is noise (scripts/get-model.sh fetches real ones)"
   build/ember make-test-model "$model" --dim 256 --layers 4 --heads 8 --kv-heads 4 --ffn 512 --vocab 1024 --type q8_0
 fi
-echo "run.sh: ember generate -m $model -p \"$prompt\" -n 64" >&2
+prompt=${EMBER_PROMPT:-"Once upon a time"}
+echo "run.sh: model $model ($why)" >&2
+echo "run.sh: build/ember generate -m $model -p \"$prompt\" -n 64 $*" >&2
 exec build/ember generate -m "$model" -p "$prompt" -n 64 "$@"

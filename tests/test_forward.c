@@ -46,7 +46,7 @@ static int setup(fixture *fx, ember_vk *vk, const char *path, uint64_t max_part)
     memset(fx, 0, sizeof *fx);
     int ok = ember_gguf_open(path, &fx->g, &err) == EMBER_OK && ember_llama_load(fx->g, &fx->m, &err) == EMBER_OK &&
              ember_ref_create(&fx->m, &fx->ref, &err) == EMBER_OK &&
-             ember_gpu_model_create(vk, &fx->m, max_part, &fx->gm, &err) == EMBER_OK;
+             ember_gpu_model_create(vk, &fx->m, max_part, NULL, &fx->gm, &err) == EMBER_OK;
     ember_forward_opts o = {.max_tokens = 40, .max_seqs = 2, .n_blocks = 2 * MAXB, .block_size = BS,
                             .max_blocks_per_seq = MAXB};
     ok = ok && ember_forward_create(fx->gm, &o, &fx->f, &err) == EMBER_OK;

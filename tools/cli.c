@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char *cli_value(int argc, char **argv, int *i)
 {
@@ -67,6 +68,18 @@ int cli_model_flag(int argc, char **argv, int *i, cli_model_args *a)
     return 0;
 }
 
+/* A progress bar on stderr while weights upload, only on a terminal. */
+static void show_progress(void *user, float fraction)
+{
+    int *last = user, width = 40, filled = (int)(fraction * width + 0.5f);
+    if (filled == *last) return;
+    *last = filled;
+    fprintf(stderr, "\rloading [%.*s%*s] %3d%%", filled, "########################################", width - filled,
+            "", (int)(fraction * 100 + 0.5f));
+    if (fraction >= 1.0f) fputs("\r\033[K", stderr);
+    fflush(stderr);
+}
+
 ember_model *cli_load_model(const cli_model_args *a)
 {
     if (!a->path) {
@@ -79,6 +92,11 @@ ember_model *cli_load_model(const cli_model_args *a)
     if (!o.device_index && env && *env && cli_int("EMBER_DEVICE", env, 0, 64, &n)) o.device_index = (int)n + 1;
     env = getenv("EMBER_VALIDATION");
     o.enable_validation = env && strcmp(env, "1") == 0;
+    int last = -1;
+    if (isatty(2)) {
+        o.progress = show_progress;
+        o.progress_user = &last;
+    }
     ember_model *m = NULL;
     ember_status s = ember_model_load(a->path, &o, &m);
     if (s != EMBER_OK) {

@@ -10,5 +10,6 @@ int ember_cmd_tokenize(int argc, char **argv);
 int ember_cmd_make_test_model(int argc, char **argv);
 int ember_cmd_quantize(int argc, char **argv);
 int ember_cmd_convert(int argc, char **argv);
+int ember_cmd_perplexity(int argc, char **argv);
 
 #endif

@@ -1,0 +1,102 @@
+/* score.c — ember_score: the log-likelihood of a token sequence, for perplexity.
+ *
+ * Windows of ctx tokens are scored independently (each starts with an empty cache), in
+ * chunks of up to CHUNK tokens per forward pass with logits for every row. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "model_handle.h"
+#include "reference.h"
+
+#define CHUNK 64
+
+/* -log softmax(row)[target], computed stably in double. */
+static double nll_of(const float *row, uint32_t n_vocab, uint32_t target)
+{
+    double max = row[0], sum = 0;
+    for (uint32_t j = 1; j < n_vocab; j++)
+        if (row[j] > max) max = row[j];
+    for (uint32_t j = 0; j < n_vocab; j++) sum += exp((double)row[j] - max);
+    return log(sum) - ((double)row[target] - max);
+}
+
+typedef struct scorer {
+    ember_model *m;
+    ember_forward *fwd;       /* Vulkan backend */
+    ember_ref *ref;           /* CPU backend */
+    uint32_t *block_table, *pos, *seq, *rows;
+    float *logits;
+} scorer;
+
+static ember_status scorer_init(scorer *sc, ember_model *m, uint32_t ctx)
+{
+    const uint32_t bs = 16, n_blocks = (ctx + bs - 1) / bs, V = m->llama.hp.n_vocab;
+    sc->m = m;
+    sc->block_table = malloc(n_blocks * sizeof *sc->block_table);
+    sc->pos = malloc(CHUNK * sizeof *sc->pos);
+    sc->seq = calloc(CHUNK, sizeof *sc->seq);
+    sc->rows = malloc(CHUNK * sizeof *sc->rows);
+    sc->logits = malloc((size_t)CHUNK * V * sizeof *sc->logits);
+    if (!sc->block_table || !sc->pos || !sc->seq || !sc->rows || !sc->logits)
+        return ember_fail(&m->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    for (uint32_t i = 0; i < n_blocks; i++) sc->block_table[i] = i;
+    for (uint32_t i = 0; i < CHUNK; i++) sc->rows[i] = i;
+    if (!m->gpu) return ember_ref_create(&m->llama, &sc->ref, &m->err);
+    ember_forward_opts fo = {.max_tokens = CHUNK, .max_seqs = 1, .n_blocks = n_blocks, .block_size = bs,
+                             .max_blocks_per_seq = n_blocks};
+    return ember_forward_create(m->gpu, &fo, &sc->fwd, &m->err);
+}
+
+static void scorer_free(scorer *sc)
+{
+    ember_forward_free(sc->fwd);
+    ember_ref_free(sc->ref);
+    free(sc->block_table);
+    free(sc->pos);
+    free(sc->seq);
+    free(sc->rows);
+    free(sc->logits);
+}
+
+/* Logits for tokens[0..n) at positions pos0.. of the current window. */
+static ember_status run_chunk(scorer *sc, const uint32_t *tokens, uint32_t n, uint32_t pos0)
+{
+    if (sc->ref) return ember_ref_forward(sc->ref, tokens, n, pos0, sc->logits, 1, &sc->m->err);
+    for (uint32_t i = 0; i < n; i++) sc->pos[i] = pos0 + i;
+    ember_batch b = {n, tokens, sc->pos, sc->seq, sc->block_table, n, sc->rows};
+    return ember_forward_run(sc->fwd, &b, sc->logits, NULL, NULL, &sc->m->err);
+}
+
+static ember_status score_window(scorer *sc, const uint32_t *t, uint32_t n, double *nll, size_t *n_scored)
+{
+    uint32_t V = sc->m->llama.hp.n_vocab;
+    for (uint32_t p = 0; p + 1 < n; p += CHUNK) {
+        uint32_t k = n - 1 - p < CHUNK ? n - 1 - p : CHUNK; /* rows p..p+k-1 predict p+1..p+k */
+        ember_status s = run_chunk(sc, t + p, k, p);
+        if (s != EMBER_OK) return s;
+        for (uint32_t i = 0; i < k; i++) *nll += nll_of(sc->logits + (size_t)i * V, V, t[p + i + 1]);
+        *n_scored += k;
+    }
+    return EMBER_OK;
+}
+
+ember_status ember_score(ember_model *m, const uint32_t *tokens, size_t n, uint32_t ctx, double *nll,
+                         size_t *n_scored)
+{
+    *nll = 0;
+    *n_scored = 0;
+    if (!m || !m->llama_loaded) return EMBER_ERR_INVALID_ARG;
+    if (!ctx || ctx > m->llama.hp.ctx_len) ctx = m->llama.hp.ctx_len;
+    if (ctx < 2) return ember_fail(&m->err, EMBER_ERR_INVALID_ARG, "window of %u tokens scores nothing", ctx);
+    for (size_t i = 0; i < n; i++)
+        if (tokens[i] >= m->llama.hp.n_vocab)
+            return ember_fail(&m->err, EMBER_ERR_INVALID_ARG, "token %u outside the vocabulary", tokens[i]);
+    scorer sc = {0};
+    ember_status s = scorer_init(&sc, m, ctx);
+    for (size_t w = 0; s == EMBER_OK && w < n; w += ctx) {
+        uint32_t len = n - w < ctx ? (uint32_t)(n - w) : ctx;
+        s = score_window(&sc, tokens + w, len, nll, n_scored);
+    }
+    scorer_free(&sc);
+    return s;
+}

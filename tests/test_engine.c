@@ -1,0 +1,328 @@
+/* test_engine.c — the serving engine through the public API (include/ember.h):
+ *  - batch invariance: greedy tokens of 16 requests run alone equal those of the same
+ *    requests served together, prompts of different lengths joining mid-way;
+ *  - preemption: with too few KV blocks every request completes, with the same tokens;
+ *  - prefix caching: a repeated prefix is served from the cache, same tokens;
+ *  - seeded sampling, stop strings, cancellation (blocks freed at once);
+ *  - the worker-thread mode with submits from several threads;
+ *  - bad input: invalid UTF-8, an empty prompt, a prompt longer than the context. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ember.h"
+#include "tests/testutil.h"
+
+#define MAXTOK 64
+
+typedef struct result {
+    uint32_t tokens[MAXTOK];
+    uint32_t n;
+    char text[4096];
+    size_t text_len;
+    ember_finish why;
+    ember_request_metrics m;
+    int done;
+} result;
+
+static int on_token(void *user, ember_request_id id, uint32_t tok, const char *text, size_t len)
+{
+    result *r = user;
+    if (r->n < MAXTOK) r->tokens[r->n++] = tok;
+    if (r->text_len + len < sizeof r->text) {
+        memcpy(r->text + r->text_len, text, len);
+        r->text_len += len;
+    }
+    return 0;
+}
+
+static void on_done(void *user, ember_request_id id, ember_finish why, const ember_request_metrics *m)
+{
+    result *r = user;
+    r->why = why;
+    r->m = *m;
+    r->done++;
+}
+
+static ember_request_desc desc_for(const uint32_t *prompt, size_t n, uint32_t max_tokens, result *r)
+{
+    memset(r, 0, sizeof *r);
+    return (ember_request_desc){.tokens = prompt, .n_tokens = n, .max_tokens = max_tokens, .ignore_eos = 1,
+                                .on_token = on_token, .on_done = on_done, .user = r};
+}
+
+static void drain(ember_engine *e)
+{
+    ember_status s;
+    while ((s = ember_engine_step(e)) == EMBER_OK) {}
+    CHECKF(s == EMBER_ERR_BUSY, "step: %s", ember_engine_error(e));
+}
+
+static ember_engine *engine(ember_model *m, ember_engine_opts o)
+{
+    ember_engine *e = NULL;
+    ember_status s = ember_engine_create(m, &o, &e);
+    CHECKF(s == EMBER_OK, "engine: %s", ember_engine_error(e));
+    if (s != EMBER_OK) {
+        ember_engine_destroy(e);
+        return NULL;
+    }
+    return e;
+}
+
+/* 16 prompts of lengths 5..200 made of seeded random tokens. */
+#define NREQ 16
+static uint32_t prompts[NREQ][200];
+static uint32_t plen[NREQ];
+
+static void make_prompts(uint32_t n_vocab)
+{
+    tu_rng rng = {5};
+    for (int i = 0; i < NREQ; i++) {
+        plen[i] = 5 + (uint32_t)(tu_next(&rng) % 196);
+        for (uint32_t j = 0; j < plen[i]; j++) prompts[i][j] = 3 + (uint32_t)(tu_next(&rng) % (n_vocab - 3));
+    }
+}
+
+static void run_alone(ember_model *m, result *alone, uint32_t n_gen)
+{
+    ember_engine *e = engine(m, (ember_engine_opts){.max_seqs = 1});
+    for (int i = 0; e && i < NREQ; i++) {
+        ember_request_desc d = desc_for(prompts[i], plen[i], n_gen, &alone[i]);
+        CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+        drain(e);
+        CHECK(alone[i].done == 1 && alone[i].n == n_gen);
+    }
+    ember_engine_destroy(e);
+}
+
+/* Half the requests start together; the rest join while those decode. */
+static void run_together(ember_model *m, ember_engine_opts o, result *res, uint32_t n_gen, const char *what,
+                         const result *alone)
+{
+    ember_engine *e = engine(m, o);
+    if (!e) return;
+    for (int i = 0; i < NREQ / 2; i++) {
+        ember_request_desc d = desc_for(prompts[i], plen[i], n_gen, &res[i]);
+        CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+    }
+    for (int k = 0; k < 6; k++) ember_engine_step(e);
+    for (int i = NREQ / 2; i < NREQ; i++) {
+        ember_request_desc d = desc_for(prompts[i], plen[i], n_gen, &res[i]);
+        CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+        ember_engine_step(e);
+    }
+    drain(e);
+    ember_engine_stats st;
+    ember_engine_get_stats(e, &st);
+    int same = 0;
+    for (int i = 0; i < NREQ; i++)
+        same += res[i].done == 1 && res[i].n == alone[i].n && memcmp(res[i].tokens, alone[i].tokens, n_gen * 4) == 0;
+    printf("%s: %d/%d requests identical to running alone; %llu preemptions, peak %u of %u blocks\n", what, same,
+           NREQ, (unsigned long long)st.preemptions, st.kv_peak_blocks_used, st.kv_blocks_total);
+    CHECKF(same == NREQ, "%s: batch changed results", what);
+    CHECK(st.kv_blocks_used == 0);
+    ember_engine_destroy(e);
+}
+
+static void test_invariance_and_preemption(ember_model *m)
+{
+    static result alone[NREQ], res[NREQ];
+    const uint32_t n_gen = 24;
+    run_alone(m, alone, n_gen);
+    run_together(m, (ember_engine_opts){.max_seqs = 16, .max_batch_tokens = 128}, res, n_gen,
+                 "16 together, chunked prefill", alone);
+    /* 40 blocks of 16 tokens cannot hold 16 sequences of up to 224 tokens. */
+    run_together(m, (ember_engine_opts){.max_seqs = 16, .max_batch_tokens = 128, .kv_blocks = 40}, res, n_gen,
+                 "16 together, 40 KV blocks", alone);
+    ember_engine *e = engine(m, (ember_engine_opts){.max_seqs = 16, .max_batch_tokens = 128, .kv_blocks = 40});
+    if (e) {
+        for (int i = 0; i < NREQ; i++) {
+            ember_request_desc d = desc_for(prompts[i], plen[i], n_gen, &res[i]);
+            CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+        }
+        drain(e);
+        ember_engine_stats st;
+        ember_engine_get_stats(e, &st);
+        CHECKF(st.preemptions > 0, "no preemption with 40 blocks");
+        ember_engine_destroy(e);
+    }
+}
+
+static void test_prefix_cache(ember_model *m)
+{
+    uint32_t a[100], b[100];
+    memcpy(a, prompts[0], sizeof a);
+    memcpy(b, prompts[0], 64 * sizeof b[0]); /* same 64-token prefix, different tail */
+    memcpy(b + 64, prompts[1], 36 * sizeof b[0]);
+    result ra, rb, rb_alone;
+    ember_engine *e = engine(m, (ember_engine_opts){.no_prefix_cache = 1});
+    ember_request_desc d = desc_for(b, 100, 16, &rb_alone);
+    if (e && ember_submit(e, &d, NULL) == EMBER_OK) drain(e);
+    ember_engine_destroy(e);
+    e = engine(m, (ember_engine_opts){0});
+    if (!e) return;
+    d = desc_for(a, 100, 16, &ra);
+    CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+    drain(e);
+    d = desc_for(b, 100, 16, &rb);
+    CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+    drain(e);
+    ember_engine_stats st;
+    ember_engine_get_stats(e, &st);
+    printf("prefix cache: second request took %u tokens from the cache\n", rb.m.n_cached);
+    CHECK(ra.m.n_cached == 0 && rb.m.n_cached == 64 && st.prefix_hit_tokens == 64);
+    CHECK(rb.n == 16 && memcmp(rb.tokens, rb_alone.tokens, 16 * 4) == 0);
+    ember_engine_destroy(e);
+}
+
+static void test_sampling_and_stop(ember_model *m)
+{
+    result r1, r2, r3, rs;
+    ember_engine *e = engine(m, (ember_engine_opts){0});
+    if (!e) return;
+    ember_request_desc d = desc_for(prompts[2], plen[2], 32, &r1);
+    d.sampling = (ember_sampling){.temperature = 1.0f, .top_k = 50, .seed = 1234};
+    ember_submit(e, &d, NULL);
+    d.user = &r2;
+    memset(&r2, 0, sizeof r2);
+    ember_submit(e, &d, NULL); /* same seed, served in the same batch */
+    d.user = &r3;
+    memset(&r3, 0, sizeof r3);
+    d.sampling.seed = 99;
+    ember_submit(e, &d, NULL);
+    drain(e);
+    CHECK(r1.n == 32 && r2.n == 32 && memcmp(r1.tokens, r2.tokens, 32 * 4) == 0);
+    CHECK(memcmp(r1.tokens, r3.tokens, 32 * 4) != 0);
+
+    /* A stop string taken from the middle of r1's text ends the request before it. */
+    if (r1.text_len > 20) {
+        char stop[8] = {0};
+        memcpy(stop, r1.text + r1.text_len / 2, 4);
+        d = desc_for(prompts[2], plen[2], 32, &rs);
+        d.sampling = (ember_sampling){.temperature = 1.0f, .top_k = 50, .seed = 1234};
+        d.stop[0] = stop;
+        ember_submit(e, &d, NULL);
+        drain(e);
+        const char *at = strstr(r1.text, stop);
+        size_t want = at ? (size_t)(at - r1.text) : 0;
+        CHECKF(rs.why == EMBER_FINISH_STOP && rs.text_len == want && memcmp(rs.text, r1.text, want) == 0,
+               "stop: why %d len %zu want %zu", rs.why, rs.text_len, want);
+    }
+    ember_engine_destroy(e);
+}
+
+static void test_cancel(ember_model *m)
+{
+    result r[3];
+    ember_request_id ids[3];
+    ember_engine *e = engine(m, (ember_engine_opts){0});
+    if (!e) return;
+    for (int i = 0; i < 3; i++) {
+        ember_request_desc d = desc_for(prompts[i], plen[i], 60, &r[i]);
+        CHECK(ember_submit(e, &d, &ids[i]) == EMBER_OK);
+    }
+    for (int k = 0; k < 4; k++) ember_engine_step(e);
+    CHECK(ember_cancel(e, ids[1]) == EMBER_OK);
+    ember_engine_step(e);
+    CHECK(r[1].done == 1 && r[1].why == EMBER_FINISH_CANCELLED);
+    CHECK(ember_cancel(e, ids[1]) == EMBER_ERR_BUSY);
+    drain(e);
+    ember_engine_stats st;
+    ember_engine_get_stats(e, &st);
+    CHECK(r[0].done == 1 && r[2].done == 1 && r[0].n == 60 && r[2].n == 60 && st.kv_blocks_used == 0);
+    ember_engine_destroy(e);
+}
+
+typedef struct submitter {
+    ember_engine *e;
+    int first;
+    result *res;
+} submitter;
+
+static void *submit_some(void *arg)
+{
+    submitter *s = arg;
+    for (int i = s->first; i < s->first + 4; i++) {
+        ember_request_desc d = desc_for(prompts[i], plen[i], 24, &s->res[i]);
+        CHECK(ember_submit(s->e, &d, NULL) == EMBER_OK);
+    }
+    return NULL;
+}
+
+static void test_worker_thread(ember_model *m, const result *alone)
+{
+    static result res[NREQ];
+    ember_engine *e = engine(m, (ember_engine_opts){0});
+    if (!e) return;
+    CHECK(ember_engine_start(e) == EMBER_OK);
+    pthread_t t[4];
+    submitter s[4];
+    for (int i = 0; i < 4; i++) {
+        s[i] = (submitter){e, 4 * i, res};
+        pthread_create(&t[i], NULL, submit_some, &s[i]);
+    }
+    for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+    ember_engine_wait_idle(e);
+    ember_engine_stop(e);
+    int same = 0;
+    for (int i = 0; i < NREQ; i++) same += res[i].done == 1 && memcmp(res[i].tokens, alone[i].tokens, 24 * 4) == 0;
+    printf("worker thread: %d/%d requests from 4 threads identical\n", same, NREQ);
+    CHECK(same == NREQ);
+    ember_engine_destroy(e);
+}
+
+static void test_bad_input(ember_model *m)
+{
+    ember_engine *e = engine(m, (ember_engine_opts){0});
+    if (!e) return;
+    result r;
+    ember_request_desc d = desc_for(NULL, 0, 4, &r);
+    d.prompt = "\xff\xfe broken \xc3 utf-8 \xe2\x82";
+    CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+    drain(e);
+    CHECK(r.done == 1 && r.n == 4);
+    d = desc_for(NULL, 0, 4, &r);
+    d.prompt = "";
+    CHECK(ember_submit(e, &d, NULL) == EMBER_OK); /* BOS alone */
+    drain(e);
+    CHECK(r.done == 1 && r.n == 4);
+    static uint32_t longp[300];
+    for (int i = 0; i < 300; i++) longp[i] = 5;
+    d = desc_for(longp, 300, 4, &r);
+    CHECK(ember_submit(e, &d, NULL) == EMBER_ERR_CONTEXT_FULL);
+    CHECK(strstr(ember_engine_error(e), "context") != NULL);
+    ember_engine_destroy(e);
+}
+
+int main(void)
+{
+    char path[512], cmd[1024];
+    snprintf(path, sizeof path, "%s/engine_model.gguf", tu_tmp_dir());
+    snprintf(cmd, sizeof cmd,
+             "%s make-test-model %s --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 512 --ctx 256 "
+             "--type q8_0 --seed 21",
+             tu_ember_bin(), path);
+    CHECK(tu_run(cmd, NULL, 0) == 0);
+    ember_model_opts mo = {.enable_validation = tu_validation()};
+    ember_model *m = NULL;
+    if (ember_model_load(path, &mo, &m) != EMBER_OK) {
+        fprintf(stderr, "%s\n", ember_model_error(m));
+        ember_model_free(m);
+        return tu_skip("cannot load the test model on a Vulkan device");
+    }
+    make_prompts(512);
+    static result alone[NREQ];
+    run_alone(m, alone, 24);
+    test_invariance_and_preemption(m);
+    test_prefix_cache(m);
+    test_sampling_and_stop(m);
+    test_cancel(m);
+    test_worker_thread(m, alone);
+    test_bad_input(m);
+    char first[512];
+    uint32_t nv = ember_model_validation_messages(m, first, sizeof first);
+    CHECKF(nv == 0, "%u validation messages: %s", nv, first);
+    ember_model_free(m);
+    return tu_finish("test_engine");
+}
