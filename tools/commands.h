@@ -11,5 +11,7 @@ int ember_cmd_make_test_model(int argc, char **argv);
 int ember_cmd_quantize(int argc, char **argv);
 int ember_cmd_convert(int argc, char **argv);
 int ember_cmd_perplexity(int argc, char **argv);
+int ember_cmd_batch(int argc, char **argv);
+int ember_cmd_bench(int argc, char **argv);
 
 #endif

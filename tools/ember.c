@@ -16,6 +16,8 @@ static const command commands[] = {
     {"tokenize", ember_cmd_tokenize, "-m M -p TEXT [--no-bos] [--json]"},
     {"make-test-model", ember_cmd_make_test_model, "OUT.gguf [--dim --layers --heads --kv-heads --ffn --vocab --ctx --type f32|f16|q8_0 --seed]"},
     {"quantize", ember_cmd_quantize, "IN.gguf OUT.gguf q8_0"},
+    {"batch", ember_cmd_batch, "-m M -f PROMPTS -n N [sampling flags] [--json]"},
+    {"bench", ember_cmd_bench, "-m M [workload flags] --json (see ember bench --help)"},
     {"perplexity", ember_cmd_perplexity, "-m M -f TEXTFILE [--ctx N] [--json]"},
     {"convert", ember_cmd_convert, "llama2c CKPT.bin TOKENIZER.bin OUT.gguf"},
 };
