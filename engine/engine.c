@@ -15,34 +15,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "model_handle.h"
-#include "scheduler.h"
+#include "engine_internal.h"
 #include "text_out.h"
 
-struct ember_engine {
-    ember_err err;
-    ember_model *model;
-    ember_engine_opts o;
-    uint32_t max_blocks_per_seq;
-    ember_forward *fwd;           /* NULL for the CPU backend */
-    ember_kv_cache *kv;
-    ember_sched *sched;
-    ember_request_id next_id;
-    uint32_t n_pending;
-    /* step scratch */
-    ember_sched_item *items;
-    request **stuck;
-    uint32_t *tokens, *pos, *seq, *rows, *argmax, *block_tables;
-    float *logits;                /* max_seqs rows of n_vocab */
-    uint64_t steps, tokens_computed;
-    /* threading */
-    pthread_mutex_t mu;
-    pthread_cond_t work, idle;
-    pthread_t worker;
-    bool worker_running, stop;
-};
 
-static double now_ms(void)
+double ember_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -81,20 +58,32 @@ static void choose_sizes(ember_engine *e)
 
 static ember_status alloc_scratch(ember_engine *e)
 {
-    uint32_t T = e->o.max_batch_tokens, S = e->o.max_seqs, V = e->model->llama.hp.n_vocab;
+    uint32_t S = e->o.max_seqs, V = e->model->llama.hp.n_vocab;
+    uint32_t T = e->o.max_batch_tokens + EMBER_STEP_SPARE(S);
     e->items = calloc(S, sizeof *e->items);
     e->stuck = calloc(S, sizeof *e->stuck);
+    e->row_of = calloc(S, sizeof *e->row_of);
     e->tokens = calloc(T, sizeof *e->tokens);
     e->pos = calloc(T, sizeof *e->pos);
     e->seq = calloc(T, sizeof *e->seq);
-    e->rows = calloc(S, sizeof *e->rows);
-    e->argmax = calloc(S, sizeof *e->argmax);
+    e->rows = calloc(T, sizeof *e->rows);
+    e->argmax = calloc(T, sizeof *e->argmax);
     e->block_tables = calloc((size_t)S * e->max_blocks_per_seq, sizeof *e->block_tables);
-    e->logits = malloc((size_t)S * V * sizeof *e->logits);
-    if (!e->items || !e->stuck || !e->tokens || !e->pos || !e->seq || !e->rows || !e->argmax ||
-        !e->block_tables || !e->logits)
+    e->scratch = malloc((size_t)V * sizeof *e->scratch);
+    if (!e->items || !e->stuck || !e->row_of || !e->tokens || !e->pos || !e->seq || !e->rows || !e->argmax ||
+        !e->block_tables || !e->scratch || !ember_engine_logits_room(e, S))
         return ember_fail(&e->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     return EMBER_OK;
+}
+
+bool ember_engine_logits_room(ember_engine *e, uint32_t rows)
+{
+    if (rows <= e->logits_rows) return true;
+    float *l = realloc(e->logits, (size_t)rows * e->model->llama.hp.n_vocab * sizeof *l);
+    if (!l) return false;
+    e->logits = l;
+    e->logits_rows = rows;
+    return true;
 }
 
 static ember_status create_parts(ember_engine *e)
@@ -107,11 +96,14 @@ static ember_status create_parts(ember_engine *e)
                            .static_batching = e->o.batching == EMBER_BATCHING_STATIC,
                            .contiguous_kv = e->o.kv_layout == EMBER_KV_CONTIGUOUS};
     if (s == EMBER_OK) s = ember_sched_create(&so, e->kv, &e->sched, &e->err);
-    if (s != EMBER_OK || !e->model->gpu) return s;
-    ember_forward_opts fo = {.max_tokens = e->o.max_batch_tokens, .max_seqs = e->o.max_seqs,
-                             .n_blocks = e->o.kv_blocks, .block_size = e->o.kv_block_size,
-                             .max_blocks_per_seq = e->max_blocks_per_seq};
-    return ember_forward_create(e->model->gpu, &fo, &e->fwd, &e->err);
+    if (s == EMBER_OK && e->model->gpu) {
+        ember_forward_opts fo = {.max_tokens = e->o.max_batch_tokens, .max_seqs = e->o.max_seqs,
+                                 .n_blocks = e->o.kv_blocks, .block_size = e->o.kv_block_size,
+                                 .max_blocks_per_seq = e->max_blocks_per_seq};
+        s = ember_forward_create(e->model->gpu, &fo, &e->fwd, &e->err);
+    }
+    if (s == EMBER_OK && e->o.draft) s = ember_spec_init(e);
+    return s;
 }
 
 ember_status ember_engine_create(ember_model *model, const ember_engine_opts *opts, ember_engine **out)
@@ -142,6 +134,9 @@ const char *ember_engine_error(const ember_engine *e) { return e ? e->err.msg : 
 static void free_request(request *r)
 {
     ember_sampler_free(r->sampler);
+    ember_sampler_free(r->draft_sampler);
+    ember_ref_free(r->draft_ref);
+    free(r->q);
     ember_text_free(&r->out);
     ember_ref_free(r->ref);
     free(r->blocks);
@@ -155,7 +150,7 @@ static void finish(ember_engine *e, request *r, ember_finish why)
 {
     ember_sched_remove(e->sched, r);
     r->m.n_prompt = r->n_prompt;
-    r->m.e2e_ms = now_ms() - r->t_submit;
+    r->m.e2e_ms = ember_now_ms() - r->t_submit;
     if (r->m.n_gen > 1) r->m.tpot_ms = (r->t_last_token - r->t_first_token) / (r->m.n_gen - 1);
     if (r->on_done) r->on_done(r->user, r->id, why, &r->m);
     free_request(r);
@@ -206,6 +201,41 @@ static ember_status check_fits(ember_engine *e, const request *r)
     return EMBER_OK;
 }
 
+/* Drafts from a model share the target's block ids but keep their own K/V; blocks they
+ * publish carry a different hash chain, so a request only reuses blocks whose draft K/V
+ * is as complete as its own. */
+#define DRAFT_HASH_SEED 0xD4AF7000D4AF7001ull
+
+static ember_status setup_speculation(ember_engine *e, const ember_request_desc *d, request *r,
+                                      const ember_sampling_params *sp)
+{
+    const ember_speculation *x = &d->spec;
+    if (!x->draft_k) return EMBER_OK;
+    if (x->draft_k > EMBER_MAX_DRAFT)
+        return ember_fail(&e->err, EMBER_ERR_INVALID_ARG, "draft_k %u exceeds %d", x->draft_k, EMBER_MAX_DRAFT);
+    if (!x->ngram && !e->draft)
+        return ember_fail(&e->err, EMBER_ERR_INVALID_ARG, "speculation asks for a draft model but the engine has none");
+    r->spec_k = r->spec_k_max = x->draft_k;
+    if (x->adaptive) r->spec_k_max = EMBER_MAX_DRAFT;
+    r->spec_ngram = x->ngram;
+    r->spec_adaptive = x->adaptive != 0;
+    r->spec_draft = !x->ngram;
+    r->cap += EMBER_MAX_DRAFT; /* drafts sit after the tokens while they are checked */
+    uint32_t *t = realloc(r->tokens, r->cap * sizeof *t);
+    if (!t) return ember_fail(&e->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    r->tokens = t;
+    if (!r->spec_draft) return EMBER_OK;
+    r->hash_seed = DRAFT_HASH_SEED;
+    uint32_t V = e->model->llama.hp.n_vocab;
+    ember_sampling_params dp = *sp;
+    dp.seed = sp->seed ^ 0x5EEDD4AF75EEDull; /* the draft draws its own random numbers */
+    ember_status s = ember_sampler_create(&dp, V, &r->draft_sampler, &e->err);
+    if (s == EMBER_OK && !r->greedy && !(r->q = malloc((size_t)r->spec_k_max * V * sizeof *r->q)))
+        s = ember_fail(&e->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    for (uint32_t i = 0; s == EMBER_OK && i < r->n_prompt; i++) ember_sampler_accept(r->draft_sampler, r->tokens[i]);
+    return s;
+}
+
 static ember_status build_request(ember_engine *e, const ember_request_desc *d, request *r)
 {
     r->max_tokens = d->max_tokens ? d->max_tokens : 128;
@@ -225,6 +255,7 @@ static ember_status build_request(ember_engine *e, const ember_request_desc *d, 
     if (s == EMBER_OK) s = check_fits(e, r);
     if (s != EMBER_OK) return s;
     r->n_tokens = r->n_prompt;
+    if ((s = setup_speculation(e, d, r, &sp)) != EMBER_OK) return s;
     r->blocks = malloc(e->max_blocks_per_seq * sizeof *r->blocks);
     r->hashes = malloc(e->max_blocks_per_seq * sizeof *r->hashes);
     if (!r->blocks || !r->hashes) return ember_fail(&e->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
@@ -241,7 +272,7 @@ ember_status ember_submit(ember_engine *e, const ember_request_desc *desc, ember
     ember_status s = build_request(e, desc, r);
     if (s == EMBER_OK) {
         r->id = e->next_id++;
-        r->t_submit = now_ms();
+        r->t_submit = ember_now_ms();
         r->m.n_prompt = r->n_prompt;
         ember_sched_enqueue(e->sched, r);
         e->n_pending++;
@@ -302,58 +333,76 @@ static void drop_cancelled(ember_engine *e)
     }
 }
 
-/* Lays the items out as one ragged batch; returns the token count. */
-static uint32_t build_batch(ember_engine *e, uint32_t n_items, ember_batch *b)
+/* Rows of logits an item needs: every token of a speculative item (each scores the next
+ * draft), else the last token when its chunk ends the known tokens. */
+static uint32_t logits_rows(const ember_sched_item *it)
+{
+    return it->r->n_draft ? it->n : it->logits ? 1 : 0;
+}
+
+/* Lays the items out as one ragged batch. */
+static void build_batch(ember_engine *e, uint32_t n_items, ember_batch *b)
 {
     uint32_t T = 0, n_logits = 0, W = e->max_blocks_per_seq;
     for (uint32_t i = 0; i < n_items; i++) {
         const ember_sched_item *it = &e->items[i];
         const request *r = it->r;
         memcpy(e->block_tables + (size_t)r->slot * W, r->blocks, r->n_blocks * sizeof *r->blocks);
+        e->row_of[i] = n_logits;
         for (uint32_t j = 0; j < it->n; j++) {
             e->tokens[T] = r->tokens[r->n_computed + j];
             e->pos[T] = r->n_computed + j;
             e->seq[T] = r->slot;
             T++;
         }
-        if (it->logits) e->rows[n_logits++] = T - 1;
+        for (uint32_t j = logits_rows(it); j > 0; j--) e->rows[n_logits++] = T - j;
     }
     *b = (ember_batch){T, e->tokens, e->pos, e->seq, e->block_tables, n_logits, e->rows};
-    return T;
+}
+
+static uint32_t argmax_row(const float *row, uint32_t n)
+{
+    uint32_t best = 0;
+    for (uint32_t j = 1; j < n; j++)
+        if (row[j] > row[best]) best = j;
+    return best;
 }
 
 /* CPU backend: each sequence through the reference pass on its own. */
-static ember_status run_reference(ember_engine *e, uint32_t n_items)
+static ember_status run_reference(ember_engine *e, uint32_t n_items, uint32_t n_logits)
 {
-    uint32_t V = e->model->llama.hp.n_vocab, k = 0;
+    uint32_t V = e->model->llama.hp.n_vocab;
+    if (!ember_engine_logits_room(e, n_logits)) return ember_fail(&e->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     for (uint32_t i = 0; i < n_items; i++) {
-        request *r = e->items[i].r;
+        const ember_sched_item *it = &e->items[i];
+        request *r = it->r;
+        uint32_t rows = logits_rows(it), n_lead = it->n - rows;
         ember_status s = r->ref ? EMBER_OK : ember_ref_create(&e->model->llama, &r->ref, &e->err);
-        float *row = e->items[i].logits ? e->logits + (size_t)k * V : NULL;
-        if (s == EMBER_OK)
-            s = ember_ref_forward(r->ref, r->tokens + r->n_computed, e->items[i].n, r->n_computed, row, 0, &e->err);
+        const uint32_t *t = r->tokens + r->n_computed;
+        if (s == EMBER_OK && n_lead)
+            s = ember_ref_forward(r->ref, t, n_lead, r->n_computed, NULL, 0, &e->err);
+        float *out = e->logits + (size_t)e->row_of[i] * V;
+        if (s == EMBER_OK && rows)
+            s = ember_ref_forward(r->ref, t + n_lead, rows, r->n_computed + n_lead, out, 1, &e->err);
         if (s != EMBER_OK) return s;
-        if (!row) continue;
-        uint32_t best = 0;
-        for (uint32_t j = 1; j < V; j++)
-            if (row[j] > row[best]) best = j;
-        e->argmax[k++] = best;
+        for (uint32_t j = 0; j < rows; j++) e->argmax[e->row_of[i] + j] = argmax_row(out + (size_t)j * V, V);
     }
     return EMBER_OK;
 }
 
 static ember_status run_items(ember_engine *e, uint32_t n_items)
 {
-    if (!e->fwd) return run_reference(e, n_items);
     ember_batch b;
     build_batch(e, n_items, &b);
+    if (!e->fwd) return run_reference(e, n_items, b.n_logits);
     bool need_logits = false;
-    for (uint32_t i = 0; i < n_items; i++) need_logits |= e->items[i].logits && !e->items[i].r->greedy;
+    for (uint32_t i = 0; i < n_items; i++) need_logits |= logits_rows(&e->items[i]) && !e->items[i].r->greedy;
+    if (need_logits && !ember_engine_logits_room(e, b.n_logits))
+        return ember_fail(&e->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     return ember_forward_run(e->fwd, &b, need_logits ? e->logits : NULL, e->argmax, NULL, &e->err);
 }
 
-/* Appends token tok to r, hands out its text and finishes r when it is done. */
-static void emit(ember_engine *e, request *r, uint32_t tok, double t)
+bool ember_engine_emit(ember_engine *e, request *r, uint32_t tok, double t)
 {
     r->tokens[r->n_tokens++] = tok;
     r->m.n_gen++;
@@ -363,6 +412,7 @@ static void emit(ember_engine *e, request *r, uint32_t tok, double t)
     }
     r->t_last_token = t;
     ember_sampler_accept(r->sampler, tok);
+    if (r->draft_sampler) ember_sampler_accept(r->draft_sampler, tok);
     int stop = ember_text_push(&r->out, e->model->tok, tok);
     int done = -1; /* or an ember_finish */
     if (stop < 0) done = EMBER_FINISH_ERROR;
@@ -373,24 +423,30 @@ static void emit(ember_engine *e, request *r, uint32_t tok, double t)
     const char *text;
     size_t len = ember_text_take(&r->out, &text);
     if (r->on_token && r->on_token(r->user, r->id, tok, text, len) != 0 && done < 0) done = EMBER_FINISH_CANCELLED;
-    if (done >= 0) finish(e, r, (ember_finish)done);
+    if (done < 0) return false;
+    finish(e, r, (ember_finish)done);
+    return true;
 }
 
 static void after_step(ember_engine *e, uint32_t n_items, double t0, double t1)
 {
-    uint32_t k = 0, V = e->model->llama.hp.n_vocab;
+    uint32_t V = e->model->llama.hp.n_vocab;
     for (uint32_t i = 0; i < n_items; i++) {
         ember_sched_item *it = &e->items[i];
         request *r = it->r;
-        bool prompt = r->n_computed < r->n_prompt;
-        if (prompt) r->m.prefill_ms += t1 - t0;
+        if (r->n_computed < r->n_prompt) r->m.prefill_ms += t1 - t0;
         else r->m.decode_ms += t1 - t0;
-        ember_sched_advance(e->sched, r, it->n);
         e->tokens_computed += it->n;
+        if (r->m.n_gen) r->m.n_decode_steps++;
+        if (r->n_draft) {
+            ember_spec_finish(e, it, e->row_of[i], t1);
+            continue;
+        }
+        ember_sched_advance(e->sched, r, it->n);
         if (!it->logits) continue;
-        uint32_t tok = r->greedy ? e->argmax[k] : ember_sampler_sample(r->sampler, e->logits + (size_t)k * V);
-        k++;
-        emit(e, r, tok, t1);
+        uint32_t row = e->row_of[i];
+        uint32_t tok = r->greedy ? e->argmax[row] : ember_sampler_sample(r->sampler, e->logits + (size_t)row * V);
+        ember_engine_emit(e, r, tok, t1);
     }
 }
 
@@ -404,13 +460,14 @@ ember_status ember_engine_step(ember_engine *e)
     pthread_mutex_lock(&e->mu);
     drop_cancelled(e);
     uint32_t n_stuck = 0;
+    ember_sched_set_reserve(e->sched, ember_spec_reserve(e));
     uint32_t n_items = ember_sched_plan(e->sched, e->items, e->stuck, &n_stuck);
     for (uint32_t i = 0; i < n_stuck; i++) {
         ember_text_finish(&e->stuck[i]->out);
         finish(e, e->stuck[i], EMBER_FINISH_LENGTH);
     }
     ember_status s = n_items ? EMBER_OK : EMBER_ERR_BUSY;
-    double t0 = now_ms();
+    double t0 = ember_now_ms();
     for (uint32_t i = 0; i < n_items; i++) {
         request *r = e->items[i].r;
         if (r->t_first_sched == 0) {
@@ -418,10 +475,11 @@ ember_status ember_engine_step(ember_engine *e)
             r->m.queue_ms = t0 - r->t_submit;
         }
     }
-    if (n_items) s = run_items(e, n_items);
+    if (n_items) s = ember_spec_propose(e, n_items);
+    if (n_items && s == EMBER_OK) s = run_items(e, n_items);
     if (s == EMBER_OK) {
         e->steps++;
-        after_step(e, n_items, t0, now_ms());
+        after_step(e, n_items, t0, ember_now_ms());
         ember_sched_end_step(e->sched);
     } else if (s != EMBER_ERR_BUSY) {
         fail_items(e, n_items);
@@ -515,6 +573,7 @@ void ember_engine_destroy(ember_engine *e)
     }
     while (e->sched && ember_sched_waiting(e->sched)) finish(e, ember_sched_waiting(e->sched), EMBER_FINISH_CANCELLED);
     ember_forward_free(e->fwd);
+    ember_forward_free(e->draft_fwd);
     ember_sched_free(e->sched);
     ember_kv_free(e->kv);
     free(e->items);
@@ -526,6 +585,9 @@ void ember_engine_destroy(ember_engine *e)
     free(e->argmax);
     free(e->block_tables);
     free(e->logits);
+    free(e->row_of);
+    free(e->probs);
+    free(e->scratch);
     pthread_cond_destroy(&e->work);
     pthread_cond_destroy(&e->idle);
     pthread_mutex_destroy(&e->mu);

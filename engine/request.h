@@ -47,6 +47,15 @@ typedef struct request {
     uint32_t slot;              /* row in the forward pass's block tables while running */
     uint64_t admitted;          /* admission counter (newest = largest) */
     ember_ref *ref;             /* CPU backend: the reference pass with its own cache */
+    uint64_t hash_seed;         /* first parent hash of its block chain (see engine.c) */
+    /* speculative decoding */
+    uint32_t spec_k, spec_k_max, spec_ngram;
+    bool spec_adaptive, spec_draft; /* spec_draft: proposals come from the draft model */
+    uint32_t n_draft;           /* drafts placed after tokens[n_tokens] for this step */
+    uint32_t draft_computed;    /* tokens whose K/V the draft model holds */
+    ember_sampler *draft_sampler; /* draws the draft's tokens (sampling requests) */
+    float *q;                   /* spec_k_max rows of draft probabilities */
+    ember_ref *draft_ref;       /* CPU backend: the draft's reference pass */
     /* timing */
     double t_submit, t_first_sched, t_first_token, t_last_token;
     ember_request_metrics m;

@@ -32,6 +32,8 @@ struct ember_sampler {
     cand *edge;             /* n_vocab when top-p is on: the bucket where top-p cuts */
     double mass[TOP_P_BUCKETS];
     uint32_t *ring;         /* the last `last_n` accepted tokens */
+    uint32_t *saved;        /* a copy of ring for ember_sampler_save/restore */
+    uint32_t saved_pos, saved_len;
     uint32_t *scratch;      /* last_n: the window, sorted to count repeats */
     uint32_t last_n, ring_pos, ring_len;
 };
@@ -94,9 +96,10 @@ ember_status ember_sampler_create(const ember_sampling_params *params, uint32_t 
     s->last_n = p->penalty_last_n ? p->penalty_last_n : DEFAULT_LAST_N;
     s->cand = malloc((size_t)n_vocab * sizeof *s->cand);
     s->ring = malloc((size_t)s->last_n * sizeof *s->ring);
+    s->saved = malloc((size_t)s->last_n * sizeof *s->saved);
     s->scratch = malloc((size_t)s->last_n * sizeof *s->scratch);
     if (top_p_on(p)) s->edge = malloc((size_t)n_vocab * sizeof *s->edge);
-    if (!s->cand || !s->ring || !s->scratch || (top_p_on(p) && !s->edge)) {
+    if (!s->cand || !s->ring || !s->saved || !s->scratch || (top_p_on(p) && !s->edge)) {
         ember_sampler_free(s);
         return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "sampler: out of memory for %u tokens",
                           n_vocab);
@@ -112,6 +115,7 @@ void ember_sampler_free(ember_sampler *s)
     free(s->cand);
     free(s->edge);
     free(s->ring);
+    free(s->saved);
     free(s->scratch);
     free(s);
 }
@@ -132,6 +136,20 @@ void ember_sampler_accept(ember_sampler *s, uint32_t token)
     if (s->ring_len < s->last_n) s->ring_len++;
 }
 
+void ember_sampler_save(ember_sampler *s)
+{
+    memcpy(s->saved, s->ring, (size_t)s->last_n * sizeof *s->ring);
+    s->saved_pos = s->ring_pos;
+    s->saved_len = s->ring_len;
+}
+
+void ember_sampler_restore(ember_sampler *s)
+{
+    memcpy(s->ring, s->saved, (size_t)s->last_n * sizeof *s->ring);
+    s->ring_pos = s->saved_pos;
+    s->ring_len = s->saved_len;
+}
+
 /* ---- penalties ---------------------------------------------------------------- */
 
 static bool penalties_on(const ember_sampling_params *p)
@@ -139,6 +157,8 @@ static bool penalties_on(const ember_sampling_params *p)
     return (p->repetition_penalty != 0 && p->repetition_penalty != 1) ||
            p->frequency_penalty != 0 || p->presence_penalty != 0;
 }
+
+int ember_sampler_has_penalties(const ember_sampler *s) { return penalties_on(&s->p); }
 
 static int cmp_u32(const void *a, const void *b)
 {

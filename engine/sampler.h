@@ -77,5 +77,12 @@ uint32_t ember_sampler_draw(ember_sampler *s, const float *probs);
 double ember_sampler_uniform(ember_sampler *s);
 
 uint32_t ember_sampler_n_vocab(const ember_sampler *s);
+/* Saves / restores the accepted-token history (not the random state): speculative
+ * decoding accepts draft tokens to get each position's penalties right, then restores
+ * and accepts only the tokens it keeps. One save slot. */
+void ember_sampler_save(ember_sampler *s);
+void ember_sampler_restore(ember_sampler *s);
+/* Whether any penalty is on (then probabilities depend on the history). */
+int ember_sampler_has_penalties(const ember_sampler *s);
 
 #endif

@@ -13,6 +13,7 @@ struct ember_sched {
     bool *slot_used;
     uint64_t admissions;
     bool batch_open;             /* static batching: the current batch still forming */
+    uint32_t reserve;            /* budget kept for speculative drafts this step */
     ember_sched_stats stats;
 };
 
@@ -112,6 +113,7 @@ static void preempt(ember_sched *s, request *r)
     unrun(s, r);
     release_blocks(s, r);
     r->n_computed = 0;
+    r->draft_computed = 0;
     r->m.preemptions++;
     s->stats.preemptions++;
     push_front(s, r);
@@ -139,7 +141,7 @@ static bool grow_to(ember_sched *s, request *r, uint32_t end)
 static void match_prefix(ember_sched *s, request *r)
 {
     uint32_t bs = ember_kv_block_size(s->kv);
-    uint64_t parent = 0;
+    uint64_t parent = r->hash_seed;
     while ((r->n_blocks + 1) * bs <= r->n_tokens - 1) {
         const uint32_t *t = r->tokens + (size_t)r->n_blocks * bs;
         uint32_t b = ember_kv_lookup(s->kv, parent, t);
@@ -149,7 +151,7 @@ static void match_prefix(ember_sched *s, request *r)
         r->blocks[r->n_blocks++] = b;
     }
     r->n_published = r->n_blocks;
-    r->n_computed = r->n_blocks * bs;
+    r->n_computed = r->draft_computed = r->n_blocks * bs;
 }
 
 void ember_sched_advance(ember_sched *s, request *r, uint32_t n)
@@ -159,7 +161,7 @@ void ember_sched_advance(ember_sched *s, request *r, uint32_t n)
     if (!s->o.prefix_cache) return;
     while ((r->n_published + 1) * bs <= r->n_computed && r->n_published < r->n_blocks) {
         uint32_t j = r->n_published;
-        uint64_t parent = j ? r->hashes[j - 1] : 0;
+        uint64_t parent = j ? r->hashes[j - 1] : r->hash_seed;
         const uint32_t *t = r->tokens + (size_t)j * bs;
         ember_kv_publish(s->kv, r->blocks[j], parent, t);
         r->hashes[j] = ember_kv_hash(parent, t, bs);
@@ -264,6 +266,8 @@ uint32_t ember_sched_plan(ember_sched *s, ember_sched_item *items, request **stu
 {
     uint32_t budget = s->o.max_batch_tokens;
     *n_stuck = 0;
+    budget = budget > s->reserve ? budget - s->reserve : 0;
+    if (budget < s->n_running) budget = s->n_running; /* every decoder gets its token */
     uint32_t n_items = plan_running(s, items, &budget, stuck, n_stuck);
     /* Static batching admits only while a batch forms: from the moment nothing runs
      * until the batch is full or the queue is empty. */
@@ -303,3 +307,20 @@ request **ember_sched_running(ember_sched *s, uint32_t *n)
 request *ember_sched_waiting(ember_sched *s) { return s->head; }
 
 const ember_sched_stats *ember_sched_get_stats(const ember_sched *s) { return &s->stats; }
+
+void ember_sched_set_reserve(ember_sched *s, uint32_t tokens) { s->reserve = tokens; }
+
+uint32_t ember_sched_extend(ember_sched *s, request *r, uint32_t end)
+{
+    grow_to(s, r, end);
+    uint32_t have = r->n_blocks * ember_kv_block_size(s->kv);
+    return have < end ? have : end;
+}
+
+void ember_sched_trim(ember_sched *s, request *r)
+{
+    uint32_t bs = ember_kv_block_size(s->kv);
+    uint32_t keep = r->n_computed / bs + 1; /* up to the block of the next position */
+    if (keep < r->n_published) keep = r->n_published;
+    while (r->n_blocks > keep) ember_kv_release(s->kv, r->blocks[--r->n_blocks]);
+}

@@ -51,6 +51,14 @@ void ember_sched_end_step(ember_sched *s);
 /* Takes r out of the queue or the running set and releases its blocks. */
 void ember_sched_remove(ember_sched *s, request *r);
 
+/* Keeps tokens of the next plan's budget free (for speculative drafts). */
+void ember_sched_set_reserve(ember_sched *s, uint32_t tokens);
+/* Grows r's blocks towards covering positions [0, end) without preempting anyone;
+ * returns the end actually covered. */
+uint32_t ember_sched_extend(ember_sched *s, request *r, uint32_t end);
+/* Releases r's blocks past the one holding position n_computed (rejected drafts). */
+void ember_sched_trim(ember_sched *s, request *r);
+
 /* Running requests (slot order not guaranteed) and the waiting queue's head. */
 request **ember_sched_running(ember_sched *s, uint32_t *n);
 request *ember_sched_waiting(ember_sched *s);

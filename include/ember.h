@@ -111,6 +111,9 @@ typedef struct ember_engine_opts {
     int no_prefix_cache;        /* 1 = do not share blocks between requests */
     ember_batching batching;
     ember_kv_layout kv_layout;
+    /* A draft model for speculative decoding (same vocabulary, same backend), used by
+     * requests that ask for it; NULL = none. Borrowed: it must outlive the engine. */
+    ember_model *draft;
 } ember_engine_opts;
 
 ember_status ember_engine_create(ember_model *model, const ember_engine_opts *opts,
@@ -129,6 +132,9 @@ typedef struct ember_request_metrics {
     double e2e_ms;         /* submit -> finished */
     double prefill_ms;     /* time of the steps that computed its prompt */
     double decode_ms;      /* time of the steps that computed its later tokens */
+    uint32_t n_drafted;    /* speculative decoding: tokens proposed */
+    uint32_t n_accepted;   /* ... and accepted by the target */
+    uint32_t n_decode_steps; /* target steps that produced tokens after the first */
 } ember_request_metrics;
 
 typedef enum ember_finish {
@@ -162,6 +168,18 @@ typedef struct ember_sampling {
 } ember_sampling;
 
 #define EMBER_MAX_STOP 8
+#define EMBER_MAX_DRAFT 16
+
+/* Speculative decoding for one request: a draft proposes up to draft_k tokens, the
+ * target checks them in the same batched step and keeps what its own distribution
+ * allows (greedy: what it would have chosen; sampling: the rejection rule), so the output
+ * is distributed exactly as without speculation, only faster. */
+typedef struct ember_speculation {
+    uint32_t draft_k;   /* tokens proposed per step (1..EMBER_MAX_DRAFT); 0 = off */
+    uint32_t ngram;     /* > 0: propose by n-gram lookup in the context with this n;
+                           0: use the engine's draft model */
+    int adaptive;       /* 1 = shrink/grow the draft length with the acceptance rate */
+} ember_speculation;
 
 typedef struct ember_request_desc {
     const char *prompt;          /* UTF-8 text, or NULL when tokens is given */
@@ -172,6 +190,7 @@ typedef struct ember_request_desc {
     uint32_t max_tokens;         /* 0 = 128 */
     ember_sampling sampling;
     const char *stop[EMBER_MAX_STOP]; /* stop strings (NULL-terminated list; copied) */
+    ember_speculation spec;
     int ignore_eos;              /* 1 = keep going past end-of-generation tokens */
     ember_token_cb on_token;
     ember_done_cb on_done;

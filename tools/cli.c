@@ -169,3 +169,15 @@ const char *cli_finish_name(ember_finish why)
     }
     return "error";
 }
+
+int cli_spec_flag(const char *f, const char *v, ember_speculation *spec, const char **draft_path)
+{
+    long n;
+    if (strcmp(f, "--draft") == 0) *draft_path = v;
+    else if (strcmp(f, "--draft-k") == 0 && cli_int(f, v, 1, EMBER_MAX_DRAFT, &n)) spec->draft_k = (uint32_t)n;
+    else if (strcmp(f, "--ngram") == 0 && cli_int(f, v, 1, 64, &n)) spec->ngram = (uint32_t)n;
+    else if (strcmp(f, "--draft-k") == 0 || strcmp(f, "--ngram") == 0) return -1;
+    else return 0;
+    if (!spec->draft_k && (spec->ngram || *draft_path)) spec->draft_k = 4;
+    return 1;
+}

@@ -35,6 +35,9 @@ int cli_free_model(ember_model *m, int code);
  * --frequency-penalty --presence-penalty --seed) with its value: *matched = 1 when flag
  * was one of them; false on a bad value. */
 bool cli_sampling_flag(const char *flag, const char *value, ember_sampling *s, int *matched);
+/* Handles --draft PATH, --draft-k K, --ngram N: 1 when consumed, 0 when not one of
+ * them, -1 on a bad value. --ngram or --draft without --draft-k means k = 4. */
+int cli_spec_flag(const char *flag, const char *value, ember_speculation *spec, const char **draft_path);
 /* "length", "eos", "stop", "cancelled", "error". */
 const char *cli_finish_name(ember_finish why);
 

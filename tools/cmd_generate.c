@@ -15,6 +15,8 @@ typedef struct gen_args {
     int n_stop;
     bool json, no_bos, ignore_eos;
     long max_batch_tokens;
+    const char *draft;          /* --draft: path of a draft model */
+    ember_speculation spec;
 } gen_args;
 
 typedef struct gen_state {
@@ -25,7 +27,7 @@ typedef struct gen_state {
     size_t text_len, text_cap;
     ember_finish why;
     ember_request_metrics m;
-    bool done;
+    bool done, spec;
 } gen_state;
 
 static int usage(void)
@@ -34,7 +36,8 @@ static int usage(void)
                     "                      [--backend vulkan|cpu] [--device N] [--no-bos] [--ignore-eos]\n"
                     "                      [--max-batch-tokens T] [--json]\n"
                     "sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --repeat-penalty R\n"
-                    "          --frequency-penalty F --presence-penalty P --seed S\n");
+                    "          --frequency-penalty F --presence-penalty P --seed S\n"
+                    "speculation: --draft MODEL.gguf --draft-k K | --ngram N [--draft-k K] [--adaptive]\n");
     return 2;
 }
 
@@ -49,6 +52,7 @@ static bool parse(int argc, char **argv, gen_args *a)
         if (strcmp(f, "--json") == 0) a->json = true;
         else if (strcmp(f, "--no-bos") == 0) a->no_bos = true;
         else if (strcmp(f, "--ignore-eos") == 0) a->ignore_eos = true;
+        else if (strcmp(f, "--adaptive") == 0) a->spec.adaptive = 1;
         else if (!(v = cli_value(argc, argv, &i))) return false;
         else if (strcmp(f, "-p") == 0 || strcmp(f, "--prompt") == 0) a->prompt = v;
         else if (strcmp(f, "-n") == 0) { if (!cli_int(f, v, 1, 1 << 20, &a->n)) return false; }
@@ -60,6 +64,8 @@ static bool parse(int argc, char **argv, gen_args *a)
             a->stop[a->n_stop++] = v;
         }
         else if (!cli_sampling_flag(f, v, &a->sampling, &r)) return false;
+        else if (r) continue;
+        else if ((r = cli_spec_flag(f, v, &a->spec, &a->draft)) < 0) return false;
         else if (r) continue;
         else if (strcmp(f, "--max-batch-tokens") == 0) { if (!cli_int(f, v, 1, 1 << 16, &a->max_batch_tokens)) return false; }
         else {
@@ -112,7 +118,7 @@ static double rate(double n, double ms) { return ms > 0 ? n * 1000.0 / ms : 0.0;
 static void report(const gen_state *g)
 {
     const ember_request_metrics *m = &g->m;
-    double prefill = rate(m->n_prompt, m->prefill_ms);
+    double prefill = rate(m->n_prompt - m->n_cached, m->prefill_ms);
     double decode = rate(m->n_gen > 1 ? m->n_gen - 1 : 0, m->decode_ms);
     if (!g->json) {
         fprintf(stderr, "\n[%u prompt tokens, %u generated; ttft %.1f ms; prefill %.1f tok/s; decode %.1f tok/s]\n",
@@ -124,24 +130,31 @@ static void report(const gen_state *g)
     printf("], \"text\": ");
     cli_json_string(stdout, g->text ? g->text : "", g->text_len);
     printf(", \"n_prompt\": %u, \"n_gen\": %u, \"ttft_ms\": %.3f, \"prefill_tok_s\": %.3f, "
-           "\"decode_tok_s\": %.3f, \"prefill_ms\": %.3f, \"decode_ms\": %.3f, \"finish\": \"%s\"}\n",
+           "\"decode_tok_s\": %.3f, \"prefill_ms\": %.3f, \"decode_ms\": %.3f, \"finish\": \"%s\"",
            m->n_prompt, m->n_gen, m->ttft_ms, prefill, decode, m->prefill_ms, m->decode_ms,
            cli_finish_name(g->why));
+    if (g->spec) {
+        double steps = m->n_decode_steps ? m->n_decode_steps : 1;
+        printf(", \"drafted\": %u, \"accepted\": %u, \"acceptance_rate\": %.4f, \"tokens_per_step\": %.4f",
+               m->n_drafted, m->n_accepted, m->n_drafted ? (double)m->n_accepted / m->n_drafted : 0.0,
+               m->n_gen > 1 ? (m->n_gen - 1) / steps : 0.0);
+    }
+    printf("}\n");
 }
 
-static int run(ember_model *model, const gen_args *a)
+static int run(ember_model *model, ember_model *draft, const gen_args *a)
 {
-    ember_engine_opts eo = {.max_batch_tokens = (uint32_t)a->max_batch_tokens, .max_seqs = 1};
+    ember_engine_opts eo = {.max_batch_tokens = (uint32_t)a->max_batch_tokens, .max_seqs = 1, .draft = draft};
     ember_engine *e = NULL;
     if (ember_engine_create(model, &eo, &e) != EMBER_OK) {
         fprintf(stderr, "ember: %s\n", ember_engine_error(e));
         ember_engine_destroy(e);
         return 1;
     }
-    gen_state g = {.json = a->json};
+    gen_state g = {.json = a->json, .spec = a->spec.draft_k > 0};
     ember_request_desc d = {.prompt = a->prompt, .no_bos = a->no_bos, .max_tokens = (uint32_t)a->n,
                             .sampling = a->sampling, .ignore_eos = a->ignore_eos,
-                            .on_token = on_token, .on_done = on_done, .user = &g};
+                            .on_token = on_token, .on_done = on_done, .user = &g, .spec = a->spec};
     memcpy(d.stop, a->stop, sizeof d.stop);
     ember_status s = ember_submit(e, &d, NULL);
     if (s == EMBER_OK && !a->json) fputs(a->prompt, stdout);
@@ -163,7 +176,14 @@ int ember_cmd_generate(int argc, char **argv)
 {
     gen_args a;
     if (!parse(argc, argv, &a)) return usage();
-    ember_model *m = cli_load_model(&a.model);
+    ember_model *m = cli_load_model(&a.model), *draft = NULL;
     if (!m) return 1;
-    return cli_free_model(m, run(m, &a));
+    if (a.draft) {
+        cli_model_args da = a.model;
+        da.path = a.draft;
+        if (!(draft = cli_load_model(&da))) return cli_free_model(m, 1);
+    }
+    int code = run(m, draft, &a);
+    if (draft) code = cli_free_model(draft, code);
+    return cli_free_model(m, code);
 }
