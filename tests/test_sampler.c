@@ -18,38 +18,6 @@
 
 /* ---- chi-square ------------------------------------------------------------------ */
 
-/* Regularized upper incomplete gamma Q(a, x): a series for P when x < a + 1, else a
- * continued fraction (modified Lentz), as in Numerical Recipes. */
-static double gamma_q(double a, double x)
-{
-    if (x <= 0) return 1;
-    double front = exp(-x + a * log(x) - lgamma(a));
-    if (x < a + 1) {
-        double ap = a, term = 1 / a, sum = term;
-        for (int i = 0; i < 10000 && fabs(term) > fabs(sum) * 1e-16; i++) {
-            ap += 1;
-            term *= x / ap;
-            sum += term;
-        }
-        return 1 - sum * front;
-    }
-    double tiny = 1e-300, b = x + 1 - a, c = 1 / tiny, d = 1 / b, h = d;
-    for (int i = 1; i < 10000; i++) {
-        double an = -i * (i - a);
-        b += 2;
-        d = an * d + b;
-        if (fabs(d) < tiny) d = tiny;
-        c = b + an / c;
-        if (fabs(c) < tiny) c = tiny;
-        d = 1 / d;
-        h *= d * c;
-        if (fabs(d * c - 1) < 1e-16) break;
-    }
-    return front * h;
-}
-
-/* P(X > x) for X chi-square with k degrees of freedom. */
-static double chi2_sf(double x, double k) { return gamma_q(k / 2, x / 2); }
 
 /* Closed forms: even k: e^{-x/2} sum_{j<k/2} (x/2)^j / j!; k = 1: erfc(sqrt(x/2));
  * k = 3: erfc(sqrt(x/2)) + sqrt(2x/pi) e^{-x/2}. */
@@ -66,12 +34,12 @@ static void test_chi2(void)
     for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) {
         double x = xs[i];
         for (int k = 2; k <= 60; k += 2) {
-            double want = chi2_sf_even(x, k), got = chi2_sf(x, k);
+            double want = chi2_sf_even(x, k), got = tu_chi2_sf(x, k);
             CHECKF(fabs(got - want) <= 1e-12 + 1e-9 * want, "sf(%g, %d) = %.15g, want %.15g", x, k, got, want);
         }
         double w1 = erfc(sqrt(x / 2)), w3 = w1 + sqrt(2 * x / M_PI) * exp(-x / 2);
-        CHECKF(fabs(chi2_sf(x, 1) - w1) <= 1e-12 + 1e-9 * w1, "sf(%g, 1) = %.15g, want %.15g", x, chi2_sf(x, 1), w1);
-        CHECKF(fabs(chi2_sf(x, 3) - w3) <= 1e-12 + 1e-9 * w3, "sf(%g, 3) = %.15g, want %.15g", x, chi2_sf(x, 3), w3);
+        CHECKF(fabs(tu_chi2_sf(x, 1) - w1) <= 1e-12 + 1e-9 * w1, "sf(%g, 1) = %.15g, want %.15g", x, tu_chi2_sf(x, 1), w1);
+        CHECKF(fabs(tu_chi2_sf(x, 3) - w3) <= 1e-12 + 1e-9 * w3, "sf(%g, 3) = %.15g, want %.15g", x, tu_chi2_sf(x, 3), w3);
     }
     /* critical values from the standard tables */
     static const struct { double x, k, p; } tab[] = {
@@ -81,37 +49,11 @@ static void test_chi2(void)
         { 11.070497693516351, 5, 0.05 }, { 1.1454762260617692, 5, 0.95 },
     };
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) {
-        double got = chi2_sf(tab[i].x, tab[i].k);
+        double got = tu_chi2_sf(tab[i].x, tab[i].k);
         CHECKF(fabs(got - tab[i].p) < 1e-9, "sf(%g, %g) = %.12g, want %g", tab[i].x, tab[i].k, got, tab[i].p);
     }
 }
 
-/* Pearson's test of counts against probabilities. Tokens with p = 0 must have no draws
- * (counted as failures by the caller); bins expecting fewer than 5 are pooled. Returns
- * the p-value (1 when fewer than two bins). */
-static double chi2_test(const uint64_t *counts, const double *p, size_t n, uint64_t total)
-{
-    double stat = 0, pool_o = 0, pool_e = 0, big_o = 0, big_e = 0;
-    int bins = 0;
-    for (size_t i = 0; i < n; i++) {
-        double e = p[i] * (double)total, o = (double)counts[i];
-        if (p[i] <= 0) continue;
-        if (e < 5) {
-            pool_o += o, pool_e += e;
-            continue;
-        }
-        stat += (o - e) * (o - e) / e, bins++;
-        if (e > big_e) big_o = o, big_e = e;
-    }
-    if (pool_e >= 5) {
-        stat += (pool_o - pool_e) * (pool_o - pool_e) / pool_e, bins++;
-    } else if (pool_e > 0 && big_e > 0) { /* fold the small pool into the largest bin */
-        stat -= (big_o - big_e) * (big_o - big_e) / big_e;
-        big_o += pool_o, big_e += pool_e;
-        stat += (big_o - big_e) * (big_o - big_e) / big_e;
-    }
-    return bins < 2 ? 1 : chi2_sf(stat, bins - 1);
-}
 
 /* ---- the reference chain ----------------------------------------------------------- */
 
@@ -256,7 +198,7 @@ static void freq_test(const char *what, const ember_sampling_params *p)
         if (want[i] == 0) filtered += counts[i];
         else kept++;
     }
-    double pv = chi2_test(counts, want, NV, N_DRAWS);
+    double pv = tu_chi2_test(counts, want, NV, N_DRAWS);
     CHECKF(filtered == 0, "%s: %llu draws of filtered tokens", what, (unsigned long long)filtered);
     CHECKF(pv > 0.001, "%s: chi-square p-value %g", what, pv);
     printf("  %-34s kept %2d of %d tokens, chi-square p = %.3f\n", what, kept, NV, pv);
@@ -291,7 +233,7 @@ static void test_chi2_power(void)
     ref_probs(&p1, l, NV, NULL, 0, want);
     ember_sampler *s = make(&p07, NV);
     for (int i = 0; i < N_DRAWS; i++) counts[ember_sampler_sample(s, l)]++;
-    double pv = chi2_test(counts, want, NV, N_DRAWS);
+    double pv = tu_chi2_test(counts, want, NV, N_DRAWS);
     CHECKF(pv < 1e-6, "wrong distribution passed the chi-square test (p = %g)", pv);
     ember_sampler_free(s);
 }
@@ -312,7 +254,7 @@ static void test_draw(void)
     uint64_t zero_drawn = 0;
     for (int i = 0; i < NV; i += 3) zero_drawn += counts[i];
     CHECKF(zero_drawn == 0, "draw picked zero-weight tokens %llu times", (unsigned long long)zero_drawn);
-    double pv = chi2_test(counts, want, NV, N_DRAWS);
+    double pv = tu_chi2_test(counts, want, NV, N_DRAWS);
     CHECKF(pv > 0.001, "draw: chi-square p-value %g", pv);
     float zero[NV] = {0};
     CHECK(ember_sampler_draw(s, zero) == 0);

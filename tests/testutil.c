@@ -95,3 +95,65 @@ int tu_skip(const char *why)
     printf("SKIP: %s\n", why);
     return 77;
 }
+
+/* ---- chi-square --------------------------------------------------------------- */
+
+/* Regularized upper incomplete gamma Q(a, x): a series for P when x < a + 1, else a
+ * continued fraction (modified Lentz), as in Numerical Recipes. */
+double tu_gamma_q(double a, double x)
+{
+    if (x <= 0) return 1;
+    double front = exp(-x + a * log(x) - lgamma(a));
+    if (x < a + 1) {
+        double ap = a, term = 1 / a, sum = term;
+        for (int i = 0; i < 10000 && fabs(term) > fabs(sum) * 1e-16; i++) {
+            ap += 1;
+            term *= x / ap;
+            sum += term;
+        }
+        return 1 - sum * front;
+    }
+    double tiny = 1e-300, b = x + 1 - a, c = 1 / tiny, d = 1 / b, h = d;
+    for (int i = 1; i < 10000; i++) {
+        double an = -i * (i - a);
+        b += 2;
+        d = an * d + b;
+        if (fabs(d) < tiny) d = tiny;
+        c = b + an / c;
+        if (fabs(c) < tiny) c = tiny;
+        d = 1 / d;
+        h *= d * c;
+        if (fabs(d * c - 1) < 1e-16) break;
+    }
+    return front * h;
+}
+
+/* P(X > x) for X chi-square with k degrees of freedom. */
+double tu_chi2_sf(double x, double k) { return tu_gamma_q(k / 2, x / 2); }
+
+/* Pearson's test of counts against probabilities. Tokens with p = 0 must have no draws
+ * (counted as failures by the caller); bins expecting fewer than 5 are pooled. Returns
+ * the p-value (1 when fewer than two bins). */
+double tu_chi2_test(const uint64_t *counts, const double *p, size_t n, uint64_t total)
+{
+    double stat = 0, pool_o = 0, pool_e = 0, big_o = 0, big_e = 0;
+    int bins = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = p[i] * (double)total, o = (double)counts[i];
+        if (p[i] <= 0) continue;
+        if (e < 5) {
+            pool_o += o, pool_e += e;
+            continue;
+        }
+        stat += (o - e) * (o - e) / e, bins++;
+        if (e > big_e) big_o = o, big_e = e;
+    }
+    if (pool_e >= 5) {
+        stat += (pool_o - pool_e) * (pool_o - pool_e) / pool_e, bins++;
+    } else if (pool_e > 0 && big_e > 0) { /* fold the small pool into the largest bin */
+        stat -= (big_o - big_e) * (big_o - big_e) / big_e;
+        big_o += pool_o, big_e += pool_e;
+        stat += (big_o - big_e) * (big_o - big_e) / big_e;
+    }
+    return bins < 2 ? 1 : tu_chi2_sf(stat, bins - 1);
+}

@@ -34,6 +34,13 @@ int tu_validation(void);           /* EMBER_VALIDATION set to 1 */
  * returns the exit status (or -1). */
 int tu_run(const char *cmd, char *out, size_t cap);
 
+/* Chi-square: tu_gamma_q is the regularized upper incomplete gamma Q(a, x);
+ * tu_chi2_sf(x, k) = P(X > x) for k degrees of freedom; tu_chi2_test is Pearson's test of
+ * counts against probabilities (bins expecting < 5 pooled), returning the p-value. */
+double tu_gamma_q(double a, double x);
+double tu_chi2_sf(double x, double k);
+double tu_chi2_test(const uint64_t *counts, const double *p, size_t n, uint64_t total);
+
 /* Prints the summary line and returns the process exit code. */
 int tu_finish(const char *name);
 /* Prints "SKIP: why" and returns 77 (ctest's skip code). */
