@@ -61,6 +61,13 @@ ember_status ember_gpu_model_create(ember_vk *vk, const ember_llama *m, uint64_t
                                     const ember_progress *progress, ember_gpu_model **out, ember_err *err)
 {
     *out = NULL;
+    uint32_t feat = ember_llama_features(m);
+    if (feat) { /* docs/models.md, "GPU side to do" */
+        char what[96];
+        ember_llama_features_str(feat, what, sizeof what);
+        return ember_fail(err, EMBER_ERR_UNSUPPORTED, "the Vulkan backend does not run %s yet (use --backend cpu)",
+                          what);
+    }
     ember_gpu_model *g = calloc(1, sizeof *g);
     if (!g) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     g->vk = vk;

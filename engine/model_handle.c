@@ -49,7 +49,7 @@ void ember_model_get_info(const ember_model *m, ember_model_info *info)
 {
     const ember_hparams *hp = &m->llama.hp;
     memset(info, 0, sizeof *info);
-    info->arch = "llama";
+    info->arch = ember_arch_name(m->llama.arch);
     info->n_vocab = hp->n_vocab;
     info->dim = hp->dim;
     info->n_layers = hp->n_layers;

@@ -1,4 +1,6 @@
-/* reference.c — the plain-C forward pass of the llama architecture (llama2.c style).
+/* reference.c — the plain-C forward pass of the llama and qwen2 architectures (llama2.c
+ * style): Q/K/V biases when the model has them, normal or NeoX RoPE with optional
+ * frequency factors and linear position scaling (docs/models.md).
  *
  * This is the oracle the GPU path is tested against, so it is written to be obviously
  * right rather than fast: one token at a time, plain loops, dot products and norms
@@ -49,20 +51,48 @@ static void rmsnorm(float *out, const float *x, const ember_gguf_tensor *w, uint
         out[i] = (float)(x[i] * scale * weight[i]);
 }
 
-/* Rotates adjacent pairs (2i, 2i+1) of each head by pos * base^(-2i/rope_dim), for
- * 2i < rope_dim; the rest of each head is left alone. */
-static void rope(float *vec, uint32_t n_heads, const ember_hparams *hp, uint32_t pos)
+/* The angle of rotation pair i at position pos (model.h):
+ *   theta_i = (pos / rope_scale) * rope_base^(-2i/rope_dim) / freq_factor[i] */
+static double rope_theta(const ember_llama *m, uint32_t pos, uint32_t i)
 {
+    const ember_hparams *hp = &m->hp;
+    double scale = hp->rope_scale > 0 ? hp->rope_scale : 1.0; /* 0: a hand-built hp */
+    double theta = pos / scale * pow((double)hp->rope_base, -2.0 * i / hp->rope_dim);
+    if (m->rope_freqs) /* F32, rope_dim/2 positive values (checked by ember_llama_load) */
+        theta /= ((const float *)m->rope_freqs->data)[i];
+    return theta;
+}
+
+/* Rotates rope_dim/2 pairs of each head; the rest of each head is left alone. Pair i is
+ * (2i, 2i+1) in the normal style, (i, i + rope_dim/2) in the NeoX style: the same
+ * rotation applied to a permutation of the head's elements. */
+static void rope(float *vec, uint32_t n_heads, const ember_llama *m, uint32_t pos)
+{
+    const ember_hparams *hp = &m->hp;
+    uint32_t half = hp->rope_dim / 2;
+    bool neox = hp->rope_style == EMBER_ROPE_NEOX;
     for (uint32_t h = 0; h < n_heads; h++) {
         float *head = vec + (size_t)h * hp->head_dim;
-        for (uint32_t i = 0; 2 * i < hp->rope_dim && 2 * i + 1 < hp->head_dim; i++) {
-            double theta = pos * pow((double)hp->rope_base, -2.0 * i / hp->rope_dim);
+        for (uint32_t i = 0; i < half; i++) {
+            double theta = rope_theta(m, pos, i);
             double c = cos(theta), s = sin(theta);
-            double a = head[2 * i], b = head[2 * i + 1];
-            head[2 * i] = (float)(a * c - b * s);
-            head[2 * i + 1] = (float)(a * s + b * c);
+            float *a = neox ? &head[i] : &head[2 * i];
+            float *b = neox ? &head[i + half] : &head[2 * i + 1];
+            double x = *a, y = *b;
+            *a = (float)(x * c - y * s);
+            *b = (float)(x * s + y * c);
         }
     }
+}
+
+/* y += b for an optional F32 bias of y's length (checked by ember_llama_load). */
+static void add_bias(float *y, const ember_gguf_tensor *b)
+{
+    if (!b)
+        return;
+    const float *v = b->data;
+    for (uint64_t i = 0; i < b->ne[0]; i++)
+        y[i] += v[i];
 }
 
 static void softmax(float *x, uint32_t n)
@@ -118,8 +148,11 @@ static void attention_block(ember_ref *r, uint32_t layer, uint32_t pos)
     matvec(L->wq, r->xn, r->q);
     matvec(L->wk, r->xn, r->k);
     matvec(L->wv, r->xn, r->v);
-    rope(r->q, hp->n_heads, hp, pos);
-    rope(r->k, hp->n_kv_heads, hp, pos);
+    add_bias(r->q, L->bq);
+    add_bias(r->k, L->bk);
+    add_bias(r->v, L->bv);
+    rope(r->q, hp->n_heads, r->m, pos);
+    rope(r->k, hp->n_kv_heads, r->m, pos);
     memcpy(r->key_cache + cache_index(r, layer, pos), r->k, r->kv_dim * sizeof(float));
     memcpy(r->value_cache + cache_index(r, layer, pos), r->v, r->kv_dim * sizeof(float));
     attention(r, layer, pos);

@@ -1,9 +1,9 @@
 /* test_reference.c — the plain-C forward pass and the models it runs: stories260K
  * greedy decoding equals llama2.c's token for token (GGUF v1 and v3), the shipped Q8_0
  * model follows its own float64 greedy run, a prompt in one call equals token by token,
- * the context limit is enforced; `ember make-test-model` is deterministic, validates
- * its arguments, writes what it is asked for, and its F16/Q8_0 models stay close to
- * the F32 one. */
+ * the context limit is enforced (for llama and qwen2 models); `ember make-test-model`
+ * is deterministic, validates its arguments, writes what it is asked for, and its
+ * F16/Q8_0 models stay close to the F32 one. */
 #include "testutil.h"
 
 #include <math.h>
@@ -178,6 +178,7 @@ static void test_stories_q8_0(const char *shared, const uint32_t *want_f32)
     }
     ember_llama m = { .hp = { 512, 64, 5, 8, 4, 8, 172, 512, 8, 10000.0f, 1e-5f } };
     ember_layer_tensors layers[5];
+    memset(layers, 0, sizeof layers); /* no biases */
     m.layers = layers;
     m.tok_embd = ember_gguf_find_tensor(g, "token_embd.weight");
     m.output_norm = ember_gguf_find_tensor(g, "output_norm.weight");
@@ -384,6 +385,30 @@ static float *run_prompt(const char *path, const uint32_t *prompt, uint32_t n, u
     return logits;
 }
 
+/* A qwen2 Q8_0 GQA model with RoPE factors and linear scaling (biases, NeoX pairing,
+ * divided angles; docs/models.md) keeps the properties of the llama ones: one call
+ * equals token by token, the context limit holds. Its numbers are checked against a
+ * naive pass in test_arch.c. */
+static void test_generated_qwen2(const char *common, const uint32_t *prompt)
+{
+    char path[512], args[512];
+    snprintf(path, sizeof path, "%s/ref_qwen2.gguf", tu_tmp_dir());
+    snprintf(args, sizeof args, "%s --type q8_0 --arch qwen2 --rope-freqs --rope-scale 2", common);
+    if (!make_model(path, args)) {
+        CHECK(0);
+        return;
+    }
+    loaded L;
+    if (load(path, &L)) {
+        CHECK(L.m.arch == EMBER_ARCH_QWEN2 && L.m.hp.rope_style == EMBER_ROPE_NEOX);
+        CHECK(L.m.rope_freqs && L.m.hp.rope_scale == 2.0f && L.m.layers[2].bv);
+        unload(&L);
+    }
+    test_prompt_vs_steps(path, prompt, 12);
+    test_context_full(path);
+    remove(path);
+}
+
 static void test_generated(void)
 {
     const char *tmp = tu_tmp_dir();
@@ -442,6 +467,7 @@ static void test_generated(void)
     }
     free(a);
     remove(f32), remove(f16), remove(q8), remove(tied);
+    test_generated_qwen2(common, prompt);
 }
 
 int main(void)

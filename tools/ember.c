@@ -15,7 +15,7 @@ static const command commands[] = {
     {"generate", ember_cmd_generate, "-m M -p TEXT -n N [--temp 0] [--backend vulkan|cpu] [--json]"},
     {"chat", ember_cmd_chat, "-m M [--chat-template NAME] [--system TEXT] [-n N] [sampling flags]"},
     {"tokenize", ember_cmd_tokenize, "-m M -p TEXT [--no-bos] [--json]"},
-    {"make-test-model", ember_cmd_make_test_model, "OUT.gguf [--dim --layers --heads --kv-heads --ffn --vocab --ctx --type f32|f16|q8_0 --seed]"},
+    {"make-test-model", ember_cmd_make_test_model, "OUT.gguf [--dim --layers --heads --kv-heads --ffn --vocab --ctx --type f32|f16|q8_0 --seed --arch llama|qwen2 --rope-freqs --rope-scale F --tied]"},
     {"quantize", ember_cmd_quantize, "IN.gguf OUT.gguf q8_0"},
     {"batch", ember_cmd_batch, "-m M -f PROMPTS -n N [sampling flags] [--json]"},
     {"bench", ember_cmd_bench, "-m M [workload flags] --json (see ember bench --help)"},

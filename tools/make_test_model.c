@@ -1,11 +1,12 @@
 /* make_test_model.c — `ember make-test-model OUT.gguf [options]`: writes a small llama
- * GGUF with seeded random weights and a working SentencePiece-style vocabulary, so the
- * test suite needs no downloaded model. See docs/test-models.md.
+ * or qwen2 GGUF with seeded random weights and a working SentencePiece-style vocabulary,
+ * so the test suite needs no downloaded model. See docs/test-models.md.
  *
  * Same arguments and seed give a byte-identical file. Each tensor draws from its own
  * stream (seeded by the seed and the tensor's name), so the F32, F16 and Q8_0 models
  * of one seed hold the same underlying weights, and changing --layers leaves the
- * weights of the layers that remain unchanged. */
+ * weights of the layers that remain unchanged; a qwen2 model of one seed is the llama
+ * model of that seed plus Q/K/V biases. */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -28,6 +29,9 @@ typedef struct tm_args {
     float rope_base;
     ember_dtype type;
     bool tied;
+    const char *arch;     /* "llama" or "qwen2": the key prefix; qwen2 adds Q/K/V biases */
+    bool rope_freqs;      /* write rope_freqs.weight (Llama 3.1-style frequency factors) */
+    float rope_scale;     /* linear RoPE scaling factor; 0 = no scaling keys */
 } tm_args;
 
 /* ---- vocabulary ------------------------------------------------------------------ */
@@ -298,6 +302,23 @@ static ember_status add_norm(ember_gguf_writer *w, const tm_args *a, const char 
     return add_weight(w, a, name, EMBER_DTYPE_F32, 1, (uint64_t)a->dim, 1, 1.0f, 0.1f);
 }
 
+/* qwen2's Q/K/V biases, F32 uniform(-0.5, 0.5): not zeros, so a bias that is missing,
+ * misplaced or added after RoPE instead of before changes the result. */
+static ember_status add_biases(ember_gguf_writer *w, const tm_args *a, long l, uint64_t q,
+                               uint64_t kv)
+{
+    static const char *const parts[3] = { "attn_q", "attn_k", "attn_v" };
+    const uint64_t rows[3] = { q, kv, kv };
+    for (int i = 0; i < 3; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "blk.%ld.%s.bias", l, parts[i]);
+        ember_status st = add_weight(w, a, name, EMBER_DTYPE_F32, 1, rows[i], 1, 0.0f, 0.5f);
+        if (st)
+            return st;
+    }
+    return EMBER_OK;
+}
+
 static ember_status add_layer(ember_gguf_writer *w, const tm_args *a, long l)
 {
     uint64_t dim = (uint64_t)a->dim, ffn = (uint64_t)a->ffn;
@@ -313,6 +334,25 @@ static ember_status add_layer(ember_gguf_writer *w, const tm_args *a, long l)
            (st = add_matrix(w, a, n[4], dim, dim)) || (st = add_norm(w, a, n[5])) ||
            (st = add_matrix(w, a, n[6], dim, ffn)) || (st = add_matrix(w, a, n[7], dim, ffn)) ||
            (st = add_matrix(w, a, n[8], ffn, dim)));
+    if (!st && strcmp(a->arch, "qwen2") == 0)
+        st = add_biases(w, a, l, dim, kv);
+    return st;
+}
+
+/* rope_freqs.weight: one divisor per rotation pair, rising geometrically from 1 (the
+ * fastest-turning pair) to 8 (the slowest), the range Llama 3.1's converter writes
+ * (its factor 8), but spread over every pair so that short contexts see the change. */
+static ember_status add_rope_freqs(ember_gguf_writer *w, const tm_args *a)
+{
+    uint64_t n = (uint64_t)(a->dim / a->heads) / 2;
+    float *f = malloc(n * sizeof *f);
+    if (!f)
+        return EMBER_ERR_OUT_OF_MEMORY;
+    for (uint64_t i = 0; i < n; i++)
+        f[i] = n > 1 ? (float)pow(8.0, (double)i / (double)(n - 1)) : 1.0f;
+    ember_status st = ember_gguf_add_tensor(w, "rope_freqs.weight", EMBER_DTYPE_F32, 1, &n, f,
+                                            n * sizeof *f);
+    free(f);
     return st;
 }
 
@@ -331,6 +371,8 @@ static ember_status add_tensors(ember_gguf_writer *w, const tm_args *a)
         return st;
     if (!a->tied && (st = add_matrix(w, a, "output.weight", dim, n_vocab)))
         return st;
+    if (a->rope_freqs && (st = add_rope_freqs(w, a)))
+        return st;
     return EMBER_OK;
 }
 
@@ -341,22 +383,33 @@ static uint32_t file_type(ember_dtype t)
     return t == EMBER_DTYPE_F32 ? 0 : t == EMBER_DTYPE_F16 ? 1 : 7; /* llama.cpp's ftype */
 }
 
+/* "<arch>.<name>": llama and qwen2 keys share their suffixes. */
+static const char *akey(const tm_args *a, const char *name, char buf[96])
+{
+    snprintf(buf, 96, "%s.%s", a->arch, name);
+    return buf;
+}
+
 static ember_status add_hparams(ember_gguf_writer *w, const tm_args *a)
 {
     ember_status st;
-    (void)((st = ember_gguf_add_str(w, "general.architecture", "llama")) ||
+    char k[96];
+    (void)((st = ember_gguf_add_str(w, "general.architecture", a->arch)) ||
            (st = ember_gguf_add_str(w, "general.name", "ember-test-model")) ||
            (st = ember_gguf_add_u32(w, "general.file_type", file_type(a->type))) ||
-           (st = ember_gguf_add_u32(w, "llama.context_length", (uint32_t)a->ctx)) ||
-           (st = ember_gguf_add_u32(w, "llama.embedding_length", (uint32_t)a->dim)) ||
-           (st = ember_gguf_add_u32(w, "llama.block_count", (uint32_t)a->layers)) ||
-           (st = ember_gguf_add_u32(w, "llama.feed_forward_length", (uint32_t)a->ffn)) ||
-           (st = ember_gguf_add_u32(w, "llama.attention.head_count", (uint32_t)a->heads)) ||
-           (st = ember_gguf_add_u32(w, "llama.attention.head_count_kv", (uint32_t)a->kv_heads)) ||
-           (st = ember_gguf_add_f32(w, "llama.rope.freq_base", a->rope_base)) ||
-           (st = ember_gguf_add_u32(w, "llama.rope.dimension_count", (uint32_t)(a->dim / a->heads))) ||
-           (st = ember_gguf_add_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-5f)) ||
-           (st = ember_gguf_add_u32(w, "llama.vocab_size", (uint32_t)a->vocab)));
+           (st = ember_gguf_add_u32(w, akey(a, "context_length", k), (uint32_t)a->ctx)) ||
+           (st = ember_gguf_add_u32(w, akey(a, "embedding_length", k), (uint32_t)a->dim)) ||
+           (st = ember_gguf_add_u32(w, akey(a, "block_count", k), (uint32_t)a->layers)) ||
+           (st = ember_gguf_add_u32(w, akey(a, "feed_forward_length", k), (uint32_t)a->ffn)) ||
+           (st = ember_gguf_add_u32(w, akey(a, "attention.head_count", k), (uint32_t)a->heads)) ||
+           (st = ember_gguf_add_u32(w, akey(a, "attention.head_count_kv", k), (uint32_t)a->kv_heads)) ||
+           (st = ember_gguf_add_f32(w, akey(a, "rope.freq_base", k), a->rope_base)) ||
+           (st = ember_gguf_add_u32(w, akey(a, "rope.dimension_count", k), (uint32_t)(a->dim / a->heads))) ||
+           (st = ember_gguf_add_f32(w, akey(a, "attention.layer_norm_rms_epsilon", k), 1e-5f)) ||
+           (st = ember_gguf_add_u32(w, akey(a, "vocab_size", k), (uint32_t)a->vocab)));
+    if (!st && a->rope_scale > 0) /* as llama.cpp's converter writes linear scaling */
+        (void)((st = ember_gguf_add_str(w, akey(a, "rope.scaling.type", k), "linear")) ||
+               (st = ember_gguf_add_f32(w, akey(a, "rope.scaling.factor", k), a->rope_scale)));
     if (!st && a->type == EMBER_DTYPE_Q8_0)
         st = ember_gguf_add_u32(w, "general.quantization_version", 2);
     return st;
@@ -378,7 +431,10 @@ static int usage(void)
         "  --type T       f32, f16 or q8_0 for the matrices (f32); norms stay f32\n"
         "  --seed N       random seed (1)\n"
         "  --rope-base F  RoPE frequency base (10000)\n"
-        "  --tied         no output.weight: the LM head reuses token_embd\n",
+        "  --tied         no output.weight: the LM head reuses token_embd\n"
+        "  --arch A       llama or qwen2 (llama); qwen2 adds Q/K/V biases, NeoX RoPE\n"
+        "  --rope-freqs   write rope_freqs.weight (Llama 3.1-style factors 1..8)\n"
+        "  --rope-scale F linear RoPE scaling factor (none)\n",
         VOCAB_MIN, VOCAB_MAX);
     return 2;
 }
@@ -392,6 +448,16 @@ static bool parse_type(const char *s, ember_dtype *out)
         fprintf(stderr, "ember: --type is f32, f16 or q8_0, got '%s'\n", s);
         return false;
     }
+    return true;
+}
+
+static bool parse_arch(const char *s, const char **out)
+{
+    if (strcmp(s, "llama") != 0 && strcmp(s, "qwen2") != 0) {
+        fprintf(stderr, "ember: --arch is llama or qwen2, got '%s'\n", s);
+        return false;
+    }
+    *out = strcmp(s, "llama") == 0 ? "llama" : "qwen2";
     return true;
 }
 
@@ -422,6 +488,21 @@ static int parse_flag(int argc, char **argv, int *i, tm_args *a)
     }
     if (strcmp(f, "--type") == 0)
         return (v = cli_value(argc, argv, i)) && parse_type(v, &a->type) ? 1 : -1;
+    if (strcmp(f, "--rope-freqs") == 0) {
+        a->rope_freqs = true;
+        return 1;
+    }
+    if (strcmp(f, "--arch") == 0)
+        return (v = cli_value(argc, argv, i)) && parse_arch(v, &a->arch) ? 1 : -1;
+    if (strcmp(f, "--rope-scale") == 0) {
+        if (!(v = cli_value(argc, argv, i)) || !cli_float(f, v, &a->rope_scale))
+            return -1;
+        if (!(a->rope_scale > 0.0f) || !isfinite(a->rope_scale)) {
+            fprintf(stderr, "ember: --rope-scale must be a finite number above 0\n");
+            return -1;
+        }
+        return 1;
+    }
     if (strcmp(f, "--rope-base") == 0) {
         if (!(v = cli_value(argc, argv, i)) || !cli_float(f, v, &a->rope_base))
             return -1;
@@ -477,7 +558,8 @@ static int write_model(const tm_args *a)
 
 int ember_cmd_make_test_model(int argc, char **argv)
 {
-    tm_args a = { NULL, 64, 2, 4, 2, 128, 512, 256, 1, 10000.0f, EMBER_DTYPE_F32, false };
+    tm_args a = { NULL, 64, 2, 4, 2, 128, 512, 256, 1, 10000.0f, EMBER_DTYPE_F32, false,
+                  "llama", false, 0.0f };
     for (int i = 1; i < argc; i++) {
         int r = argv[i][0] == '-' ? parse_flag(argc, argv, &i, &a) : 0;
         if (r < 0)
