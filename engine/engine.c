@@ -28,9 +28,24 @@ double ember_now_ms(void)
 
 /* ---- creation ---------------------------------------------------------------------- */
 
-static uint64_t block_bytes(const ember_hparams *hp, uint32_t bs)
+/* K (or V) of one token in one layer, all KV heads. */
+static uint64_t kv_layer_token_bytes(const ember_hparams *hp, ember_kv_type t)
 {
-    return 2ull * hp->n_layers * bs * hp->n_kv_heads * hp->head_dim * sizeof(float);
+    return hp->n_kv_heads * ember_kv_row_bytes(hp->head_dim, t);
+}
+
+static uint64_t block_bytes(const ember_hparams *hp, uint32_t bs, ember_kv_type t)
+{
+    return 2ull * hp->n_layers * bs * kv_layer_token_bytes(hp, t);
+}
+
+/* One layer's K (or V) pool of model m must fit one storage binding. */
+static void cap_blocks(const ember_model *m, ember_engine_opts *o)
+{
+    if (!m || !m->vk || !m->llama_loaded) return;
+    uint64_t per_block = o->kv_block_size * kv_layer_token_bytes(&m->llama.hp, o->kv_type);
+    uint64_t max = per_block ? ember_vk_get_caps(m->vk)->max_storage_range / per_block : 0;
+    if (per_block && o->kv_blocks > max) o->kv_blocks = (uint32_t)max;
 }
 
 static void choose_sizes(ember_engine *e)
@@ -43,17 +58,13 @@ static void choose_sizes(ember_engine *e)
     if (!o->kv_block_size) o->kv_block_size = 16;
     e->max_blocks_per_seq = (hp->ctx_len + o->kv_block_size - 1) / o->kv_block_size;
     if (!o->kv_blocks && o->kv_mem_mib)
-        o->kv_blocks = (uint32_t)(((uint64_t)o->kv_mem_mib << 20) / block_bytes(hp, o->kv_block_size));
+        o->kv_blocks = (uint32_t)(((uint64_t)o->kv_mem_mib << 20) / block_bytes(hp, o->kv_block_size, o->kv_type));
     if (!o->kv_blocks) {
         uint32_t per_seq = (hp->ctx_len < 1024 ? hp->ctx_len : 1024) / o->kv_block_size + 1;
         o->kv_blocks = o->max_seqs * per_seq;
     }
-    if (e->model->vk) {
-        /* One layer's K (or V) pool must fit one storage binding. */
-        uint64_t range = ember_vk_get_caps(e->model->vk)->max_storage_range;
-        uint64_t max = range / (block_bytes(hp, o->kv_block_size) / (2ull * hp->n_layers));
-        if (o->kv_blocks > max) o->kv_blocks = (uint32_t)max;
-    }
+    cap_blocks(e->model, o);
+    cap_blocks(o->draft, o); /* the draft's pool has as many blocks */
 }
 
 static ember_status alloc_scratch(ember_engine *e)
@@ -88,6 +99,11 @@ bool ember_engine_logits_room(ember_engine *e, uint32_t rows)
 
 static ember_status create_parts(ember_engine *e)
 {
+    if (e->o.kv_type != EMBER_KV_F32 && e->o.kv_type != EMBER_KV_Q8_0)
+        return ember_fail(&e->err, EMBER_ERR_INVALID_ARG, "unknown KV cache type %d", (int)e->o.kv_type);
+    if (e->o.kv_type != EMBER_KV_F32 && !e->model->gpu)
+        return ember_fail(&e->err, EMBER_ERR_UNSUPPORTED,
+                          "a Q8_0 KV cache needs the Vulkan backend (the CPU reference keeps K and V in F32)");
     ember_status s = alloc_scratch(e);
     if (s == EMBER_OK) s = ember_kv_create(e->o.kv_blocks, e->o.kv_block_size, &e->kv, &e->err);
     ember_sched_opts so = {.max_seqs = e->o.max_seqs, .max_batch_tokens = e->o.max_batch_tokens,
@@ -99,7 +115,7 @@ static ember_status create_parts(ember_engine *e)
     if (s == EMBER_OK && e->model->gpu) {
         ember_forward_opts fo = {.max_tokens = e->o.max_batch_tokens, .max_seqs = e->o.max_seqs,
                                  .n_blocks = e->o.kv_blocks, .block_size = e->o.kv_block_size,
-                                 .max_blocks_per_seq = e->max_blocks_per_seq};
+                                 .max_blocks_per_seq = e->max_blocks_per_seq, .kv_type = e->o.kv_type};
         s = ember_forward_create(e->model->gpu, &fo, &e->fwd, &e->err);
     }
     if (s == EMBER_OK && e->o.draft) s = ember_spec_init(e);
@@ -554,12 +570,14 @@ void ember_engine_get_stats(ember_engine *e, ember_engine_stats *st)
 {
     pthread_mutex_lock(&e->mu);
     const ember_sched_stats *ss = ember_sched_get_stats(e->sched);
+    const ember_hparams *hp = &e->model->llama.hp;
     *st = (ember_engine_stats){
         .kv_block_size = e->o.kv_block_size, .kv_blocks_total = e->o.kv_blocks,
         .kv_blocks_used = ember_kv_n_used(e->kv), .kv_peak_blocks_used = ss->peak_blocks,
         .kv_peak_tokens = (uint64_t)llround(ss->peak_fill * ss->peak_blocks * e->o.kv_block_size),
         .prefix_hit_tokens = ss->prefix_hit_tokens, .preemptions = ss->preemptions,
-        .steps = e->steps, .tokens_computed = e->tokens_computed};
+        .steps = e->steps, .tokens_computed = e->tokens_computed, .kv_type = e->o.kv_type,
+        .kv_bytes_per_token = 2ull * hp->n_layers * kv_layer_token_bytes(hp, e->o.kv_type)};
     pthread_mutex_unlock(&e->mu);
 }
 

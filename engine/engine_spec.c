@@ -45,7 +45,8 @@ ember_status ember_spec_init(ember_engine *e)
     if (!e->probs) return ember_fail(&e->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     ember_forward_opts fo = {.max_tokens = e->o.max_batch_tokens + EMBER_STEP_SPARE(e->o.max_seqs),
                              .max_seqs = e->o.max_seqs, .n_blocks = e->o.kv_blocks,
-                             .block_size = e->o.kv_block_size, .max_blocks_per_seq = e->max_blocks_per_seq};
+                             .block_size = e->o.kv_block_size, .max_blocks_per_seq = e->max_blocks_per_seq,
+                             .kv_type = e->o.kv_type};
     s = ember_forward_create(d->gpu, &fo, &e->draft_fwd, &e->err);
     if (s != EMBER_OK) ember_fail_ctx(&e->err, s, "draft model");
     return s;

@@ -65,10 +65,21 @@ static ember_status alloc_buffers(ember_forward *f, ember_err *err)
     return s;
 }
 
+/* Texel views of the linear inputs: the kernels read x through them where they can. */
+static ember_status input_views(ember_forward *f, ember_err *err)
+{
+    ember_vk_span *in[] = {&f->xn, &f->att, &f->ffn, &f->xl};
+    ember_status s = EMBER_OK;
+    for (size_t i = 0; s == EMBER_OK && i < sizeof in / sizeof in[0]; i++)
+        s = ember_kernels_input_view(f->g->kernels, f->arena, in[i], err);
+    return s;
+}
+
 static ember_status alloc_kv(ember_forward *f, ember_err *err)
 {
     const ember_hparams *hp = &f->g->hp;
-    uint64_t bytes = (uint64_t)f->o.n_blocks * f->o.block_size * hp->n_kv_heads * hp->head_dim * sizeof(float);
+    uint64_t bytes = (uint64_t)f->o.n_blocks * f->o.block_size * hp->n_kv_heads *
+                     ember_kv_row_bytes(hp->head_dim, f->o.kv_type);
     if (bytes > ember_vk_get_caps(f->g->vk)->max_storage_range)
         return ember_fail(err, EMBER_ERR_UNSUPPORTED,
                           "KV pool of %u blocks needs %llu bytes per layer, more than one storage binding",
@@ -95,9 +106,12 @@ ember_status ember_forward_create(ember_gpu_model *g, const ember_forward_opts *
     f->g = g;
     f->o = *o;
     f->shape = (ember_attn_shape){g->hp.n_heads, g->hp.n_kv_heads, g->hp.head_dim, g->hp.rope_dim,
-                                  g->hp.rope_base, o->block_size, o->max_blocks_per_seq};
-    ember_status s = ember_vk_arena_create(g->vk, &f->arena, err);
+                                  g->hp.rope_base, o->block_size, o->max_blocks_per_seq,
+                                  g->hp.rope_style, ember_rope_pos_scale(&g->hp), o->kv_type};
+    ember_status s = ember_kernels_check_attn(g->kernels, &f->shape, err);
+    if (s == EMBER_OK) s = ember_vk_arena_create(g->vk, &f->arena, err);
     if (s == EMBER_OK) s = alloc_buffers(f, err);
+    if (s == EMBER_OK) s = input_views(f, err);
     if (s == EMBER_OK) s = alloc_kv(f, err);
     if (s == EMBER_OK) s = ember_vk_cmd_create(g->vk, &f->cmd, err);
     if (s != EMBER_OK) {
@@ -166,7 +180,8 @@ static void record_layer(ember_forward *f, uint32_t l, uint32_t T)
     ember_vk_cmd_barrier(c);
     ember_k_linear(c, k, &L->qkv, f->xn, f->qkv, T, EMBER_OUT_STORE);
     ember_vk_cmd_barrier(c);
-    ember_k_rope_store(c, k, &f->shape, f->qkv, f->in.pos, f->in.seq, f->in.block_tables, f->kcache[l],
+    ember_rope_bufs rb = {L->bias_qkv, f->g->rope_freqs};
+    ember_k_rope_store(c, k, &f->shape, &rb, f->qkv, f->in.pos, f->in.seq, f->in.block_tables, f->kcache[l],
                        f->vcache[l], T);
     ember_vk_cmd_barrier(c);
     ember_k_attention(c, k, &f->shape, f->qkv, f->in.pos, f->in.seq, f->in.block_tables, f->kcache[l],

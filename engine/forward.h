@@ -15,6 +15,8 @@
 
 typedef struct ember_gpu_layer {
     ember_vk_span attn_norm, ffn_norm;         /* f32 [dim] */
+    ember_vk_span bias_qkv;                    /* f32 [bq | bk | bv] (zeros for an absent
+                                                  one); size 0 when the layer has none */
     ember_gpu_weight qkv, wo, gate_up, down;
 } ember_gpu_layer;
 
@@ -25,6 +27,7 @@ typedef struct ember_gpu_model {
     ember_hparams hp;
     ember_gpu_weight tok_embd, output; /* output is a copy of tok_embd's descriptor if tied */
     ember_vk_span output_norm;
+    ember_vk_span rope_freqs;     /* f32 [rope_dim / 2]; size 0 when the model has none */
     ember_gpu_layer *layers;
 } ember_gpu_model;
 
@@ -56,6 +59,7 @@ typedef struct ember_forward_opts {
     uint32_t max_seqs;            /* sequence slots */
     uint32_t n_blocks, block_size;/* the KV pool */
     uint32_t max_blocks_per_seq;  /* block table width */
+    ember_kv_type kv_type;        /* how the pool stores K and V (default F32) */
 } ember_forward_opts;
 
 typedef struct ember_forward ember_forward;

@@ -1,12 +1,14 @@
 /* gpu_model.c — the model's weights in GPU memory. Q, K and V are stacked into one
- * matrix and gate and up into another, so that each pair/triple is one dispatch. */
+ * matrix and gate and up into another, so that each pair/triple is one dispatch; their
+ * biases, when the layer has any, into one row that rope_store adds. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "forward.h"
 #include "quant.h"
 
-static ember_status upload_norm(ember_gpu_model *g, const ember_gguf_tensor *t, ember_vk_span *out,
-                                ember_err *err)
+static ember_status upload_vector(ember_gpu_model *g, const ember_gguf_tensor *t, ember_vk_span *out,
+                                  ember_err *err)
 {
     ember_status s = ember_vk_alloc(g->arena, t->nbytes, EMBER_VK_MEM_DEVICE, out, err);
     if (s == EMBER_OK) s = ember_vk_upload(g->vk, out, 0, t->data, t->nbytes, err);
@@ -32,10 +34,34 @@ static ember_status upload_stack(ember_gpu_model *g, const ember_gguf_tensor *co
     return s;
 }
 
+/* One f32 row [bq | bk | bv] laid out like a qkv row, zeros for an absent bias: one
+ * buffer and one flag instead of three optional ones. Nothing when the layer has none. */
+static ember_status upload_bias(ember_gpu_model *g, const ember_layer_tensors *lt, ember_vk_span *out,
+                                ember_err *err)
+{
+    if (!lt->bq && !lt->bk && !lt->bv) return EMBER_OK;
+    const ember_hparams *hp = &g->hp;
+    size_t nq = (size_t)hp->n_heads * hp->head_dim, nkv = (size_t)hp->n_kv_heads * hp->head_dim;
+    float *row = calloc(nq + 2 * nkv, sizeof *row);
+    if (!row) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    /* ember_llama_load checked each: F32, one value per output row */
+    if (lt->bq) memcpy(row, lt->bq->data, nq * sizeof *row);
+    if (lt->bk) memcpy(row + nq, lt->bk->data, nkv * sizeof *row);
+    if (lt->bv) memcpy(row + nq + nkv, lt->bv->data, nkv * sizeof *row);
+    uint64_t bytes = (nq + 2 * nkv) * sizeof *row;
+    ember_status s = ember_vk_alloc(g->arena, bytes, EMBER_VK_MEM_DEVICE, out, err);
+    if (s == EMBER_OK) s = ember_vk_upload(g->vk, out, 0, row, bytes, err);
+    free(row);
+    return s;
+}
+
+static uint64_t bias_bytes(const ember_gguf_tensor *t) { return t ? t->nbytes : 0; }
+
 static uint64_t layer_bytes(const ember_layer_tensors *lt)
 {
     return lt->attn_norm->nbytes + lt->ffn_norm->nbytes + lt->wq->nbytes + lt->wk->nbytes + lt->wv->nbytes +
-           lt->wo->nbytes + lt->w_gate->nbytes + lt->w_up->nbytes + lt->w_down->nbytes;
+           lt->wo->nbytes + lt->w_gate->nbytes + lt->w_up->nbytes + lt->w_down->nbytes + bias_bytes(lt->bq) +
+           bias_bytes(lt->bk) + bias_bytes(lt->bv);
 }
 
 static ember_status upload_layer(ember_gpu_model *g, const ember_layer_tensors *lt, uint64_t max_part,
@@ -43,8 +69,9 @@ static ember_status upload_layer(ember_gpu_model *g, const ember_layer_tensors *
 {
     const ember_gguf_tensor *qkv[3] = {lt->wq, lt->wk, lt->wv};
     const ember_gguf_tensor *gate_up[2] = {lt->w_gate, lt->w_up};
-    ember_status s = upload_norm(g, lt->attn_norm, &gl->attn_norm, err);
-    if (s == EMBER_OK) s = upload_norm(g, lt->ffn_norm, &gl->ffn_norm, err);
+    ember_status s = upload_vector(g, lt->attn_norm, &gl->attn_norm, err);
+    if (s == EMBER_OK) s = upload_vector(g, lt->ffn_norm, &gl->ffn_norm, err);
+    if (s == EMBER_OK) s = upload_bias(g, lt, &gl->bias_qkv, err);
     if (s == EMBER_OK) s = upload_stack(g, qkv, 3, max_part, &gl->qkv, err);
     if (s == EMBER_OK) s = upload_stack(g, &lt->wo, 1, max_part, &gl->wo, err);
     if (s == EMBER_OK) s = upload_stack(g, gate_up, 2, max_part, &gl->gate_up, err);
@@ -61,13 +88,6 @@ ember_status ember_gpu_model_create(ember_vk *vk, const ember_llama *m, uint64_t
                                     const ember_progress *progress, ember_gpu_model **out, ember_err *err)
 {
     *out = NULL;
-    uint32_t feat = ember_llama_features(m);
-    if (feat) { /* docs/models.md, "GPU side to do" */
-        char what[96];
-        ember_llama_features_str(feat, what, sizeof what);
-        return ember_fail(err, EMBER_ERR_UNSUPPORTED, "the Vulkan backend does not run %s yet (use --backend cpu)",
-                          what);
-    }
     ember_gpu_model *g = calloc(1, sizeof *g);
     if (!g) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     g->vk = vk;
@@ -77,7 +97,8 @@ ember_status ember_gpu_model_create(ember_vk *vk, const ember_llama *m, uint64_t
     if (s == EMBER_OK) s = ember_kernels_create(vk, &g->kernels, err);
     if (s == EMBER_OK) s = ember_vk_arena_create(vk, &g->arena, err);
     if (s == EMBER_OK) s = upload_stack(g, &m->tok_embd, 1, max_part_bytes, &g->tok_embd, err);
-    if (s == EMBER_OK) s = upload_norm(g, m->output_norm, &g->output_norm, err);
+    if (s == EMBER_OK) s = upload_vector(g, m->output_norm, &g->output_norm, err);
+    if (s == EMBER_OK && m->rope_freqs) s = upload_vector(g, m->rope_freqs, &g->rope_freqs, err);
     if (s == EMBER_OK) {
         if (m->output == m->tok_embd) g->output = g->tok_embd;
         else s = upload_stack(g, &m->output, 1, max_part_bytes, &g->output, err);

@@ -14,26 +14,28 @@ typedef struct spv {
 
 #define SPV(n) {ember_spv_##n, &ember_spv_##n##_bytes}
 
-/* [dtype slot][subgroup variant] */
-static const spv MATVEC[DT_SLOTS][2] = {
-    {SPV(matvec_f32), SPV(matvec_f32_sg)},
-    {SPV(matvec_f16), SPV(matvec_f16_sg)},
-    {SPV(matvec_q8), SPV(matvec_q8_sg)},
+/* [dtype slot][binding kind][subgroup variant] */
+static const spv LINEAR[DT_SLOTS][LIN_KINDS][2] = {
+    {{SPV(linear_f32), SPV(linear_f32_sg)}, {SPV(linear_f32_tx), SPV(linear_f32_tx_sg)}},
+    {{SPV(linear_f16), SPV(linear_f16_sg)}, {SPV(linear_f16_tx), SPV(linear_f16_tx_sg)}},
+    {{SPV(linear_q8), SPV(linear_q8_sg)}, {SPV(linear_q8_tx), SPV(linear_q8_tx_sg)}},
 };
-static const spv MATMUL[DT_SLOTS] = {SPV(matmul_f32), SPV(matmul_f16), SPV(matmul_q8)};
-static const spv MATMUL_GENERIC[2] = {SPV(matmul_f32_generic), SPV(matmul_f16_generic)};
+static const spv LINEAR_GENERIC[2][2] = {{SPV(linear_f32_generic), SPV(linear_f32_generic_sg)},
+                                         {SPV(linear_f16_generic), SPV(linear_f16_generic_sg)}};
 static const spv RMSNORM[2] = {SPV(rmsnorm), SPV(rmsnorm_sg)};
 static const spv ATTENTION[2] = {SPV(attention), SPV(attention_sg)};
+static const spv ATTENTION_Q8[2] = {SPV(attention_q8), SPV(attention_q8_sg)};
 static const spv ARGMAX[2] = {SPV(argmax), SPV(argmax_sg)};
 static const spv EMBED = SPV(embed);
 static const spv ROPE = SPV(rope_store);
+static const spv ROPE_Q8 = SPV(rope_store_q8);
 
 /* Push-constant sizes, matching the Push blocks of the shaders. */
-#define PUSH_LINEAR 48
+#define PUSH_LINEAR 60
 #define PUSH_EMBED 24
 #define PUSH_RMSNORM 20
-#define PUSH_ROPE 36
-#define PUSH_ATTENTION 32
+#define PUSH_ROPE 48
+#define PUSH_ATTENTION 36
 #define PUSH_ARGMAX 12
 
 void ember_k_grid(uint32_t n, uint32_t lim_a, uint32_t *a, uint32_t *b)
@@ -48,53 +50,67 @@ static ember_status make(ember_kernels *k, const char *name, spv s, uint32_t n_b
     return ember_vk_pipeline_create(k->vk, name, s.code, *s.bytes, n_bindings, push, specs, n_specs, out, err);
 }
 
-/* Launch shapes. On lavapipe (is_cpu) every storage-buffer load is a per-lane,
- * per-component loop (Mesa 22.3), so the shapes that win are those with the fewest loads
- * per multiply-add: 16 rows per subgroup in the mat-vec (each x load serves 16 rows) and
- * 16x8 register tiles in the mat-mat (measured, docs/kernels.md). GPUs: smaller tiles
- * keep register pressure and occupancy sane. The shared-memory baseline keeps
- * tiles x rows x tokens x lanes floats within the 16 KiB every device has. */
+/* Launch shapes. Linear: a lane group of 8 owns a tile of tn rows x tm tokens. On
+ * lavapipe (is_cpu) a texel fetch is a function call (docs/kernels.md), so the shapes
+ * that win make the fewest fetches per multiply-add: 16 rows per group (each x fetch
+ * serves 16 rows), one group per workgroup (one 8-wide subgroup, no shared memory).
+ * GPUs: 8 groups per workgroup. The shared-memory baseline keeps ng * tn * tm * 8 floats
+ * within the 16 KiB every device has. None of this changes a result. */
 static void choose_shapes(ember_kernels *k)
 {
     const ember_vk_caps *c = &k->caps;
     uint32_t sg = c->subgroup_size ? c->subgroup_size : 32;
-    k->mv_rows = !k->subgroup ? 8 : c->is_cpu ? 16 : 4;
-    k->mv_tiles = 4;
-    k->mm_wg = c->is_cpu ? 32 : 64;
-    k->mm_tn = c->is_cpu ? 16 : 4;
-    k->mm_tm = 8;
+    static const uint32_t tm[LIN_SHAPES] = {1, 2, 3, 4, 8};
+    for (int i = 0; i < LIN_SHAPES; i++) {
+        ember_lin_shape *l = &k->lin[i];
+        l->tm = tm[i];
+        /* Two rows per lane halve the x loads per row (lavapipe: 15% on the Q8_0 mat-vec,
+         * up to 2x on its mat-mat); the shared-memory baseline keeps one, and so do GPU
+         * mat-mat tiles (registers; not measured). */
+        l->tn = k->lin_subgroup && (c->is_cpu || tm[i] <= 4) ? 16 : 8;
+        l->unroll = tm[i] <= 2 ? 2 : 1;
+        l->ng = c->is_cpu ? 1 : 8;
+        /* A workgroup is whole subgroups; the baseline stays within 16 KiB of shared memory. */
+        if (k->lin_subgroup && l->ng * 8 < sg) l->ng = sg / 8;
+        if (!k->lin_subgroup && l->ng * l->tn * l->tm * 8 * 4 > 16384) l->ng = 16384 / (l->tn * l->tm * 8 * 4);
+    }
     /* A (token, head) pair per subgroup, head_dim up to 256 in vec4 chunks per lane; the
      * baseline gives each pair one invocation. */
     k->attn_lanes = k->subgroup ? sg : 1;
     k->attn_cpl = k->subgroup ? (sg >= 64 ? 1 : 64 / sg) : 64;
     k->attn_ppw = k->subgroup ? (c->is_cpu ? 8 : 4) : 64;
-    if (k->mv_max_tok == 0 || k->mv_max_tok > EMBER_MV_MAX_NT) k->mv_max_tok = EMBER_MV_MAX_NT;
 }
 
-/* Workgroup size of the mat-vec shader: one lane group per tile. */
-static uint32_t mv_wg(const ember_kernels *k, uint32_t lanes) { return k->mv_tiles * lanes; }
+/* One linear pipeline: dtype slot d (DT_SLOTS + 0/1: GENERIC F32/F16), binding kind,
+ * tile shape. */
+static ember_status make_linear_one(ember_kernels *k, int d, int kind, int shape, spv code,
+                                    ember_vk_pipeline **out, ember_err *err)
+{
+    static const char *names[DT_SLOTS + 2] = {"f32", "f16", "q8_0", "f32_generic", "f16_generic"};
+    static const ember_vk_binding_kind texel[6] = {EMBER_VK_BIND_TEXEL, EMBER_VK_BIND_STORAGE, EMBER_VK_BIND_TEXEL,
+                                                   EMBER_VK_BIND_TEXEL, EMBER_VK_BIND_TEXEL, EMBER_VK_BIND_TEXEL};
+    const ember_lin_shape *l = &k->lin[shape];
+    /* A Q8_0 unit is a whole block, already two loads per row. */
+    uint32_t unroll = d == DT_SLOT_Q8 ? 1 : l->unroll;
+    ember_vk_spec sp[] = {{0, l->ng * 8}, {1, l->tn / 8}, {2, l->tm}, {3, l->ng}, {4, unroll}};
+    char name[64];
+    snprintf(name, sizeof name, "linear_%s%s_m%u", names[d], kind == LIN_TEXEL ? "_tx" : "", l->tm);
+    return ember_vk_pipeline_create_ex(k->vk, name, code.code, *code.bytes, 6, kind == LIN_TEXEL ? texel : NULL,
+                                       PUSH_LINEAR, sp, 5, out, err);
+}
 
 static ember_status make_linear(ember_kernels *k, ember_err *err)
 {
-    static const char *names[DT_SLOTS] = {"f32", "f16", "q8_0"};
-    uint32_t lanes = k->subgroup ? k->caps.subgroup_size : 16;
+    int sg = k->lin_subgroup;
     ember_status s = EMBER_OK;
-    char name[64];
-    for (int d = 0; s == EMBER_OK && d < DT_SLOTS; d++) {
-        for (uint32_t nt = 1; s == EMBER_OK && nt <= EMBER_MV_MAX_NT; nt++) {
-            ember_vk_spec sp[] = {{0, mv_wg(k, lanes)}, {1, k->mv_rows}, {2, nt}, {3, k->mv_tiles},
-                                  {4, 2}, {5, lanes}};
-            snprintf(name, sizeof name, "matvec_%s_%u", names[d], nt);
-            s = make(k, name, MATVEC[d][k->subgroup], 6, PUSH_LINEAR, sp, 6, &k->matvec[d][nt - 1], err);
-        }
-        ember_vk_spec mm[] = {{0, k->mm_wg}, {1, k->mm_tn}, {2, k->mm_tm}};
-        snprintf(name, sizeof name, "matmul_%s", names[d]);
-        if (s == EMBER_OK) s = make(k, name, MATMUL[d], 6, PUSH_LINEAR, mm, 3, &k->matmul[d], err);
-        if (s == EMBER_OK && d < 2) {
-            snprintf(name, sizeof name, "matmul_%s_generic", names[d]);
-            s = make(k, name, MATMUL_GENERIC[d], 6, PUSH_LINEAR, mm, 3, &k->matmul_generic[d], err);
-        }
-    }
+    for (int d = 0; s == EMBER_OK && d < DT_SLOTS; d++)
+        for (int kind = 0; s == EMBER_OK && kind < (k->texel ? LIN_KINDS : 1); kind++)
+            for (int i = 0; s == EMBER_OK && i < LIN_SHAPES; i++)
+                s = make_linear_one(k, d, kind, i, LINEAR[d][kind][sg], &k->linear[d][kind][i], err);
+    /* GENERIC serves every n_tok with the prefill shape (no real model has such rows). */
+    for (int d = 0; s == EMBER_OK && d < 2; d++)
+        s = make_linear_one(k, DT_SLOTS + d, LIN_STORAGE, LIN_SHAPES - 1, LINEAR_GENERIC[d][sg],
+                            &k->linear_generic[d], err);
     return s;
 }
 
@@ -113,9 +129,12 @@ static ember_status make_others(ember_kernels *k, ember_err *err)
     ember_vk_spec attn[] = {{0, k->attn_ppw * k->attn_lanes}, {1, k->attn_cpl}, {2, k->attn_ppw}};
     ember_status s = make(k, "embed", EMBED, 4, PUSH_EMBED, wg64, 1, &k->embed, err);
     if (s == EMBER_OK) s = make(k, "rmsnorm", RMSNORM[k->subgroup], 4, PUSH_RMSNORM, rows, 1, &k->rmsnorm, err);
-    if (s == EMBER_OK) s = make(k, "rope_store", ROPE, 6, PUSH_ROPE, wg64, 1, &k->rope, err);
+    if (s == EMBER_OK) s = make(k, "rope_store", ROPE, 8, PUSH_ROPE, wg64, 1, &k->rope, err);
+    if (s == EMBER_OK) s = make(k, "rope_store_q8", ROPE_Q8, 8, PUSH_ROPE, wg64, 1, &k->rope_q8, err);
     if (s == EMBER_OK)
         s = make(k, "attention", ATTENTION[k->subgroup], 7, PUSH_ATTENTION, attn, 3, &k->attention, err);
+    if (s == EMBER_OK)
+        s = make(k, "attention_q8", ATTENTION_Q8[k->subgroup], 7, PUSH_ATTENTION, attn, 3, &k->attention_q8, err);
     if (s == EMBER_OK) s = make(k, "argmax", ARGMAX[k->subgroup], 2, PUSH_ARGMAX, rows, 1, &k->argmax, err);
     return s;
 }
@@ -128,8 +147,14 @@ ember_status ember_kernels_create_opts(ember_vk *vk, const ember_kernels_opts *o
     if (!k) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     k->vk = vk;
     k->caps = *ember_vk_get_caps(vk);
-    k->subgroup = k->caps.subgroup_arith && k->caps.subgroup_size >= 4 && !(opts && opts->no_subgroup);
-    k->mv_max_tok = opts ? opts->matvec_max_tok : 0;
+    ember_kernels_opts o = opts ? *opts : (ember_kernels_opts){0};
+    const ember_vk_caps *c = &k->caps;
+    k->subgroup = c->subgroup_arith && c->subgroup_size >= 4 && !o.no_subgroup;
+    /* The linear's lane groups are 8 lanes of one subgroup. */
+    k->lin_subgroup = c->subgroup_shuffle && c->subgroup_size >= 8 && c->subgroup_size % 8 == 0 && !o.no_subgroup;
+    k->texel = c->texel_rgba32f && c->texel_rgba32ui && c->texel_r16f && !o.no_texel;
+    k->force_tm = o.linear_tm;
+    k->force_tpw = o.linear_tpw;
     choose_shapes(k);
     ember_status s = make_linear(k, err);
     if (s == EMBER_OK) s = make_others(k, err);
@@ -149,14 +174,21 @@ ember_status ember_kernels_create(ember_vk *vk, ember_kernels **out, ember_err *
 void ember_kernels_destroy(ember_kernels *k)
 {
     if (!k) return;
-    ember_vk_pipeline *all[] = {k->embed, k->rmsnorm, k->rope, k->attention, k->argmax,
-                                k->matmul_generic[0], k->matmul_generic[1]};
+    ember_vk_pipeline *all[] = {k->embed, k->rmsnorm, k->rope, k->attention, k->argmax, k->rope_q8, k->attention_q8,
+                                k->linear_generic[0], k->linear_generic[1]};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) ember_vk_pipeline_destroy(k->vk, all[i]);
-    for (int d = 0; d < DT_SLOTS; d++) {
-        ember_vk_pipeline_destroy(k->vk, k->matmul[d]);
-        for (int t = 0; t < EMBER_MV_MAX_NT; t++) ember_vk_pipeline_destroy(k->vk, k->matvec[d][t]);
-    }
+    for (int d = 0; d < DT_SLOTS; d++)
+        for (int kind = 0; kind < LIN_KINDS; kind++)
+            for (int i = 0; i < LIN_SHAPES; i++) ember_vk_pipeline_destroy(k->vk, k->linear[d][kind][i]);
     free(k);
+}
+
+bool ember_kernels_texel(const ember_kernels *k) { return k->texel; }
+
+ember_status ember_kernels_input_view(const ember_kernels *k, ember_vk_arena *a, ember_vk_span *x, ember_err *err)
+{
+    if (!k->texel || x->view || x->size < 16 || x->size / 16 > k->caps.max_texel_elements) return EMBER_OK;
+    return ember_vk_texel_view(a, x, VK_FORMAT_R32G32B32A32_SFLOAT, err);
 }
 
 ember_status ember_kernels_check_attn(const ember_kernels *k, const ember_attn_shape *s, ember_err *err)
@@ -171,6 +203,10 @@ ember_status ember_kernels_check_attn(const ember_kernels *k, const ember_attn_s
     if (s->rope_dim % 2 != 0 || s->rope_dim > s->head_dim)
         return ember_fail(err, EMBER_ERR_UNSUPPORTED, "rope_dim %u: must be even and at most head_dim",
                           s->rope_dim);
+    if (s->rope_style != EMBER_ROPE_NORM && s->rope_style != EMBER_ROPE_NEOX)
+        return ember_fail(err, EMBER_ERR_UNSUPPORTED, "unknown RoPE style %d", (int)s->rope_style);
+    if (s->kv_type != EMBER_KV_F32 && s->kv_type != EMBER_KV_Q8_0)
+        return ember_fail(err, EMBER_ERR_UNSUPPORTED, "unknown KV cache type %d", (int)s->kv_type);
     if (s->block_size == 0 || s->max_blocks_per_seq == 0)
         return ember_fail(err, EMBER_ERR_INVALID_ARG, "KV block size and table width must be non-zero");
     return EMBER_OK;

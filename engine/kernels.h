@@ -9,11 +9,14 @@
 
 #include "../platform/vk.h"
 #include "gguf.h"
+#include "model.h"
 
 #define EMBER_MAX_WEIGHT_PARTS 32
 
 /* A weight matrix (rows x cols, GGUF row-major) in GPU memory, cut by rows into parts
- * that each fit one storage-buffer binding. */
+ * that each fit one storage-buffer binding (and one texel view). Where the device can,
+ * the spans carry uniform texel views (data: RGBA32F for F32, RGBA32UI for F16 and Q8_0;
+ * scales: R16F), which the kernels prefer. */
 typedef struct ember_gpu_weight_part {
     ember_vk_span data;     /* F32: floats; F16: halves; Q8_0: int8 quants, cols bytes/row */
     ember_vk_span scales;   /* Q8_0 only: f16 scales, cols/32 per row */
@@ -43,11 +46,16 @@ typedef struct ember_kernels ember_kernels;
 ember_status ember_kernels_create(ember_vk *vk, ember_kernels **out, ember_err *err);
 void ember_kernels_destroy(ember_kernels *k);
 
-/* Choices that tests and benchmarks override; zero means the default. */
+/* Choices that tests and benchmarks override; zero means the default. None of them
+ * changes a result of ember_k_linear by a single bit. */
 typedef struct ember_kernels_opts {
     bool no_subgroup;         /* use the Vulkan 1.2 core variants even when the device
-                                 has subgroup arithmetic */
-    uint32_t matvec_max_tok;  /* n_tok up to this uses the mat-vec shader (1..4; default 4) */
+                                 has subgroup operations */
+    bool no_texel;            /* read weights and x from storage buffers even when the
+                                 device has uniform texel buffers */
+    uint32_t linear_tm;       /* tokens per linear tile: 1, 2, 3, 4 or 8 (default: by n_tok) */
+    uint32_t linear_tpw;      /* tokens per linear workgroup, rounded up to the tile
+                                 (default: by n_tok) */
 } ember_kernels_opts;
 
 ember_status ember_kernels_create_opts(ember_vk *vk, const ember_kernels_opts *opts,
@@ -60,10 +68,31 @@ typedef enum ember_out_mode {
                              y[t][i] = silu(gate_i) * up_i, y has h columns */
 } ember_out_mode;
 
-/* y = W x for n_tok rows of x (cols wide). Records the mat-vec shader when n_tok is small
- * and the tiled mat-mat shader otherwise, once per weight part. */
+/* y = W x for n_tok rows of x (cols wide), one dispatch per weight part. The tile shape
+ * follows n_tok (mat-vec for decode batches, where a batch costs about one weight read;
+ * mat-mat for prefill), but every output is bit-identical whatever n_tok, the token's
+ * row in the batch and the shape: its reduction order is a fixed function of cols
+ * (docs/kernels.md). The weights and x are read through texel views when the kernels use
+ * them and both have views (ember_kernels_input_view), else from storage buffers. */
 void ember_k_linear(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w,
                     ember_vk_span x, ember_vk_span y, uint32_t n_tok, ember_out_mode mode);
+
+/* The same for tokens whose x rows start at row x_row0 of x and whose y rows start at row
+ * y_row0 of y (row offsets are push constants: sub-spans could break the binding offset
+ * alignment). Bit-identical to the rows ember_k_linear computes. */
+void ember_k_linear_rows(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w,
+                         ember_vk_span x, uint32_t x_row0, ember_vk_span y, uint32_t y_row0,
+                         uint32_t n_tok, ember_out_mode mode);
+
+/* Gives an activation buffer that will be a linear input (f32 rows) the texel view the
+ * kernels read it through, when they read through texel views and the buffer fits one;
+ * otherwise leaves it as is (the linear then reads it as a storage buffer). Create once:
+ * the view lives as long as arena a. */
+ember_status ember_kernels_input_view(const ember_kernels *k, ember_vk_arena *a, ember_vk_span *x,
+                                      ember_err *err);
+
+/* Whether the linear reads weights and x through texel views (when both have them). */
+bool ember_kernels_texel(const ember_kernels *k);
 
 /* y[i] = x[r] / sqrt(mean(x[r]^2) + eps) * w, r = rows ? rows[i] : i (uint32), i < n. */
 void ember_k_rmsnorm(ember_vk_cmd *c, const ember_kernels *k, ember_vk_span x, ember_vk_span w,
@@ -74,33 +103,58 @@ void ember_k_rmsnorm(ember_vk_cmd *c, const ember_kernels *k, ember_vk_span x, e
 void ember_k_embed(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *emb,
                    ember_vk_span tokens, ember_vk_span x, uint32_t n_tok);
 
-/* Shape of attention and of the paged KV cache. The cache of one layer is
- * [n_blocks][n_kv_heads][block_size][head_dim] f32 for K and the same for V.
- * block_table is uint32 [n_seq_slots][max_blocks_per_seq]. */
+/* Shape of attention and of the paged KV cache. The cache of one layer holds, for K and
+ * for V, one row per (block, kv head, slot) in that order ([n_blocks][n_kv_heads]
+ * [block_size] rows); a row is one token's head_dim values of one KV head:
+ *   EMBER_KV_F32:  head_dim floats;
+ *   EMBER_KV_Q8_0: head_dim int8 (four per uint32, lowest byte first), then one f16
+ *                  scale per ember_kv_q8_group(head_dim) values, two per uint32 (low
+ *                  half first; the last word half empty when the group count is odd).
+ * block_table is uint32 [n_seq_slots][max_blocks_per_seq]. Fields after
+ * max_blocks_per_seq may be left zero: normal RoPE, unscaled, F32 cache. */
 typedef struct ember_attn_shape {
     uint32_t n_heads, n_kv_heads, head_dim, rope_dim;
     float rope_base;
     uint32_t block_size, max_blocks_per_seq;
+    ember_rope_style rope_style;  /* which elements RoPE pairs (model.h) */
+    float pos_scale;              /* positions are multiplied by it before RoPE; 0 = 1 */
+    ember_kv_type kv_type;        /* how the cache stores K and V */
 } ember_attn_shape;
 
+/* Values per scale of an EMBER_KV_Q8_0 row: 32, or the largest power of two dividing
+ * head_dim when that is smaller (head_dim is a multiple of 4). */
+uint32_t ember_kv_q8_group(uint32_t head_dim);
+/* Bytes of one cache row (one token, one KV head, K or V) of the given type. */
+uint64_t ember_kv_row_bytes(uint32_t head_dim, ember_kv_type type);
+
 /* Whether the attention kernels handle shape s: n_heads a multiple of n_kv_heads,
- * head_dim a multiple of 4 and at most 256, rope_dim even
- * and <= head_dim. Call once at model load: ember_k_rope_store / ember_k_attention cannot
- * report errors. */
+ * head_dim a multiple of 4 and at most 256, rope_dim even and <= head_dim, a known
+ * RoPE style and cache type. Call once at model load: ember_k_rope_store /
+ * ember_k_attention cannot report errors. */
 ember_status ember_kernels_check_attn(const ember_kernels *k, const ember_attn_shape *s,
                                       ember_err *err);
 
+/* A model's RoPE inputs beyond the shape; a span of size 0 is absent. */
+typedef struct ember_rope_bufs {
+    ember_vk_span bias;   /* f32, one qkv row [bq | bk | bv]: added to every token's row
+                             before RoPE (absent: no biases) */
+    ember_vk_span freqs;  /* f32 [rope_dim / 2]: theta_i is divided by freqs[i]
+                             (absent: all 1) */
+} ember_rope_bufs;
+
 /* qkv rows are [q (n_heads*head_dim) | k (n_kv_heads*head_dim) | v (same)].
- * Rotates q (in place) and k by pos[t], then stores k and v of token t into
- * block block_table[seq[t]][pos[t] / block_size], slot pos[t] % block_size. */
+ * Adds the biases (rb may be NULL), rotates q and k by pos[t] (docs/models.md), writes
+ * q, k and v back in place, and stores k and v of token t into block
+ * block_table[seq[t]][pos[t] / block_size], slot pos[t] % block_size, in s->kv_type. */
 void ember_k_rope_store(ember_vk_cmd *c, const ember_kernels *k, const ember_attn_shape *s,
-                        ember_vk_span qkv, ember_vk_span pos, ember_vk_span seq,
-                        ember_vk_span block_table, ember_vk_span kcache, ember_vk_span vcache,
-                        uint32_t n_tok);
+                        const ember_rope_bufs *rb, ember_vk_span qkv, ember_vk_span pos,
+                        ember_vk_span seq, ember_vk_span block_table, ember_vk_span kcache,
+                        ember_vk_span vcache, uint32_t n_tok);
 
 /* out[t][h] = softmax(q_h . K / sqrt(head_dim)) V over positions 0..pos[t] of sequence
- * seq[t], read through its block table; query head h uses KV head h / (n_heads/n_kv_heads).
- * Online softmax; out is n_tok x (n_heads*head_dim). */
+ * seq[t], read through its block table (K/V in s->kv_type, dequantized as read); query
+ * head h uses KV head h / (n_heads/n_kv_heads). Online softmax; out is n_tok x
+ * (n_heads*head_dim). */
 void ember_k_attention(ember_vk_cmd *c, const ember_kernels *k, const ember_attn_shape *s,
                        ember_vk_span qkv, ember_vk_span pos, ember_vk_span seq,
                        ember_vk_span block_table, ember_vk_span kcache, ember_vk_span vcache,

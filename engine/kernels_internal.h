@@ -5,25 +5,39 @@
 
 #include "kernels.h"
 
-#define EMBER_MV_MAX_NT 4  /* mat-vec pipelines exist for 1..4 tokens */
-
 /* Dtype slots of the linear pipelines. */
 enum { DT_SLOT_F32, DT_SLOT_F16, DT_SLOT_Q8, DT_SLOTS };
+
+/* How the linear shader reads weights and x. */
+enum { LIN_STORAGE, LIN_TEXEL, LIN_KINDS };
+
+/* Tile shapes of the linear shader: tokens per tile (TM) 1, 2, 3, 4 (decode batches,
+ * tokens looped inside the workgroup) and 8 (prefill). The shape never changes the bits
+ * of an output (shaders/linear.glsl), only the speed. */
+#define LIN_SHAPES 5
+
+typedef struct ember_lin_shape {
+    uint32_t tm;      /* tokens per tile */
+    uint32_t tn;      /* rows per tile: 8 or 16 (8 lanes, 1 or 2 rows each) */
+    uint32_t ng;      /* tiles per workgroup (workgroup = ng * 8 invocations) */
+    uint32_t unroll;  /* units per lane per loop iteration */
+} ember_lin_shape;
 
 struct ember_kernels {
     ember_vk *vk;
     ember_vk_caps caps;
-    bool subgroup;              /* subgroup-arithmetic variants in use */
-    uint32_t mv_max_tok;        /* n_tok <= this uses the mat-vec shader */
+    bool subgroup;              /* subgroup-arithmetic variants of the row kernels */
+    bool lin_subgroup;          /* linear combines partials with subgroupShuffleXor */
+    bool texel;                 /* texel-buffer linear pipelines exist and are preferred */
+    uint32_t force_tm, force_tpw; /* ember_kernels_opts overrides, 0 = automatic */
 
-    ember_vk_pipeline *matvec[DT_SLOTS][EMBER_MV_MAX_NT];
-    ember_vk_pipeline *matmul[DT_SLOTS];
-    ember_vk_pipeline *matmul_generic[2]; /* F32, F16 with cols not a multiple of 4 / 8 */
+    ember_vk_pipeline *linear[DT_SLOTS][LIN_KINDS][LIN_SHAPES];
+    ember_vk_pipeline *linear_generic[2]; /* F32, F16 with cols not a multiple of 4 / 8 */
     ember_vk_pipeline *embed, *rmsnorm, *rope, *attention, *argmax;
+    ember_vk_pipeline *rope_q8, *attention_q8; /* the same over an EMBER_KV_Q8_0 cache */
 
     /* Launch shapes, fixed at creation (they are specialization constants). */
-    uint32_t mv_rows, mv_tiles;   /* rows per tile, tiles per workgroup */
-    uint32_t mm_wg, mm_tn, mm_tm; /* invocations per workgroup, rows x tokens per invocation */
+    ember_lin_shape lin[LIN_SHAPES];
     uint32_t attn_ppw, attn_lanes, attn_cpl; /* pairs per workgroup, lanes per pair, chunks */
 };
 

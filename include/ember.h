@@ -65,7 +65,7 @@ void ember_model_free(ember_model *model);
 const char *ember_model_error(const ember_model *model);
 
 typedef struct ember_model_info {
-    const char *arch;       /* "llama" */
+    const char *arch;       /* "llama" or "qwen2" */
     uint32_t n_vocab, dim, n_layers, n_heads, n_kv_heads, ffn_dim, ctx_len;
     const char *device_name; /* Vulkan device, or "cpu" */
 } ember_model_info;
@@ -101,6 +101,15 @@ typedef enum ember_kv_layout {
     EMBER_KV_CONTIGUOUS = 1,       /* baseline: reserve a whole context per sequence */
 } ember_kv_layout;
 
+/* How the KV cache stores K and V (docs/kernels.md, "KV cache layouts"). */
+typedef enum ember_kv_type {
+    EMBER_KV_F32 = 0,              /* 32-bit floats (default) */
+    EMBER_KV_Q8_0 = 1,             /* int8 with one f16 scale per 32 values of a head
+                                      (per 16, 8 or 4 when head_dim is not a multiple of
+                                      32), as llama.cpp's q8_0: 1.0625 bytes a value, 0.53x
+                                      F16, 0.27x F32. Vulkan backend only */
+} ember_kv_type;
+
 typedef struct ember_engine_opts {
     uint32_t max_seqs;          /* sequences served at once; 0 = 16 */
     uint32_t max_batch_tokens;  /* tokens per forward pass (the step's budget); 0 = 256 */
@@ -111,6 +120,7 @@ typedef struct ember_engine_opts {
     int no_prefix_cache;        /* 1 = do not share blocks between requests */
     ember_batching batching;
     ember_kv_layout kv_layout;
+    ember_kv_type kv_type;      /* KV element type; kv_mem_mib buys more blocks when smaller */
     /* A draft model for speculative decoding (same vocabulary, same backend), used by
      * requests that ask for it; NULL = none. Borrowed: it must outlive the engine. */
     ember_model *draft;
@@ -224,6 +234,8 @@ typedef struct ember_engine_stats {
     uint64_t prefix_hit_tokens;   /* prompt tokens served from the cache, all requests */
     uint64_t preemptions;
     uint64_t steps, tokens_computed;
+    ember_kv_type kv_type;
+    uint64_t kv_bytes_per_token;  /* K and V of one token, all layers */
 } ember_engine_stats;
 void ember_engine_get_stats(ember_engine *engine, ember_engine_stats *stats);
 

@@ -39,8 +39,13 @@ typedef struct ember_vk_caps {
     uint32_t max_push;                  /* maxPushConstantsSize */
     uint32_t max_wg_invocations;
     uint32_t max_wg_count[3];
-    uint32_t max_texel_elements;
+    uint32_t max_texel_elements;        /* maxTexelBufferElements */
+    uint64_t min_texel_align;           /* minTexelBufferOffsetAlignment */
+    uint32_t max_uniform_range;         /* maxUniformBufferRange */
+    uint64_t min_uniform_align;         /* minUniformBufferOffsetAlignment */
     uint64_t min_storage_align;         /* minStorageBufferOffsetAlignment */
+    /* formats usable as uniform texel buffers (VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) */
+    bool texel_rgba32f, texel_rgba32ui, texel_r16f, texel_r32ui;
     uint64_t device_local_bytes;        /* largest device-local heap */
     bool unified_memory;                /* device-local memory is also host-visible */
     float timestamp_period_ns;          /* 0 when timestamps are unsupported */
@@ -78,6 +83,8 @@ typedef struct ember_vk_span {
     VkBuffer buffer;
     VkDeviceSize offset, size;
     void *host;              /* mapped pointer to the span's first byte, or NULL */
+    VkBufferView view;       /* a uniform texel buffer view starting at the span's first
+                                byte (ember_vk_texel_view), or VK_NULL_HANDLE */
 } ember_vk_span;
 
 typedef struct ember_vk_arena ember_vk_arena;
@@ -90,8 +97,16 @@ ember_status ember_vk_alloc(ember_vk_arena *a, VkDeviceSize size, ember_vk_mem k
 /* Bytes currently allocated from the device by the arena. */
 uint64_t ember_vk_arena_bytes(const ember_vk_arena *a);
 
-/* A sub-range of a span (no checks beyond an assert-free clamp to the span). */
+/* A sub-range of a span (no checks beyond an assert-free clamp to the span). The texel
+ * view is kept when offset is 0 (texel indices then mean the same thing), else dropped. */
 ember_vk_span ember_vk_span_sub(ember_vk_span s, VkDeviceSize offset, VkDeviceSize size);
+
+/* Gives s a uniform texel buffer view of the given format over its bytes (the range is
+ * rounded down to whole texels), owned by arena a and destroyed with it. Fails with
+ * EMBER_ERR_UNSUPPORTED when the format cannot be a uniform texel buffer, the span's
+ * offset is not a multiple of minTexelBufferOffsetAlignment, or the span holds no texel
+ * or more than maxTexelBufferElements. s may come from any arena of the same device. */
+ember_status ember_vk_texel_view(ember_vk_arena *a, ember_vk_span *s, VkFormat format, ember_err *err);
 
 /* Copies host bytes into a span at offset (memcpy when mapped, else a staging copy and
  * a wait), and back. */
@@ -101,8 +116,9 @@ ember_status ember_vk_download(ember_vk *vk, const ember_vk_span *src, VkDeviceS
                                void *dst, size_t n, ember_err *err);
 
 /* ---- pipelines ------------------------------------------------------------
- * A compute pipeline whose bindings 0..n_bindings-1 are all storage buffers (set 0),
- * with push constants of push_size bytes and specialization constants (id, uint32). */
+ * A compute pipeline with bindings 0..n_bindings-1 in set 0, push constants of push_size
+ * bytes and specialization constants (id, uint32). ember_vk_pipeline_create makes every
+ * binding a storage buffer; ember_vk_pipeline_create_ex takes a kind per binding. */
 
 typedef struct ember_vk_pipeline ember_vk_pipeline;
 
@@ -111,10 +127,23 @@ typedef struct ember_vk_spec {
     uint32_t value;
 } ember_vk_spec;
 
+typedef enum ember_vk_binding_kind {
+    EMBER_VK_BIND_STORAGE = 0,       /* storage buffer: the span's buffer range */
+    EMBER_VK_BIND_TEXEL = 1,         /* uniform texel buffer: the span's view */
+    EMBER_VK_BIND_UNIFORM = 2,       /* uniform buffer: the span's buffer range
+                                        (<= max_uniform_range, offset aligned) */
+} ember_vk_binding_kind;
+
 ember_status ember_vk_pipeline_create(ember_vk *vk, const char *name, const uint32_t *spirv,
                                       size_t spirv_bytes, uint32_t n_bindings, uint32_t push_size,
                                       const ember_vk_spec *specs, uint32_t n_specs,
                                       ember_vk_pipeline **out, ember_err *err);
+/* kinds[i] is the kind of binding i; kinds NULL = all storage buffers. */
+ember_status ember_vk_pipeline_create_ex(ember_vk *vk, const char *name, const uint32_t *spirv,
+                                         size_t spirv_bytes, uint32_t n_bindings,
+                                         const ember_vk_binding_kind *kinds, uint32_t push_size,
+                                         const ember_vk_spec *specs, uint32_t n_specs,
+                                         ember_vk_pipeline **out, ember_err *err);
 void ember_vk_pipeline_destroy(ember_vk *vk, ember_vk_pipeline *p);
 
 /* ---- recording and submission -------------------------------------------- */
@@ -125,8 +154,10 @@ ember_status ember_vk_cmd_create(ember_vk *vk, ember_vk_cmd **out, ember_err *er
 void ember_vk_cmd_destroy(ember_vk_cmd *c);
 /* Starts a new recording (waits for the previous submission if still running). */
 ember_status ember_vk_cmd_begin(ember_vk_cmd *c, ember_err *err);
-/* Binds bindings[0..n_bindings-1] (each span <= max_storage_range and aligned),
- * pushes push (push_size bytes as declared) and dispatches groups. */
+/* Binds bindings[0..n_bindings-1] as the pipeline declares them (storage: span <=
+ * max_storage_range and aligned; texel: the span's view, which must exist; uniform: span
+ * <= max_uniform_range and aligned), pushes push (push_size bytes as declared) and
+ * dispatches groups. */
 void ember_vk_cmd_dispatch(ember_vk_cmd *c, const ember_vk_pipeline *p,
                            const ember_vk_span *bindings, const void *push,
                            uint32_t gx, uint32_t gy, uint32_t gz);

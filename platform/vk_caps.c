@@ -72,6 +72,9 @@ static void query_properties(VkPhysicalDevice phys, ember_vk_caps *c)
     c->max_wg_invocations = l->maxComputeWorkGroupInvocations;
     for (int i = 0; i < 3; i++) c->max_wg_count[i] = l->maxComputeWorkGroupCount[i];
     c->max_texel_elements = l->maxTexelBufferElements;
+    c->min_texel_align = l->minTexelBufferOffsetAlignment;
+    c->max_uniform_range = l->maxUniformBufferRange;
+    c->min_uniform_align = l->minUniformBufferOffsetAlignment;
     c->min_storage_align = l->minStorageBufferOffsetAlignment;
     c->timestamp_period_ns = l->timestampComputeAndGraphics ? l->timestampPeriod : 0.0f;
 }
@@ -97,10 +100,28 @@ static void query_memory(VkPhysicalDevice phys, ember_vk_caps *c)
     }
 }
 
+static bool uniform_texel(VkPhysicalDevice phys, VkFormat f)
+{
+    VkFormatProperties p;
+    vkGetPhysicalDeviceFormatProperties(phys, f, &p);
+    return (p.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) != 0;
+}
+
+/* Texel-buffer formats the kernels may read weights and activations through (on
+ * lavapipe texel fetches are vector gathers, storage loads per-lane loops). */
+static void query_formats(VkPhysicalDevice phys, ember_vk_caps *c)
+{
+    c->texel_rgba32f = uniform_texel(phys, VK_FORMAT_R32G32B32A32_SFLOAT);
+    c->texel_rgba32ui = uniform_texel(phys, VK_FORMAT_R32G32B32A32_UINT);
+    c->texel_r16f = uniform_texel(phys, VK_FORMAT_R16_SFLOAT);
+    c->texel_r32ui = uniform_texel(phys, VK_FORMAT_R32_UINT);
+}
+
 void ember_vk_query_caps(VkPhysicalDevice phys, ember_vk_caps *c)
 {
     memset(c, 0, sizeof *c);
     query_properties(phys, c);
     if (c->api_version >= VK_API_VERSION_1_2) query_features(phys, c);
     query_memory(phys, c);
+    query_formats(phys, c);
 }

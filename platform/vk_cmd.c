@@ -35,9 +35,13 @@ static ember_status add_descriptor_pool(ember_vk_cmd *c)
 {
     if (c->n_dpools == MAX_POOLS)
         return ember_fail(&c->err, EMBER_ERR_OUT_OF_MEMORY, "too many dispatches in one command buffer");
-    VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, SETS_PER_POOL * 8};
+    /* Room for every set to be all storage or all texel bindings (8 each); uniform
+     * buffers are rare (2 per set). */
+    VkDescriptorPoolSize sizes[] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, SETS_PER_POOL * 8},
+                                    {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, SETS_PER_POOL * 8},
+                                    {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, SETS_PER_POOL * 2}};
     VkDescriptorPoolCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-                                     .maxSets = SETS_PER_POOL, .poolSizeCount = 1, .pPoolSizes = &size};
+                                     .maxSets = SETS_PER_POOL, .poolSizeCount = 3, .pPoolSizes = sizes};
     ember_status s = ember_vk_check(vkCreateDescriptorPool(c->vk->device, &ci, NULL, &c->dpools[c->n_dpools]),
                                     &c->err, "vkCreateDescriptorPool");
     if (s == EMBER_OK) c->n_dpools++;
@@ -148,20 +152,48 @@ static VkDescriptorSet allocate_set(ember_vk_cmd *c, const ember_vk_pipeline *p)
     }
 }
 
+/* Why binding b of kind k cannot be bound, or NULL when it can. */
+static const char *binding_problem(const ember_vk_caps *caps, ember_vk_binding_kind k, const ember_vk_span *b)
+{
+    if (k == EMBER_VK_BIND_TEXEL) return b->view ? NULL : "no texel view";
+    if (b->buffer == VK_NULL_HANDLE || b->size == 0) return "empty";
+    if (k == EMBER_VK_BIND_UNIFORM)
+        return b->size > caps->max_uniform_range ? "larger than maxUniformBufferRange"
+               : b->offset % caps->min_uniform_align ? "misaligned"
+                                                      : NULL;
+    return b->size > caps->max_storage_range ? "larger than maxStorageBufferRange"
+           : b->offset % caps->min_storage_align ? "misaligned"
+                                                 : NULL;
+}
+
 static bool bindings_valid(ember_vk_cmd *c, const ember_vk_pipeline *p, const ember_vk_span *b)
 {
     const ember_vk_caps *caps = &c->vk->caps;
     for (uint32_t i = 0; i < p->n_bindings; i++) {
-        if (b[i].buffer == VK_NULL_HANDLE || b[i].size == 0 || b[i].size > caps->max_storage_range ||
-            b[i].offset % caps->min_storage_align != 0) {
+        const char *why = binding_problem(caps, p->kinds[i], &b[i]);
+        if (why) {
             record_error(c, ember_fail(&c->err, EMBER_ERR_INVALID_ARG,
-                                       "%s: binding %u invalid (size %llu, offset %llu, limit %llu)", p->name, i,
-                                       (unsigned long long)b[i].size, (unsigned long long)b[i].offset,
-                                       (unsigned long long)caps->max_storage_range));
+                                       "%s: binding %u invalid: %s (size %llu, offset %llu)", p->name, i, why,
+                                       (unsigned long long)b[i].size, (unsigned long long)b[i].offset));
             return false;
         }
     }
     return true;
+}
+
+static void write_set(ember_vk_cmd *c, const ember_vk_pipeline *p, const ember_vk_span *b, VkDescriptorSet set)
+{
+    VkDescriptorBufferInfo info[EMBER_VK_MAX_BINDINGS];
+    VkWriteDescriptorSet w[EMBER_VK_MAX_BINDINGS];
+    for (uint32_t i = 0; i < p->n_bindings; i++) {
+        info[i] = (VkDescriptorBufferInfo){b[i].buffer, b[i].offset, b[i].size};
+        w[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = set,
+                                      .dstBinding = i, .descriptorCount = 1,
+                                      .descriptorType = ember_vk_descriptor_type(p->kinds[i])};
+        if (p->kinds[i] == EMBER_VK_BIND_TEXEL) w[i].pTexelBufferView = &b[i].view;
+        else w[i].pBufferInfo = &info[i];
+    }
+    vkUpdateDescriptorSets(c->vk->device, p->n_bindings, w, 0, NULL);
 }
 
 void ember_vk_cmd_dispatch(ember_vk_cmd *c, const ember_vk_pipeline *p, const ember_vk_span *bindings,
@@ -178,15 +210,7 @@ void ember_vk_cmd_dispatch(ember_vk_cmd *c, const ember_vk_pipeline *p, const em
     if (!bindings_valid(c, p, bindings)) return;
     VkDescriptorSet set = allocate_set(c, p);
     if (!set) return;
-    VkDescriptorBufferInfo info[16];
-    VkWriteDescriptorSet w[16];
-    for (uint32_t i = 0; i < p->n_bindings; i++) {
-        info[i] = (VkDescriptorBufferInfo){bindings[i].buffer, bindings[i].offset, bindings[i].size};
-        w[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = set,
-                                      .dstBinding = i, .descriptorCount = 1,
-                                      .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .pBufferInfo = &info[i]};
-    }
-    vkUpdateDescriptorSets(c->vk->device, p->n_bindings, w, 0, NULL);
+    write_set(c, p, bindings, set);
     if (c->bound != p) {
         vkCmdBindPipeline(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);
         c->bound = p;

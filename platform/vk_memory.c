@@ -22,6 +22,8 @@ struct ember_vk_arena {
     chunk *chunks;
     uint32_t n, cap;
     uint64_t bytes;
+    VkBufferView *views;   /* texel views over spans, destroyed before the buffers */
+    uint32_t n_views, cap_views;
 };
 
 ember_status ember_vk_arena_create(ember_vk *vk, ember_vk_arena **out, ember_err *err)
@@ -36,6 +38,8 @@ void ember_vk_arena_destroy(ember_vk_arena *a)
 {
     if (!a) return;
     VkDevice d = a->vk->device;
+    for (uint32_t i = 0; i < a->n_views; i++) vkDestroyBufferView(d, a->views[i], NULL);
+    free(a->views);
     for (uint32_t i = 0; i < a->n; i++) {
         vkDestroyBuffer(d, a->chunks[i].buffer, NULL);
         if (a->chunks[i].map) vkUnmapMemory(d, a->chunks[i].memory);
@@ -46,6 +50,24 @@ void ember_vk_arena_destroy(ember_vk_arena *a)
 }
 
 uint64_t ember_vk_arena_bytes(const ember_vk_arena *a) { return a->bytes; }
+
+ember_vk *ember_vk_arena_device(const ember_vk_arena *a) { return a->vk; }
+
+ember_status ember_vk_arena_own_view(ember_vk_arena *a, VkBufferView view, ember_err *err)
+{
+    if (a->n_views == a->cap_views) {
+        uint32_t cap = a->cap_views ? a->cap_views * 2 : 16;
+        VkBufferView *v = realloc(a->views, cap * sizeof *v);
+        if (!v) {
+            vkDestroyBufferView(a->vk->device, view, NULL);
+            return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+        a->views = v;
+        a->cap_views = cap;
+    }
+    a->views[a->n_views++] = view;
+    return EMBER_OK;
+}
 
 /* Memory type for kind among those allowed by type_bits: DEVICE prefers device-local,
  * HOST needs host-visible + coherent and prefers cached (fast reads back). */
@@ -87,8 +109,10 @@ static ember_status new_chunk(ember_vk_arena *a, VkDeviceSize size, ember_vk_mem
     }
     chunk ch = {.size = size, .kind = kind};
     VkBufferCreateInfo bi = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = size,
-                             .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                                      VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                             /* Any span may be bound as any kind (ember_vk_binding_kind). */
+                             .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT |
+                                      VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT |
+                                      VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                              .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
     ember_status s = ember_vk_check(vkCreateBuffer(vk->device, &bi, NULL, &ch.buffer), err, "vkCreateBuffer");
     if (s != EMBER_OK) return s;
@@ -167,7 +191,8 @@ ember_vk_span ember_vk_span_sub(ember_vk_span s, VkDeviceSize offset, VkDeviceSi
 {
     if (offset > s.size) offset = s.size;
     if (size > s.size - offset) size = s.size - offset;
-    ember_vk_span r = {s.buffer, s.offset + offset, size, s.host ? (char *)s.host + offset : NULL};
+    ember_vk_span r = {s.buffer, s.offset + offset, size, s.host ? (char *)s.host + offset : NULL,
+                       offset == 0 ? s.view : VK_NULL_HANDLE};
     return r;
 }
 

@@ -1,11 +1,11 @@
-/* vk_pipeline.c — compute pipelines: bindings 0..n-1 of set 0 are storage buffers,
- * parameters come as push constants, sizes as specialization constants. */
+/* vk_pipeline.c — compute pipelines: bindings 0..n-1 of set 0 (storage buffers, uniform
+ * texel buffers or uniform buffers), parameters as push constants, sizes as
+ * specialization constants. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "vk_internal.h"
 
-#define MAX_BINDINGS 16
 #define MAX_SPECS 16
 
 ember_status ember_vk_pipeline_create(ember_vk *vk, const char *name, const uint32_t *spirv,
@@ -13,18 +13,32 @@ ember_status ember_vk_pipeline_create(ember_vk *vk, const char *name, const uint
                                       const ember_vk_spec *specs, uint32_t n_specs,
                                       ember_vk_pipeline **out, ember_err *err)
 {
+    return ember_vk_pipeline_create_ex(vk, name, spirv, spirv_bytes, n_bindings, NULL, push_size, specs, n_specs,
+                                       out, err);
+}
+
+ember_status ember_vk_pipeline_create_ex(ember_vk *vk, const char *name, const uint32_t *spirv,
+                                         size_t spirv_bytes, uint32_t n_bindings,
+                                         const ember_vk_binding_kind *kinds, uint32_t push_size,
+                                         const ember_vk_spec *specs, uint32_t n_specs,
+                                         ember_vk_pipeline **out, ember_err *err)
+{
     *out = NULL;
-    if (n_bindings > MAX_BINDINGS || n_specs > MAX_SPECS || push_size > vk->caps.max_push)
+    if (n_bindings > EMBER_VK_MAX_BINDINGS || n_specs > MAX_SPECS || push_size > vk->caps.max_push)
         return ember_fail(err, EMBER_ERR_INVALID_ARG, "pipeline %s: too many bindings/specs or push bytes", name);
+    for (uint32_t i = 0; kinds && i < n_bindings; i++)
+        if (kinds[i] > EMBER_VK_BIND_UNIFORM)
+            return ember_fail(err, EMBER_ERR_INVALID_ARG, "pipeline %s: binding %u of unknown kind", name, i);
     ember_vk_pipeline *p = calloc(1, sizeof *p);
     if (!p) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     snprintf(p->name, sizeof p->name, "%s", name);
     p->n_bindings = n_bindings;
     p->push_size = push_size;
+    for (uint32_t i = 0; i < n_bindings; i++) p->kinds[i] = kinds ? kinds[i] : EMBER_VK_BIND_STORAGE;
 
-    VkDescriptorSetLayoutBinding b[MAX_BINDINGS];
+    VkDescriptorSetLayoutBinding b[EMBER_VK_MAX_BINDINGS];
     for (uint32_t i = 0; i < n_bindings; i++)
-        b[i] = (VkDescriptorSetLayoutBinding){.binding = i, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+        b[i] = (VkDescriptorSetLayoutBinding){.binding = i, .descriptorType = ember_vk_descriptor_type(p->kinds[i]),
                                               .descriptorCount = 1, .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
     VkDescriptorSetLayoutCreateInfo dl = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
                                           .bindingCount = n_bindings, .pBindings = b};

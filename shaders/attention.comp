@@ -7,6 +7,9 @@
 // accumulation of V. Query head h reads KV head h / (n_heads / n_kv_heads); heads of
 // one KV group sit in neighbouring groups, so their K/V reads hit the same cache lines.
 //
+// KV_Q8: a cache row is head_dim int8 values packed four per uint, then one f16 scale per
+// pc.group values, two per uint (rope_store.comp); a vec4 chunk is one uint.
+//
 // Limits: head_dim % 4 == 0 and head_dim <= 4 * CPL * lanes (the host checks).
 #extension GL_EXT_control_flow_attributes : require
 #ifdef SUBGROUP
@@ -22,15 +25,37 @@ layout(push_constant) uniform Push {
     uint n_heads, n_kv_heads, head_dim, block_size;
     uint max_blocks, n_tok, wgx;
     float scale;
+    uint group;  // KV_Q8: values per scale
 } pc;
 
 layout(std430, binding = 0) readonly buffer QKV { vec4 qkv[]; };
 layout(std430, binding = 1) readonly buffer P { uint pos[]; };
 layout(std430, binding = 2) readonly buffer S { uint seq[]; };
 layout(std430, binding = 3) readonly buffer B { uint block_table[]; };
+#ifdef KV_Q8
+layout(std430, binding = 4) readonly buffer K { uint kcache[]; };
+layout(std430, binding = 5) readonly buffer V { uint vcache[]; };
+#else
 layout(std430, binding = 4) readonly buffer K { vec4 kcache[]; };
 layout(std430, binding = 5) readonly buffer V { vec4 vcache[]; };
+#endif
 layout(std430, binding = 6) writeonly buffer O { vec4 o[]; };
+
+// Chunk c (four values) of the cache row starting at element `row` of the array, and
+// the array elements per row.
+#ifdef KV_Q8
+vec4 unpack_i8(uint w) { return vec4(ivec4(int(w << 24), int(w << 16), int(w << 8), int(w)) >> 24); }
+// The f16 scale of chunk c from the row's scale word (two per word).
+float scale_of(uint w, uint c) { vec2 d = unpackHalf2x16(w); return ((4u * c / pc.group) & 1u) != 0u ? d.y : d.x; }
+uint scale_at(uint row, uint c) { return row + pc.head_dim / 4u + 4u * c / pc.group / 2u; }
+vec4 load_k(uint row, uint c) { return unpack_i8(kcache[row + c]) * scale_of(kcache[scale_at(row, c)], c); }
+vec4 load_v(uint row, uint c) { return unpack_i8(vcache[row + c]) * scale_of(vcache[scale_at(row, c)], c); }
+uint row_stride() { return pc.head_dim / 4u + (pc.head_dim / pc.group + 1u) / 2u; }
+#else
+vec4 load_k(uint row, uint c) { return kcache[row + c]; }
+vec4 load_v(uint row, uint c) { return vcache[row + c]; }
+uint row_stride() { return pc.head_dim / 4u; }
+#endif
 
 void attend(uint pair, uint lane, uint lanes)
 {
@@ -52,16 +77,16 @@ void attend(uint pair, uint lane, uint lanes)
     }
 
     uint n = pos[t] + 1u;
-    uint tab = seq[t] * pc.max_blocks;
+    uint tab = seq[t] * pc.max_blocks, stride = row_stride();
     float m = -3.0e38, l = 0.0;
     for (uint b = 0; b * pc.block_size < n; b++) {
         uint blk = block_table[tab + b];
-        uint base = (blk * pc.n_kv_heads + kvh) * pc.block_size * d4;
+        uint base = (blk * pc.n_kv_heads + kvh) * pc.block_size * stride;
         uint cnt = min(pc.block_size, n - b * pc.block_size);
-        for (uint i = 0; i < cnt; i++, base += d4) {
+        for (uint i = 0; i < cnt; i++, base += stride) {
             float s = 0.0;
             [[unroll]] for (uint j = 0; j < CPL; j++)
-                if (j < nc) s += dot(q[j], kcache[base + ch[j]]);
+                if (j < nc) s += dot(q[j], load_k(base, ch[j]));
 #ifdef SUBGROUP
             s = subgroupAdd(s);
 #endif
@@ -70,7 +95,7 @@ void attend(uint pair, uint lane, uint lanes)
             l = l * corr + p;
             m = mn;
             [[unroll]] for (uint j = 0; j < CPL; j++)
-                if (j < nc) acc[j] = acc[j] * corr + p * vcache[base + ch[j]];
+                if (j < nc) acc[j] = acc[j] * corr + p * load_v(base, ch[j]);
         }
     }
 

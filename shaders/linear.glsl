@@ -1,16 +1,39 @@
-// linear.glsl — what matvec.comp, matmul.comp and matmul_generic.comp share: the
-// bindings, the push constants, the weight loads of each dtype and the output modes.
+// linear.glsl — what every variant of linear.comp shares: bindings, push constants, the
+// weight and x loads of each dtype and binding kind, and the reduction order of one
+// output, which is a fixed function of cols (and the dtype) alone.
 //
-// Variant defines: DT_F32, DT_F16 or DT_Q8 (weight dtype); GENERIC (scalar loads, any
-// cols; F32/F16 only); Q8_XV (4 or 8: vec4s per Q8_0 unit, i.e. half or whole block).
+// Variant defines: DT_F32 | DT_F16 | DT_Q8 (weight dtype); TEXEL (weights and x through
+// uniform texel buffers: x RGBA32F, F32 weights RGBA32F, F16 weights and Q8_0 quants
+// RGBA32UI, Q8_0 scales R16F; else storage buffers); GENERIC (F32/F16 with scalar loads,
+// any cols; storage only); SUBGROUP (partials combined with subgroupShuffleXor, else
+// through shared memory).
 //
-// Bindings (set 0): 0 x (n_tok x cols f32), 1 y, 2 w0, 3 s0, 4 w1, 5 s1.
-// A row tile of ROWS rows reads its first half from w0 and its second half from w1, at
-// rows off0 + g*step + r and off1 + g*step + r. STORE/ADD bind the same part twice with
-// off1 = off0 + ROWS/2 and step = ROWS, so a tile is ROWS consecutive rows; SWIGLU binds
-// the parts holding gate row i and up row i + h, step = ROWS/2, so one tile holds
-// matching gate and up rows even when the two live in different parts. No branch in the
-// inner loop depends on the mode.
+// ---- The reduction order (batch invariance) --------------------------------------------
+// y[t][r] must be bit-identical whatever n_tok, the token's place in the batch, the tile
+// shape, the subgroup size or the variant (texel/storage, subgroup/shared memory). So:
+//  - a row is cut into units (F32: 4 columns, F16: 8, Q8_0: one 32-block, GENERIC: 1);
+//  - NPART = 8 partial sums; partial p takes units p, p+8, p+16, ... in that order;
+//  - within a unit, columns are accumulated in order, a = a + w*x with the product
+//    rounded (Q8_0: the block's s = sum q_i x_i from 0 in column order, then
+//    partial = partial + d*s);
+//  - the partials are combined by one tree: ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)).
+// Every product and sum is `precise` (NoContraction): the compiler may neither fuse a
+// multiply into an add nor reassociate. fma() is not used: lavapipe lowers it to
+// llvm.fmuladd, which LLVM fuses in some places and not in others, so the same fma()
+// chain gave different bits in two shaders (measured); separately rounded, NoContraction
+// products and sums are the same on every conforming driver. A lane group of NPART
+// invocations owns a tile; lane p holds partial p of every output of the tile, so the
+// tile shape (tokens per tile, tiles per workgroup, tokens per workgroup) changes how
+// much each load is reused, never the arithmetic of an output.
+//
+// Bindings (set 0): 0 x (n_tok x cols f32), 1 y, 2 w0, 3 s0, 4 w1, 5 s1 (s: Q8_0 scales;
+// F32/F16 do not declare them). A row tile of TN rows reads its first half from w0 and its
+// second half from w1, at rows off0 + g*step + r and off1 + g*step + r. STORE/ADD bind the
+// same part twice with off1 = off0 + TN/2 and step = TN, so a tile is TN consecutive rows;
+// SWIGLU binds the parts holding gate row i and up row i + h, step = TN/2, so one tile
+// holds matching gate and up rows even when they live in different parts.
+
+#define NPART 8u
 
 #define MODE_STORE 0u
 #define MODE_ADD 1u
@@ -23,54 +46,81 @@ layout(push_constant) uniform Push {
     uint ldy;    // y row length
     uint out0;   // first y column written by this dispatch
     uint n_out;  // y columns written by this dispatch
-    uint step;   // outputs per row tile: ROWS (STORE/ADD) or ROWS/2 (SWIGLU)
+    uint step;   // outputs per row tile: TN (STORE/ADD) or TN/2 (SWIGLU)
     uint wgx;    // workgroups along x (row tiles spill into z past the limit)
     uint off0, lim0;  // first row read from w0, rows in w0
     uint off1, lim1;
+    uint tpw;    // tokens per workgroup along y (a multiple of TM), looped in the workgroup
+    uint xrow0;  // token t reads x row xrow0 + t
+    uint yrow0;  // and writes y row yrow0 + t
 } pc;
 
-#ifdef GENERIC
-layout(std430, binding = 0) readonly buffer X { float x1[]; };
-#else
-layout(std430, binding = 0) readonly buffer X { vec4 x4[]; };
-#endif
 layout(std430, binding = 1) buffer Y { float y[]; };
 
-#if defined(DT_F32) && defined(GENERIC)
+// ---- units: UNIT columns; XV vec4s of x per unit (GENERIC: one float) -----------------
+#if defined(GENERIC)
+#define UNIT 1u
+#elif defined(DT_F32)
+#define UNIT 4u
+#define XV 1
+#elif defined(DT_F16)
+#define UNIT 8u
+#define XV 2
+#else
+#define UNIT 32u
+#define XV 8
+#endif
+
+// ---- loads ----------------------------------------------------------------------------
+// x4(i): vec4 i of x; wq0/wq1(i): element i of a weight binding (vec4 F32, uvec4 F16/Q8,
+// 16 bytes either way); sc0/sc1(i): Q8_0 scale i (f16) as float.
+#if defined(GENERIC)
+layout(std430, binding = 0) readonly buffer X { float x1[]; };
+#ifdef DT_F32
 layout(std430, binding = 2) readonly buffer W0 { float w0[]; };
 layout(std430, binding = 4) readonly buffer W1 { float w1[]; };
-#elif defined(DT_F32)
-layout(std430, binding = 2) readonly buffer W0 { vec4 w0[]; };
-layout(std430, binding = 4) readonly buffer W1 { vec4 w1[]; };
-#elif defined(GENERIC)
+#define W_AT(A, e) A[e]
+#else
 layout(std430, binding = 2) readonly buffer W0 { uint w0[]; };
 layout(std430, binding = 4) readonly buffer W1 { uint w1[]; };
+#define W_AT(A, e) (unpackHalf2x16(A[(e) >> 1])[(e) & 1u])
+#endif
+#elif defined(TEXEL)
+layout(binding = 0) uniform samplerBuffer xt;
+#define x4(i) texelFetch(xt, int(i))
+#ifdef DT_F32
+layout(binding = 2) uniform samplerBuffer w0t;
+layout(binding = 4) uniform samplerBuffer w1t;
+#else
+layout(binding = 2) uniform usamplerBuffer w0t;
+layout(binding = 4) uniform usamplerBuffer w1t;
+#endif
+#define wq0(i) texelFetch(w0t, int(i))
+#define wq1(i) texelFetch(w1t, int(i))
+#ifdef DT_Q8
+layout(binding = 3) uniform samplerBuffer s0t;
+layout(binding = 5) uniform samplerBuffer s1t;
+#define sc0(i) texelFetch(s0t, int(i)).r
+#define sc1(i) texelFetch(s1t, int(i)).r
+#endif
+#else
+layout(std430, binding = 0) readonly buffer X { vec4 x4s[]; };
+#define x4(i) x4s[i]
+#ifdef DT_F32
+layout(std430, binding = 2) readonly buffer W0 { vec4 w0[]; };
+layout(std430, binding = 4) readonly buffer W1 { vec4 w1[]; };
 #else
 layout(std430, binding = 2) readonly buffer W0 { uvec4 w0[]; };
 layout(std430, binding = 4) readonly buffer W1 { uvec4 w1[]; };
 #endif
+#define wq0(i) w0[i]
+#define wq1(i) w1[i]
 #ifdef DT_Q8
 layout(std430, binding = 3) readonly buffer S0 { uint s0[]; };
 layout(std430, binding = 5) readonly buffer S1 { uint s1[]; };
+#define sc0(i) (unpackHalf2x16(s0[(i) >> 1])[(i) & 1u])
+#define sc1(i) (unpackHalf2x16(s1[(i) >> 1])[(i) & 1u])
 #endif
-
-// A "unit" is what one load step covers along a row: UNIT columns, XV vec4s of x.
-// WPE: columns per element of the w0/w1 arrays.
-#if defined(GENERIC)
-#define UNIT 1u
-#define WPE 1u
-#elif defined(DT_F32)
-#define UNIT 4u
-#define XV 1
-#define WPE 4u
-#elif defined(DT_F16)
-#define UNIT 8u
-#define XV 2
-#define WPE 8u
-#else
-#define XV Q8_XV
-#define UNIT (4u * Q8_XV)
-#define WPE 16u
 #endif
 
 // Sign-extends the four int8 of w (little-endian) to floats.
@@ -79,58 +129,76 @@ vec4 i8x4(uint w)
     return vec4(ivec4(int(w << 24), int(w << 16), int(w << 8), int(w)) >> 24);
 }
 
-// Element h of an array of packed halves.
-#define HALF_AT(A, h) (unpackHalf2x16(A[(h) >> 1])[(h) & 1u])
+// ---- the fixed order of one unit -------------------------------------------------------
+// a + w.x in column order, each product rounded, then each sum.
+float dot4(vec4 w, vec4 x, float a)
+{
+    precise float r = a + w.x * x.x;
+    r = r + w.y * x.y;
+    r = r + w.z * x.z;
+    r = r + w.w * x.w;
+    return r;
+}
 
-// Row `row` of a binding starts at element b = row * (cols / WPE) of w0/w1; for Q8 its
-// first scale is at half index sb = row * (cols / 32).
-#if defined(GENERIC)
-#define LOAD_FN(NAME, W, S)
-#elif defined(DT_F32)
-#define LOAD_FN(NAME, W, S) \
-    void NAME(uint b, uint sb, uint i, out vec4 wv[XV], out float sc) \
-    { wv[0] = W[b + i]; sc = 1.0; }
-#elif defined(DT_F16)
-#define LOAD_FN(NAME, W, S) \
-    void NAME(uint b, uint sb, uint i, out vec4 wv[XV], out float sc) \
-    { \
-        uvec4 u = W[b + i]; \
-        wv[0] = vec4(unpackHalf2x16(u.x), unpackHalf2x16(u.y)); \
-        wv[1] = vec4(unpackHalf2x16(u.z), unpackHalf2x16(u.w)); \
-        sc = 1.0; \
+float mul_add(float w, float x, float a)
+{
+    precise float r = a + w * x;
+    return r;
+}
+
+// The tree that combines the NPART partials of one output (a[p] = partial p).
+float combine8(float a[NPART])
+{
+    precise float l = (a[0] + a[4]) + (a[2] + a[6]);
+    precise float h = (a[1] + a[5]) + (a[3] + a[7]);
+    precise float r = l + h;
+    return r;
+}
+
+#ifdef SUBGROUP
+// combine8 of NPART outputs at once across the NPART lanes of an aligned lane group
+// (v[j]: this lane's partial of output j): a butterfly that halves the outputs each lane
+// keeps at every step, pairing lanes p and p^4, then p^2, then p^1 exactly as combine8
+// pairs partials (IEEE addition is commutative, so both lanes of a pair get the same
+// bits). Lane p ends with the sum of output p. 7 shuffles for 8 outputs.
+float combine_lanes(float v[NPART], uint p)
+{
+    bool b2 = (p & 4u) != 0u, b1 = (p & 2u) != 0u, b0 = (p & 1u) != 0u;
+    float u[4], w[2];
+    [[unroll]] for (uint k = 0; k < 4u; k++) {
+        precise float s = (b2 ? v[k + 4u] : v[k]) + subgroupShuffleXor(b2 ? v[k] : v[k + 4u], 4u);
+        u[k] = s;
     }
-#else
-// Q8_XV 8: unit i is block i (two uvec4). Q8_XV 4: unit i is half i&1 of block i>>1.
-#define LOAD_FN(NAME, W, S) \
-    void NAME(uint b, uint sb, uint i, out vec4 wv[XV], out float sc) \
-    { \
-        [[unroll]] for (uint k = 0; k < XV / 4; k++) { \
-            uvec4 u = W[b + i * (XV / 4) + k]; \
-            wv[4 * k + 0] = i8x4(u.x); wv[4 * k + 1] = i8x4(u.y); \
-            wv[4 * k + 2] = i8x4(u.z); wv[4 * k + 3] = i8x4(u.w); \
-        } \
-        sc = HALF_AT(S, sb + i / (8 / XV)); \
+    [[unroll]] for (uint k = 0; k < 2u; k++) {
+        precise float s = (b1 ? u[k + 2u] : u[k]) + subgroupShuffleXor(b1 ? u[k] : u[k + 2u], 2u);
+        w[k] = s;
     }
+    precise float r = (b0 ? w[1] : w[0]) + subgroupShuffleXor(b0 ? w[0] : w[1], 1u);
+    return r;
+}
 #endif
-LOAD_FN(load_w0, w0, s0)
-LOAD_FN(load_w1, w1, s1)
 
-// Unit index of the first unit of the row of tile g at r (r < ROWS/2: w0, else w1),
-// clamped into the binding so that tiles past the end read valid memory.
+// ---- tiles -----------------------------------------------------------------------------
+// Row of the tile's binding for tile g, tile row r (r < half_rows: w0, else w1), clamped
+// into the binding so that tiles past the end read valid memory.
 uint tile_row(uint g, uint r, uint half_rows)
 {
     return r < half_rows ? min(pc.off0 + g * pc.step + r, pc.lim0 - 1u)
                          : min(pc.off1 + g * pc.step + r - half_rows, pc.lim1 - 1u);
 }
 
-float silu(float g)
+// silu(gate) * up. precise: the product must not be fused with the residual add of
+// store_out, which the compiler cannot tell apart from this mode.
+float swiglu(float gate, float up)
 {
-    return g / (1.0 + exp(-g));
+    precise float r = gate / (1.0 + exp(-gate)) * up;
+    return r;
 }
 
 // Writes output j (0-based within this dispatch) of token tok.
 void store_out(uint tok, uint j, float v)
 {
-    uint idx = tok * pc.ldy + pc.out0 + j;
-    y[idx] = pc.mode == MODE_ADD ? y[idx] + v : v;
+    uint idx = (pc.yrow0 + tok) * pc.ldy + pc.out0 + j;
+    precise float r = pc.mode == MODE_ADD ? y[idx] + v : v;
+    y[idx] = r;
 }

@@ -1,8 +1,20 @@
 #version 450
-// rope_store.comp — RoPE on q (in place) and k of each token's fused qkv row, then K and
-// V written into the paged cache: block block_table[seq][pos / block_size], slot
-// pos % block_size, layout [block][kv_head][slot][head_dim]. One workgroup per token;
-// its invocations walk the rotation pairs of all heads, then the V elements.
+// rope_store.comp — per token: the Q/K/V biases added, RoPE on q (in place) and k of
+// the fused qkv row, then K and V written into the paged cache: block
+// block_table[seq][pos / block_size], slot pos % block_size, rows of head_dim values in
+// the order [block][kv_head][slot]. One workgroup per token; its invocations walk the
+// rotation pairs of all heads, then the V elements.
+//
+// Pair i of a head (docs/models.md): (2i, 2i+1) in the normal style, (i, i + rope_dim/2)
+// in the NeoX style; i < rope_dim/2 is rotated by
+//   theta_i = pos * pos_scale * base^(-2i/rope_dim) / freq_factor[i],
+// the other pairs (elements from rope_dim on) only get their bias.
+//
+// KV_Q8: a cache row is head_dim int8 values packed four per uint, then one f16 scale
+// per pc.group values, two per uint (llama.cpp's q8_0 split into quants and scales):
+// value = q * scale, scale = max|x| / 127 over the group. K and V first go back to qkv;
+// after a workgroup barrier, one invocation per two groups quantizes them (a group's
+// maximum needs the whole group; two groups share a scale word).
 //
 // sin/cos are computed here with an explicit range reduction and polynomials: Vulkan
 // only promises 2^-11 absolute error for sin/cos inside [-pi, pi], and angles reach
@@ -12,15 +24,28 @@ layout(local_size_x_id = 0) in;
 layout(push_constant) uniform Push {
     uint n_heads, n_kv_heads, head_dim, rope_dim;
     uint block_size, max_blocks, n_tok, wgx;
-    float log2_base;
+    float log2_base, pos_scale;
+    uint flags;  // FLAG_*
+    uint group;  // KV_Q8: values per scale (divides head_dim, a multiple of 4)
 } pc;
 
-layout(std430, binding = 0) buffer QKV { vec2 qkv[]; };  // pairs
+const uint FLAG_BIAS = 1u;   // add bias[] to every element of the row
+const uint FLAG_FREQS = 2u;  // divide theta_i by freq_factor[i]
+const uint FLAG_NEOX = 4u;   // NeoX pairing
+
+layout(std430, binding = 0) coherent buffer QKV { float qkv[]; };
 layout(std430, binding = 1) readonly buffer P { uint pos[]; };
 layout(std430, binding = 2) readonly buffer Q { uint seq[]; };
 layout(std430, binding = 3) readonly buffer B { uint block_table[]; };
-layout(std430, binding = 4) writeonly buffer K { vec2 kcache[]; };
-layout(std430, binding = 5) writeonly buffer V { vec2 vcache[]; };
+#ifdef KV_Q8
+layout(std430, binding = 4) writeonly buffer K { uint kcache[]; };
+layout(std430, binding = 5) writeonly buffer V { uint vcache[]; };
+#else
+layout(std430, binding = 4) writeonly buffer K { float kcache[]; };
+layout(std430, binding = 5) writeonly buffer V { float vcache[]; };
+#endif
+layout(std430, binding = 6) readonly buffer Bias { float bias[]; };
+layout(std430, binding = 7) readonly buffer F { float freq_factor[]; };
 
 // (sin a, cos a) to ~1 ulp for |a| < 1e5: Cody-Waite reduction by pi/2, cephes
 // polynomials on [-pi/4, pi/4].
@@ -36,36 +61,110 @@ vec2 sincos(float a)
     return q >= 2u ? -sc : sc;
 }
 
+float biased(uint at, uint e)
+{
+    return (pc.flags & FLAG_BIAS) != 0u ? qkv[at + e] + bias[e] : qkv[at + e];
+}
+
+// Elements (a, b) of pair i of a head (offsets within the head).
+uvec2 pair_of(uint i)
+{
+    uint r2 = pc.rope_dim / 2u;
+    if ((pc.flags & FLAG_NEOX) == 0u) return uvec2(2u * i, 2u * i + 1u);
+    if (i < r2) return uvec2(i, i + r2);
+    uint a = pc.rope_dim + 2u * (i - r2);  // the unrotated tail, adjacent pairs
+    return uvec2(a, a + 1u);
+}
+
+// (sin, cos) of theta_i at position p. With pos_scale 1 and no factors this is exactly
+// float(p) * base^(-2i/rope_dim), the angle of the plain llama pass.
+vec2 angle(uint p, uint i)
+{
+    float freq = exp2(-float(2u * i) / float(pc.rope_dim) * pc.log2_base);
+    if ((pc.flags & FLAG_FREQS) != 0u) freq /= freq_factor[i];
+    return sincos(float(p) * pc.pos_scale * freq);
+}
+
+#ifdef KV_Q8
+// Quantizes one group (pc.group values of qkv from src) into the quant words of cache row
+// dst starting at word w0; returns its scale, rounded to f16 (the value stored).
+float quantize_group(uint src, bool is_k, uint dst, uint w0)
+{
+    float amax = 0.0;
+    for (uint e = 0u; e < pc.group; e++) amax = max(amax, abs(qkv[src + e]));
+    float d = unpackHalf2x16(packHalf2x16(vec2(amax / 127.0, 0.0))).x;
+    float id = d > 0.0 ? 1.0 / d : 0.0;
+    for (uint w = 0u; w < pc.group / 4u; w++) {
+        uint packed = 0u;
+        for (uint j = 0u; j < 4u; j++) {
+            int q = clamp(int(round(qkv[src + 4u * w + j] * id)), -127, 127);
+            packed |= (uint(q) & 255u) << (8u * j);
+        }
+        if (is_k) kcache[dst + w0 + w] = packed;
+        else vcache[dst + w0 + w] = packed;
+    }
+    return d;
+}
+
+// Groups 2j and 2j+1 of a row (values from src), whose two f16 scales share one word.
+void store_group_pair(uint src, uint j, bool is_k, uint dst)
+{
+    uint groups = pc.head_dim / pc.group, gw = pc.group / 4u;
+    vec2 d = vec2(quantize_group(src + 2u * j * pc.group, is_k, dst, 2u * j * gw), 0.0);
+    if (2u * j + 1u < groups) d.y = quantize_group(src + (2u * j + 1u) * pc.group, is_k, dst, (2u * j + 1u) * gw);
+    uint at = dst + pc.head_dim / 4u + j;
+    if (is_k) kcache[at] = packHalf2x16(d);
+    else vcache[at] = packHalf2x16(d);
+}
+#endif
+
 void main()
 {
     uint t = gl_WorkGroupID.y * pc.wgx + gl_WorkGroupID.x;
-    if (t >= pc.n_tok) return;
+    if (t >= pc.n_tok) return;  // the whole workgroup: the barrier below stays uniform
     uint p = pos[t];
-    uint half_dim = pc.head_dim / 2u;
-    uint row = (pc.n_heads + 2u * pc.n_kv_heads) * half_dim;  // qkv row in pairs
+    uint hd = pc.head_dim, half_dim = hd / 2u;
+    uint at = t * (pc.n_heads + 2u * pc.n_kv_heads) * hd;  // the token's qkv row
     uint blk = block_table[seq[t] * pc.max_blocks + p / pc.block_size];
-    uint slot = p % pc.block_size;
+    uint row0 = (blk * pc.n_kv_heads) * pc.block_size + p % pc.block_size;  // cache row of kv head 0
 
-    uint n_rot = (pc.n_heads + pc.n_kv_heads) * half_dim;
-    for (uint e = gl_LocalInvocationID.x; e < n_rot; e += gl_WorkGroupSize.x) {
+    uint n_pairs = (pc.n_heads + pc.n_kv_heads) * half_dim;
+    for (uint e = gl_LocalInvocationID.x; e < n_pairs; e += gl_WorkGroupSize.x) {
         uint h = e / half_dim, i = e % half_dim;
-        uint at = t * row + e;
-        vec2 v = qkv[at];
+        uvec2 ab = pair_of(i) + h * hd;
+        vec2 v = vec2(biased(at, ab.x), biased(at, ab.y));
         if (2u * i < pc.rope_dim) {
-            float freq = exp2(-float(2u * i) / float(pc.rope_dim) * pc.log2_base);
-            vec2 sc = sincos(float(p) * freq);
+            vec2 sc = angle(p, i);
             v = vec2(v.x * sc.y - v.y * sc.x, v.x * sc.x + v.y * sc.y);
-            qkv[at] = v;
         }
+        qkv[at + ab.x] = v.x;
+        qkv[at + ab.y] = v.y;
+#ifndef KV_Q8
         if (h >= pc.n_heads) {
-            uint kh = h - pc.n_heads;
-            kcache[((blk * pc.n_kv_heads + kh) * pc.block_size + slot) * half_dim + i] = v;
+            uint row = (row0 + (h - pc.n_heads) * pc.block_size) * hd;
+            kcache[row + ab.x - h * hd] = v.x;
+            kcache[row + ab.y - h * hd] = v.y;
         }
+#endif
     }
-    uint n_v = pc.n_kv_heads * half_dim;
+    uint v0 = (pc.n_heads + pc.n_kv_heads) * hd, n_v = pc.n_kv_heads * hd;
     for (uint e = gl_LocalInvocationID.x; e < n_v; e += gl_WorkGroupSize.x) {
-        uint kh = e / half_dim, i = e % half_dim;
-        vcache[((blk * pc.n_kv_heads + kh) * pc.block_size + slot) * half_dim + i] =
-            qkv[t * row + n_rot + e];
+        float v = biased(at, v0 + e);
+        qkv[at + v0 + e] = v;
+#ifndef KV_Q8
+        vcache[(row0 + (e / hd) * pc.block_size) * hd + e % hd] = v;
+#endif
     }
+#ifdef KV_Q8
+    memoryBarrierBuffer();
+    barrier();
+    uint pairs = (hd / pc.group + 1u) / 2u, row_words = hd / 4u + pairs;
+    uint k0 = pc.n_heads * hd, n_units = pc.n_kv_heads * pairs;
+    for (uint u = gl_LocalInvocationID.x; u < 2u * n_units; u += gl_WorkGroupSize.x) {
+        bool is_k = u < n_units;
+        uint r = is_k ? u : u - n_units, kh = r / pairs;
+        uint src = at + k0 + (is_k ? 0u : n_v) + kh * hd;
+        store_group_pair(src, r % pairs, is_k, (row0 + kh * pc.block_size) * row_words);
+    }
+#endif
 }

@@ -1,10 +1,15 @@
 /* test_kernels.c — every compute shader against a plain CPU loop on random inputs, for
- * shapes that are not multiples of any tile or workgroup size, with the subgroup variants
- * and again with the Vulkan 1.2 core baseline. The CPU side computes in double from the
- * same dequantized values the GPU reads, so tolerances stay tight for every dtype.
+ * shapes that are not multiples of any tile or workgroup size, in every variant the
+ * device has: subgroup and Vulkan 1.2 core baseline, each with texel-buffer and
+ * storage-buffer reads. The CPU side computes in double from the same dequantized values
+ * the GPU reads, so tolerances stay tight for every dtype.
+ *
+ * Batch invariance (DESIGN.md): every linear output, attention output and normalized row
+ * of a token is compared bit for bit (memcmp) between the token computed alone and the
+ * same token inside batches of other sizes at other rows, and across the variants.
  *
  *   test_kernels          the checks
- *   test_kernels bench    also times the mat-vec on 2048x2048 and 8192x2048 weights */
+ *   test_kernels bench    times the linear (median of 9 runs per case) instead */
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -23,6 +28,9 @@ typedef struct ctx {
     ember_vk_cmd *cmd;
     ember_err err;
     const char *variant;
+    int variant_index;          /* 0: the reference variant of the cross-variant checks */
+    float *alone[64];           /* per invariance case: outputs of tokens run alone, from
+                                   variant 0 */
 } ctx;
 
 static void die(ctx *t, const char *what)
@@ -47,6 +55,14 @@ static ember_vk_span buf(ctx *t, const void *data, size_t bytes)
     if (ember_vk_alloc(t->arena, bytes ? bytes : 4, EMBER_VK_MEM_HOST, &s, &t->err) != EMBER_OK) die(t, "alloc");
     if (data) memcpy(s.host, data, bytes);
     else memset(s.host, 0, bytes);
+    return s;
+}
+
+/* The same, for a linear input: with the texel view the kernels read it through. */
+static ember_vk_span xbuf(ctx *t, const void *data, size_t bytes)
+{
+    ember_vk_span s = buf(t, data, bytes);
+    if (ember_kernels_input_view(t->k, t->arena, &s, &t->err) != EMBER_OK) die(t, "input view");
     return s;
 }
 
@@ -216,7 +232,7 @@ static void test_linear_case(ctx *t, tu_rng *r, ember_dtype type, uint32_t rows,
         case_begin(t);
         ember_gpu_weight g;
         if (upload(t, &w, n_src, max_part, &g)) {
-            ember_vk_span xs = buf(t, x, sizeof(float) * n_tok * cols), ys = buf(t, y0, sizeof(float) * ny);
+            ember_vk_span xs = xbuf(t, x, sizeof(float) * n_tok * cols), ys = buf(t, y0, sizeof(float) * ny);
             ember_k_linear(t->cmd, t->k, &g, xs, ys, n_tok, (ember_out_mode)mode);
             char what[160];
             snprintf(what, sizeof what, "[%s] linear %s %ux%u n_tok %u mode %d parts %u", t->variant,
@@ -232,6 +248,8 @@ static void test_linear_case(ctx *t, tu_rng *r, ember_dtype type, uint32_t rows,
         printf("linear %s %ux%u n_tok %u: %.3f s\n", dtype_name(type), rows, cols, n_tok, now_s() - t0);
 }
 
+/* The full set on the first variant; a smoke set on the others, whose bits the
+ * invariance test compares with the first variant's anyway. */
 static void test_linear(ctx *t, bool quick)
 {
     static const ember_dtype types[] = {EMBER_DTYPE_F32, EMBER_DTYPE_F16, EMBER_DTYPE_Q8_0};
@@ -241,13 +259,13 @@ static void test_linear(ctx *t, bool quick)
     for (int d = 0; d < 3; d++) {
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             for (size_t n = 0; n < sizeof toks / sizeof toks[0]; n++) {
-                if (quick && shapes[s][1] == 2048 && toks[n] > 5) continue;
+                if (quick && (shapes[s][1] == 2048 || (toks[n] != 1 && toks[n] != 5 && toks[n] != 17))) continue;
                 test_linear_case(t, &r, types[d], shapes[s][0], shapes[s][1], toks[n], 0, 1);
             }
         /* 75000 rows bound in 3+ parts of odd row counts, stacked from 3 sources. */
         uint64_t part = types[d] == EMBER_DTYPE_F32 ? (7u << 20) : (3u << 20);
-        uint32_t big_toks[] = {1, 3, 17};
-        for (int n = 0; n < (quick ? 2 : 3); n++) test_linear_case(t, &r, types[d], 75000, 64, big_toks[n], part, 3);
+        uint32_t big_toks[] = {1, 17};
+        for (int n = 0; n < (quick ? 0 : 2); n++) test_linear_case(t, &r, types[d], 75000, 64, big_toks[n], part, 3);
         /* Parts of a few rows: SWIGLU gate/up runs that straddle parts. */
         for (uint32_t n = 1; n <= 6; n += 5)
             test_linear_case(t, &r, types[d], 74, 64, n, row_bytes(types[d], 64) * 9 + 8, 2);
@@ -256,9 +274,138 @@ static void test_linear(ctx *t, bool quick)
     for (int d = 0; d < 2; d++)
         for (uint32_t n = 1; n <= 9; n += 4) {
             test_linear_case(t, &r, types[d], 10, 30, n, 0, 1);
+            if (quick) continue;
             test_linear_case(t, &r, types[d], 9, 36, n, 0, 1);
             test_linear_case(t, &r, types[d], 12, 6, n, 0, 1);
         }
+}
+
+/* ---- linear: batch invariance -------------------------------------------------------- */
+
+#define INV_TOK 130
+
+typedef struct inv_case {
+    ember_dtype type;
+    uint32_t rows, cols;
+    uint64_t max_part;   /* 0: one part */
+} inv_case;
+
+/* Runs tokens x_row0 .. x_row0+n-1 of xs as one batch, writing rows y_row0.. of ys. */
+static void run_rows(ctx *t, const ember_gpu_weight *g, ember_vk_span xs, ember_vk_span ys, uint32_t row0, uint32_t n,
+                     ember_out_mode mode)
+{
+    ember_k_linear_rows(t->cmd, t->k, g, xs, row0, ys, row0, n, mode);
+    ember_vk_cmd_barrier(t->cmd);
+}
+
+/* Row j of got must equal row want_row[j] of want, bit for bit. */
+static void check_rows(ctx *t, const char *what, const float *got, const float *want, const uint32_t *want_row,
+                       uint32_t n, uint32_t ldy)
+{
+    for (uint32_t j = 0; j < n; j++)
+        if (memcmp(got + (size_t)j * ldy, want + (size_t)want_row[j] * ldy, sizeof(float) * ldy) != 0) {
+            uint32_t c = 0;
+            while (c + 1 < ldy && got[(size_t)j * ldy + c] == want[(size_t)want_row[j] * ldy + c]) c++;
+            CHECKF(0, "[%s] %s: row %u (token %u) differs at %u: %.9g vs %.9g", t->variant, what, j, want_row[j], c,
+                   got[(size_t)j * ldy + c], want[(size_t)want_row[j] * ldy + c]);
+            return;
+        }
+}
+
+/* Every token of a 130-token x run alone (n_tok 1, by row offset and from a copy of its
+ * row), then inside batches of 2..130 tokens at several offsets, and inside a batch in a
+ * shuffled order: all outputs must be bit-identical, and identical to variant 0's. */
+static void test_invariance_case(ctx *t, int ci, const inv_case *c, ember_out_mode mode)
+{
+    static const uint32_t sizes[] = {2, 3, 4, 5, 16, 17, 64, 130};
+    tu_rng r = {100 + (uint64_t)ci};
+    weight w = make_weight(&r, c->type, c->rows, c->cols);
+    uint32_t ldy = mode == EMBER_OUT_SWIGLU ? c->rows / 2 : c->rows;
+    size_t nx = (size_t)INV_TOK * c->cols, ny = (size_t)INV_TOK * ldy;
+    float *x = rand_floats(&r, nx, -1, 1), *y0 = rand_floats(&r, ny, -1, 1);
+    float *xp = malloc(sizeof(float) * nx), *y0p = malloc(sizeof(float) * ny);
+    uint32_t perm[INV_TOK], ident[INV_TOK];
+    for (uint32_t i = 0; i < INV_TOK; i++) perm[i] = ident[i] = i;
+    for (uint32_t i = INV_TOK - 1; i > 0; i--) {
+        uint32_t j = (uint32_t)(tu_next(&r) % (i + 1)), tmp = perm[i];
+        perm[i] = perm[j];
+        perm[j] = tmp;
+    }
+    for (uint32_t j = 0; j < INV_TOK; j++) {
+        memcpy(xp + (size_t)j * c->cols, x + (size_t)perm[j] * c->cols, sizeof(float) * c->cols);
+        memcpy(y0p + (size_t)j * ldy, y0 + (size_t)perm[j] * ldy, sizeof(float) * ldy);
+    }
+    char what[160];
+    snprintf(what, sizeof what, "invariance %s %ux%u mode %d", dtype_name(c->type), c->rows, c->cols, mode);
+
+    case_begin(t);
+    ember_gpu_weight g;
+    if (!upload(t, &w, 2, c->max_part, &g)) goto done;
+    ember_vk_span xs = xbuf(t, x, sizeof(float) * nx), xps = xbuf(t, xp, sizeof(float) * nx);
+    ember_vk_span alone = buf(t, y0, sizeof(float) * ny), perm_y = buf(t, y0p, sizeof(float) * ny);
+    for (uint32_t i = 0; i < INV_TOK; i++) run_rows(t, &g, xs, alone, i, 1, mode);
+    /* Tokens copied into an x of their own. */
+    static const uint32_t copied[3] = {0, 77, INV_TOK - 1};
+    ember_vk_span one_y[3];
+    for (int i = 0; i < 3; i++) {
+        ember_vk_span one_x = xbuf(t, x + (size_t)copied[i] * c->cols, sizeof(float) * c->cols);
+        one_y[i] = buf(t, y0 + (size_t)copied[i] * ldy, sizeof(float) * ldy);
+        ember_k_linear(t->cmd, t->k, &g, one_x, one_y[i], 1, mode);
+    }
+    ember_vk_span batch_y[sizeof sizes / sizeof sizes[0]][3];
+    for (size_t b = 0; b < sizeof sizes / sizeof sizes[0]; b++) {
+        uint32_t n = sizes[b], offs[3] = {0, (INV_TOK - n) / 2, INV_TOK - n};
+        for (int o = 0; o < 3; o++) {
+            batch_y[b][o] = buf(t, y0, sizeof(float) * ny);
+            run_rows(t, &g, xs, batch_y[b][o], offs[o], n, mode);
+        }
+    }
+    ember_k_linear(t->cmd, t->k, &g, xps, perm_y, INV_TOK, mode);
+    if (!submit(t, what)) goto done;
+
+    const float *ref = alone.host;
+    for (int i = 0; i < 3; i++) check_rows(t, what, one_y[i].host, ref, &copied[i], 1, ldy);
+    for (size_t b = 0; b < sizeof sizes / sizeof sizes[0]; b++) {
+        uint32_t n = sizes[b], offs[3] = {0, (INV_TOK - n) / 2, INV_TOK - n};
+        for (int o = 0; o < 3; o++)
+            check_rows(t, what, (const float *)batch_y[b][o].host + (size_t)offs[o] * ldy, ref, ident + offs[o], n, ldy);
+    }
+    check_rows(t, what, perm_y.host, ref, perm, INV_TOK, ldy);
+    /* The batched results are also right (not merely consistent). */
+    double *want = malloc(sizeof(double) * ny);
+    linear_ref(&w, x, y0, INV_TOK, mode, want);
+    check_close(what, ref, want, ny, TOL);
+    free(want);
+    /* Across variants: the same bits as the first variant's. */
+    if (t->variant_index == 0) {
+        free(t->alone[ci]);
+        t->alone[ci] = malloc(sizeof(float) * ny);
+        memcpy(t->alone[ci], ref, sizeof(float) * ny);
+    } else if (t->alone[ci]) {
+        check_rows(t, what, ref, t->alone[ci], ident, INV_TOK, ldy);
+    }
+done:
+    free(x);
+    free(y0);
+    free(xp);
+    free(y0p);
+    free_weight(&w);
+}
+
+static void test_invariance(ctx *t)
+{
+    /* Unit counts per lane that differ between lanes (cols not a multiple of 8 units),
+     * odd row counts, weights in several parts (SWIGLU runs straddling parts), and rows
+     * that take the scalar GENERIC path. */
+    static const inv_case cases[] = {
+        {EMBER_DTYPE_F32, 70, 1000, 0},  {EMBER_DTYPE_F16, 70, 1000, 0},
+        {EMBER_DTYPE_Q8_0, 70, 1056, 0}, {EMBER_DTYPE_F32, 38, 256, 4u * 256 * 7},
+        {EMBER_DTYPE_F16, 38, 256, 2u * 256 * 7}, {EMBER_DTYPE_Q8_0, 38, 256, 256 * 7},
+        {EMBER_DTYPE_F32, 22, 30, 0},    {EMBER_DTYPE_F16, 22, 36, 0},
+    };
+    int ci = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int mode = 0; mode < 3; mode++) test_invariance_case(t, ci++, &cases[i], (ember_out_mode)mode);
 }
 
 /* ---- embed, rmsnorm, argmax --------------------------------------------------------- */
@@ -444,7 +591,7 @@ static void test_rope_store(ctx *t, ember_attn_shape s, uint32_t n_seqs, const u
     ember_vk_span ps = buf(t, b.pos, 4 * b.n_tok), ss = buf(t, b.seq, 4 * b.n_tok);
     ember_vk_span bt = buf(t, b.table, 4 * n_seqs * s.max_blocks_per_seq);
     ember_vk_span ks = buf(t, cache0, sizeof(float) * cache_n), vs = buf(t, cache0, sizeof(float) * cache_n);
-    ember_k_rope_store(t->cmd, t->k, &s, qs, ps, ss, bt, ks, vs, b.n_tok);
+    ember_k_rope_store(t->cmd, t->k, &s, NULL, qs, ps, ss, bt, ks, vs, b.n_tok);
     char what[128];
     snprintf(what, sizeof what, "[%s] rope_store hd %u rope %u tokens %u", t->variant, s.head_dim, s.rope_dim,
              b.n_tok);
@@ -518,6 +665,81 @@ static void test_attention(ctx *t, ember_attn_shape s, uint32_t n_seqs, const ui
     free_batch(&b);
 }
 
+/* A token's attention output depends on its sequence and position only: tokens of a
+ * ragged batch run alone (and one sequence's tokens run without the others) give the
+ * same bits. */
+static void test_attention_invariance(ctx *t, ember_attn_shape s)
+{
+    static const uint32_t last[] = {611, 299, 4}, chunk[] = {1, 200, 3};
+    tu_rng r = {77 + s.head_dim};
+    batch b = make_batch(&r, s, 3, last, chunk);
+    uint32_t qkv_w = (s.n_heads + 2 * s.n_kv_heads) * s.head_dim, out_w = s.n_heads * s.head_dim;
+    size_t cache_n = (size_t)b.n_blocks * s.n_kv_heads * s.block_size * s.head_dim;
+    float *qkv = rand_floats(&r, (size_t)b.n_tok * qkv_w, -1, 1);
+    float *kc = rand_floats(&r, cache_n, -1, 1), *vc = rand_floats(&r, cache_n, -1, 1);
+    case_begin(t);
+    ember_vk_span ks = buf(t, kc, sizeof(float) * cache_n), vs = buf(t, vc, sizeof(float) * cache_n);
+    ember_vk_span bt = buf(t, b.table, 4 * 3 * s.max_blocks_per_seq);
+    ember_vk_span qs = buf(t, qkv, sizeof(float) * b.n_tok * qkv_w), ps = buf(t, b.pos, 4 * b.n_tok);
+    ember_vk_span ss = buf(t, b.seq, 4 * b.n_tok), os = buf(t, NULL, sizeof(float) * b.n_tok * out_w);
+    ember_k_attention(t->cmd, t->k, &s, qs, ps, ss, bt, ks, vs, os, b.n_tok);
+    /* Alone: the first, a middle and the last token; then sequence 2's tokens together. */
+    uint32_t pick[4] = {0, b.n_tok / 2, b.n_tok - 1, 0}, n_pick = 3, sub[8], n_sub = 0;
+    ember_vk_span one_o[3];
+    for (uint32_t i = 0; i < n_pick; i++) {
+        uint32_t k = pick[i];
+        ember_vk_span q1 = buf(t, qkv + (size_t)k * qkv_w, sizeof(float) * qkv_w);
+        ember_vk_span p1 = buf(t, &b.pos[k], 4), s1 = buf(t, &b.seq[k], 4);
+        one_o[i] = buf(t, NULL, sizeof(float) * out_w);
+        ember_k_attention(t->cmd, t->k, &s, q1, p1, s1, bt, ks, vs, one_o[i], 1);
+    }
+    float *sq = malloc(sizeof(float) * 8 * qkv_w);
+    uint32_t spos[8], sseq[8];
+    for (uint32_t i = 0; i < b.n_tok && n_sub < 8; i++)
+        if (b.seq[i] == 2) {
+            memcpy(sq + (size_t)n_sub * qkv_w, qkv + (size_t)i * qkv_w, sizeof(float) * qkv_w);
+            spos[n_sub] = b.pos[i];
+            sseq[n_sub] = 2;
+            sub[n_sub++] = i;
+        }
+    ember_vk_span sqs = buf(t, sq, sizeof(float) * n_sub * qkv_w), sps = buf(t, spos, 4 * n_sub);
+    ember_vk_span sss = buf(t, sseq, 4 * n_sub), sos = buf(t, NULL, sizeof(float) * n_sub * out_w);
+    ember_k_attention(t->cmd, t->k, &s, sqs, sps, sss, bt, ks, vs, sos, n_sub);
+    char what[96];
+    snprintf(what, sizeof what, "attention invariance hd %u", s.head_dim);
+    if (submit(t, what)) {
+        for (uint32_t i = 0; i < n_pick; i++) check_rows(t, what, one_o[i].host, os.host, &pick[i], 1, out_w);
+        check_rows(t, what, sos.host, os.host, sub, n_sub, out_w);
+    }
+    free(sq);
+    free(qkv);
+    free(kc);
+    free(vc);
+    free_batch(&b);
+}
+
+/* rmsnorm of a row alone (gathered by index, or copied) equals the row in a batch. */
+static void test_rmsnorm_invariance(ctx *t)
+{
+    uint32_t dim = 2048, n = 9, pick = 5;
+    tu_rng r = {31};
+    float *x = rand_floats(&r, (size_t)n * dim, -2, 2), *w = rand_floats(&r, dim, -1.5f, 1.5f);
+    case_begin(t);
+    ember_vk_span xs = buf(t, x, sizeof(float) * n * dim), ws = buf(t, w, sizeof(float) * dim);
+    ember_vk_span x1 = buf(t, x + (size_t)pick * dim, sizeof(float) * dim);
+    ember_vk_span ys = buf(t, NULL, sizeof(float) * n * dim), y1 = buf(t, NULL, sizeof(float) * dim);
+    ember_vk_span y2 = buf(t, NULL, sizeof(float) * dim), rs = buf(t, &pick, 4);
+    ember_k_rmsnorm(t->cmd, t->k, xs, ws, ys, NULL, n, dim, 1e-5f);
+    ember_k_rmsnorm(t->cmd, t->k, x1, ws, y1, NULL, 1, dim, 1e-5f);
+    ember_k_rmsnorm(t->cmd, t->k, xs, ws, y2, &rs, 1, dim, 1e-5f);
+    if (submit(t, "rmsnorm invariance")) {
+        check_rows(t, "rmsnorm invariance", y1.host, ys.host, &pick, 1, dim);
+        check_rows(t, "rmsnorm invariance (gathered)", y2.host, ys.host, &pick, 1, dim);
+    }
+    free(x);
+    free(w);
+}
+
 static void test_attn_all(ctx *t, bool quick)
 {
     /* GQA 8/2, blocks of 16: a long decode, a 200-token prefill chunk over a cached
@@ -549,17 +771,26 @@ static void test_attn_all(ctx *t, bool quick)
     CHECK(ember_kernels_check_attn(t->k, &bad, &t->err) != EMBER_OK);
     bad = (ember_attn_shape){8, 2, 1024, 64, 10000.0f, 16, 4};
     CHECK(ember_kernels_check_attn(t->k, &bad, &t->err) != EMBER_OK);
+    test_attention_invariance(t, (ember_attn_shape){8, 2, 64, 64, 10000.0f, 16, 40});
+    test_attention_invariance(t, (ember_attn_shape){4, 1, 128, 128, 10000.0f, 5, 130});
+    test_rmsnorm_invariance(t);
 }
 
 /* ---- timing ------------------------------------------------------------------------- */
 
-/* Best of 3 mean wall times of one linear of n_tok tokens, reps dispatches per submit
- * (the machine is shared: the minimum is the stable figure). */
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median of 9 mean wall times of one linear of n_tok tokens, reps dispatches per submit,
+ * after one warm-up (the machine is shared: the median of several runs in one process). */
 static double time_linear(ctx *t, const ember_gpu_weight *g, ember_vk_span x, ember_vk_span y, uint32_t n_tok,
                           int reps)
 {
-    double best = 1e30;
-    for (int round = 0; round < 4; round++) {
+    double s[9];
+    for (int round = -1; round < 9; round++) {
         if (ember_vk_cmd_begin(t->cmd, &t->err) != EMBER_OK) die(t, "cmd_begin");
         for (int i = 0; i < reps; i++) {
             ember_k_linear(t->cmd, t->k, g, x, y, n_tok, EMBER_OUT_STORE);
@@ -567,34 +798,37 @@ static double time_linear(ctx *t, const ember_gpu_weight *g, ember_vk_span x, em
         }
         double t0 = now_s();
         if (ember_vk_cmd_submit(t->cmd, &t->err) != EMBER_OK) die(t, "submit");
-        double s = (now_s() - t0) / reps;
-        if (round > 0 && s < best) best = s; /* round 0 warms up */
+        if (round >= 0) s[round] = (now_s() - t0) / reps;
     }
-    return best;
+    qsort(s, 9, sizeof s[0], cmp_double);
+    return s[4];
 }
 
+/* The mat-vec on 2048x2048 and 8192x2048, decode batches and prefill on 2048x2048, and
+ * the mat-mat at 1024^3, per dtype. GB/s counts the weight bytes in GGUF layout. */
 static void bench(ctx *t)
 {
     static const ember_dtype types[] = {EMBER_DTYPE_F32, EMBER_DTYPE_F16, EMBER_DTYPE_Q8_0};
-    static const uint32_t rows[] = {2048, 8192};
-    static const uint32_t toks[] = {1, 2, 4, 5, 8, 16, 64};
+    static const uint32_t shapes[][3] = {{2048, 2048, 1},  {8192, 2048, 1},  {2048, 2048, 4},   {2048, 2048, 16},
+                                         {2048, 2048, 32}, {2048, 2048, 64}, {2048, 2048, 128}, {2048, 2048, 256},
+                                         {1024, 1024, 1024}};
     tu_rng r = {9};
     for (int d = 0; d < 3; d++)
-        for (int ri = 0; ri < 2; ri++) {
-            weight w = make_weight(&r, types[d], rows[ri], 2048);
-            float *x = rand_floats(&r, 2048 * 64, -1, 1);
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+            uint32_t rows = shapes[i][0], cols = shapes[i][1], n_tok = shapes[i][2];
+            weight w = make_weight(&r, types[d], rows, cols);
+            float *x = rand_floats(&r, (size_t)cols * n_tok, -1, 1);
             case_begin(t);
             ember_vk_cmd_submit(t->cmd, &t->err);
             ember_gpu_weight g;
             if (!upload(t, &w, 1, 0, &g)) exit(1);
-            ember_vk_span xs = buf(t, x, sizeof(float) * 2048 * 64), ys = buf(t, NULL, sizeof(float) * rows[ri] * 64);
-            double bytes = (double)row_bytes(types[d], 2048) * rows[ri];
-            for (size_t n = 0; n < sizeof toks / sizeof toks[0]; n++) {
-                double s = time_linear(t, &g, xs, ys, toks[n], toks[n] > 8 ? 2 : 5);
-                printf("[%s] %-5s %5ux2048 n_tok %3u: %8.3f ms  %6.2f GB/s  %7.2f GFLOP/s\n", t->variant,
-                       dtype_name(types[d]), rows[ri], toks[n], s * 1e3, bytes / s * 1e-9,
-                       2.0 * rows[ri] * 2048 * toks[n] / s * 1e-9);
-            }
+            ember_vk_span xs = xbuf(t, x, sizeof(float) * cols * n_tok);
+            ember_vk_span ys = buf(t, NULL, sizeof(float) * rows * n_tok);
+            double bytes = (double)row_bytes(types[d], cols) * rows, flop = 2.0 * rows * cols * n_tok;
+            double s = time_linear(t, &g, xs, ys, n_tok, flop > 4e9 ? 1 : flop > 5e8 ? 2 : 4);
+            printf("[%s] %-5s %5ux%-5u n_tok %4u: %9.3f ms %7.2f GB/s %7.2f GFLOP/s\n", t->variant,
+                   dtype_name(types[d]), rows, cols, n_tok, s * 1e3, bytes / s * 1e-9, flop / s * 1e-9);
+            fflush(stdout);
             free(x);
             free_weight(&w);
         }
@@ -607,16 +841,26 @@ static void run_all(ctx *t, bool quick)
     double t0 = now_s();
     test_linear(t, quick);
     double t1 = now_s();
+    test_invariance(t);
+    double t2 = now_s();
     test_embed(t);
     test_rmsnorm(t);
     test_argmax(t);
-    double t2 = now_s();
+    double t3 = now_s();
     test_attn_all(t, quick);
-    printf("[%s] linear %.1f s, rows %.1f s, attention %.1f s\n", t->variant, t1 - t0, t2 - t1, now_s() - t2);
+    printf("[%s] linear %.1f s, invariance %.1f s, rows %.1f s, attention %.1f s\n", t->variant, t1 - t0, t2 - t1,
+           t3 - t2, now_s() - t3);
 }
+
+typedef struct variant {
+    const char *name;
+    bool no_subgroup, no_texel;
+} variant;
 
 int main(int argc, char **argv)
 {
+    static const variant variants[] = {{"subgroup+texel", false, false}, {"subgroup+storage", false, true},
+                                       {"baseline+texel", true, false},  {"baseline+storage", true, true}};
     bool do_bench = argc > 1 && strcmp(argv[1], "bench") == 0;
     ctx t = {0};
     ember_vk_opts vo = {.validation = tu_validation()};
@@ -625,21 +869,32 @@ int main(int argc, char **argv)
     if (s != EMBER_OK) die(&t, "ember_vk_create");
     if (ember_vk_cmd_create(t.vk, &t.cmd, &t.err) != EMBER_OK) die(&t, "cmd_create");
     const ember_vk_caps *caps = ember_vk_get_caps(t.vk);
-    printf("device: %s, subgroup %u%s\n", caps->device_name, caps->subgroup_size,
-           caps->subgroup_arith ? " (arithmetic)" : "");
+    printf("device: %s, subgroup %u%s%s, texel views%s%s%s\n", caps->device_name, caps->subgroup_size,
+           caps->subgroup_arith ? " arithmetic" : "", caps->subgroup_shuffle ? " shuffle" : "",
+           caps->texel_rgba32f ? " rgba32f" : "", caps->texel_rgba32ui ? " rgba32ui" : "",
+           caps->texel_r16f ? " r16f" : "");
 
-    for (int base = 0; base < 2; base++) {
-        if (base == 0 && !caps->subgroup_arith) continue;
-        ember_kernels_opts ko = {.no_subgroup = base == 1};
+    for (int v = 0, done = 0; v < 4; v++) {
+        ember_kernels_opts ko = {.no_subgroup = variants[v].no_subgroup, .no_texel = variants[v].no_texel};
         double t0 = now_s();
         if (ember_kernels_create_opts(t.vk, &ko, &t.k, &t.err) != EMBER_OK) die(&t, "ember_kernels_create");
-        t.variant = base ? "baseline" : "subgroup";
-        printf("[%s] pipelines created in %.2f s\n", t.variant, now_s() - t0);
-        if (do_bench) bench(&t);
-        else run_all(&t, base == 1);
+        /* A variant the device lacks falls back to one already run. */
+        bool dup = (!variants[v].no_texel && !ember_kernels_texel(t.k)) ||
+                   (!variants[v].no_subgroup && !caps->subgroup_arith);
+        if (!dup) {
+            t.variant = variants[v].name;
+            t.variant_index = done++;
+            printf("[%s] pipelines created in %.2f s\n", t.variant, now_s() - t0);
+            if (do_bench) {
+                if (v == 0 || getenv("EMBER_BENCH_ALL")) bench(&t);
+            } else {
+                run_all(&t, v != 0);
+            }
+        }
         ember_kernels_destroy(t.k);
         t.k = NULL;
     }
+    for (size_t i = 0; i < sizeof t.alone / sizeof t.alone[0]; i++) free(t.alone[i]);
 
     char first[512] = "";
     uint32_t nv = ember_vk_validation_count(t.vk, first, sizeof first);

@@ -1,9 +1,11 @@
 /* test_platform.c — the Vulkan layer: device creation, caps, arena allocation (host and
  * device memory, alignment, spans above one binding), uploads and downloads, recorded
- * copies and fills, timestamps, and sticky recording errors. */
+ * copies and fills, timestamps, sticky recording errors, texel views and pipelines with
+ * texel, uniform and storage bindings. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "ember_shaders.h"
 #include "platform/vk.h"
 #include "tests/testutil.h"
 
@@ -74,6 +76,96 @@ static void test_memory(ember_vk *vk)
     ember_vk_arena_destroy(a);
 }
 
+/* IEEE half of small integers (exact), for the R16F view. */
+static uint16_t half_of(int v)
+{
+    if (v == 0) return 0;
+    int e = 0;
+    while ((1 << (e + 1)) <= v) e++;
+    return (uint16_t)((e + 15) << 10 | ((v - (1 << e)) << (10 - e)));
+}
+
+/* Texel views: creation, ownership by the arena, the checks, and a dispatch of
+ * shaders/bindings_probe.comp reading an RGBA32F view, an R16F view and a uniform
+ * buffer, with its result written through a storage buffer. */
+static void test_texel(ember_vk *vk)
+{
+    const ember_vk_caps *caps = ember_vk_get_caps(vk);
+    ember_err err = {0};
+    if (!caps->texel_rgba32f || !caps->texel_r16f) {
+        printf("no RGBA32F / R16F uniform texel buffers: texel checks skipped\n");
+        return;
+    }
+    CHECK(caps->max_texel_elements >= 65536 && caps->min_texel_align >= 1);
+    CHECK(caps->max_uniform_range >= 16384 && caps->min_uniform_align >= 1);
+    ember_vk_arena *a;
+    CHECK(ember_vk_arena_create(vk, &a, &err) == EMBER_OK);
+    enum { N = 8 };
+    ember_vk_span rgba, r16, uni, out;
+    CHECK(ember_vk_alloc(a, 16 * N + 8, EMBER_VK_MEM_HOST, &rgba, &err) == EMBER_OK);
+    CHECK(ember_vk_alloc(a, 2 * N, EMBER_VK_MEM_HOST, &r16, &err) == EMBER_OK);
+    CHECK(ember_vk_alloc(a, 64, EMBER_VK_MEM_HOST, &uni, &err) == EMBER_OK);
+    CHECK(ember_vk_alloc(a, 4 * 6 * N, EMBER_VK_MEM_HOST, &out, &err) == EMBER_OK);
+    for (int i = 0; i < 4 * N; i++) ((float *)rgba.host)[i] = 0.5f * (float)i - 3.0f;
+    for (int i = 0; i < N; i++) ((uint16_t *)r16.host)[i] = half_of(3 * i + 1);
+    for (int i = 0; i < 16; i++) ((uint32_t *)uni.host)[i] = 100u + (uint32_t)i;
+
+    CHECK(ember_vk_texel_view(a, &rgba, VK_FORMAT_R32G32B32A32_SFLOAT, &err) == EMBER_OK && rgba.view);
+    CHECK(ember_vk_texel_view(a, &r16, VK_FORMAT_R16_SFLOAT, &err) == EMBER_OK && r16.view);
+    /* The view survives a sub-span at offset 0 only. */
+    CHECK(ember_vk_span_sub(rgba, 0, 16).view == rgba.view);
+    CHECK(ember_vk_span_sub(rgba, 16, 16).view == VK_NULL_HANDLE);
+    /* Refused: a format outside the kernels' set, an offset off the texel alignment, an
+     * empty range. */
+    ember_vk_span bad = rgba;
+    bad.view = VK_NULL_HANDLE;
+    CHECK(ember_vk_texel_view(a, &bad, VK_FORMAT_R8G8B8A8_SRGB, &err) == EMBER_ERR_UNSUPPORTED && !bad.view);
+    ember_vk_span odd = ember_vk_span_sub(rgba, 4, 64);
+    if (caps->min_texel_align > 4)
+        CHECK(ember_vk_texel_view(a, &odd, VK_FORMAT_R32G32B32A32_SFLOAT, &err) == EMBER_ERR_UNSUPPORTED);
+    ember_vk_span tiny = ember_vk_span_sub(rgba, 0, 8);
+    tiny.view = VK_NULL_HANDLE;
+    CHECK(ember_vk_texel_view(a, &tiny, VK_FORMAT_R32G32B32A32_SFLOAT, &err) == EMBER_ERR_UNSUPPORTED);
+
+    ember_vk_binding_kind kinds[4] = {EMBER_VK_BIND_STORAGE, EMBER_VK_BIND_TEXEL, EMBER_VK_BIND_TEXEL,
+                                      EMBER_VK_BIND_UNIFORM};
+    ember_vk_pipeline *p;
+    ember_status s = ember_vk_pipeline_create_ex(vk, "bindings_probe", ember_spv_bindings_probe,
+                                                 ember_spv_bindings_probe_bytes, 4, kinds, 4, NULL, 0, &p, &err);
+    CHECKF(s == EMBER_OK, "%s", err.msg);
+    if (s != EMBER_OK) {
+        ember_vk_arena_destroy(a);
+        return;
+    }
+    ember_vk_cmd *c;
+    CHECK(ember_vk_cmd_create(vk, &c, &err) == EMBER_OK);
+    uint32_t n = N;
+    ember_vk_span b[4] = {out, rgba, r16, uni};
+    CHECK(ember_vk_cmd_begin(c, &err) == EMBER_OK);
+    ember_vk_cmd_dispatch(c, p, b, &n, 1, 1, 1);
+    CHECK(ember_vk_cmd_submit(c, &err) == EMBER_OK);
+    const float *o = out.host;
+    for (int i = 0; i < N; i++) {
+        for (int j = 0; j < 4; j++) CHECK(o[6 * i + j] == 0.5f * (float)(4 * i + j) - 3.0f);
+        CHECK(o[6 * i + 4] == (float)(3 * i + 1));
+        CHECK(o[6 * i + 5] == (float)(100 + i));
+    }
+    /* A texel binding without a view is a recording error, reported at submit. */
+    b[2].view = VK_NULL_HANDLE;
+    CHECK(ember_vk_cmd_begin(c, &err) == EMBER_OK);
+    ember_vk_cmd_dispatch(c, p, b, &n, 1, 1, 1);
+    CHECK(ember_vk_cmd_submit(c, &err) == EMBER_ERR_INVALID_ARG && strstr(err.msg, "texel view"));
+    /* A uniform binding beyond maxUniformBufferRange is refused the same way. */
+    b[2] = r16;
+    b[3].size = (VkDeviceSize)caps->max_uniform_range + 16;
+    CHECK(ember_vk_cmd_begin(c, &err) == EMBER_OK);
+    ember_vk_cmd_dispatch(c, p, b, &n, 1, 1, 1);
+    CHECK(ember_vk_cmd_submit(c, &err) == EMBER_ERR_INVALID_ARG && strstr(err.msg, "maxUniformBufferRange"));
+    ember_vk_cmd_destroy(c);
+    ember_vk_pipeline_destroy(vk, p);
+    ember_vk_arena_destroy(a); /* destroys the views */
+}
+
 int main(void)
 {
     ember_err err = {0};
@@ -101,6 +193,7 @@ int main(void)
     CHECK(strstr(err.msg, "99") != NULL);
 
     test_memory(vk);
+    test_texel(vk);
 
     char first[512];
     uint32_t nv = ember_vk_validation_count(vk, first, sizeof first);

@@ -181,3 +181,16 @@ int cli_spec_flag(const char *f, const char *v, ember_speculation *spec, const c
     if (!spec->draft_k && (spec->ngram || *draft_path)) spec->draft_k = 4;
     return 1;
 }
+
+bool cli_kv_type(const char *flag, const char *s, ember_kv_type *out)
+{
+    if (strcmp(s, "f32") == 0) *out = EMBER_KV_F32;
+    else if (strcmp(s, "q8_0") == 0) *out = EMBER_KV_Q8_0;
+    else {
+        fprintf(stderr, "ember: %s is f32 or q8_0, got '%s'\n", flag, s);
+        return false;
+    }
+    return true;
+}
+
+const char *cli_kv_type_name(ember_kv_type t) { return t == EMBER_KV_Q8_0 ? "q8_0" : "f32"; }

@@ -38,6 +38,10 @@ bool cli_sampling_flag(const char *flag, const char *value, ember_sampling *s, i
 /* Handles --draft PATH, --draft-k K, --ngram N: 1 when consumed, 0 when not one of
  * them, -1 on a bad value. --ngram or --draft without --draft-k means k = 4. */
 int cli_spec_flag(const char *flag, const char *value, ember_speculation *spec, const char **draft_path);
+/* Parses the value of a --kv-type flag: "f32" or "q8_0" (false with a message). */
+bool cli_kv_type(const char *flag, const char *s, ember_kv_type *out);
+/* "f32", "q8_0". */
+const char *cli_kv_type_name(ember_kv_type t);
 /* "length", "eos", "stop", "cancelled", "error". */
 const char *cli_finish_name(ember_finish why);
 

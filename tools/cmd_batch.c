@@ -97,10 +97,9 @@ static void print_results(const slot *s, size_t n, double secs, bool json)
            total, secs, total / secs);
 }
 
-static int serve(ember_model *m, char **lines, size_t n, const ember_request_desc *base, uint32_t max_seqs,
+static int serve(ember_model *m, char **lines, size_t n, const ember_request_desc *base, ember_engine_opts eo,
                  bool json)
 {
-    ember_engine_opts eo = {.max_seqs = max_seqs};
     ember_engine *e = NULL;
     slot *s = calloc(n, sizeof *s);
     ember_status st = s ? ember_engine_create(m, &eo, &e) : EMBER_ERR_OUT_OF_MEMORY;
@@ -131,6 +130,7 @@ int ember_cmd_batch(int argc, char **argv)
     const char *file = NULL;
     long n = 64, max_seqs = 16;
     bool json = false;
+    ember_kv_type kv_type = EMBER_KV_F32;
     ember_request_desc base = {.on_token = on_token, .on_done = on_done};
     for (int i = 1; i < argc; i++) {
         int r = cli_model_flag(argc, argv, &i, &ma);
@@ -143,9 +143,11 @@ int ember_cmd_batch(int argc, char **argv)
         if (strcmp(f, "-f") == 0) file = v;
         else if (strcmp(f, "-n") == 0) { if (!cli_int(f, v, 1, 1 << 20, &n)) return 2; }
         else if (strcmp(f, "--max-seqs") == 0) { if (!cli_int(f, v, 1, 1024, &max_seqs)) return 2; }
+        else if (strcmp(f, "--kv-type") == 0) { if (!cli_kv_type(f, v, &kv_type)) return 2; }
         else if (!cli_sampling_flag(f, v, &base.sampling, &r)) return 2;
         else if (!r) {
-            fprintf(stderr, "usage: ember batch -m MODEL.gguf -f PROMPTS [-n N] [--max-seqs S] [sampling] [--json]\n");
+            fprintf(stderr, "usage: ember batch -m MODEL.gguf -f PROMPTS [-n N] [--max-seqs S] [--kv-type f32|q8_0]\n"
+                            "                   [sampling] [--json]\n");
             return 2;
         }
     }
@@ -157,7 +159,8 @@ int ember_cmd_batch(int argc, char **argv)
         return file ? 1 : 2;
     }
     ember_model *m = cli_load_model(&ma);
-    int code = m ? cli_free_model(m, serve(m, lines, count, &base, (uint32_t)max_seqs, json)) : 1;
+    ember_engine_opts eo = {.max_seqs = (uint32_t)max_seqs, .kv_type = kv_type};
+    int code = m ? cli_free_model(m, serve(m, lines, count, &base, eo, json)) : 1;
     for (size_t i = 0; i < count; i++) free(lines[i]);
     free(lines);
     return code;

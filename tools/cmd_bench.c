@@ -76,6 +76,7 @@ static bool bench_flag(const char *f, const char *v, bench_args *a)
         a->eo.batching = strcmp(v, "static") == 0 ? EMBER_BATCHING_STATIC : EMBER_BATCHING_CONTINUOUS;
         return strcmp(v, "static") == 0 || strcmp(v, "continuous") == 0;
     }
+    if (strcmp(f, "--kv-type") == 0) return cli_kv_type(f, v, &a->eo.kv_type);
     if (strcmp(f, "--kv") == 0) {
         a->eo.kv_layout = strcmp(v, "contiguous") == 0 ? EMBER_KV_CONTIGUOUS : EMBER_KV_PAGED;
         return strcmp(v, "contiguous") == 0 || strcmp(v, "paged") == 0;
@@ -263,8 +264,10 @@ static void report(const bench_args *a, workload *w, ember_engine *e, double dur
     print_pct("itl_ms", percentiles(itl, k));
     printf("\"goodput_req_s\": %.4f, \"slo\": {\"ttft_ms\": %.1f, \"tpot_ms\": %.1f}, ", good / duration_s,
            a->slo_ttft_ms, a->slo_tpot_ms);
-    printf("\"kv\": {\"block_size\": %u, \"blocks_total\": %u, \"peak_blocks_used\": %u, \"waste_pct\": %.2f}, ",
-           st.kv_block_size, st.kv_blocks_total, st.kv_peak_blocks_used, waste);
+    printf("\"kv\": {\"block_size\": %u, \"blocks_total\": %u, \"peak_blocks_used\": %u, \"waste_pct\": %.2f, "
+           "\"type\": \"%s\", \"bytes_per_token\": %llu}, ",
+           st.kv_block_size, st.kv_blocks_total, st.kv_peak_blocks_used, waste, cli_kv_type_name(st.kv_type),
+           (unsigned long long)st.kv_bytes_per_token);
     printf("\"prefix_hit_tokens\": %llu, \"preemptions\": %llu, \"steps\": %llu, \"batching\": \"%s\", "
            "\"kv_layout\": \"%s\"}\n",
            (unsigned long long)st.prefix_hit_tokens, (unsigned long long)st.preemptions,
@@ -304,7 +307,7 @@ int ember_cmd_bench(int argc, char **argv)
                 "usage: ember bench -m MODEL.gguf [--requests N] [--rate R|inf] [--prompt-len A:B] [--gen-len A:B]\n"
                 "                   [--shared-prefix L] [--max-seqs S] [--max-batch-tokens T] [--kv-blocks K]\n"
                 "                   [--kv-block-size B] [--kv-mem MIB] [--batching continuous|static]\n"
-                "                   [--kv paged|contiguous] [--no-prefix-cache] [--seed S]\n"
+                "                   [--kv paged|contiguous] [--kv-type f32|q8_0] [--no-prefix-cache] [--seed S]\n"
                 "                   [--slo-ttft-ms X] [--slo-tpot-ms Y] [--json]\n");
         return 2;
     }

@@ -15,6 +15,7 @@ typedef struct gen_args {
     int n_stop;
     bool json, no_bos, ignore_eos;
     long max_batch_tokens;
+    ember_kv_type kv_type;
     const char *draft;          /* --draft: path of a draft model */
     ember_speculation spec;
 } gen_args;
@@ -34,7 +35,7 @@ static int usage(void)
 {
     fprintf(stderr, "usage: ember generate -m MODEL.gguf [-p TEXT] [-n N] [sampling] [--stop STR]...\n"
                     "                      [--backend vulkan|cpu] [--device N] [--no-bos] [--ignore-eos]\n"
-                    "                      [--max-batch-tokens T] [--json]\n"
+                    "                      [--max-batch-tokens T] [--kv-type f32|q8_0] [--json]\n"
                     "sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --repeat-penalty R\n"
                     "          --frequency-penalty F --presence-penalty P --seed S\n"
                     "speculation: --draft MODEL.gguf --draft-k K | --ngram N [--draft-k K] [--adaptive]\n");
@@ -68,6 +69,7 @@ static bool parse(int argc, char **argv, gen_args *a)
         else if ((r = cli_spec_flag(f, v, &a->spec, &a->draft)) < 0) return false;
         else if (r) continue;
         else if (strcmp(f, "--max-batch-tokens") == 0) { if (!cli_int(f, v, 1, 1 << 16, &a->max_batch_tokens)) return false; }
+        else if (strcmp(f, "--kv-type") == 0) { if (!cli_kv_type(f, v, &a->kv_type)) return false; }
         else {
             fprintf(stderr, "ember generate: unknown option '%s'\n", f);
             return false;
@@ -144,7 +146,8 @@ static void report(const gen_state *g)
 
 static int run(ember_model *model, ember_model *draft, const gen_args *a)
 {
-    ember_engine_opts eo = {.max_batch_tokens = (uint32_t)a->max_batch_tokens, .max_seqs = 1, .draft = draft};
+    ember_engine_opts eo = {.max_batch_tokens = (uint32_t)a->max_batch_tokens, .max_seqs = 1, .draft = draft,
+                            .kv_type = a->kv_type};
     ember_engine *e = NULL;
     if (ember_engine_create(model, &eo, &e) != EMBER_OK) {
         fprintf(stderr, "ember: %s\n", ember_engine_error(e));

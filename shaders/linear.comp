@@ -1,0 +1,210 @@
+#version 450
+// linear.comp — y = W x for n_tok rows of x, every shape from the decode mat-vec to the
+// prefill mat-mat. A tile is TN = 8*RPL rows x TM tokens, owned by a group of NPART = 8
+// lanes; lane p accumulates partial p (units p, p+8, ...) of all TN*TM outputs in
+// registers, so every weight load serves TM tokens and every x load TN rows; the partials
+// are then combined in the fixed order of linear.glsl, lane p ending with rows p, p+8, ..
+// of each token, and the 8 lanes store the tile together. A workgroup
+// holds NG tiles (consecutive row tiles) and loops over its tpw tokens TM at a time, so
+// the weights of its rows are read from memory once and from cache for the other token
+// groups (a decode batch costs about one weight read); workgroups along y take further
+// token ranges. The host picks TM, NG, UNROLL and tpw: none of them changes the bits of
+// an output (see linear.glsl).
+//
+// Defines: DT_F32 | DT_F16 | DT_Q8, TEXEL, GENERIC, SUBGROUP (see linear.glsl). Needs
+// cols % UNIT == 0; the host uses GENERIC (UNIT 1) for F32/F16 rows that are not.
+#extension GL_EXT_control_flow_attributes : require
+#ifdef SUBGROUP
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#endif
+
+layout(local_size_x_id = 0) in;                 // NG * NPART
+layout(constant_id = 1) const uint RPL = 1;     // rows per lane at the end: 1 or 2
+layout(constant_id = 2) const uint TM = 1;      // tokens per tile
+layout(constant_id = 3) const uint NG = 1;      // tiles per workgroup
+layout(constant_id = 4) const uint UNROLL = 2;  // units per lane per loop iteration
+
+#include "linear.glsl"
+
+const uint TN = NPART * RPL;  // rows per tile: lane p stores rows p + 8i
+const uint HR = TN / 2;
+
+// Elements of a weight binding per row (WPE columns each), and floats per x element.
+#if defined(GENERIC)
+#define WPE 1u
+#define XPE 1u
+#elif defined(DT_F32)
+#define WPE 4u
+#define XPE 4u
+#elif defined(DT_F16)
+#define WPE 8u
+#define XPE 4u
+#else
+#define WPE 16u
+#define XPE 4u
+#endif
+
+float acc[TN][TM];  // this lane's partial of each output, then the combined sums
+uint base[TN];      // first weight element of each tile row
+uint sbase[TN];     // Q8_0: first scale of each tile row
+uint xb[TM];        // first x element of each tile token
+
+#if defined(GENERIC)
+void unit(uint u)
+{
+    float xs[TM];
+    [[unroll]] for (uint t = 0; t < TM; t++) xs[t] = x1[xb[t] + u];
+    [[unroll]] for (uint r = 0; r < TN; r++) {
+        float w = r < HR ? W_AT(w0, base[r] + u) : W_AT(w1, base[r] + u);
+        [[unroll]] for (uint t = 0; t < TM; t++) acc[r][t] = mul_add(w, xs[t], acc[r][t]);
+    }
+}
+#elif defined(DT_Q8)
+// Block u in two 16-quant halves: the block sum s runs on across them in column order,
+// then acc = acc + d*s.
+void unit(uint u)
+{
+    float s[TN][TM];
+    [[unroll]] for (uint h = 0; h < 2u; h++) {
+        vec4 xv[TM][4];
+        [[unroll]] for (uint t = 0; t < TM; t++)
+            [[unroll]] for (uint v = 0; v < 4u; v++) xv[t][v] = x4(xb[t] + u * 8u + h * 4u + v);
+        [[unroll]] for (uint r = 0; r < TN; r++) {
+            uvec4 q = r < HR ? wq0(base[r] + 2u * u + h) : wq1(base[r] + 2u * u + h);
+            vec4 wv[4] = vec4[4](i8x4(q.x), i8x4(q.y), i8x4(q.z), i8x4(q.w));
+            [[unroll]] for (uint t = 0; t < TM; t++) {
+                float a = h == 0u ? 0.0 : s[r][t];
+                [[unroll]] for (uint v = 0; v < 4u; v++) a = dot4(wv[v], xv[t][v], a);
+                s[r][t] = a;
+            }
+        }
+    }
+    [[unroll]] for (uint r = 0; r < TN; r++) {
+        float d = r < HR ? sc0(sbase[r] + u) : sc1(sbase[r] + u);
+        [[unroll]] for (uint t = 0; t < TM; t++) acc[r][t] = mul_add(d, s[r][t], acc[r][t]);
+    }
+}
+#else
+void unit(uint u)
+{
+    vec4 xv[TM][XV];
+    [[unroll]] for (uint t = 0; t < TM; t++)
+        [[unroll]] for (uint v = 0; v < XV; v++) xv[t][v] = x4(xb[t] + u * XV + v);
+    [[unroll]] for (uint r = 0; r < TN; r++) {
+        vec4 wv[XV];
+#ifdef DT_F32
+        wv[0] = r < HR ? wq0(base[r] + u) : wq1(base[r] + u);
+#else
+        uvec4 q = r < HR ? wq0(base[r] + u) : wq1(base[r] + u);
+        wv[0] = vec4(unpackHalf2x16(q.x), unpackHalf2x16(q.y));
+        wv[1] = vec4(unpackHalf2x16(q.z), unpackHalf2x16(q.w));
+#endif
+        [[unroll]] for (uint t = 0; t < TM; t++) {
+            float a = acc[r][t];
+            [[unroll]] for (uint v = 0; v < XV; v++) a = dot4(wv[v], xv[t][v], a);
+            acc[r][t] = a;
+        }
+    }
+}
+#endif
+
+// Partial `lane` of tile g for tokens tok0 .. tok0+TM-1 (past n_tok: the last token,
+// computed and not stored).
+void tile_partial(uint g, uint lane, uint tok0)
+{
+    [[unroll]] for (uint r = 0; r < TN; r++) {
+        uint row = tile_row(g, r, HR);
+        base[r] = row * (pc.cols / WPE);
+        sbase[r] = row * (pc.cols / 32u);
+        [[unroll]] for (uint t = 0; t < TM; t++) acc[r][t] = 0.0;
+    }
+    [[unroll]] for (uint t = 0; t < TM; t++)
+        xb[t] = (pc.xrow0 + min(tok0 + t, pc.n_tok - 1u)) * (pc.cols / XPE);
+    uint units = pc.cols / UNIT, u = lane;
+    for (; u + (UNROLL - 1u) * NPART < units; u += UNROLL * NPART)
+        [[unroll]] for (uint k = 0; k < UNROLL; k++) unit(u + k * NPART);
+    for (; u < units; u += NPART) unit(u);
+}
+
+// Stores row r of tile g for token tok (v: its full sum). SWIGLU: r is a gate row
+// (r < HR) and up holds the sum of up row r + HR.
+void store_row(uint g, uint tok, uint r, float v, float up)
+{
+    uint j0 = g * pc.step;
+    if (tok >= pc.n_tok) return;
+    if (pc.mode == MODE_SWIGLU) {
+        if (r < HR && j0 + r < pc.n_out) store_out(tok, j0 + r, swiglu(v, up));
+    } else if (j0 + r < pc.n_out) {
+        store_out(tok, j0 + r, v);
+    }
+}
+
+#ifndef SUBGROUP
+shared float red[NG * TN * TM * NPART];
+
+// The baseline's combine: partials through shared memory, the same tree per output.
+float combine_shared(uint k, uint r, uint t)
+{
+    float a[NPART];
+    [[unroll]] for (uint q = 0; q < NPART; q++) a[q] = red[((k * TN + r) * TM + t) * NPART + q];
+    return combine8(a);
+}
+#endif
+
+void main()
+{
+    uint wg = gl_WorkGroupID.z * pc.wgx + gl_WorkGroupID.x;
+    uint tok_begin = gl_WorkGroupID.y * pc.tpw;
+    uint tok_end = min(tok_begin + pc.tpw, pc.n_tok);
+#ifdef SUBGROUP
+    // Lane groups are aligned runs of NPART lanes of a subgroup (the host needs a subgroup
+    // size that is a multiple of NPART); tiles are spread over however many groups the
+    // driver made, so another subgroup size than the host assumed stays correct.
+    uint per_sg = gl_SubgroupSize / NPART, p = gl_SubgroupInvocationID % NPART;
+    for (uint k = gl_SubgroupID * per_sg + gl_SubgroupInvocationID / NPART; k < NG; k += gl_NumSubgroups * per_sg) {
+        uint g = wg * NG + k;
+        if (g * pc.step >= pc.n_out) break;
+        for (uint tok0 = tok_begin; tok0 < tok_end; tok0 += TM) {
+            tile_partial(g, p, tok0);
+            [[unroll]] for (uint t = 0; t < TM; t++) {
+                float sum[RPL];
+                [[unroll]] for (uint i = 0; i < RPL; i++) {
+                    float v[NPART];
+                    [[unroll]] for (uint r = 0; r < NPART; r++) v[r] = acc[i * NPART + r][t];
+                    sum[i] = combine_lanes(v, p);
+                }
+                // SWIGLU: up row r + HR is in lane p^4 (RPL 1) or in this lane's next row.
+                if (RPL == 1u) {
+                    float up = pc.mode == MODE_SWIGLU ? subgroupShuffleXor(sum[0], 4u) : 0.0;
+                    store_row(g, tok0 + t, p, sum[0], up);
+                } else {
+                    [[unroll]] for (uint i = 0; i < RPL; i++)
+                        store_row(g, tok0 + t, i * NPART + p, sum[i], sum[(i + RPL / 2u) % RPL]);
+                }
+            }
+        }
+    }
+#else
+    // Every invocation reaches the barriers: tiles past the end compute clamped rows and
+    // store nothing.
+    uint lid = gl_LocalInvocationID.x, p = lid % NPART, k = lid / NPART, g = wg * NG + k;
+    for (uint tok0 = tok_begin; tok0 < tok_end; tok0 += TM) {
+        tile_partial(g, p, tok0);
+        [[unroll]] for (uint r = 0; r < TN; r++)
+            [[unroll]] for (uint t = 0; t < TM; t++) red[((k * TN + r) * TM + t) * NPART + p] = acc[r][t];
+        barrier();
+        if (g * pc.step < pc.n_out) {
+            [[unroll]] for (uint t = 0; t < TM; t++)
+                [[unroll]] for (uint i = 0; i < RPL; i++) {
+                    uint r = i * NPART + p;
+                    bool swiglu = pc.mode == MODE_SWIGLU;
+                    if (swiglu && r >= HR) continue;
+                    float up = swiglu ? combine_shared(k, r + HR, t) : 0.0;
+                    store_row(g, tok0 + t, r, combine_shared(k, r, t), up);
+                }
+        }
+        barrier();
+    }
+#endif
+}
