@@ -1,13 +1,14 @@
 /* gpu_weight.c — uploading a weight matrix (or several stacked by rows) into GPU memory,
  * cut by whole rows into parts that each fit one storage-buffer binding and one texel
  * view. Where the device has the formats, every part gets its uniform texel views here,
- * once (F32 data RGBA32F, F16 and Q8_0 data RGBA32UI, Q8_0 scales R16F): on lavapipe
+ * once (F32 data RGBA32F, F16 and Q8_0 data and Q8_0 scales RGBA32UI): on lavapipe
  * texel fetches are several times faster than storage-buffer loads.
  *
  * F32 and F16 rows are copied as they are. Q8_0 blocks ({f16 d; int8 q[32]}) are split
- * into an array of quants (cols bytes per row) and an array of f16 scales (cols/32 per
- * row): the shaders then read 16 quants per 16-byte load, with no 34-byte stride to undo,
- * and nothing is ever expanded to floats. */
+ * into an array of quants (cols bytes per row) and an array of f16 scales grouped by the
+ * lane of the linear shader that reads them (shaders/q8_scales.glsl): the shaders then
+ * read 16 quants per 16-byte load, with no 34-byte stride to undo, and 8 scales of one
+ * lane per load; nothing is ever expanded to floats. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,26 +46,33 @@ static uint64_t gpu_row_bytes(ember_dtype t, uint32_t cols)
     return t == EMBER_DTYPE_F32 ? 4ull * cols : t == EMBER_DTYPE_F16 ? 2ull * cols : cols;
 }
 
+/* The Q8_0 scales layout of shaders/q8_scales.glsl: each of the 8 lanes of a row gets
+ * J halves (its blocks' count rounded up to 8), so a row has 16*J bytes. */
+static uint32_t q8_lane_halves(uint32_t cols) { return ((cols / 32 + 7) / 8 + 7) & ~7u; }
+static uint64_t q8_scale_row_bytes(uint32_t cols) { return 16ull * q8_lane_halves(cols); }
+
 static void repack_q8_0(const uint8_t *src, uint32_t rows, uint32_t cols, uint8_t *quants, uint8_t *scales)
 {
-    uint64_t nb = (uint64_t)rows * (cols / EMBER_Q8_0_BLOCK);
-    for (uint64_t b = 0; b < nb; b++) {
-        const uint8_t *blk = src + b * EMBER_Q8_0_BYTES;
-        memcpy(scales + 2 * b, blk, 2);
-        memcpy(quants + b * EMBER_Q8_0_BLOCK, blk + 2, EMBER_Q8_0_BLOCK);
-    }
+    uint32_t nb = cols / EMBER_Q8_0_BLOCK, lane = q8_lane_halves(cols);
+    uint64_t srow = q8_scale_row_bytes(cols);
+    memset(scales, 0, rows * srow);
+    for (uint32_t r = 0; r < rows; r++)
+        for (uint32_t b = 0; b < nb; b++) {
+            const uint8_t *blk = src + ((uint64_t)r * nb + b) * EMBER_Q8_0_BYTES;
+            memcpy(scales + r * srow + 2ull * ((b % 8) * lane + b / 8), blk, 2);
+            memcpy(quants + ((uint64_t)r * nb + b) * EMBER_Q8_0_BLOCK, blk + 2, EMBER_Q8_0_BLOCK);
+        }
 }
 
-/* Fills one Q8_0 part from the cursor, a batch of rows at a time. Batches hold an even
- * number of rows so that every scale upload starts 4-byte aligned. */
+/* Fills one Q8_0 part from the cursor, a batch of rows at a time. */
 static ember_status upload_q8_0(ember_vk *vk, ember_gpu_weight_part *p, uint32_t cols, src_cursor *cur,
                                 ember_err *err)
 {
+    uint64_t in_row = gguf_row_bytes(EMBER_DTYPE_Q8_0, cols), sc_row = q8_scale_row_bytes(cols);
     uint32_t batch = REPACK_ROWS_BYTES / cols;
-    batch = batch < 2 ? 2 : batch & ~1u;
-    uint8_t *quants = malloc((size_t)batch * cols), *scales = malloc((size_t)batch * cols / 16);
+    batch = batch < 1 ? 1 : batch;
+    uint8_t *quants = malloc((size_t)batch * cols), *scales = malloc((size_t)(batch * sc_row));
     ember_status s = quants && scales ? EMBER_OK : ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
-    uint64_t in_row = gguf_row_bytes(EMBER_DTYPE_Q8_0, cols), sc_row = cols / 16;
     for (uint32_t done = 0; s == EMBER_OK && done < p->n_rows;) {
         uint32_t n = 0, want = p->n_rows - done < batch ? p->n_rows - done : batch;
         while (s == EMBER_OK && n < want) {
@@ -102,13 +110,12 @@ static ember_status upload_plain(ember_vk *vk, ember_gpu_weight_part *p, uint64_
 static VkFormat data_format(const ember_vk_caps *c, ember_dtype t)
 {
     if (t == EMBER_DTYPE_F32) return c->texel_rgba32f ? VK_FORMAT_R32G32B32A32_SFLOAT : VK_FORMAT_UNDEFINED;
-    if (t == EMBER_DTYPE_Q8_0 && !c->texel_r16f) return VK_FORMAT_UNDEFINED;
     return c->texel_rgba32ui ? VK_FORMAT_R32G32B32A32_UINT : VK_FORMAT_UNDEFINED;
 }
 
 /* The largest binding a part may use: the caller's bound, the device's storage range and
  * allocation size, 2 GiB so that shader indices stay within 32 bits, and (with views)
- * maxTexelBufferElements 16-byte texels; the scales view holds fewer texels. */
+ * maxTexelBufferElements 16-byte texels. */
 static uint64_t part_limit(const ember_vk_caps *caps, uint64_t max_part_bytes, bool views)
 {
     uint64_t lim = caps->max_storage_range;
@@ -138,6 +145,8 @@ static ember_status check_args(ember_dtype type, uint32_t cols, const uint32_t *
 static ember_status plan_parts(ember_gpu_weight *w, uint64_t limit, ember_err *err)
 {
     uint64_t row_bytes = gpu_row_bytes(w->type, w->cols);
+    /* Q8_0 rows of a few blocks have more bytes of (padded) scales than of quants. */
+    if (w->type == EMBER_DTYPE_Q8_0 && q8_scale_row_bytes(w->cols) > row_bytes) row_bytes = q8_scale_row_bytes(w->cols);
     uint64_t max_rows = limit / row_bytes;
     if (max_rows == 0)
         return ember_fail(err, EMBER_ERR_UNSUPPORTED, "one weight row (%llu bytes) exceeds a binding of %llu bytes",
@@ -165,10 +174,10 @@ static ember_status alloc_part(ember_vk_arena *arena, const ember_gpu_weight *w,
     bool q8 = w->type == EMBER_DTYPE_Q8_0, views = fmt != VK_FORMAT_UNDEFINED;
     ember_status s = ember_vk_alloc(arena, bytes, EMBER_VK_MEM_DEVICE, &p->data, err);
     if (s == EMBER_OK && q8)
-        s = ember_vk_alloc(arena, round16((uint64_t)p->n_rows * (w->cols / 16)), EMBER_VK_MEM_DEVICE,
+        s = ember_vk_alloc(arena, (uint64_t)p->n_rows * q8_scale_row_bytes(w->cols), EMBER_VK_MEM_DEVICE,
                            &p->scales, err);
     if (s == EMBER_OK && views) s = ember_vk_texel_view(arena, &p->data, fmt, err);
-    if (s == EMBER_OK && views && q8) s = ember_vk_texel_view(arena, &p->scales, VK_FORMAT_R16_SFLOAT, err);
+    if (s == EMBER_OK && views && q8) s = ember_vk_texel_view(arena, &p->scales, fmt, err);
     return s;
 }
 

@@ -35,7 +35,7 @@ static const spv ROPE_Q8 = SPV(rope_store_q8);
 #define PUSH_EMBED 24
 #define PUSH_RMSNORM 20
 #define PUSH_ROPE 48
-#define PUSH_ATTENTION 36
+#define PUSH_ATTENTION 40
 #define PUSH_ARGMAX 12
 
 void ember_k_grid(uint32_t n, uint32_t lim_a, uint32_t *a, uint32_t *b)
@@ -74,11 +74,13 @@ static void choose_shapes(ember_kernels *k)
         if (k->lin_subgroup && l->ng * 8 < sg) l->ng = sg / 8;
         if (!k->lin_subgroup && l->ng * l->tn * l->tm * 8 * 4 > 16384) l->ng = 16384 / (l->tn * l->tm * 8 * 4);
     }
-    /* A (token, head) pair per subgroup, head_dim up to 256 in vec4 chunks per lane; the
-     * baseline gives each pair one invocation. */
-    k->attn_lanes = k->subgroup ? sg : 1;
-    k->attn_cpl = k->subgroup ? (sg >= 64 ? 1 : 64 / sg) : 64;
-    k->attn_ppw = k->subgroup ? (c->is_cpu ? 8 : 4) : 64;
+    /* A (token, head) pair per subgroup whose lanes split the keys, and head_dim in vec4
+     * chunks once it passes 4 * attn_cpl (head_dim up to at least 256); the baseline
+     * gives each pair one invocation. On lavapipe one pair per workgroup spreads a decode
+     * step's few pairs over both cores. */
+    k->attn_lanes = k->attn_subgroup ? sg : 1;
+    k->attn_cpl = k->attn_subgroup ? (sg >= 8 ? 8 : 64 / sg) : 64;
+    k->attn_ppw = k->attn_subgroup ? (c->is_cpu ? 1 : 4) : 64;
 }
 
 /* One linear pipeline: dtype slot d (DT_SLOTS + 0/1: GENERIC F32/F16), binding kind,
@@ -132,9 +134,9 @@ static ember_status make_others(ember_kernels *k, ember_err *err)
     if (s == EMBER_OK) s = make(k, "rope_store", ROPE, 8, PUSH_ROPE, wg64, 1, &k->rope, err);
     if (s == EMBER_OK) s = make(k, "rope_store_q8", ROPE_Q8, 8, PUSH_ROPE, wg64, 1, &k->rope_q8, err);
     if (s == EMBER_OK)
-        s = make(k, "attention", ATTENTION[k->subgroup], 7, PUSH_ATTENTION, attn, 3, &k->attention, err);
+        s = make(k, "attention", ATTENTION[k->attn_subgroup], 7, PUSH_ATTENTION, attn, 3, &k->attention, err);
     if (s == EMBER_OK)
-        s = make(k, "attention_q8", ATTENTION_Q8[k->subgroup], 7, PUSH_ATTENTION, attn, 3, &k->attention_q8, err);
+        s = make(k, "attention_q8", ATTENTION_Q8[k->attn_subgroup], 7, PUSH_ATTENTION, attn, 3, &k->attention_q8, err);
     if (s == EMBER_OK) s = make(k, "argmax", ARGMAX[k->subgroup], 2, PUSH_ARGMAX, rows, 1, &k->argmax, err);
     return s;
 }
@@ -152,7 +154,9 @@ ember_status ember_kernels_create_opts(ember_vk *vk, const ember_kernels_opts *o
     k->subgroup = c->subgroup_arith && c->subgroup_size >= 4 && !o.no_subgroup;
     /* The linear's lane groups are 8 lanes of one subgroup. */
     k->lin_subgroup = c->subgroup_shuffle && c->subgroup_size >= 8 && c->subgroup_size % 8 == 0 && !o.no_subgroup;
-    k->texel = c->texel_rgba32f && c->texel_rgba32ui && c->texel_r16f && !o.no_texel;
+    /* Attention merges its key lanes' softmax states with a shuffle-xor tree. */
+    k->attn_subgroup = c->subgroup_shuffle && c->subgroup_size >= 4 && !o.no_subgroup;
+    k->texel = c->texel_rgba32f && c->texel_rgba32ui && !o.no_texel;
     k->force_tm = o.linear_tm;
     k->force_tpw = o.linear_tpw;
     choose_shapes(k);

@@ -18,7 +18,7 @@ typedef struct attention_push {
     uint32_t n_heads, n_kv_heads, head_dim, block_size;
     uint32_t max_blocks, n_tok, wgx;
     float scale;
-    uint32_t group;
+    uint32_t group, dim_lanes;
 } attention_push;
 
 uint32_t ember_kv_q8_group(uint32_t head_dim)
@@ -57,6 +57,16 @@ void ember_k_rope_store(ember_vk_cmd *c, const ember_kernels *k, const ember_att
     ember_vk_cmd_dispatch(c, s->kv_type == EMBER_KV_Q8_0 ? k->rope_q8 : k->rope, b, &pc, gx, gy, 1);
 }
 
+/* Lanes that split one position's head_dim: the fewest (a power of two) that keep a
+ * lane within attn_cpl vec4 chunks; the rest of the subgroup splits the keys. A function
+ * of head_dim alone, so a token's bits never depend on the batch. */
+static uint32_t attn_dim_lanes(const ember_kernels *k, uint32_t head_dim)
+{
+    uint32_t dl = 1;
+    while (dl * k->attn_cpl * 4 < head_dim && dl < k->attn_lanes) dl *= 2;
+    return dl;
+}
+
 void ember_k_attention(ember_vk_cmd *c, const ember_kernels *k, const ember_attn_shape *s,
                        ember_vk_span qkv, ember_vk_span pos, ember_vk_span seq,
                        ember_vk_span block_table, ember_vk_span kcache, ember_vk_span vcache,
@@ -68,7 +78,7 @@ void ember_k_attention(ember_vk_cmd *c, const ember_kernels *k, const ember_attn
     ember_k_grid(n_wg, k->caps.max_wg_count[0], &gx, &gy);
     attention_push pc = {s->n_heads, s->n_kv_heads, s->head_dim, s->block_size,
                          s->max_blocks_per_seq, n_tok, gx, (float)(1.0 / sqrt((double)s->head_dim)),
-                         ember_kv_q8_group(s->head_dim)};
+                         ember_kv_q8_group(s->head_dim), attn_dim_lanes(k, s->head_dim)};
     ember_vk_span b[7] = {qkv, pos, seq, block_table, kcache, vcache, out};
     ember_vk_cmd_dispatch(c, s->kv_type == EMBER_KV_Q8_0 ? k->attention_q8 : k->attention, b, &pc, gx, gy, 1);
 }

@@ -38,6 +38,7 @@ struct ember_kernels {
 
     /* Launch shapes, fixed at creation (they are specialization constants). */
     ember_lin_shape lin[LIN_SHAPES];
+    bool attn_subgroup;         /* attention splits keys over a subgroup (subgroupShuffleXor) */
     uint32_t attn_ppw, attn_lanes, attn_cpl; /* pairs per workgroup, lanes per pair, chunks */
 };
 

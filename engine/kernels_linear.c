@@ -14,7 +14,6 @@ typedef struct linear_push {
 
 typedef struct launch {
     const ember_vk_pipeline *p;
-    bool texel;
     uint32_t rows;     /* rows per tile */
     uint32_t per_wg;   /* tiles per workgroup */
     uint32_t tpw;      /* tokens per workgroup */
@@ -70,13 +69,12 @@ static launch choose(const ember_kernels *k, const ember_gpu_weight *w, ember_vk
     int d = dt_slot(w->type);
     if (w->cols % unit_cols(w->type) != 0) {
         const ember_lin_shape *l = &k->lin[LIN_SHAPES - 1];
-        return (launch){k->linear_generic[d], false, l->tn, l->ng, tokens_per_wg(k, l->tm, n_tok)};
+        return (launch){k->linear_generic[d], l->tn, l->ng, tokens_per_wg(k, l->tm, n_tok)};
     }
     int i = choose_shape(k, n_tok);
     const ember_lin_shape *l = &k->lin[i];
     bool texel = k->texel && x.view && weight_has_views(w);
-    return (launch){k->linear[d][texel ? LIN_TEXEL : LIN_STORAGE][i], texel, l->tn, l->ng,
-                    tokens_per_wg(k, l->tm, n_tok)};
+    return (launch){k->linear[d][texel ? LIN_TEXEL : LIN_STORAGE][i], l->tn, l->ng, tokens_per_wg(k, l->tm, n_tok)};
 }
 
 static void dispatch(ember_vk_cmd *c, const ember_kernels *k, const launch *l, const ember_vk_span b[6],

@@ -1,20 +1,25 @@
 #version 450
 // attention.comp — paged grouped-query attention with online softmax. One (token, query
-// head) pair per lane group: a subgroup whose lanes split head_dim into vec4 chunks
-// (SUBGROUP), or a single invocation (baseline, no reduction needed). The group walks
-// positions 0..pos[t] of its sequence block by block through the block table: per
-// position a dot product (reduced across the lanes), an online-softmax update and an
-// accumulation of V. Query head h reads KV head h / (n_heads / n_kv_heads); heads of
-// one KV group sit in neighbouring groups, so their K/V reads hit the same cache lines.
+// head) pair per lane group: a subgroup (SUBGROUP) or a single invocation (baseline).
+//
+// The subgroup's lanes split the keys and, for large heads, head_dim: lane = kl * DL + dl,
+// DL = pc.dim_lanes (chosen by the host from head_dim only) lanes share one position and
+// split its head_dim into vec4 chunks, KL = lanes / DL key lanes take the slots of each
+// cache block interleaved (slot kl, kl + KL, ...). Each key lane keeps its own running
+// max / sum / accumulator; at the end the lanes' softmax states are merged by a
+// shuffle-xor tree with a fixed order. Which positions a lane sees depends only on the
+// token's own position, the block size and the head size, never on the batch, so a
+// (token, head)'s bits are the same alone or in any batch (DESIGN.md, batch invariance).
+// Query heads of one KV group sit in neighbouring groups, so their K/V reads share lines.
 //
 // KV_Q8: a cache row is head_dim int8 values packed four per uint, then one f16 scale per
 // pc.group values, two per uint (rope_store.comp); a vec4 chunk is one uint.
 //
-// Limits: head_dim % 4 == 0 and head_dim <= 4 * CPL * lanes (the host checks).
+// Limits: head_dim % 4 == 0 and head_dim <= 4 * CPL * dim_lanes (the host checks).
 #extension GL_EXT_control_flow_attributes : require
 #ifdef SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
-#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
 #endif
 
 layout(local_size_x_id = 0) in;
@@ -25,7 +30,8 @@ layout(push_constant) uniform Push {
     uint n_heads, n_kv_heads, head_dim, block_size;
     uint max_blocks, n_tok, wgx;
     float scale;
-    uint group;  // KV_Q8: values per scale
+    uint group;      // KV_Q8: values per scale
+    uint dim_lanes;  // lanes splitting one position's head_dim (a power of two)
 } pc;
 
 layout(std430, binding = 0) readonly buffer QKV { vec4 qkv[]; };
@@ -57,20 +63,34 @@ vec4 load_v(uint row, uint c) { return vcache[row + c]; }
 uint row_stride() { return pc.head_dim / 4u; }
 #endif
 
+// One lane's online-softmax state over its subset of positions.
+struct State { float m, l; };
+
+#ifdef SUBGROUP
+// Sum over the dl lanes sharing a position: a butterfly, so every one of them ends with
+// the same bits (a + b == b + a).
+float dim_sum(float s, uint dl)
+{
+    for (uint mask = 1u; mask < dl; mask <<= 1) s += subgroupShuffleXor(s, mask);
+    return s;
+}
+#endif
+
 void attend(uint pair, uint lane, uint lanes)
 {
     uint t = pair / pc.n_heads, h = pair % pc.n_heads;
     uint kvh = h / (pc.n_heads / pc.n_kv_heads);
-    uint d4 = pc.head_dim / 4u;
-    uint nc = (d4 + lanes - 1u) / lanes;  // chunks this head needs per lane (<= CPL)
+    uint d4 = pc.head_dim / 4u, dl = min(pc.dim_lanes, lanes);
+    uint kl = lane / dl, dlane = lane % dl, kls = lanes / dl;  // key lane, dim lane, key lanes
+    uint nc = (d4 + dl - 1u) / dl;  // chunks this head needs per lane (<= CPL)
     uint qrow = t * (pc.n_heads + 2u * pc.n_kv_heads) * d4 + h * d4;
 
-    // Chunk j of this lane is c = lane + j*lanes; lanes past d4 load chunk d4-1 with a
+    // Chunk j of this lane is c = dlane + j*dl; lanes past d4 load chunk d4-1 with a
     // zero query so that no branch depends on the lane.
     vec4 q[CPL], acc[CPL];
     uint ch[CPL];
     [[unroll]] for (uint j = 0; j < CPL; j++) {
-        uint c = lane + j * lanes;
+        uint c = dlane + j * dl;
         ch[j] = min(c, d4 - 1u);
         q[j] = c < d4 ? qkv[qrow + c] * pc.scale : vec4(0.0);
         acc[j] = vec4(0.0);
@@ -78,32 +98,53 @@ void attend(uint pair, uint lane, uint lanes)
 
     uint n = pos[t] + 1u;
     uint tab = seq[t] * pc.max_blocks, stride = row_stride();
-    float m = -3.0e38, l = 0.0;
+    State st = State(-3.0e38, 0.0);
+    // Every lane runs the same trip counts (the dim lanes shuffle inside the loop); a
+    // slot past the block's end reads slot 0 and is skipped in the update.
+    uint iters = (pc.block_size + kls - 1u) / kls;
     for (uint b = 0; b * pc.block_size < n; b++) {
         uint blk = block_table[tab + b];
         uint base = (blk * pc.n_kv_heads + kvh) * pc.block_size * stride;
         uint cnt = min(pc.block_size, n - b * pc.block_size);
-        for (uint i = 0; i < cnt; i++, base += stride) {
+        for (uint i = 0; i < iters && i * kls < cnt; i++) {
+            uint slot = kl + i * kls;
+            bool valid = slot < cnt;
+            uint row = base + (valid ? slot : 0u) * stride;
             float s = 0.0;
             [[unroll]] for (uint j = 0; j < CPL; j++)
-                if (j < nc) s += dot(q[j], load_k(base, ch[j]));
+                if (j < nc) s += dot(q[j], load_k(row, ch[j]));
 #ifdef SUBGROUP
-            s = subgroupAdd(s);
+            s = dim_sum(s, dl);
 #endif
-            float mn = max(m, s);
-            float corr = exp(m - mn), p = exp(s - mn);
-            l = l * corr + p;
-            m = mn;
-            [[unroll]] for (uint j = 0; j < CPL; j++)
-                if (j < nc) acc[j] = acc[j] * corr + p * load_v(base, ch[j]);
+            if (valid) {
+                float mn = max(st.m, s);
+                float corr = exp(st.m - mn), p = exp(s - mn);
+                st.l = st.l * corr + p;
+                st.m = mn;
+                [[unroll]] for (uint j = 0; j < CPL; j++)
+                    if (j < nc) acc[j] = acc[j] * corr + p * load_v(row, ch[j]);
+            }
         }
     }
 
+#ifdef SUBGROUP
+    // Merge the key lanes' states, widest mask first: lane kl ends with the pairwise tree
+    // ((0+KL/2) + ...) in the same order for every token. Symmetric, so all lanes agree.
+    for (uint mask = lanes / 2u; mask >= dl; mask >>= 1) {
+        float om = subgroupShuffleXor(st.m, mask), ol = subgroupShuffleXor(st.l, mask);
+        float mn = max(st.m, om), a = exp(st.m - mn), bb = exp(om - mn);
+        st.l = st.l * a + ol * bb;
+        st.m = mn;
+        [[unroll]] for (uint j = 0; j < CPL; j++)
+            if (j < nc) acc[j] = acc[j] * a + subgroupShuffleXor(acc[j], mask) * bb;
+    }
+#endif
+
     uint orow = t * pc.n_heads * d4 + h * d4;
-    float inv = 1.0 / l;
+    float inv = 1.0 / st.l;
     [[unroll]] for (uint j = 0; j < CPL; j++) {
-        uint c = lane + j * lanes;
-        if (j < nc && c < d4) o[orow + c] = acc[j] * inv;
+        uint c = dlane + j * dl;
+        if (kl == 0u && j < nc && c < d4) o[orow + c] = acc[j] * inv;
     }
 }
 

@@ -14,6 +14,8 @@ layout(std430, binding = 1) writeonly buffer X { float x[]; };
 layout(std430, binding = 2) readonly buffer D { uint data[]; };    // floats, halves or int8
 layout(std430, binding = 3) readonly buffer S { uint scales[]; };  // Q8_0 f16 scales
 
+#include "q8_scales.glsl"
+
 float half_at(uint h) { return unpackHalf2x16(data[h >> 1])[h & 1u]; }
 float scale_at(uint h) { return unpackHalf2x16(scales[h >> 1])[h & 1u]; }
 
@@ -23,7 +25,7 @@ float elem(uint r, uint c)
     if (pc.dtype == 0u) return uintBitsToFloat(data[e]);
     if (pc.dtype == 1u) return half_at(e);
     int q = int(data[e >> 2] << (24u - 8u * (e & 3u))) >> 24;
-    return float(q) * scale_at(r * (pc.cols / 32u) + c / 32u);
+    return float(q) * scale_at(q8_scale_half(r, c / 32u, pc.cols));
 }
 
 void main()

@@ -4,11 +4,10 @@
 // lanes; lane p accumulates partial p (units p, p+8, ...) of all TN*TM outputs in
 // registers, so every weight load serves TM tokens and every x load TN rows; the partials
 // are then combined in the fixed order of linear.glsl, lane p ending with rows p, p+8, ..
-// of each token, and the 8 lanes store the tile together. A workgroup
-// holds NG tiles (consecutive row tiles) and loops over its tpw tokens TM at a time, so
-// the weights of its rows are read from memory once and from cache for the other token
-// groups (a decode batch costs about one weight read); workgroups along y take further
-// token ranges. The host picks TM, NG, UNROLL and tpw: none of them changes the bits of
+// of each token, and the 8 lanes store the tile together. A workgroup holds NG tiles
+// (consecutive row tiles) and loops over its tpw tokens TM at a time, so the weights of
+// its rows are read from memory once and from cache for the other token groups (a decode
+// batch costs about one weight read); workgroups along y take further token ranges. The host picks TM, NG, UNROLL and tpw: none of them changes the bits of
 // an output (see linear.glsl).
 //
 // Defines: DT_F32 | DT_F16 | DT_Q8, TEXEL, GENERIC, SUBGROUP (see linear.glsl). Needs
@@ -47,7 +46,8 @@ const uint HR = TN / 2;
 
 float acc[TN][TM];  // this lane's partial of each output, then the combined sums
 uint base[TN];      // first weight element of each tile row
-uint sbase[TN];     // Q8_0: first scale of each tile row
+uint sbase[TN];     // Q8_0: this lane's first scales texel of each tile row
+uvec4 sq[TN];       // Q8_0: this lane's scales of 8 blocks of each tile row
 uint xb[TM];        // first x element of each tile token
 
 #if defined(GENERIC)
@@ -62,9 +62,14 @@ void unit(uint u)
 }
 #elif defined(DT_Q8)
 // Block u in two 16-quant halves: the block sum s runs on across them in column order,
-// then acc = acc + d*s.
+// then acc = acc + d*s. The lane's blocks are u = p + 8j; its scales come eight blocks
+// per fetch (q8_scales.glsl), fetched when j reaches a multiple of 8 (the same j in all
+// lanes of the group, so the branch is uniform).
 void unit(uint u)
 {
+    uint j = u >> 3;
+    if ((j & 7u) == 0u)
+        [[unroll]] for (uint r = 0; r < TN; r++) sq[r] = r < HR ? sq0(sbase[r] + (j >> 3)) : sq1(sbase[r] + (j >> 3));
     float s[TN][TM];
     [[unroll]] for (uint h = 0; h < 2u; h++) {
         vec4 xv[TM][4];
@@ -81,7 +86,7 @@ void unit(uint u)
         }
     }
     [[unroll]] for (uint r = 0; r < TN; r++) {
-        float d = r < HR ? sc0(sbase[r] + u) : sc1(sbase[r] + u);
+        float d = unpackHalf2x16(sq[r][(j >> 1) & 3u])[j & 1u];
         [[unroll]] for (uint t = 0; t < TM; t++) acc[r][t] = mul_add(d, s[r][t], acc[r][t]);
     }
 }
@@ -116,7 +121,7 @@ void tile_partial(uint g, uint lane, uint tok0)
     [[unroll]] for (uint r = 0; r < TN; r++) {
         uint row = tile_row(g, r, HR);
         base[r] = row * (pc.cols / WPE);
-        sbase[r] = row * (pc.cols / 32u);
+        sbase[r] = (row * 8u + lane) * (q8_lane_halves(pc.cols) / 8u);
         [[unroll]] for (uint t = 0; t < TM; t++) acc[r][t] = 0.0;
     }
     [[unroll]] for (uint t = 0; t < TM; t++)

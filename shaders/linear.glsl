@@ -3,8 +3,8 @@
 // output, which is a fixed function of cols (and the dtype) alone.
 //
 // Variant defines: DT_F32 | DT_F16 | DT_Q8 (weight dtype); TEXEL (weights and x through
-// uniform texel buffers: x RGBA32F, F32 weights RGBA32F, F16 weights and Q8_0 quants
-// RGBA32UI, Q8_0 scales R16F; else storage buffers); GENERIC (F32/F16 with scalar loads,
+// uniform texel buffers: x RGBA32F, F32 weights RGBA32F, F16 weights, Q8_0 quants and
+// Q8_0 scales RGBA32UI; else storage buffers); GENERIC (F32/F16 with scalar loads,
 // any cols; storage only); SUBGROUP (partials combined with subgroupShuffleXor, else
 // through shared memory).
 //
@@ -73,7 +73,8 @@ layout(std430, binding = 1) buffer Y { float y[]; };
 
 // ---- loads ----------------------------------------------------------------------------
 // x4(i): vec4 i of x; wq0/wq1(i): element i of a weight binding (vec4 F32, uvec4 F16/Q8,
-// 16 bytes either way); sc0/sc1(i): Q8_0 scale i (f16) as float.
+// 16 bytes either way); sq0/sq1(i): 16-byte element i of a Q8_0 scales binding (eight
+// f16 scales of one lane, see q8_scales.glsl).
 #if defined(GENERIC)
 layout(std430, binding = 0) readonly buffer X { float x1[]; };
 #ifdef DT_F32
@@ -98,10 +99,10 @@ layout(binding = 4) uniform usamplerBuffer w1t;
 #define wq0(i) texelFetch(w0t, int(i))
 #define wq1(i) texelFetch(w1t, int(i))
 #ifdef DT_Q8
-layout(binding = 3) uniform samplerBuffer s0t;
-layout(binding = 5) uniform samplerBuffer s1t;
-#define sc0(i) texelFetch(s0t, int(i)).r
-#define sc1(i) texelFetch(s1t, int(i)).r
+layout(binding = 3) uniform usamplerBuffer s0t;
+layout(binding = 5) uniform usamplerBuffer s1t;
+#define sq0(i) texelFetch(s0t, int(i))
+#define sq1(i) texelFetch(s1t, int(i))
 #endif
 #else
 layout(std430, binding = 0) readonly buffer X { vec4 x4s[]; };
@@ -116,12 +117,14 @@ layout(std430, binding = 4) readonly buffer W1 { uvec4 w1[]; };
 #define wq0(i) w0[i]
 #define wq1(i) w1[i]
 #ifdef DT_Q8
-layout(std430, binding = 3) readonly buffer S0 { uint s0[]; };
-layout(std430, binding = 5) readonly buffer S1 { uint s1[]; };
-#define sc0(i) (unpackHalf2x16(s0[(i) >> 1])[(i) & 1u])
-#define sc1(i) (unpackHalf2x16(s1[(i) >> 1])[(i) & 1u])
+layout(std430, binding = 3) readonly buffer S0 { uvec4 s0[]; };
+layout(std430, binding = 5) readonly buffer S1 { uvec4 s1[]; };
+#define sq0(i) s0[i]
+#define sq1(i) s1[i]
 #endif
 #endif
+
+#include "q8_scales.glsl"
 
 // Sign-extends the four int8 of w (little-endian) to floats.
 vec4 i8x4(uint w)

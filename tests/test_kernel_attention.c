@@ -9,6 +9,9 @@
  *    tolerance stays tight), for head sizes with 1, 2, 3 and 4 scale groups;
  *  - batch invariance with a Q8_0 cache: a token's quantized K/V rows and its attention
  *    output are the same bits alone as inside a ragged batch;
+ *  - long contexts (~2000 positions, head_dim 8 to 256, F32 and Q8_0 caches), where the
+ *    kernel splits the keys (and head_dim) over lanes: close to the reference, and each
+ *    token's bits the same alone as in the batch;
  * in both kernel variants (subgroup and Vulkan 1.2 core baseline). */
 #include <math.h>
 #include <stdbool.h>
@@ -400,19 +403,29 @@ static void attention_ref(const batch *b, const float *qkv, const double *kc, co
     free(p);
 }
 
-/* Attention over a random Q8_0 cache; then the same tokens one at a time must give the
- * batch's bits (batch invariance). */
-static void test_attention_q8(ctx *t, ember_attn_shape s, uint32_t n_seqs, const uint32_t *last,
+/* A random F32 cache (as words) and its values in double. */
+static uint32_t *rand_f32_cache(tu_rng *r, const ember_attn_shape *s, size_t rows, double *val)
+{
+    size_t n = rows * s->head_dim;
+    float *c = rand_floats(r, n, -2, 2);
+    for (size_t i = 0; i < n; i++) val[i] = c[i];
+    return (uint32_t *)c;
+}
+
+/* Attention over a random cache of type kv; then the same tokens one at a time must give
+ * the batch's bits (batch invariance). */
+static void test_attention_kv(ctx *t, ember_attn_shape s, ember_kv_type kv, uint32_t n_seqs, const uint32_t *last,
                               const uint32_t *chunk)
 {
     tu_rng r = {31 + s.head_dim + n_seqs};
-    s.kv_type = EMBER_KV_Q8_0;
+    s.kv_type = kv;
     batch b = make_batch(&r, s, n_seqs, last, chunk);
     uint32_t w = qkv_width(&s), out_w = s.n_heads * s.head_dim;
     size_t rows = n_rows(&b), out_n = (size_t)b.n_tok * out_w, cache_bytes = rows * row_words(&s) * 4;
     float *qkv = rand_floats(&r, (size_t)b.n_tok * w, -0.5f, 0.5f);
     double *kd = malloc(sizeof(double) * rows * s.head_dim), *vd = malloc(sizeof(double) * rows * s.head_dim);
-    uint32_t *kc = rand_q8_cache(&r, &s, rows, kd), *vc = rand_q8_cache(&r, &s, rows, vd);
+    uint32_t *kc = kv == EMBER_KV_Q8_0 ? rand_q8_cache(&r, &s, rows, kd) : rand_f32_cache(&r, &s, rows, kd);
+    uint32_t *vc = kv == EMBER_KV_Q8_0 ? rand_q8_cache(&r, &s, rows, vd) : rand_f32_cache(&r, &s, rows, vd);
     double *want = malloc(sizeof(double) * out_n);
     attention_ref(&b, qkv, kd, vd, want);
     case_begin(t);
@@ -429,8 +442,9 @@ static void test_attention_q8(ctx *t, ember_attn_shape s, uint32_t n_seqs, const
                           one[i], 1);
     }
     char what[160];
-    snprintf(what, sizeof what, "[%s] attention q8_0 hd %u (groups of %u) heads %u/%u bs %u tokens %u", t->variant,
-             s.head_dim, ember_kv_q8_group(s.head_dim), s.n_heads, s.n_kv_heads, s.block_size, b.n_tok);
+    snprintf(what, sizeof what, "[%s] attention %s hd %u (groups of %u) heads %u/%u bs %u tokens %u last %u",
+             t->variant, kv == EMBER_KV_Q8_0 ? "q8_0" : "f32", s.head_dim, ember_kv_q8_group(s.head_dim), s.n_heads,
+             s.n_kv_heads, s.block_size, b.n_tok, last[0]);
     if (submit(t, what)) {
         check_close(what, os.host, want, out_n, TOL);
         for (int i = 0; i < 3; i++)
@@ -496,10 +510,19 @@ static void run_all(ctx *t)
     test_rope_q8_invariance(t, (ember_attn_shape){8, 2, 64, 64, 10000.0f, 16, 20, EMBER_ROPE_NEOX, 1.0f,
                                                   EMBER_KV_Q8_0});
     uint32_t last3[] = {611, 299, 4}, chunk3[] = {1, 120, 3}, last2[] = {130, 47}, chunk2[] = {2, 9};
-    test_attention_q8(t, (ember_attn_shape){8, 2, 64, 64, 10000.0f, 16, 40}, 3, last3, chunk3);
-    test_attention_q8(t, (ember_attn_shape){4, 1, 128, 128, 10000.0f, 16, 40}, 2, last2, chunk2);
-    test_attention_q8(t, (ember_attn_shape){6, 3, 48, 48, 10000.0f, 5, 40}, 2, last2, chunk2);
-    test_attention_q8(t, (ember_attn_shape){8, 4, 8, 8, 10000.0f, 7, 40}, 2, last2, chunk2);
+    ember_kv_type q8 = EMBER_KV_Q8_0, f32 = EMBER_KV_F32;
+    test_attention_kv(t, (ember_attn_shape){8, 2, 64, 64, 10000.0f, 16, 40}, q8, 3, last3, chunk3);
+    test_attention_kv(t, (ember_attn_shape){4, 1, 128, 128, 10000.0f, 16, 40}, q8, 2, last2, chunk2);
+    test_attention_kv(t, (ember_attn_shape){6, 3, 48, 48, 10000.0f, 5, 40}, q8, 2, last2, chunk2);
+    test_attention_kv(t, (ember_attn_shape){8, 4, 8, 8, 10000.0f, 7, 40}, q8, 2, last2, chunk2);
+    /* Long contexts: the lanes split ~2000 keys (and head_dim for the larger heads); a
+     * speculative-verify-like chunk next to a lone decode token. */
+    uint32_t lastl[] = {1999, 1203}, chunkl[] = {1, 9};
+    test_attention_kv(t, (ember_attn_shape){8, 4, 8, 8, 10000.0f, 16, 130}, f32, 2, lastl, chunkl);
+    test_attention_kv(t, (ember_attn_shape){8, 2, 64, 64, 10000.0f, 16, 130}, f32, 2, lastl, chunkl);
+    test_attention_kv(t, (ember_attn_shape){4, 1, 128, 128, 10000.0f, 7, 300}, f32, 2, lastl, chunkl);
+    test_attention_kv(t, (ember_attn_shape){4, 2, 256, 256, 10000.0f, 16, 130}, f32, 2, lastl, chunkl);
+    test_attention_kv(t, (ember_attn_shape){8, 2, 64, 64, 10000.0f, 16, 130}, q8, 2, lastl, chunkl);
 }
 
 int main(void)
