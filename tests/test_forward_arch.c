@@ -99,23 +99,6 @@ static void test_models(ember_vk *vk)
     }
 }
 
-static size_t parse_tokens(const char *json, uint32_t *out, size_t cap)
-{
-    const char *p = strstr(json, "\"tokens\": [");
-    size_t n = 0;
-    if (!p) return 0;
-    p += strlen("\"tokens\": [");
-    while (*p && *p != ']' && n < cap) {
-        char *end;
-        unsigned long v = strtoul(p, &end, 10);
-        if (end == p) break;
-        out[n++] = (uint32_t)v;
-        p = end;
-        while (*p == ',' || *p == ' ') p++;
-    }
-    return n;
-}
-
 static void test_generate_qwen2(void)
 {
     char path[512], cmd[2048];
@@ -135,7 +118,7 @@ static void test_generate_qwen2(void)
                  "-n 32 --backend %s --ignore-eos --json",
                  tu_ember_bin(), path, backends[b]);
         CHECKF(tu_run(cmd, out[b], sizeof out[b]) == 0, "%s", cmd);
-        n[b] = parse_tokens(out[b], tok[b], 40);
+        n[b] = tu_json_tokens(out[b], tok[b], 40);
     }
     printf("qwen2 q8_0 generate: cpu %zu tokens, vulkan %zu tokens\n", n[0], n[1]);
     CHECKF(n[0] == 32 && n[1] == 32 && memcmp(tok[0], tok[1], sizeof tok[0][0] * 32) == 0,

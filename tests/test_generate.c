@@ -13,23 +13,6 @@
 #define PROMPT "the quick brown fox jumps over the lazy dog and then the dog runs after the fox into " \
                "the deep dark forest where nobody has ever been before, and they both get lost there"
 
-static size_t parse_tokens(const char *json, uint32_t *out, size_t cap)
-{
-    const char *p = strstr(json, "\"tokens\": [");
-    size_t n = 0;
-    if (!p) return 0;
-    p += strlen("\"tokens\": [");
-    while (*p && *p != ']' && n < cap) {
-        char *end;
-        unsigned long v = strtoul(p, &end, 10);
-        if (end == p) break;
-        out[n++] = (uint32_t)v;
-        p = end;
-        while (*p == ',' || *p == ' ') p++;
-    }
-    return n;
-}
-
 static int generate(const char *model, const char *backend, const char *prompt, int n, const char *extra,
                     char *out, size_t cap)
 {
@@ -37,14 +20,6 @@ static int generate(const char *model, const char *backend, const char *prompt, 
     snprintf(cmd, sizeof cmd, "%s generate -m %s -p '%s' -n %d --backend %s --ignore-eos --json %s",
              tu_ember_bin(), model, prompt, n, backend, extra);
     return tu_run(cmd, out, cap);
-}
-
-static double json_num(const char *json, const char *key)
-{
-    char k[64];
-    snprintf(k, sizeof k, "\"%s\": ", key);
-    const char *p = strstr(json, k);
-    return p ? atof(p + strlen(k)) : -1.0;
 }
 
 static void compare_backends(const char *type)
@@ -61,15 +36,15 @@ static void compare_backends(const char *type)
     CHECK(generate(path, "cpu", PROMPT, 48, "", cpu, sizeof cpu) == 0);
     CHECK(generate(path, "vulkan", PROMPT, 48, "", gpu, sizeof gpu) == 0);
     uint32_t a[64], b[64];
-    size_t na = parse_tokens(cpu, a, 64), nb = parse_tokens(gpu, b, 64);
-    int n_prompt = (int)json_num(gpu, "n_prompt");
+    size_t na = tu_json_tokens(cpu, a, 64), nb = tu_json_tokens(gpu, b, 64);
+    int n_prompt = (int)tu_json_num(gpu, "n_prompt");
     printf("%s: prompt %d tokens, cpu %zu tokens, vulkan %zu tokens\n", type, n_prompt, na, nb);
     CHECKF(n_prompt >= 48, "prompt has %d tokens", n_prompt);
     CHECK(na == 48 && nb == 48);
     CHECKF(na == nb && memcmp(a, b, na * sizeof a[0]) == 0, "%s: greedy tokens differ\ncpu: %s\ngpu: %s", type,
            cpu, gpu);
     const char *keys[] = {"n_gen", "ttft_ms", "prefill_tok_s", "decode_tok_s"};
-    for (int i = 0; i < 4; i++) CHECKF(json_num(gpu, keys[i]) > 0, "%s missing or zero", keys[i]);
+    for (int i = 0; i < 4; i++) CHECKF(tu_json_num(gpu, keys[i]) > 0, "%s missing or zero", keys[i]);
     CHECK(strstr(gpu, "\"text\": \"") != NULL);
 }
 
@@ -87,7 +62,7 @@ static void big_embedding(void)
     CHECK(generate(path, "cpu", "hello world", 4, "", cpu, sizeof cpu) == 0);
     CHECK(generate(path, "vulkan", "hello world", 4, "", gpu, sizeof gpu) == 0);
     uint32_t a[8], b[8];
-    size_t na = parse_tokens(cpu, a, 8), nb = parse_tokens(gpu, b, 8);
+    size_t na = tu_json_tokens(cpu, a, 8), nb = tu_json_tokens(gpu, b, 8);
     printf("300 MB embedding: cpu %zu tokens, vulkan %zu tokens\n", na, nb);
     CHECK(na == 4 && nb == 4 && memcmp(a, b, sizeof a[0] * 4) == 0);
     remove(path);
@@ -115,7 +90,7 @@ static void stories(void)
     static char out[65536];
     CHECK(generate(model, "vulkan", "", 200, "", out, sizeof out) == 0);
     uint32_t got[256];
-    size_t ng = parse_tokens(out, got, 256);
+    size_t ng = tu_json_tokens(out, got, 256);
     size_t same = 0;
     while (same < ng && same < nw && got[same] == want[same]) same++;
     printf("stories260K on the GPU: %zu of %zu greedy tokens match llama2.c\n", same, nw);

@@ -8,14 +8,6 @@
 
 #include "tests/testutil.h"
 
-static double num(const char *json, const char *key)
-{
-    char k[64];
-    snprintf(k, sizeof k, "\"%s\": ", key);
-    const char *p = strstr(json, k);
-    return p ? atof(p + strlen(k)) : -1;
-}
-
 static int ppl(const char *model, const char *backend, const char *extra, char *out, size_t cap)
 {
     char cmd[2048];
@@ -29,12 +21,12 @@ static void backends_agree(const char *model, const char *extra, double *ppl_out
     char cpu[1024], gpu[1024];
     CHECK(ppl(model, "cpu", extra, cpu, sizeof cpu) == 0);
     CHECK(ppl(model, "vulkan", extra, gpu, sizeof gpu) == 0);
-    double a = num(cpu, "nll"), b = num(gpu, "nll");
+    double a = tu_json_num(cpu, "nll"), b = tu_json_num(gpu, "nll");
     printf("%s %s: nll cpu %.5f, vulkan %.5f, perplexity %.4f, scored %.0f of %.0f\n", model, extra, a, b,
-           num(gpu, "perplexity"), num(gpu, "scored"), num(gpu, "tokens"));
+           tu_json_num(gpu, "perplexity"), tu_json_num(gpu, "scored"), tu_json_num(gpu, "tokens"));
     CHECK(a > 0 && fabs(a - b) <= 1e-4 * a);
-    CHECK(num(cpu, "scored") == num(gpu, "scored"));
-    *ppl_out = num(gpu, "perplexity");
+    CHECK(tu_json_num(cpu, "scored") == tu_json_num(gpu, "scored"));
+    *ppl_out = tu_json_num(gpu, "perplexity");
 }
 
 int main(void)
@@ -48,8 +40,8 @@ int main(void)
     CHECK(tu_run(cmd, NULL, 0) == 0);
     backends_agree(model, "--ctx 100", &p);
     CHECK(ppl(model, "cpu", "--ctx 100", out, sizeof out) == 0);
-    double n = num(out, "tokens");
-    CHECK(num(out, "scored") == n - ceil(n / 100)); /* each window's first token is context */
+    double n = tu_json_num(out, "tokens");
+    CHECK(tu_json_num(out, "scored") == n - ceil(n / 100)); /* each window's first token is context */
 
     const char *shared = tu_shared_dir();
     if (!shared) return tu_skip("../shared absent: stories260K perplexity not checked");

@@ -157,3 +157,30 @@ double tu_chi2_test(const uint64_t *counts, const double *p, size_t n, uint64_t 
     }
     return bins < 2 ? 1 : tu_chi2_sf(stat, bins - 1);
 }
+
+/* ---- reading the CLI's --json output ------------------------------------------- */
+
+size_t tu_json_tokens(const char *json, uint32_t *out, size_t cap)
+{
+    const char *p = strstr(json, "\"tokens\": [");
+    size_t n = 0;
+    if (!p) return 0;
+    p += strlen("\"tokens\": [");
+    while (*p && *p != ']' && n < cap) {
+        char *end;
+        unsigned long v = strtoul(p, &end, 10);
+        if (end == p) break;
+        out[n++] = (uint32_t)v;
+        p = end;
+        while (*p == ',' || *p == ' ') p++;
+    }
+    return n;
+}
+
+double tu_json_num(const char *json, const char *key)
+{
+    char k[64];
+    snprintf(k, sizeof k, "\"%s\": ", key);
+    const char *p = strstr(json, k);
+    return p ? atof(p + strlen(k)) : -1.0;
+}

@@ -41,6 +41,11 @@ double tu_gamma_q(double a, double x);
 double tu_chi2_sf(double x, double k);
 double tu_chi2_test(const uint64_t *counts, const double *p, size_t n, uint64_t total);
 
+/* The first "tokens": [...] array of a JSON text (at most cap ids; returns the count), and
+ * the number after "key": (-1 when absent). Enough for the CLI's own --json output. */
+size_t tu_json_tokens(const char *json, uint32_t *out, size_t cap);
+double tu_json_num(const char *json, const char *key);
+
 /* Prints the summary line and returns the process exit code. */
 int tu_finish(const char *name);
 /* Prints "SKIP: why" and returns 77 (ctest's skip code). */
