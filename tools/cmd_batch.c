@@ -13,6 +13,7 @@ typedef struct slot {
     char *text;
     size_t len, text_cap;
     ember_finish why;
+    ember_request_metrics m;
     bool done;
 } slot;
 
@@ -45,6 +46,7 @@ static void on_done(void *user, ember_request_id id, ember_finish why, const emb
 {
     slot *s = user;
     s->why = why;
+    s->m = *m;
     s->done = true;
 }
 
@@ -76,10 +78,14 @@ static double now_s(void)
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void print_results(const slot *s, size_t n, double secs, bool json)
+static void print_results(const slot *s, size_t n, double secs, bool json, bool spec)
 {
-    size_t total = 0;
-    for (size_t i = 0; i < n; i++) total += s[i].n;
+    size_t total = 0, drafted = 0, accepted = 0;
+    for (size_t i = 0; i < n; i++) {
+        total += s[i].n;
+        drafted += s[i].m.n_drafted;
+        accepted += s[i].m.n_accepted;
+    }
     if (!json) {
         for (size_t i = 0; i < n; i++) printf("[%zu] %s\n", i, s[i].text ? s[i].text : "");
         fprintf(stderr, "%zu requests, %zu tokens in %.2f s: %.1f tok/s\n", n, total, secs, total / secs);
@@ -91,10 +97,16 @@ static void print_results(const slot *s, size_t n, double secs, bool json)
         for (size_t j = 0; j < s[i].n; j++) printf("%s%u", j ? ", " : "", s[i].tokens[j]);
         printf("], \"text\": ");
         cli_json_string(stdout, s[i].text ? s[i].text : "", s[i].len);
-        printf(", \"finish\": \"%s\"}", cli_finish_name(s[i].why));
+        printf(", \"finish\": \"%s\"", cli_finish_name(s[i].why));
+        if (spec) printf(", \"drafted\": %u, \"accepted\": %u", s[i].m.n_drafted, s[i].m.n_accepted);
+        printf("}");
     }
-    printf("], \"requests\": %zu, \"output_tokens\": %zu, \"duration_s\": %.3f, \"throughput_tok_s\": %.3f}\n", n,
+    printf("], \"requests\": %zu, \"output_tokens\": %zu, \"duration_s\": %.3f, \"throughput_tok_s\": %.3f", n,
            total, secs, total / secs);
+    if (spec)
+        printf(", \"drafted\": %zu, \"accepted\": %zu, \"acceptance_rate\": %.4f", drafted, accepted,
+               drafted ? (double)accepted / drafted : 0.0);
+    printf("}\n");
 }
 
 static int serve(ember_model *m, char **lines, size_t n, const ember_request_desc *base, ember_engine_opts eo,
@@ -116,7 +128,7 @@ static int serve(ember_model *m, char **lines, size_t n, const ember_request_des
         fprintf(stderr, "ember: %s\n", e ? ember_engine_error(e) : "out of memory");
         code = 1;
     } else {
-        print_results(s, n, now_s() - t0, json);
+        print_results(s, n, now_s() - t0, json, base->spec.draft_k > 0);
     }
     ember_engine_destroy(e);
     for (size_t i = 0; s && i < n; i++) free(s[i].tokens), free(s[i].text);
@@ -131,6 +143,7 @@ int ember_cmd_batch(int argc, char **argv)
     long n = 64, max_seqs = 16;
     bool json = false;
     ember_kv_type kv_type = EMBER_KV_F32;
+    const char *draft_path = NULL;
     ember_request_desc base = {.on_token = on_token, .on_done = on_done};
     for (int i = 1; i < argc; i++) {
         int r = cli_model_flag(argc, argv, &i, &ma);
@@ -145,9 +158,10 @@ int ember_cmd_batch(int argc, char **argv)
         else if (strcmp(f, "--max-seqs") == 0) { if (!cli_int(f, v, 1, 1024, &max_seqs)) return 2; }
         else if (strcmp(f, "--kv-type") == 0) { if (!cli_kv_type(f, v, &kv_type)) return 2; }
         else if (!cli_sampling_flag(f, v, &base.sampling, &r)) return 2;
+        else if (!r && (r = cli_spec_flag(f, v, &base.spec, &draft_path)) < 0) return 2;
         else if (!r) {
             fprintf(stderr, "usage: ember batch -m MODEL.gguf -f PROMPTS [-n N] [--max-seqs S] [--kv-type f32|q8_0]\n"
-                            "                   [sampling] [--json]\n");
+                            "                   [sampling] [--draft M2 --draft-k K | --ngram N] [--json]\n");
             return 2;
         }
     }
@@ -158,9 +172,16 @@ int ember_cmd_batch(int argc, char **argv)
         fprintf(stderr, "ember: no prompts read from %s\n", file ? file : "(no -f FILE given)");
         return file ? 1 : 2;
     }
-    ember_model *m = cli_load_model(&ma);
-    ember_engine_opts eo = {.max_seqs = (uint32_t)max_seqs, .kv_type = kv_type};
-    int code = m ? cli_free_model(m, serve(m, lines, count, &base, eo, json)) : 1;
+    ember_model *m = cli_load_model(&ma), *draft = NULL;
+    cli_model_args da = ma;
+    da.path = draft_path;
+    int code = 1;
+    if (m && (!draft_path || (draft = cli_load_model(&da)))) {
+        ember_engine_opts eo = {.max_seqs = (uint32_t)max_seqs, .kv_type = kv_type, .draft = draft};
+        code = serve(m, lines, count, &base, eo, json);
+    }
+    if (draft) code = cli_free_model(draft, code);
+    if (m) code = cli_free_model(m, code);
     for (size_t i = 0; i < count; i++) free(lines[i]);
     free(lines);
     return code;

@@ -17,6 +17,8 @@ typedef struct bench_args {
     double rate;                       /* requests per second; 0 = all at once */
     float slo_ttft_ms, slo_tpot_ms;
     ember_engine_opts eo;
+    const char *draft;            /* --draft: a draft model for speculative decoding */
+    ember_speculation spec;
     bool json;
 } bench_args;
 
@@ -34,6 +36,7 @@ typedef struct workload {
     req *r;
     uint32_t n, completed;
     double t0;
+    ember_speculation spec;
 } workload;
 
 static double now_ms(void)
@@ -77,6 +80,8 @@ static bool bench_flag(const char *f, const char *v, bench_args *a)
         return strcmp(v, "static") == 0 || strcmp(v, "continuous") == 0;
     }
     if (strcmp(f, "--kv-type") == 0) return cli_kv_type(f, v, &a->eo.kv_type);
+    int spec = cli_spec_flag(f, v, &a->spec, &a->draft);
+    if (spec) return spec > 0;
     if (strcmp(f, "--kv") == 0) {
         a->eo.kv_layout = strcmp(v, "contiguous") == 0 ? EMBER_KV_CONTIGUOUS : EMBER_KV_PAGED;
         return strcmp(v, "contiguous") == 0 || strcmp(v, "paged") == 0;
@@ -189,7 +194,8 @@ static ember_status drive(ember_engine *e, workload *w)
         for (; next < w->n && w->r[next].arrival_s <= t; next++) {
             req *r = &w->r[next];
             ember_request_desc d = {.tokens = r->prompt, .n_tokens = r->n_prompt, .max_tokens = r->n_gen,
-                                    .ignore_eos = 1, .on_token = on_token, .on_done = on_done, .user = r};
+                                    .ignore_eos = 1, .on_token = on_token, .on_done = on_done, .user = r,
+                                    .spec = w->spec};
             ember_status s = ember_submit(e, &d, NULL);
             if (s != EMBER_OK) return s;
         }
@@ -268,6 +274,11 @@ static void report(const bench_args *a, workload *w, ember_engine *e, double dur
            "\"type\": \"%s\", \"bytes_per_token\": %llu}, ",
            st.kv_block_size, st.kv_blocks_total, st.kv_peak_blocks_used, waste, cli_kv_type_name(st.kv_type),
            (unsigned long long)st.kv_bytes_per_token);
+    uint64_t drafted = 0, accepted = 0;
+    for (uint32_t i = 0; i < w->n; i++) drafted += w->r[i].m.n_drafted, accepted += w->r[i].m.n_accepted;
+    if (a->spec.draft_k)
+        printf("\"speculation\": {\"drafted\": %llu, \"accepted\": %llu, \"acceptance_rate\": %.4f}, ",
+               (unsigned long long)drafted, (unsigned long long)accepted, drafted ? (double)accepted / drafted : 0.0);
     printf("\"prefix_hit_tokens\": %llu, \"preemptions\": %llu, \"steps\": %llu, \"batching\": \"%s\", "
            "\"kv_layout\": \"%s\"}\n",
            (unsigned long long)st.prefix_hit_tokens, (unsigned long long)st.preemptions,
@@ -279,13 +290,15 @@ done:
     free(itl);
 }
 
-static int run(ember_model *m, const bench_args *a)
+static int run(ember_model *m, ember_model *draft, const bench_args *a)
 {
     ember_model_info info;
     ember_model_get_info(m, &info);
-    workload w = {0};
+    workload w = {.spec = a->spec};
     ember_engine *e = NULL;
-    ember_status s = make_workload(a, info.n_vocab, &w) ? ember_engine_create(m, &a->eo, &e) : EMBER_ERR_OUT_OF_MEMORY;
+    ember_engine_opts eo = a->eo;
+    eo.draft = draft;
+    ember_status s = make_workload(a, info.n_vocab, &w) ? ember_engine_create(m, &eo, &e) : EMBER_ERR_OUT_OF_MEMORY;
     if (s == EMBER_OK) s = drive(e, &w);
     int code = 0;
     if (s != EMBER_OK) {
@@ -308,9 +321,18 @@ int ember_cmd_bench(int argc, char **argv)
                 "                   [--shared-prefix L] [--max-seqs S] [--max-batch-tokens T] [--kv-blocks K]\n"
                 "                   [--kv-block-size B] [--kv-mem MIB] [--batching continuous|static]\n"
                 "                   [--kv paged|contiguous] [--kv-type f32|q8_0] [--no-prefix-cache] [--seed S]\n"
-                "                   [--slo-ttft-ms X] [--slo-tpot-ms Y] [--json]\n");
+                "                   [--slo-ttft-ms X] [--slo-tpot-ms Y] [--kv-type f32|q8_0]\n"
+                "                   [--draft M2 --draft-k K | --ngram N] [--json]\n");
         return 2;
     }
-    ember_model *m = cli_load_model(&a.model);
-    return m ? cli_free_model(m, run(m, &a)) : 1;
+    ember_model *m = cli_load_model(&a.model), *draft = NULL;
+    if (!m) return 1;
+    if (a.draft) {
+        cli_model_args da = a.model;
+        da.path = a.draft;
+        if (!(draft = cli_load_model(&da))) return cli_free_model(m, 1);
+    }
+    int code = run(m, draft, &a);
+    if (draft) code = cli_free_model(draft, code);
+    return cli_free_model(m, code);
 }
