@@ -12,7 +12,7 @@ typedef struct command {
 
 static const command commands[] = {
     {"info", ember_cmd_info, "Vulkan devices, features and limits"},
-    {"generate", ember_cmd_generate, "-m M -p TEXT -n N [--temp 0] [--backend vulkan|cpu] [--json]"},
+    {"generate", ember_cmd_generate, "-m M -p TEXT -n N [sampling] [--draft M2 --draft-k K | --ngram N] [--backend vulkan|cpu] [--json]"},
     {"chat", ember_cmd_chat, "-m M [--chat-template NAME] [--system TEXT] [-n N] [sampling flags]"},
     {"tokenize", ember_cmd_tokenize, "-m M -p TEXT [--no-bos] [--json]"},
     {"make-test-model", ember_cmd_make_test_model, "OUT.gguf [--dim --layers --heads --kv-heads --ffn --vocab --ctx --type f32|f16|q8_0 --seed --arch llama|qwen2 --rope-freqs --rope-scale F --tied]"},
