@@ -180,15 +180,23 @@ static ember_status tokenize_prompt(ember_engine *e, const ember_request_desc *d
     unsigned flags = (d->no_bos || !ember_tokenizer_add_bos(tok) ? 0 : EMBER_TOKENIZE_ADD_BOS) |
                      (d->parse_special ? EMBER_TOKENIZE_PARSE_SPECIAL : 0);
     if (d->prompt) {
-        size_t len = strlen(d->prompt);
-        ember_status s = ember_tokenizer_encode_ex(tok, d->prompt, len, flags, NULL, 0, &n, &e->err);
+        /* A text gives at most one token per byte plus BOS and a dummy prefix, so one
+         * pass fills the buffer; the second pass is only a safety net. */
+        size_t len = strlen(d->prompt), room = len + 4;
+        ember_status s = EMBER_OK;
+        for (int pass = 0; pass < 2 && s == EMBER_OK; pass++) {
+            uint32_t *t = realloc(r->tokens, (room + r->max_tokens + 1) * sizeof *t);
+            if (!t) goto oom;
+            r->tokens = t;
+            s = ember_tokenizer_encode_ex(tok, d->prompt, len, flags, r->tokens, room, &n, &e->err);
+            if (n <= room) break;
+            room = n;
+        }
         if (s != EMBER_OK) return s;
         if (n == 0) return ember_fail(&e->err, EMBER_ERR_INVALID_ARG, "empty prompt (and no BOS)");
-        r->cap = (uint32_t)n + r->max_tokens + 1;
-        if (!(r->tokens = malloc(r->cap * sizeof *r->tokens))) goto oom;
-        s = ember_tokenizer_encode_ex(tok, d->prompt, len, flags, r->tokens, n, &n, &e->err);
+        r->cap = (uint32_t)(room + r->max_tokens + 1);
         r->n_prompt = (uint32_t)n;
-        return s;
+        return EMBER_OK;
     }
     if (!d->tokens || !d->n_tokens)
         return ember_fail(&e->err, EMBER_ERR_INVALID_ARG, "request has neither prompt text nor tokens");

@@ -119,6 +119,26 @@ int cli_free_model(ember_model *m, int code)
     return code;
 }
 
+ember_model *cli_load_with_draft(const cli_model_args *a, const char *draft_path, ember_model **draft)
+{
+    *draft = NULL;
+    ember_model *m = cli_load_model(a);
+    if (!m || !draft_path) return m;
+    cli_model_args da = *a;
+    da.path = draft_path;
+    if (!(*draft = cli_load_model(&da))) {
+        cli_free_model(m, 1);
+        return NULL;
+    }
+    return m;
+}
+
+int cli_free_with_draft(ember_model *m, ember_model *draft, int code)
+{
+    if (draft) code = cli_free_model(draft, code);
+    return cli_free_model(m, code);
+}
+
 void cli_json_string(FILE *f, const char *s, size_t len)
 {
     fputc('"', f);

@@ -30,6 +30,11 @@ int cli_model_flag(int argc, char **argv, int *i, cli_model_args *a);
 ember_model *cli_load_model(const cli_model_args *a);
 /* Frees the model; returns exit code 1 (with a message) if the validation layer spoke. */
 int cli_free_model(ember_model *m, int code);
+/* Loads the model and, when draft_path is set, a draft model on the same backend and
+ * device (*draft, else NULL). NULL (nothing left loaded) on failure. */
+ember_model *cli_load_with_draft(const cli_model_args *a, const char *draft_path, ember_model **draft);
+/* Frees the draft (may be NULL) and the model; the exit code as cli_free_model. */
+int cli_free_with_draft(ember_model *m, ember_model *draft, int code);
 
 /* Handles a sampling flag (--temp --top-k --top-p --min-p --repeat-penalty
  * --frequency-penalty --presence-penalty --seed) with its value: *matched = 1 when flag

@@ -172,16 +172,12 @@ int ember_cmd_batch(int argc, char **argv)
         fprintf(stderr, "ember: no prompts read from %s\n", file ? file : "(no -f FILE given)");
         return file ? 1 : 2;
     }
-    ember_model *m = cli_load_model(&ma), *draft = NULL;
-    cli_model_args da = ma;
-    da.path = draft_path;
+    ember_model *draft, *m = cli_load_with_draft(&ma, draft_path, &draft);
     int code = 1;
-    if (m && (!draft_path || (draft = cli_load_model(&da)))) {
+    if (m) {
         ember_engine_opts eo = {.max_seqs = (uint32_t)max_seqs, .kv_type = kv_type, .draft = draft};
-        code = serve(m, lines, count, &base, eo, json);
+        code = cli_free_with_draft(m, draft, serve(m, lines, count, &base, eo, json));
     }
-    if (draft) code = cli_free_model(draft, code);
-    if (m) code = cli_free_model(m, code);
     for (size_t i = 0; i < count; i++) free(lines[i]);
     free(lines);
     return code;

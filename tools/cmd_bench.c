@@ -321,18 +321,10 @@ int ember_cmd_bench(int argc, char **argv)
                 "                   [--shared-prefix L] [--max-seqs S] [--max-batch-tokens T] [--kv-blocks K]\n"
                 "                   [--kv-block-size B] [--kv-mem MIB] [--batching continuous|static]\n"
                 "                   [--kv paged|contiguous] [--kv-type f32|q8_0] [--no-prefix-cache] [--seed S]\n"
-                "                   [--slo-ttft-ms X] [--slo-tpot-ms Y] [--kv-type f32|q8_0]\n"
+                "                   [--slo-ttft-ms X] [--slo-tpot-ms Y]\n"
                 "                   [--draft M2 --draft-k K | --ngram N] [--json]\n");
         return 2;
     }
-    ember_model *m = cli_load_model(&a.model), *draft = NULL;
-    if (!m) return 1;
-    if (a.draft) {
-        cli_model_args da = a.model;
-        da.path = a.draft;
-        if (!(draft = cli_load_model(&da))) return cli_free_model(m, 1);
-    }
-    int code = run(m, draft, &a);
-    if (draft) code = cli_free_model(draft, code);
-    return cli_free_model(m, code);
+    ember_model *draft, *m = cli_load_with_draft(&a.model, a.draft, &draft);
+    return m ? cli_free_with_draft(m, draft, run(m, draft, &a)) : 1;
 }

@@ -179,14 +179,6 @@ int ember_cmd_generate(int argc, char **argv)
 {
     gen_args a;
     if (!parse(argc, argv, &a)) return usage();
-    ember_model *m = cli_load_model(&a.model), *draft = NULL;
-    if (!m) return 1;
-    if (a.draft) {
-        cli_model_args da = a.model;
-        da.path = a.draft;
-        if (!(draft = cli_load_model(&da))) return cli_free_model(m, 1);
-    }
-    int code = run(m, draft, &a);
-    if (draft) code = cli_free_model(draft, code);
-    return cli_free_model(m, code);
+    ember_model *draft, *m = cli_load_with_draft(&a.model, a.draft, &draft);
+    return m ? cli_free_with_draft(m, draft, run(m, draft, &a)) : 1;
 }
