@@ -91,6 +91,9 @@ static ember_status alloc_kv(ember_forward *f, ember_err *err)
     for (uint32_t l = 0; s == EMBER_OK && l < hp->n_layers; l++) {
         s = alloc(f, bytes, EMBER_VK_MEM_DEVICE, &f->kcache[l], err);
         if (s == EMBER_OK) s = alloc(f, bytes, EMBER_VK_MEM_DEVICE, &f->vcache[l], err);
+        /* Attention reads K and V through texel views where the device allows. */
+        if (s == EMBER_OK) s = ember_kernels_kv_view(f->g->kernels, f->arena, f->o.kv_type, &f->kcache[l], err);
+        if (s == EMBER_OK) s = ember_kernels_kv_view(f->g->kernels, f->arena, f->o.kv_type, &f->vcache[l], err);
     }
     return s;
 }
@@ -169,7 +172,19 @@ static void write_inputs(ember_forward *f, const ember_batch *b)
     if (b->n_logits) memcpy(f->in.logit_rows.host, b->logit_rows, b->n_logits * sizeof(uint32_t));
 }
 
-static void record_layer(ember_forward *f, uint32_t l, uint32_t T)
+/* The longest run of consecutive batch rows of one sequence (1 in a decode step):
+ * attention groups at most that many tokens per tile. */
+static uint32_t longest_run(const ember_batch *b)
+{
+    uint32_t best = 1, run = 1;
+    for (uint32_t i = 1; i < b->n_tokens; i++) {
+        run = b->seq[i] == b->seq[i - 1] ? run + 1 : 1;
+        if (run > best) best = run;
+    }
+    return best;
+}
+
+static void record_layer(ember_forward *f, uint32_t l, uint32_t T, uint32_t max_run)
 {
     ember_vk_cmd *c = f->cmd;
     const ember_kernels *k = f->g->kernels;
@@ -184,8 +199,8 @@ static void record_layer(ember_forward *f, uint32_t l, uint32_t T)
     ember_k_rope_store(c, k, &f->shape, &rb, f->qkv, f->in.pos, f->in.seq, f->in.block_tables, f->kcache[l],
                        f->vcache[l], T);
     ember_vk_cmd_barrier(c);
-    ember_k_attention(c, k, &f->shape, f->qkv, f->in.pos, f->in.seq, f->in.block_tables, f->kcache[l],
-                      f->vcache[l], f->att, T);
+    ember_k_attention_runs(c, k, &f->shape, f->qkv, f->in.pos, f->in.seq, f->in.block_tables, f->kcache[l],
+                           f->vcache[l], f->att, T, max_run);
     ember_vk_cmd_barrier(c);
     ember_k_linear(c, k, &L->wo, f->att, f->x, T, EMBER_OUT_ADD);
     ember_vk_cmd_barrier(c);
@@ -207,7 +222,8 @@ static void record_step(ember_forward *f, const ember_batch *b)
     ember_vk_cmd_timestamp(c, 0);
     ember_k_embed(c, k, &f->g->tok_embd, f->in.tokens, f->x, T);
     ember_vk_cmd_barrier(c);
-    for (uint32_t l = 0; l < hp->n_layers; l++) record_layer(f, l, T);
+    uint32_t max_run = longest_run(b);
+    for (uint32_t l = 0; l < hp->n_layers; l++) record_layer(f, l, T, max_run);
     if (b->n_logits) {
         ember_k_rmsnorm(c, k, f->x, f->g->output_norm, f->xl, &f->in.logit_rows, b->n_logits, hp->dim,
                         hp->rms_eps);
@@ -238,3 +254,27 @@ ember_status ember_forward_run(ember_forward *f, const ember_batch *b, float *lo
 }
 
 uint32_t ember_forward_dispatches(const ember_forward *f) { return ember_vk_cmd_dispatch_count(f->cmd); }
+
+ember_status ember_forward_copy_blocks(ember_forward *f, const uint32_t *src, const uint32_t *dst, uint32_t n,
+                                       ember_err *err)
+{
+    if (!n) return EMBER_OK;
+    for (uint32_t i = 0; i < n; i++)
+        if (src[i] >= f->o.n_blocks || dst[i] >= f->o.n_blocks || src[i] == dst[i])
+            return ember_fail(err, EMBER_ERR_INVALID_ARG, "bad KV block copy %u -> %u", src[i], dst[i]);
+    /* A block is contiguous in each layer's K and V pool ([block][kv_head][slot][dim]). */
+    const ember_hparams *hp = &f->g->hp;
+    VkDeviceSize bb = (VkDeviceSize)f->o.block_size * hp->n_kv_heads * ember_kv_row_bytes(hp->head_dim, f->o.kv_type);
+    ember_status s = ember_vk_cmd_begin(f->cmd, err);
+    if (s != EMBER_OK) return s;
+    for (uint32_t l = 0; l < hp->n_layers; l++)
+        for (uint32_t i = 0; i < n; i++) {
+            const ember_vk_span *pools[2] = {&f->kcache[l], &f->vcache[l]};
+            for (int p = 0; p < 2; p++) {
+                ember_vk_span a = ember_vk_span_sub(*pools[p], src[i] * bb, bb);
+                ember_vk_span b = ember_vk_span_sub(*pools[p], dst[i] * bb, bb);
+                ember_vk_cmd_copy(f->cmd, &a, &b, bb);
+            }
+        }
+    return ember_vk_cmd_submit(f->cmd, err);
+}

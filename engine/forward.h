@@ -74,6 +74,11 @@ void ember_forward_free(ember_forward *f);
 ember_status ember_forward_run(ember_forward *f, const ember_batch *b, float *logits,
                                uint32_t *argmax, double *gpu_ms, ember_err *err);
 
+/* Copies KV blocks src[i] -> dst[i] (every layer, K and V) and waits: the copy on write
+ * of a shared block before a sequence writes into it. src and dst must be distinct. */
+ember_status ember_forward_copy_blocks(ember_forward *f, const uint32_t *src, const uint32_t *dst, uint32_t n,
+                                       ember_err *err);
+
 /* Dispatches recorded by the last run (to keep the count per token in view). */
 uint32_t ember_forward_dispatches(const ember_forward *f);
 

@@ -23,8 +23,11 @@ static const spv LINEAR[DT_SLOTS][LIN_KINDS][2] = {
 static const spv LINEAR_GENERIC[2][2] = {{SPV(linear_f32_generic), SPV(linear_f32_generic_sg)},
                                          {SPV(linear_f16_generic), SPV(linear_f16_generic_sg)}};
 static const spv RMSNORM[2] = {SPV(rmsnorm), SPV(rmsnorm_sg)};
-static const spv ATTENTION[2] = {SPV(attention), SPV(attention_sg)};
-static const spv ATTENTION_Q8[2] = {SPV(attention_q8), SPV(attention_q8_sg)};
+/* [cache type][binding kind][subgroup variant] */
+static const spv ATTENTION[ATT_KV_TYPES][ATT_KINDS][2] = {
+    {{SPV(attention), SPV(attention_sg)}, {SPV(attention_tx), SPV(attention_tx_sg)}},
+    {{SPV(attention_q8), SPV(attention_q8_sg)}, {SPV(attention_q8_tx), SPV(attention_q8_tx_sg)}},
+};
 static const spv ARGMAX[2] = {SPV(argmax), SPV(argmax_sg)};
 static const spv EMBED = SPV(embed);
 static const spv ROPE = SPV(rope_store);
@@ -35,7 +38,7 @@ static const spv ROPE_Q8 = SPV(rope_store_q8);
 #define PUSH_EMBED 24
 #define PUSH_RMSNORM 20
 #define PUSH_ROPE 48
-#define PUSH_ATTENTION 40
+#define PUSH_ATTENTION 44
 #define PUSH_ARGMAX 12
 
 void ember_k_grid(uint32_t n, uint32_t lim_a, uint32_t *a, uint32_t *b)
@@ -74,13 +77,29 @@ static void choose_shapes(ember_kernels *k)
         if (k->lin_subgroup && l->ng * 8 < sg) l->ng = sg / 8;
         if (!k->lin_subgroup && l->ng * l->tn * l->tm * 8 * 4 > 16384) l->ng = 16384 / (l->tn * l->tm * 8 * 4);
     }
-    /* A (token, head) pair per subgroup whose lanes split the keys, and head_dim in vec4
-     * chunks once it passes 4 * attn_cpl (head_dim up to at least 256); the baseline
-     * gives each pair one invocation. On lavapipe one pair per workgroup spreads a decode
-     * step's few pairs over both cores. */
+}
+
+/* Attention: a tile of (token, query head) pairs sharing their K/V rows per subgroup,
+ * whose lanes split head_dim; a class per head size (chunks per lane 1, 2, 4, 8: on
+ * lavapipe's 8 lanes head_dim up to 32, 64, 128, 256). Every pair of a tile costs its
+ * arithmetic whether it has work or not (lavapipe masks, it does not branch), so each
+ * class has a small tile for decode steps (2 pairs: the query heads of a KV head in
+ * common GQA models) and a large one for prefill chunks (16 pairs over the chunks per
+ * lane: lavapipe compiles a pipeline at its first use, in seconds that grow with
+ * pairs x chunks). One tile per workgroup on lavapipe spreads a decode step's few tiles
+ * over both cores. The baseline gives a tile (one pair) to one invocation. */
+static void choose_attention(ember_kernels *k)
+{
+    const ember_vk_caps *c = &k->caps;
+    uint32_t sg = c->subgroup_size ? c->subgroup_size : 32;
     k->attn_lanes = k->attn_subgroup ? sg : 1;
-    k->attn_cpl = k->attn_subgroup ? (sg >= 8 ? 8 : 64 / sg) : 64;
-    k->attn_ppw = k->attn_subgroup ? (c->is_cpu ? 1 : 4) : 64;
+    k->attn_tpw = k->attn_subgroup ? (c->is_cpu ? 1 : 4) : 64;
+    k->attn_classes = k->attn_subgroup ? ATT_CLASSES : 1;
+    for (uint32_t i = 0; i < k->attn_classes; i++) {
+        k->attn_cpl[i] = k->attn_subgroup ? 1u << i : 64;
+        k->attn_slots[i][ATT_SMALL] = k->attn_subgroup ? 2 : 1;
+        k->attn_slots[i][ATT_LARGE] = k->attn_subgroup ? 16u >> i : 1;
+    }
 }
 
 /* One linear pipeline: dtype slot d (DT_SLOTS + 0/1: GENERIC F32/F16), binding kind,
@@ -128,16 +147,44 @@ static ember_status make_others(ember_kernels *k, ember_err *err)
 {
     ember_vk_spec wg64[] = {{0, 64}};
     ember_vk_spec rows[] = {{0, row_wg(k)}};
-    ember_vk_spec attn[] = {{0, k->attn_ppw * k->attn_lanes}, {1, k->attn_cpl}, {2, k->attn_ppw}};
     ember_status s = make(k, "embed", EMBED, 4, PUSH_EMBED, wg64, 1, &k->embed, err);
     if (s == EMBER_OK) s = make(k, "rmsnorm", RMSNORM[k->subgroup], 4, PUSH_RMSNORM, rows, 1, &k->rmsnorm, err);
     if (s == EMBER_OK) s = make(k, "rope_store", ROPE, 8, PUSH_ROPE, wg64, 1, &k->rope, err);
     if (s == EMBER_OK) s = make(k, "rope_store_q8", ROPE_Q8, 8, PUSH_ROPE, wg64, 1, &k->rope_q8, err);
-    if (s == EMBER_OK)
-        s = make(k, "attention", ATTENTION[k->attn_subgroup], 7, PUSH_ATTENTION, attn, 3, &k->attention, err);
-    if (s == EMBER_OK)
-        s = make(k, "attention_q8", ATTENTION_Q8[k->attn_subgroup], 7, PUSH_ATTENTION, attn, 3, &k->attention_q8, err);
     if (s == EMBER_OK) s = make(k, "argmax", ARGMAX[k->subgroup], 2, PUSH_ARGMAX, rows, 1, &k->argmax, err);
+    return s;
+}
+
+static ember_status make_attention_one(ember_kernels *k, int t, int kind, uint32_t cls, int tile, ember_err *err)
+{
+    static const char *names[ATT_KV_TYPES] = {"attention", "attention_q8"};
+    static const ember_vk_binding_kind texel[7] = {EMBER_VK_BIND_STORAGE, EMBER_VK_BIND_STORAGE,
+                                                   EMBER_VK_BIND_STORAGE, EMBER_VK_BIND_STORAGE,
+                                                   EMBER_VK_BIND_TEXEL,   EMBER_VK_BIND_TEXEL,
+                                                   EMBER_VK_BIND_STORAGE};
+    ember_vk_spec sp[] = {{0, k->attn_tpw * k->attn_lanes}, {1, k->attn_cpl[cls]}, {2, k->attn_tpw},
+                          {3, k->attn_slots[cls][tile]}};
+    spv code = ATTENTION[t][kind][k->attn_subgroup];
+    char name[64];
+    snprintf(name, sizeof name, "%s%s_c%u_s%u", names[t], kind == ATT_TEXEL ? "_tx" : "", k->attn_cpl[cls],
+             k->attn_slots[cls][tile]);
+    return ember_vk_pipeline_create_ex(k->vk, name, code.code, *code.bytes, 7, kind == ATT_TEXEL ? texel : NULL,
+                                       PUSH_ATTENTION, sp, 4, &k->attention[t][kind][cls][tile], err);
+}
+
+/* Attention per cache type, binding kind (the texel kind, K and V as uniform texel
+ * buffers, only when the kernels read through texel views), head size class and tile. */
+static ember_status make_attention(ember_kernels *k, ember_err *err)
+{
+    ember_status s = EMBER_OK;
+    for (int t = 0; s == EMBER_OK && t < ATT_KV_TYPES; t++)
+        for (int kind = 0; s == EMBER_OK && kind < (k->texel ? ATT_KINDS : 1); kind++)
+            for (uint32_t cls = 0; s == EMBER_OK && cls < k->attn_classes; cls++)
+                for (int tile = 0; s == EMBER_OK && tile < ATT_TILES; tile++) {
+                    /* One pipeline when both tiles are the same size. */
+                    if (tile == ATT_LARGE && k->attn_slots[cls][ATT_LARGE] == k->attn_slots[cls][ATT_SMALL]) break;
+                    s = make_attention_one(k, t, kind, cls, tile, err);
+                }
     return s;
 }
 
@@ -154,14 +201,16 @@ ember_status ember_kernels_create_opts(ember_vk *vk, const ember_kernels_opts *o
     k->subgroup = c->subgroup_arith && c->subgroup_size >= 4 && !o.no_subgroup;
     /* The linear's lane groups are 8 lanes of one subgroup. */
     k->lin_subgroup = c->subgroup_shuffle && c->subgroup_size >= 8 && c->subgroup_size % 8 == 0 && !o.no_subgroup;
-    /* Attention merges its key lanes' softmax states with a shuffle-xor tree. */
-    k->attn_subgroup = c->subgroup_shuffle && c->subgroup_size >= 4 && !o.no_subgroup;
+    /* Attention sums a position's dot product over the lanes with subgroupAdd. */
+    k->attn_subgroup = c->subgroup_arith && c->subgroup_size >= 4 && !o.no_subgroup;
     k->texel = c->texel_rgba32f && c->texel_rgba32ui && !o.no_texel;
     k->force_tm = o.linear_tm;
     k->force_tpw = o.linear_tpw;
     choose_shapes(k);
+    choose_attention(k);
     ember_status s = make_linear(k, err);
     if (s == EMBER_OK) s = make_others(k, err);
+    if (s == EMBER_OK) s = make_attention(k, err);
     if (s != EMBER_OK) {
         ember_kernels_destroy(k);
         return s;
@@ -178,9 +227,14 @@ ember_status ember_kernels_create(ember_vk *vk, ember_kernels **out, ember_err *
 void ember_kernels_destroy(ember_kernels *k)
 {
     if (!k) return;
-    ember_vk_pipeline *all[] = {k->embed, k->rmsnorm, k->rope, k->attention, k->argmax, k->rope_q8, k->attention_q8,
-                                k->linear_generic[0], k->linear_generic[1]};
+    ember_vk_pipeline *all[] = {k->embed, k->rmsnorm, k->rope, k->argmax, k->rope_q8, k->linear_generic[0],
+                                k->linear_generic[1]};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) ember_vk_pipeline_destroy(k->vk, all[i]);
+    for (int t = 0; t < ATT_KV_TYPES; t++)
+        for (int kind = 0; kind < ATT_KINDS; kind++)
+            for (int cls = 0; cls < ATT_CLASSES; cls++)
+                for (int tile = 0; tile < ATT_TILES; tile++)
+                    ember_vk_pipeline_destroy(k->vk, k->attention[t][kind][cls][tile]);
     for (int d = 0; d < DT_SLOTS; d++)
         for (int kind = 0; kind < LIN_KINDS; kind++)
             for (int i = 0; i < LIN_SHAPES; i++) ember_vk_pipeline_destroy(k->vk, k->linear[d][kind][i]);
@@ -197,7 +251,7 @@ ember_status ember_kernels_input_view(const ember_kernels *k, ember_vk_arena *a,
 
 ember_status ember_kernels_check_attn(const ember_kernels *k, const ember_attn_shape *s, ember_err *err)
 {
-    uint32_t max_dim = 4 * k->attn_cpl * k->attn_lanes;
+    uint32_t max_dim = 4 * k->attn_cpl[k->attn_classes - 1] * k->attn_lanes;
     if (s->n_heads == 0 || s->n_kv_heads == 0 || s->n_heads % s->n_kv_heads != 0)
         return ember_fail(err, EMBER_ERR_UNSUPPORTED, "%u query heads cannot share %u KV heads", s->n_heads,
                           s->n_kv_heads);

@@ -51,8 +51,8 @@ void ember_kernels_destroy(ember_kernels *k);
 typedef struct ember_kernels_opts {
     bool no_subgroup;         /* use the Vulkan 1.2 core variants even when the device
                                  has subgroup operations */
-    bool no_texel;            /* read weights and x from storage buffers even when the
-                                 device has uniform texel buffers */
+    bool no_texel;            /* read weights and x (attention: K and V) from storage
+                                 buffers even when the device has uniform texel buffers */
     uint32_t linear_tm;       /* tokens per linear tile: 1, 2, 3, 4 or 8 (default: by n_tok) */
     uint32_t linear_tpw;      /* tokens per linear workgroup, rounded up to the tile
                                  (default: by n_tok) */
@@ -127,6 +127,14 @@ uint32_t ember_kv_q8_group(uint32_t head_dim);
 /* Bytes of one cache row (one token, one KV head, K or V) of the given type. */
 uint64_t ember_kv_row_bytes(uint32_t head_dim, ember_kv_type type);
 
+/* Gives one layer's K or V cache (of the given type) the texel view attention reads it
+ * through (RGBA32F for F32, R32UI for Q8_0), when the kernels read through texel views,
+ * the device has the format and the span fits one (whole texels, at most
+ * maxTexelBufferElements, offset aligned); otherwise leaves it as is (attention then
+ * reads it as a storage buffer). Create once: the view lives as long as arena a. */
+ember_status ember_kernels_kv_view(const ember_kernels *k, ember_vk_arena *a, ember_kv_type type,
+                                   ember_vk_span *cache, ember_err *err);
+
 /* Whether the attention kernels handle shape s: n_heads a multiple of n_kv_heads,
  * head_dim a multiple of 4 and at most 256, rope_dim even and <= head_dim, a known
  * RoPE style and cache type. Call once at model load: ember_k_rope_store /
@@ -154,11 +162,26 @@ void ember_k_rope_store(ember_vk_cmd *c, const ember_kernels *k, const ember_att
 /* out[t][h] = softmax(q_h . K / sqrt(head_dim)) V over positions 0..pos[t] of sequence
  * seq[t], read through its block table (K/V in s->kv_type, dequantized as read); query
  * head h uses KV head h / (n_heads/n_kv_heads). Online softmax; out is n_tok x
- * (n_heads*head_dim). */
+ * (n_heads*head_dim). K and V are read through their texel views when both have one
+ * (ember_kernels_kv_view), else as storage buffers. The query heads of one KV head, and
+ * consecutive tokens of one sequence, share their K/V reads; every output is
+ * bit-identical whatever n_tok, the token's row in the batch and its neighbours
+ * (docs/kernels.md). */
 void ember_k_attention(ember_vk_cmd *c, const ember_kernels *k, const ember_attn_shape *s,
                        ember_vk_span qkv, ember_vk_span pos, ember_vk_span seq,
                        ember_vk_span block_table, ember_vk_span kcache, ember_vk_span vcache,
                        ember_vk_span out, uint32_t n_tok);
+
+/* The same for a batch whose tokens of one sequence sit in runs of at most max_run
+ * consecutive rows (1 or 0: every row is its own sequence's only token, as in a decode
+ * step; ember_k_attention passes n_tok). A tile then groups at most max_run tokens, and
+ * decode steps use a tile of as few pairs as a KV head's query heads need (every pair
+ * slot of a tile costs its arithmetic on lavapipe, used or not); any max_run gives the
+ * same bits. */
+void ember_k_attention_runs(ember_vk_cmd *c, const ember_kernels *k, const ember_attn_shape *s,
+                            ember_vk_span qkv, ember_vk_span pos, ember_vk_span seq,
+                            ember_vk_span block_table, ember_vk_span kcache, ember_vk_span vcache,
+                            ember_vk_span out, uint32_t n_tok, uint32_t max_run);
 
 /* out[i] (uint32) = index of the largest of logits[i][0..n_cols) (lowest index on ties). */
 void ember_k_argmax(ember_vk_cmd *c, const ember_kernels *k, ember_vk_span logits,

@@ -18,7 +18,7 @@ typedef struct attention_push {
     uint32_t n_heads, n_kv_heads, head_dim, block_size;
     uint32_t max_blocks, n_tok, wgx;
     float scale;
-    uint32_t group, dim_lanes;
+    uint32_t group_log2, tile_tok, tile_heads;
 } attention_push;
 
 uint32_t ember_kv_q8_group(uint32_t head_dim)
@@ -57,14 +57,60 @@ void ember_k_rope_store(ember_vk_cmd *c, const ember_kernels *k, const ember_att
     ember_vk_cmd_dispatch(c, s->kv_type == EMBER_KV_Q8_0 ? k->rope_q8 : k->rope, b, &pc, gx, gy, 1);
 }
 
-/* Lanes that split one position's head_dim: the fewest (a power of two) that keep a
- * lane within attn_cpl vec4 chunks; the rest of the subgroup splits the keys. A function
- * of head_dim alone, so a token's bits never depend on the batch. */
-static uint32_t attn_dim_lanes(const ember_kernels *k, uint32_t head_dim)
+/* The pipeline class for head_dim: the first whose lanes hold it. */
+static uint32_t attn_class(const ember_kernels *k, uint32_t head_dim)
 {
-    uint32_t dl = 1;
-    while (dl * k->attn_cpl * 4 < head_dim && dl < k->attn_lanes) dl *= 2;
-    return dl;
+    uint32_t cls = 0;
+    while (cls + 1 < k->attn_classes && 4 * k->attn_cpl[cls] * k->attn_lanes < head_dim) cls++;
+    return cls;
+}
+
+/* lavapipe (gallivm) ends a shader invocation after 65535 loop iterations in all; a
+ * tile's runs walk up to max_run sequences one after the other, each up to the longest
+ * context plus one iteration per block. The tokens of a tile are capped so that they fit
+ * (a run of one token fits up to ~61000 positions). */
+static uint32_t loop_limited_tokens(const ember_kernels *k, const ember_attn_shape *s, uint32_t tt)
+{
+    if (!k->caps.is_cpu) return tt;
+    uint64_t ctx = (uint64_t)s->block_size * s->max_blocks_per_seq;
+    uint64_t per_run = ctx + s->max_blocks_per_seq + 64, fit = 60000 / per_run;
+    return fit < 1 ? 1 : fit < tt ? (uint32_t)fit : tt;
+}
+
+static uint32_t log2_u32(uint32_t x)
+{
+    uint32_t n = 0;
+    while (x >>= 1) n++;
+    return n;
+}
+
+void ember_k_attention_runs(ember_vk_cmd *c, const ember_kernels *k, const ember_attn_shape *s,
+                            ember_vk_span qkv, ember_vk_span pos, ember_vk_span seq,
+                            ember_vk_span block_table, ember_vk_span kcache, ember_vk_span vcache,
+                            ember_vk_span out, uint32_t n_tok, uint32_t max_run)
+{
+    if (n_tok == 0) return;
+    bool q8 = s->kv_type == EMBER_KV_Q8_0;
+    uint32_t cls = attn_class(k, s->head_dim);
+    bool texel = k->texel && kcache.view && vcache.view;
+    /* A tile: as many query heads of one KV head as fit, times as many tokens (at most a
+     * run of one sequence); the small tile when tokens come one per sequence. */
+    int tile = max_run > 1 ? ATT_LARGE : ATT_SMALL;
+    if (!k->attention[ATT_F32][ATT_STORAGE][cls][tile]) tile = ATT_SMALL; /* one size only */
+    uint32_t slots = k->attn_slots[cls][tile], gq = s->n_heads / s->n_kv_heads, th = gq < slots ? gq : slots;
+    uint32_t tt = slots / th;
+    if (tt > max_run) tt = max_run ? max_run : 1;
+    tt = loop_limited_tokens(k, s, tt);
+    uint64_t n_tiles = (uint64_t)ember_k_ceil(n_tok, tt) * s->n_kv_heads * ember_k_ceil(gq, th);
+    uint32_t n_wg = ember_k_ceil(n_tiles, k->attn_tpw);
+    uint32_t gx, gy;
+    ember_k_grid(n_wg, k->caps.max_wg_count[0], &gx, &gy);
+    attention_push pc = {s->n_heads, s->n_kv_heads, s->head_dim, s->block_size,
+                         s->max_blocks_per_seq, n_tok, gx, (float)(1.0 / sqrt((double)s->head_dim)),
+                         log2_u32(ember_kv_q8_group(s->head_dim)), tt, th};
+    ember_vk_span b[7] = {qkv, pos, seq, block_table, kcache, vcache, out};
+    ember_vk_cmd_dispatch(c, k->attention[q8 ? ATT_Q8 : ATT_F32][texel ? ATT_TEXEL : ATT_STORAGE][cls][tile], b, &pc,
+                          gx, gy, 1);
 }
 
 void ember_k_attention(ember_vk_cmd *c, const ember_kernels *k, const ember_attn_shape *s,
@@ -72,13 +118,19 @@ void ember_k_attention(ember_vk_cmd *c, const ember_kernels *k, const ember_attn
                        ember_vk_span block_table, ember_vk_span kcache, ember_vk_span vcache,
                        ember_vk_span out, uint32_t n_tok)
 {
-    if (n_tok == 0) return;
-    uint32_t n_wg = ember_k_ceil((uint64_t)n_tok * s->n_heads, k->attn_ppw);
-    uint32_t gx, gy;
-    ember_k_grid(n_wg, k->caps.max_wg_count[0], &gx, &gy);
-    attention_push pc = {s->n_heads, s->n_kv_heads, s->head_dim, s->block_size,
-                         s->max_blocks_per_seq, n_tok, gx, (float)(1.0 / sqrt((double)s->head_dim)),
-                         ember_kv_q8_group(s->head_dim), attn_dim_lanes(k, s->head_dim)};
-    ember_vk_span b[7] = {qkv, pos, seq, block_table, kcache, vcache, out};
-    ember_vk_cmd_dispatch(c, s->kv_type == EMBER_KV_Q8_0 ? k->attention_q8 : k->attention, b, &pc, gx, gy, 1);
+    ember_k_attention_runs(c, k, s, qkv, pos, seq, block_table, kcache, vcache, out, n_tok, n_tok);
+}
+
+ember_status ember_kernels_kv_view(const ember_kernels *k, ember_vk_arena *a, ember_kv_type type, ember_vk_span *cache,
+                                   ember_err *err)
+{
+    /* F32 rows are whole RGBA32F texels; Q8_0 rows (head_dim + scale bytes) are whole
+     * 32-bit words only, so R32UI. */
+    const ember_vk_caps *c = &k->caps;
+    bool q8 = type == EMBER_KV_Q8_0;
+    uint32_t tb = q8 ? 4 : 16;
+    if (!k->texel || (q8 && !c->texel_r32ui) || cache->view || cache->size < tb || cache->size % tb != 0 ||
+        cache->size / tb > c->max_texel_elements || (c->min_texel_align && cache->offset % c->min_texel_align != 0))
+        return EMBER_OK;
+    return ember_vk_texel_view(a, cache, q8 ? VK_FORMAT_R32_UINT : VK_FORMAT_R32G32B32A32_SFLOAT, err);
 }

@@ -11,6 +11,13 @@ enum { DT_SLOT_F32, DT_SLOT_F16, DT_SLOT_Q8, DT_SLOTS };
 /* How the linear shader reads weights and x. */
 enum { LIN_STORAGE, LIN_TEXEL, LIN_KINDS };
 
+/* Attention pipelines: [cache type: F32, Q8_0][K/V read from storage or texel buffers]
+ * [head size class: chunks per lane][tile: small (decode) or large (prefill)]. */
+enum { ATT_F32, ATT_Q8, ATT_KV_TYPES };
+enum { ATT_STORAGE, ATT_TEXEL, ATT_KINDS };
+enum { ATT_SMALL, ATT_LARGE, ATT_TILES };
+#define ATT_CLASSES 4
+
 /* Tile shapes of the linear shader: tokens per tile (TM) 1, 2, 3, 4 (decode batches,
  * tokens looped inside the workgroup) and 8 (prefill). The shape never changes the bits
  * of an output (shaders/linear.glsl), only the speed. */
@@ -33,13 +40,17 @@ struct ember_kernels {
 
     ember_vk_pipeline *linear[DT_SLOTS][LIN_KINDS][LIN_SHAPES];
     ember_vk_pipeline *linear_generic[2]; /* F32, F16 with cols not a multiple of 4 / 8 */
-    ember_vk_pipeline *embed, *rmsnorm, *rope, *attention, *argmax;
-    ember_vk_pipeline *rope_q8, *attention_q8; /* the same over an EMBER_KV_Q8_0 cache */
+    ember_vk_pipeline *embed, *rmsnorm, *rope, *argmax;
+    ember_vk_pipeline *rope_q8; /* the same over an EMBER_KV_Q8_0 cache */
+    ember_vk_pipeline *attention[ATT_KV_TYPES][ATT_KINDS][ATT_CLASSES][ATT_TILES];
 
     /* Launch shapes, fixed at creation (they are specialization constants). */
     ember_lin_shape lin[LIN_SHAPES];
-    bool attn_subgroup;         /* attention splits keys over a subgroup (subgroupShuffleXor) */
-    uint32_t attn_ppw, attn_lanes, attn_cpl; /* pairs per workgroup, lanes per pair, chunks */
+    bool attn_subgroup;         /* attention splits head_dim over a subgroup (subgroupAdd) */
+    uint32_t attn_tpw, attn_lanes; /* tiles per workgroup, lanes per tile */
+    uint32_t attn_classes;      /* head size classes (pipelines per cache type and kind) */
+    uint32_t attn_cpl[ATT_CLASSES];   /* per class: vec4 chunks of head_dim per lane */
+    uint32_t attn_slots[ATT_CLASSES][ATT_TILES]; /* per class: (token, head) pairs per tile */
 };
 
 /* Spreads n workgroups over two grid dimensions: *a <= lim_a, *a * *b >= n. Shaders

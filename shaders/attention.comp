@@ -1,165 +1,234 @@
 #version 450
-// attention.comp — paged grouped-query attention with online softmax. One (token, query
-// head) pair per lane group: a subgroup (SUBGROUP) or a single invocation (baseline).
+// attention.comp — paged grouped-query attention with online softmax. A lane group (a
+// subgroup, or one invocation in the baseline) serves a tile: up to SLOTS (token, query
+// head) pairs whose keys and values are the same cache rows, tile_heads query heads of
+// one KV head times tile_tok consecutive tokens of the batch. The tile walks the
+// positions of its sequence one at a time; each K/V row is loaded once per tile and used
+// by all its pairs (GQA heads, and the tokens of one sequence in a prefill chunk). Each
+// pair's arithmetic is its own and the same whichever tile, slot or batch it is in
+// (docs/kernels.md, batch invariance): a pair updates its state only at its own positions
+// (0..pos[t]) and in position order. Tokens of a tile that belong to different sequences
+// (decode batches) are served one sequence at a time ("runs").
 //
-// The subgroup's lanes split the keys and, for large heads, head_dim: lane = kl * DL + dl,
-// DL = pc.dim_lanes (chosen by the host from head_dim only) lanes share one position and
-// split its head_dim into vec4 chunks, KL = lanes / DL key lanes take the slots of each
-// cache block interleaved (slot kl, kl + KL, ...). Each key lane keeps its own running
-// max / sum / accumulator; at the end the lanes' softmax states are merged by a
-// shuffle-xor tree with a fixed order. Which positions a lane sees depends only on the
-// token's own position, the block size and the head size, never on the batch, so a
-// (token, head)'s bits are the same alone or in any batch (DESIGN.md, batch invariance).
-// Query heads of one KV group sit in neighbouring groups, so their K/V reads share lines.
+// The lanes of the subgroup split head_dim: lane dl holds chunks (vec4) dl, dl + lanes,
+// ... (CPL of them, the host picks CPL from head_dim), so a K or V fetch of all lanes is
+// one contiguous piece of the row. A position's dot product is summed over the lanes by
+// subgroupAdd (its order is fixed for a given subgroup size, the same for every tile);
+// the softmax state is then the same in every lane, and no lanes merge at the end.
+// Deliberately no shuffles: on lavapipe one costs ~350 cycles (measured); this needs one
+// subgroupAdd per position and pair, and no merge of lane states.
 //
 // KV_Q8: a cache row is head_dim int8 values packed four per uint, then one f16 scale per
-// pc.group values, two per uint (rope_store.comp); a vec4 chunk is one uint.
+// 2^group_log2 values, two per uint (rope_store.comp); a vec4 chunk is one uint.
+// TEXEL: K and V are uniform texel buffers (RGBA32F; R32UI for KV_Q8, whose rows are not
+// 16-byte aligned) read with texelFetch, which lavapipe does far faster than storage-
+// buffer loads (docs/kernels.md).
 //
-// Limits: head_dim % 4 == 0 and head_dim <= 4 * CPL * dim_lanes (the host checks).
+// Limits: head_dim % 4 == 0 and head_dim <= 4 * CPL * lanes (the host checks).
 #extension GL_EXT_control_flow_attributes : require
 #ifdef SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
-#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
 
 layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint CPL = 4;  // vec4 chunks of head_dim per lane, at most
-layout(constant_id = 2) const uint PPW = 8;  // (token, head) pairs per workgroup
+layout(constant_id = 1) const uint CPL = 1;    // vec4 chunks of head_dim per lane
+layout(constant_id = 2) const uint TPW = 1;    // tiles per workgroup
+layout(constant_id = 3) const uint SLOTS = 1;  // (token, head) pairs per tile, at most 32
 
 layout(push_constant) uniform Push {
     uint n_heads, n_kv_heads, head_dim, block_size;
     uint max_blocks, n_tok, wgx;
     float scale;
-    uint group;      // KV_Q8: values per scale
-    uint dim_lanes;  // lanes splitting one position's head_dim (a power of two)
+    uint group_log2;  // KV_Q8: log2 of the values per scale
+    uint tile_tok;    // consecutive tokens per tile
+    uint tile_heads;  // query heads (of one KV head) per tile; tile_tok * tile_heads <= SLOTS
 } pc;
 
 layout(std430, binding = 0) readonly buffer QKV { vec4 qkv[]; };
 layout(std430, binding = 1) readonly buffer P { uint pos[]; };
 layout(std430, binding = 2) readonly buffer S { uint seq[]; };
 layout(std430, binding = 3) readonly buffer B { uint block_table[]; };
-#ifdef KV_Q8
+#if defined(TEXEL) && defined(KV_Q8)
+layout(binding = 4) uniform usamplerBuffer kcache;
+layout(binding = 5) uniform usamplerBuffer vcache;
+#define AT(BUF, i) texelFetch(BUF, int(i)).x
+#elif defined(TEXEL)
+layout(binding = 4) uniform samplerBuffer kcache;
+layout(binding = 5) uniform samplerBuffer vcache;
+#define AT(BUF, i) texelFetch(BUF, int(i))
+#elif defined(KV_Q8)
 layout(std430, binding = 4) readonly buffer K { uint kcache[]; };
 layout(std430, binding = 5) readonly buffer V { uint vcache[]; };
+#define AT(BUF, i) BUF[i]
 #else
 layout(std430, binding = 4) readonly buffer K { vec4 kcache[]; };
 layout(std430, binding = 5) readonly buffer V { vec4 vcache[]; };
+#define AT(BUF, i) BUF[i]
 #endif
 layout(std430, binding = 6) writeonly buffer O { vec4 o[]; };
 
-// Chunk c (four values) of the cache row starting at element `row` of the array, and
-// the array elements per row.
+// LOAD(BUF, row, c): chunk c of the cache row starting at element `row` (a vec4 for F32, a
+// uint for KV_Q8), dequantized.
 #ifdef KV_Q8
 vec4 unpack_i8(uint w) { return vec4(ivec4(int(w << 24), int(w << 16), int(w << 8), int(w)) >> 24); }
-// The f16 scale of chunk c from the row's scale word (two per word).
-float scale_of(uint w, uint c) { vec2 d = unpackHalf2x16(w); return ((4u * c / pc.group) & 1u) != 0u ? d.y : d.x; }
-uint scale_at(uint row, uint c) { return row + pc.head_dim / 4u + 4u * c / pc.group / 2u; }
-vec4 load_k(uint row, uint c) { return unpack_i8(kcache[row + c]) * scale_of(kcache[scale_at(row, c)], c); }
-vec4 load_v(uint row, uint c) { return unpack_i8(vcache[row + c]) * scale_of(vcache[scale_at(row, c)], c); }
-uint row_stride() { return pc.head_dim / 4u + (pc.head_dim / pc.group + 1u) / 2u; }
+// Shifts, not divisions: lavapipe divides a vector one lane at a time.
+uint row_stride() { return pc.head_dim / 4u + ((pc.head_dim >> pc.group_log2) + 1u) / 2u; }
+// The f16 scale of chunk c: word head_dim/4 + group/2 of the row, low half for even groups.
+float scale_of(uint w, uint c) { vec2 d = unpackHalf2x16(w); return (((4u * c) >> pc.group_log2) & 1u) != 0u ? d.y : d.x; }
+#define LOAD(BUF, row, c) \
+    (unpack_i8(AT(BUF, (row) + (c))) * scale_of(AT(BUF, (row) + pc.head_dim / 4u + ((4u * (c)) >> pc.group_log2 >> 1)), c))
 #else
-vec4 load_k(uint row, uint c) { return kcache[row + c]; }
-vec4 load_v(uint row, uint c) { return vcache[row + c]; }
 uint row_stride() { return pc.head_dim / 4u; }
+#define LOAD(BUF, row, c) AT(BUF, (row) + (c))
 #endif
 
-// One lane's online-softmax state over its subset of positions.
-struct State { float m, l; };
+// Per-pair state; the softmax state is the same in every lane, acc holds the lane's
+// chunks. Every product and sum goes through a `precise` temporary: no fusing into an
+// fma, so a pair's bits cannot depend on which slot's copy of the code computed them.
+vec4 q[SLOTS][CPL], acc[SLOTS][CPL];
+float m[SLOTS], l[SLOTS];
+uint npos[SLOTS];  // positions the pair attends to (0: the slot is idle in this run)
+uint tok[SLOTS], head[SLOTS];
 
+// Reads chunk j of a row only when it lies in the row (j < nc) in the baseline, where
+// one invocation holds up to 64 chunks; a subgroup's lanes read every chunk (past the
+// row: its last chunk, against a zero query), lavapipe running a masked fetch at a
+// higher cost than an unmasked one.
 #ifdef SUBGROUP
-// Sum over the dl lanes sharing a position: a butterfly, so every one of them ends with
-// the same bits (a + b == b + a).
-float dim_sum(float s, uint dl)
-{
-    for (uint mask = 1u; mask < dl; mask <<= 1) s += subgroupShuffleXor(s, mask);
-    return s;
-}
+#define IN_ROW(j, nc) true
+#else
+#define IN_ROW(j, nc) ((j) < (nc))
 #endif
 
-void attend(uint pair, uint lane, uint lanes)
+// Position p at cache row `row` for every pair of the run that sees it.
+void step(uint row, uint p, uint ch[CPL], uint nc)
 {
-    uint t = pair / pc.n_heads, h = pair % pc.n_heads;
-    uint kvh = h / (pc.n_heads / pc.n_kv_heads);
-    uint d4 = pc.head_dim / 4u, dl = min(pc.dim_lanes, lanes);
-    uint kl = lane / dl, dlane = lane % dl, kls = lanes / dl;  // key lane, dim lane, key lanes
-    uint nc = (d4 + dl - 1u) / dl;  // chunks this head needs per lane (<= CPL)
-    uint qrow = t * (pc.n_heads + 2u * pc.n_kv_heads) * d4 + h * d4;
-
-    // Chunk j of this lane is c = dlane + j*dl; lanes past d4 load chunk d4-1 with a
-    // zero query so that no branch depends on the lane.
-    vec4 q[CPL], acc[CPL];
-    uint ch[CPL];
+    vec4 kr[CPL], vr[CPL];
     [[unroll]] for (uint j = 0; j < CPL; j++) {
-        uint c = dlane + j * dl;
-        ch[j] = min(c, d4 - 1u);
-        q[j] = c < d4 ? qkv[qrow + c] * pc.scale : vec4(0.0);
-        acc[j] = vec4(0.0);
+        kr[j] = vec4(0.0);
+        if (IN_ROW(j, nc)) kr[j] = LOAD(kcache, row, ch[j]);
     }
-
-    uint n = pos[t] + 1u;
-    uint tab = seq[t] * pc.max_blocks, stride = row_stride();
-    State st = State(-3.0e38, 0.0);
-    // Every lane runs the same trip counts (the dim lanes shuffle inside the loop); a
-    // slot past the block's end reads slot 0 and is skipped in the update.
-    uint iters = (pc.block_size + kls - 1u) / kls;
-    for (uint b = 0; b * pc.block_size < n; b++) {
-        uint blk = block_table[tab + b];
-        uint base = (blk * pc.n_kv_heads + kvh) * pc.block_size * stride;
-        uint cnt = min(pc.block_size, n - b * pc.block_size);
-        for (uint i = 0; i < iters && i * kls < cnt; i++) {
-            uint slot = kl + i * kls;
-            bool valid = slot < cnt;
-            uint row = base + (valid ? slot : 0u) * stride;
-            float s = 0.0;
-            [[unroll]] for (uint j = 0; j < CPL; j++)
-                if (j < nc) s += dot(q[j], load_k(row, ch[j]));
+    float s[SLOTS];
+    [[unroll]] for (uint u = 0; u < SLOTS; u++) {
+        precise float d = 0.0;
+        [[unroll]] for (uint j = 0; j < CPL; j++) d += dot(q[u][j], kr[j]);
 #ifdef SUBGROUP
-            s = dim_sum(s, dl);
+        d = subgroupAdd(d);
 #endif
-            if (valid) {
-                float mn = max(st.m, s);
-                float corr = exp(st.m - mn), p = exp(s - mn);
-                st.l = st.l * corr + p;
-                st.m = mn;
-                [[unroll]] for (uint j = 0; j < CPL; j++)
-                    if (j < nc) acc[j] = acc[j] * corr + p * load_v(row, ch[j]);
+        s[u] = d;
+    }
+    [[unroll]] for (uint j = 0; j < CPL; j++) {
+        vr[j] = vec4(0.0);
+        if (IN_ROW(j, nc)) vr[j] = LOAD(vcache, row, ch[j]);
+    }
+    [[unroll]] for (uint u = 0; u < SLOTS; u++) {
+        if (p < npos[u]) {
+            precise float mn = max(m[u], s[u]);
+            precise float corr = exp(m[u] - mn), e = exp(s[u] - mn);
+            precise float nl = l[u] * corr + e;
+            l[u] = nl;
+            m[u] = mn;
+            [[unroll]] for (uint j = 0; j < CPL; j++) {
+                precise vec4 na = acc[u][j] * corr + e * vr[j];
+                acc[u][j] = na;
             }
         }
     }
+}
 
-#ifdef SUBGROUP
-    // Merge the key lanes' states, widest mask first: lane kl ends with the pairwise tree
-    // ((0+KL/2) + ...) in the same order for every token. Symmetric, so all lanes agree.
-    for (uint mask = lanes / 2u; mask >= dl; mask >>= 1) {
-        float om = subgroupShuffleXor(st.m, mask), ol = subgroupShuffleXor(st.l, mask);
-        float mn = max(st.m, om), a = exp(st.m - mn), bb = exp(om - mn);
-        st.l = st.l * a + ol * bb;
-        st.m = mn;
-        [[unroll]] for (uint j = 0; j < CPL; j++)
-            if (j < nc) acc[j] = acc[j] * a + subgroupShuffleXor(acc[j], mask) * bb;
+// Walks positions 0 .. nmax-1 of sequence sq (nmax: the longest of the run's pairs).
+// Total iterations: nmax plus one per block (gallivm's limit is 65535 per invocation).
+void walk(uint sq, uint nmax, uint kvh, uint ch[CPL], uint nc)
+{
+    uint tab = sq * pc.max_blocks, stride = row_stride();
+    for (uint b = 0; b * pc.block_size < nmax; b++) {
+        uint base = (block_table[tab + b] * pc.n_kv_heads + kvh) * pc.block_size;
+        uint p0 = b * pc.block_size, cnt = min(pc.block_size, nmax - p0);
+        for (uint i = 0; i < cnt; i++) step((base + i) * stride, p0 + i, ch, nc);
     }
-#endif
+}
 
-    uint orow = t * pc.n_heads * d4 + h * d4;
-    float inv = 1.0 / st.l;
-    [[unroll]] for (uint j = 0; j < CPL; j++) {
-        uint c = dlane + j * dl;
-        if (kl == 0u && j < nc && c < d4) o[orow + c] = acc[j] * inv;
+// Loads the queries of the run's pairs and clears their state. Slot u is token
+// t0 + u / tile_heads, query head hg0 + u % tile_heads of KV head kvh's group. Chunks
+// past head_dim get a zero query (their lane reads the row's last chunk).
+void begin_run(uint run, uint t0, uint kvh, uint hg0, uint lane, uint lanes)
+{
+    uint gq = pc.n_heads / pc.n_kv_heads, d4 = pc.head_dim / 4u;
+    uint qw = (pc.n_heads + 2u * pc.n_kv_heads) * d4;
+    [[unroll]] for (uint u = 0; u < SLOTS; u++) {
+        uint ti = u / pc.tile_heads, hi = u % pc.tile_heads;
+        bool on = ti < pc.tile_tok && (run >> ti & 1u) != 0u && hg0 + hi < gq;
+        tok[u] = min(t0 + ti, pc.n_tok - 1u);
+        head[u] = kvh * gq + min(hg0 + hi, gq - 1u);
+        npos[u] = on ? pos[tok[u]] + 1u : 0u;
+        m[u] = -3.0e38;
+        l[u] = 0.0;
+        [[unroll]] for (uint j = 0; j < CPL; j++) {
+            uint c = lane + j * lanes;
+            q[u][j] = on && c < d4 ? qkv[tok[u] * qw + head[u] * d4 + c] * pc.scale : vec4(0.0);
+            acc[u][j] = vec4(0.0);
+        }
+    }
+}
+
+void store_run(uint lane, uint lanes)
+{
+    uint d4 = pc.head_dim / 4u;
+    [[unroll]] for (uint u = 0; u < SLOTS; u++) {
+        if (npos[u] == 0u) continue;
+        uint orow = (tok[u] * pc.n_heads + head[u]) * d4;
+        precise float inv = 1.0 / l[u];
+        [[unroll]] for (uint j = 0; j < CPL; j++) {
+            uint c = lane + j * lanes;
+            precise vec4 r = acc[u][j] * inv;
+            if (c < d4) o[orow + c] = r;
+        }
+    }
+}
+
+// Tile `tile`: tokens t0 .. t0+tile_tok-1 times query heads hg0 .. hg0+tile_heads-1 (within
+// the group) of KV head kvh.
+void attend(uint tile, uint lane, uint lanes)
+{
+    uint gq = pc.n_heads / pc.n_kv_heads, htiles = (gq + pc.tile_heads - 1u) / pc.tile_heads;
+    uint per_tok = pc.n_kv_heads * htiles, t0 = tile / per_tok * pc.tile_tok;
+    uint kvh = tile % per_tok / htiles, hg0 = tile % htiles * pc.tile_heads;
+    uint d4 = pc.head_dim / 4u, ch[CPL];  // the lane's chunks: nc of them lie in the row
+    uint nc = lane < d4 ? (d4 - lane + lanes - 1u) / lanes : 0u;
+    [[unroll]] for (uint j = 0; j < CPL; j++) ch[j] = min(lane + j * lanes, d4 - 1u);
+
+    uint pending = 0u;
+    for (uint i = 0; i < pc.tile_tok; i++)
+        if (t0 + i < pc.n_tok) pending |= 1u << i;
+    while (pending != 0u) {
+        // A run: the pending tokens of the first pending token's sequence.
+        uint lead = findLSB(pending), sq = seq[t0 + lead], run = 0u, nmax = 0u;
+        for (uint i = lead; i < pc.tile_tok; i++)
+            if ((pending >> i & 1u) != 0u && seq[t0 + i] == sq) {
+                run |= 1u << i;
+                nmax = max(nmax, pos[t0 + i] + 1u);
+            }
+        pending &= ~run;
+        begin_run(run, t0, kvh, hg0, lane, lanes);
+        walk(sq, nmax, kvh, ch, nc);
+        store_run(lane, lanes);
     }
 }
 
 void main()
 {
     uint wg = gl_WorkGroupID.y * pc.wgx + gl_WorkGroupID.x;
-    uint n_pairs = pc.n_tok * pc.n_heads;
+    uint gq = pc.n_heads / pc.n_kv_heads, htiles = (gq + pc.tile_heads - 1u) / pc.tile_heads;
+    uint n_tiles = (pc.n_tok + pc.tile_tok - 1u) / pc.tile_tok * pc.n_kv_heads * htiles;
 #ifdef SUBGROUP
-    for (uint k = gl_SubgroupID; k < PPW; k += gl_NumSubgroups) {
-        uint pair = wg * PPW + k;
-        if (pair >= n_pairs) break;
-        attend(pair, gl_SubgroupInvocationID, gl_SubgroupSize);
+    for (uint k = gl_SubgroupID; k < TPW; k += gl_NumSubgroups) {
+        uint tile = wg * TPW + k;
+        if (tile >= n_tiles) break;
+        attend(tile, gl_SubgroupInvocationID, gl_SubgroupSize);
     }
 #else
-    uint pair = wg * PPW + gl_LocalInvocationID.x;
-    if (pair < n_pairs) attend(pair, 0u, 1u);
+    uint tile = wg * TPW + gl_LocalInvocationID.x;
+    if (tile < n_tiles) attend(tile, 0u, 1u);
 #endif
 }

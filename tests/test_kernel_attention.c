@@ -9,14 +9,21 @@
  *    tolerance stays tight), for head sizes with 1, 2, 3 and 4 scale groups;
  *  - batch invariance with a Q8_0 cache: a token's quantized K/V rows and its attention
  *    output are the same bits alone as inside a ragged batch;
- *  - long contexts (~2000 positions, head_dim 8 to 256, F32 and Q8_0 caches), where the
- *    kernel splits the keys (and head_dim) over lanes: close to the reference, and each
- *    token's bits the same alone as in the batch;
- * in both kernel variants (subgroup and Vulkan 1.2 core baseline). */
+ *  - long contexts (~2000 positions, head_dim 8 to 256, F32 and Q8_0 caches) and every
+ *    head size class and tile shape (prefill chunks, MHA, 8 query heads per KV head):
+ *    close to the reference, and each token's bits the same as in the batch when run
+ *    alone, with decode-sized tiles, in another order, in another slot of its tile and
+ *    from storage buffers instead of texel views;
+ *  - six decode runs of ~11000 positions in one call (lavapipe's loop limit);
+ * in all four kernel variants (subgroup or Vulkan 1.2 core baseline, K/V through texel
+ * views or storage buffers). `test_kernel_attention bench` times attention instead
+ * (docs/kernels.md, performance). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 
 #include "engine/kernels.h"
 #include "testutil.h"
@@ -52,6 +59,16 @@ static ember_vk_span buf(ctx *t, const void *data, size_t bytes)
     if (ember_vk_alloc(t->arena, bytes ? bytes : 4, EMBER_VK_MEM_HOST, &s, &t->err) != EMBER_OK) die(t, "alloc");
     if (data) memcpy(s.host, data, bytes);
     else memset(s.host, 0, bytes);
+    return s;
+}
+
+/* A K or V cache holding data, padded to whole 16-byte texels and given the texel view
+ * forward.c would give it (none when the kernels read storage buffers). */
+static ember_vk_span cache_buf(ctx *t, ember_kv_type kv, const void *data, size_t bytes)
+{
+    ember_vk_span s = buf(t, NULL, (bytes + 15) / 16 * 16);
+    memcpy(s.host, data, bytes);
+    if (ember_kernels_kv_view(t->k, t->arena, kv, &s, &t->err) != EMBER_OK) die(t, "kv view");
     return s;
 }
 
@@ -92,6 +109,13 @@ static float half_to_float(uint16_t h)
     return h >> 15 ? -v : v;
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 /* ---- batches over a paged cache ------------------------------------------------------- */
 
 typedef struct batch {
@@ -118,7 +142,7 @@ static batch make_batch(tu_rng *r, ember_attn_shape s, uint32_t n_seqs, const ui
     for (uint32_t q = 0; q < n_seqs; q++) b.n_tok += chunk[q];
     b.pos = malloc(sizeof(uint32_t) * b.n_tok);
     b.seq = malloc(sizeof(uint32_t) * b.n_tok);
-    uint32_t done[8] = {0}, t = 0;
+    uint32_t done[32] = {0}, t = 0;
     while (t < b.n_tok)
         for (uint32_t q = 0; q < n_seqs; q++)
             if (done[q] < chunk[q]) {
@@ -412,8 +436,37 @@ static uint32_t *rand_f32_cache(tu_rng *r, const ember_attn_shape *s, size_t row
     return (uint32_t *)c;
 }
 
-/* Attention over a random cache of type kv; then the same tokens one at a time must give
- * the batch's bits (batch invariance). */
+/* Another way to compute rows of a batch: the tokens idx[0..n) gathered into a batch of
+ * their own, through K/V spans ks/vs, with the tile hint max_run (0: ember_k_attention). */
+typedef struct gathered {
+    uint32_t idx[64], n, max_run;
+    ember_vk_span out;
+    const char *how;
+} gathered;
+
+static void run_gathered(ctx *t, const batch *b, const float *qkv, ember_vk_span bt, ember_vk_span ks,
+                         ember_vk_span vs, gathered *g)
+{
+    const ember_attn_shape *s = &b->s;
+    uint32_t w = qkv_width(s), pos[64], seq[64];
+    float *q = malloc(sizeof(float) * w * g->n);
+    for (uint32_t i = 0; i < g->n; i++) {
+        memcpy(q + (size_t)i * w, qkv + (size_t)g->idx[i] * w, sizeof(float) * w);
+        pos[i] = b->pos[g->idx[i]];
+        seq[i] = b->seq[g->idx[i]];
+    }
+    ember_vk_span qs = buf(t, q, sizeof(float) * w * g->n), ps = buf(t, pos, 4 * g->n), ss = buf(t, seq, 4 * g->n);
+    g->out = buf(t, NULL, sizeof(float) * g->n * s->n_heads * s->head_dim);
+    if (g->max_run) ember_k_attention_runs(t->cmd, t->k, s, qs, ps, ss, bt, ks, vs, g->out, g->n, g->max_run);
+    else ember_k_attention(t->cmd, t->k, s, qs, ps, ss, bt, ks, vs, g->out, g->n);
+    free(q);
+}
+
+/* Attention over a random cache of type kv, close to the reference; then batch
+ * invariance, each memcmp against the batch's rows: tokens alone (the first, a middle and
+ * the last), the whole batch with decode-sized tiles, one sequence's chunk less its first
+ * token (every token in another slot of its tile), the batch reversed, and the batch
+ * reading K/V from storage buffers when it read them through texel views. */
 static void test_attention_kv(ctx *t, ember_attn_shape s, ember_kv_type kv, uint32_t n_seqs, const uint32_t *last,
                               const uint32_t *chunk)
 {
@@ -431,15 +484,34 @@ static void test_attention_kv(ctx *t, ember_attn_shape s, ember_kv_type kv, uint
     case_begin(t);
     ember_vk_span qs = buf(t, qkv, sizeof(float) * b.n_tok * w), ps = buf(t, b.pos, 4 * b.n_tok);
     ember_vk_span ss = buf(t, b.seq, 4 * b.n_tok), bt = buf(t, b.table, 4 * n_seqs * s.max_blocks_per_seq);
-    ember_vk_span ks = buf(t, kc, cache_bytes), vs = buf(t, vc, cache_bytes), os = buf(t, NULL, sizeof(float) * out_n);
+    ember_vk_span ks = cache_buf(t, kv, kc, cache_bytes), vs = cache_buf(t, kv, vc, cache_bytes);
+    ember_vk_span os = buf(t, NULL, sizeof(float) * out_n);
     ember_k_attention(t->cmd, t->k, &s, qs, ps, ss, bt, ks, vs, os, b.n_tok);
-    ember_vk_span one[3];
-    uint32_t pick[3] = {0, b.n_tok / 2, b.n_tok - 1};
-    for (int i = 0; i < 3; i++) {
-        one[i] = buf(t, NULL, sizeof(float) * out_w);
-        ember_vk_span q1 = buf(t, qkv + (size_t)pick[i] * w, sizeof(float) * w);
-        ember_k_attention(t->cmd, t->k, &s, q1, buf(t, &b.pos[pick[i]], 4), buf(t, &b.seq[pick[i]], 4), bt, ks, vs,
-                          one[i], 1);
+
+    gathered g[8];
+    uint32_t ng = 0, pick[3] = {0, b.n_tok / 2, b.n_tok - 1}, longest = 0;
+    for (int i = 0; i < 3; i++) g[ng++] = (gathered){{pick[i]}, 1, 0, {0}, "alone"};
+    gathered all = {{0}, b.n_tok < 64 ? b.n_tok : 64, 1, {0}, "with decode tiles"}, rev = all, sub = all;
+    for (uint32_t i = 0; i < all.n; i++) all.idx[i] = i, rev.idx[i] = all.n - 1 - i;
+    g[ng++] = all;
+    rev.how = "reversed";
+    rev.max_run = 0;
+    g[ng++] = rev;
+    for (uint32_t q = 1; q < n_seqs; q++) longest = chunk[q] > chunk[longest] ? q : longest;
+    sub.n = sub.max_run = 0;
+    sub.how = "as a chunk less its first token";
+    for (uint32_t i = 0, seen = 0; i < b.n_tok && sub.n < 64; i++)
+        if (b.seq[i] == longest && seen++ > 0) sub.idx[sub.n++] = i;
+    if (sub.n) g[ng++] = sub;
+    for (uint32_t i = 0; i < ng; i++) run_gathered(t, &b, qkv, bt, ks, vs, &g[i]);
+    if (ks.view && vs.view) {
+        gathered st = all;
+        st.how = "from storage buffers";
+        st.max_run = 0;
+        ember_vk_span ks_plain = ks, vs_plain = vs;
+        ks_plain.view = vs_plain.view = VK_NULL_HANDLE;
+        run_gathered(t, &b, qkv, bt, ks_plain, vs_plain, &st);
+        g[ng++] = st;
     }
     char what[160];
     snprintf(what, sizeof what, "[%s] attention %s hd %u (groups of %u) heads %u/%u bs %u tokens %u last %u",
@@ -447,9 +519,11 @@ static void test_attention_kv(ctx *t, ember_attn_shape s, ember_kv_type kv, uint
              s.n_kv_heads, s.block_size, b.n_tok, last[0]);
     if (submit(t, what)) {
         check_close(what, os.host, want, out_n, TOL);
-        for (int i = 0; i < 3; i++)
-            CHECKF(memcmp(one[i].host, (float *)os.host + (size_t)pick[i] * out_w, sizeof(float) * out_w) == 0,
-                   "%s: token %u alone differs from the batch", what, pick[i]);
+        for (uint32_t i = 0; i < ng; i++)
+            for (uint32_t j = 0; j < g[i].n; j++)
+                CHECKF(memcmp((float *)g[i].out.host + (size_t)j * out_w, (float *)os.host + (size_t)g[i].idx[j] * out_w,
+                              sizeof(float) * out_w) == 0,
+                       "%s: token %u %s differs from the batch", what, g[i].idx[j], g[i].how);
     }
     free(qkv);
     free(kd);
@@ -458,6 +532,95 @@ static void test_attention_kv(ctx *t, ember_attn_shape s, ember_kv_type kv, uint
     free(vc);
     free(want);
     free_batch(&b);
+}
+
+/* ---- timing (`test_kernel_attention bench`) ------------------------------------------- */
+
+/* CPU seconds of the whole process (lavapipe's worker threads included): less disturbed
+ * than wall time by other jobs on a shared machine. */
+static double cpu_s(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median wall time (and CPU time, *cpu_ms) of one ember_k_attention_runs over batch b
+ * (random q and cache, tile hint max_run) in ms: rounds timed submits of reps dispatches
+ * each, after one warm-up. */
+static double time_attention(ctx *t, const batch *b, uint32_t max_run, int rounds, double *cpu_ms)
+{
+    const ember_attn_shape *s = &b->s;
+    tu_rng r = {5};
+    uint32_t w = qkv_width(s);
+    size_t rows = n_rows(b), cache_bytes = rows * row_words(s) * 4;
+    float *qkv = rand_floats(&r, (size_t)b->n_tok * w, -0.5f, 0.5f);
+    double *tmp = malloc(sizeof(double) * rows * s->head_dim);
+    uint32_t *kc = s->kv_type == EMBER_KV_Q8_0 ? rand_q8_cache(&r, s, rows, tmp) : rand_f32_cache(&r, s, rows, tmp);
+    case_begin(t);
+    ember_vk_span qs = buf(t, qkv, sizeof(float) * b->n_tok * w), ps = buf(t, b->pos, 4 * b->n_tok);
+    ember_vk_span ss = buf(t, b->seq, 4 * b->n_tok), bt = buf(t, b->table, 4 * b->n_seqs * s->max_blocks_per_seq);
+    ember_vk_span ks = cache_buf(t, s->kv_type, kc, cache_bytes), vs = cache_buf(t, s->kv_type, kc, cache_bytes);
+    ember_vk_span os = buf(t, NULL, sizeof(float) * b->n_tok * s->n_heads * s->head_dim);
+    if (!submit(t, "bench setup")) exit(1);
+    double ms[16], cms[16], t0 = 0, c0 = 0;
+    int reps = 1;
+    for (int round = -1; round < rounds; round++) {
+        if (ember_vk_cmd_begin(t->cmd, &t->err) != EMBER_OK) die(t, "cmd_begin");
+        for (int i = 0; i < reps; i++) {
+            ember_k_attention_runs(t->cmd, t->k, s, qs, ps, ss, bt, ks, vs, os, b->n_tok, max_run);
+            ember_vk_cmd_barrier(t->cmd);
+        }
+        t0 = now_s();
+        c0 = cpu_s();
+        if (!submit(t, "bench")) exit(1);
+        double dt = now_s() - t0;
+        if (round < 0) reps = dt < 0.02 ? (int)(0.02 / (dt + 1e-6)) + 1 : 1; /* ~20 ms per submit */
+        else ms[round] = dt / reps * 1e3, cms[round] = (cpu_s() - c0) / reps * 1e3;
+    }
+    qsort(ms, (size_t)rounds, sizeof ms[0], cmp_double);
+    qsort(cms, (size_t)rounds, sizeof cms[0], cmp_double);
+    *cpu_ms = cms[rounds / 2];
+    free(qkv);
+    free(tmp);
+    free(kc);
+    return ms[rounds / 2];
+}
+
+/* Decode batches of 16 sequences (one token each) at contexts 64 and 1000, and a 64-token
+ * prefill chunk of one sequence ending at position 2000, for the small serving model's
+ * attention (8 query heads, 4 KV heads, blocks of 16) at head_dim 32 and 64, F32 and
+ * Q8_0 caches. */
+static void bench(ctx *t)
+{
+    static const struct { const char *name; uint32_t n_seqs, last, chunk; } cases[] = {
+        {"decode 16 x ctx 64", 16, 63, 1}, {"decode 16 x ctx 1000", 16, 999, 1}, {"prefill 64 @ ctx 2000", 1, 1999, 64}};
+    static const uint32_t dims[] = {32, 64};
+    const char *only = getenv("EMBER_BENCH_CASES"); /* e.g. "prefill 64 @ ctx 2000 hd 32": a bench aid */
+    for (int c = 0; c < 3; c++)
+        for (int d = 0; d < 2; d++)
+            for (int q8 = 0; q8 < 2; q8++) {
+                uint32_t last[32], chunk[32];
+                for (uint32_t i = 0; i < cases[c].n_seqs; i++) last[i] = cases[c].last - i % 3, chunk[i] = cases[c].chunk;
+                ember_attn_shape s = {8, 4, dims[d], dims[d], 10000.0f, 16, (cases[c].last + 16) / 16};
+                s.kv_type = q8 ? EMBER_KV_Q8_0 : EMBER_KV_F32;
+                char name[64];
+                snprintf(name, sizeof name, "%s hd %u %s", cases[c].name, dims[d], q8 ? "q8_0" : "f32");
+                if (only && !strstr(name, only)) continue;
+                tu_rng r = {3};
+                batch b = make_batch(&r, s, cases[c].n_seqs, last, chunk);
+                double cpu, ms = time_attention(t, &b, cases[c].chunk, c == 2 ? 5 : 9, &cpu);
+                printf("[%s] %-22s hd %3u %-4s: %9.3f ms (cpu %9.3f ms)\n", t->variant, cases[c].name, dims[d],
+                       q8 ? "q8_0" : "f32", ms, cpu);
+                fflush(stdout);
+                free_batch(&b);
+            }
 }
 
 /* ---- main ----------------------------------------------------------------------------- */
@@ -523,10 +686,29 @@ static void run_all(ctx *t)
     test_attention_kv(t, (ember_attn_shape){4, 1, 128, 128, 10000.0f, 7, 300}, f32, 2, lastl, chunkl);
     test_attention_kv(t, (ember_attn_shape){4, 2, 256, 256, 10000.0f, 16, 130}, f32, 2, lastl, chunkl);
     test_attention_kv(t, (ember_attn_shape){8, 2, 64, 64, 10000.0f, 16, 130}, q8, 2, lastl, chunkl);
+    /* Every head size class and tile shape: the benchmark's model (8/4 heads of 32) with a
+     * 64-token prefill chunk next to decode tokens, MHA (one head per tile), 8 query heads
+     * per KV head (several head tiles), heads that leave lanes idle (16) or chunks past
+     * head_dim (96), Q8_0 groups of 16 (80). */
+    uint32_t lastp[] = {1999, 700, 40}, chunkp[] = {64, 1, 1};
+    test_attention_kv(t, (ember_attn_shape){8, 4, 32, 32, 10000.0f, 16, 130}, f32, 3, lastp, chunkp);
+    test_attention_kv(t, (ember_attn_shape){8, 4, 32, 32, 10000.0f, 16, 130}, q8, 3, lastp, chunkp);
+    test_attention_kv(t, (ember_attn_shape){4, 4, 64, 64, 10000.0f, 16, 40}, q8, 3, last3, chunk3);
+    test_attention_kv(t, (ember_attn_shape){8, 1, 16, 16, 10000.0f, 16, 40}, f32, 3, last3, chunk3);
+    test_attention_kv(t, (ember_attn_shape){8, 1, 96, 96, 10000.0f, 16, 40}, q8, 2, last2, chunk2);
+    test_attention_kv(t, (ember_attn_shape){4, 2, 80, 80, 10000.0f, 16, 40}, q8, 2, last2, chunk2);
+    test_attention_kv(t, (ember_attn_shape){8, 2, 256, 256, 10000.0f, 16, 40}, q8, 3, last3, chunk3);
+    /* Six decode tokens at ~11000 positions through ember_k_attention (tiles of up to 16
+     * tokens): lavapipe's loop limit (65535 iterations per invocation) caps a tile's
+     * tokens, or the last runs would stop early. */
+    uint32_t lastx[6], chunkx[6];
+    for (int i = 0; i < 6; i++) lastx[i] = 11000 - 37 * i, chunkx[i] = 1;
+    test_attention_kv(t, (ember_attn_shape){2, 1, 8, 8, 10000.0f, 16, 700}, f32, 6, lastx, chunkx);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    bool do_bench = argc > 1 && strcmp(argv[1], "bench") == 0;
     ctx t = {0};
     ember_vk_opts vo = {.validation = tu_validation()};
     ember_status s = ember_vk_create(&vo, &t.vk, &t.err);
@@ -535,13 +717,18 @@ int main(void)
     if (ember_vk_cmd_create(t.vk, &t.cmd, &t.err) != EMBER_OK) die(&t, "cmd_create");
     test_layout();
     const ember_vk_caps *caps = ember_vk_get_caps(t.vk);
-    static const char *names[2] = {"subgroup", "baseline"};
-    for (int v = 0; v < 2; v++) {
-        if (v == 0 && !caps->subgroup_arith) continue;
-        ember_kernels_opts ko = {.no_subgroup = v == 1};
+    static const struct { const char *name; bool no_subgroup, no_texel; } variants[] = {
+        {"subgroup+texel", false, false}, {"subgroup+storage", false, true},
+        {"baseline+texel", true, false}, {"baseline+storage", true, true}};
+    for (int v = 0; v < 4; v++) {
+        if (!variants[v].no_subgroup && !caps->subgroup_arith) continue;
+        /* bench: the default kernels; EMBER_BENCH_ALL=1 adds the storage-buffer path. */
+        if (do_bench && (variants[v].no_subgroup || (variants[v].no_texel && !getenv("EMBER_BENCH_ALL")))) continue;
+        ember_kernels_opts ko = {.no_subgroup = variants[v].no_subgroup, .no_texel = variants[v].no_texel};
         if (ember_kernels_create_opts(t.vk, &ko, &t.k, &t.err) != EMBER_OK) die(&t, "ember_kernels_create");
-        t.variant = names[v];
-        run_all(&t);
+        t.variant = variants[v].name;
+        if (do_bench) bench(&t);
+        else run_all(&t);
         ember_kernels_destroy(t.k);
         t.k = NULL;
     }
