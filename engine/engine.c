@@ -4,7 +4,8 @@
  * tokens first, then prompt chunks, then newly admitted requests); run it as one ragged
  * batch through the forward pass (or the CPU reference, one sequence at a time); sample
  * the requests whose chunk produced logits; hand text to callbacks; finish what is done,
- * freeing its blocks at once.
+ * freeing its blocks at once. Under static batching a member that finishes is delivered
+ * at once but stays in its batch as a padding row until the batch ends (scheduler.h).
  *
  * Thread safety: one recursive mutex guards the engine, so ember_submit/ember_cancel may
  * be called from any thread — and from inside callbacks — while a worker thread (or the
@@ -110,7 +111,8 @@ static ember_status create_parts(ember_engine *e)
                            .max_blocks_per_seq = e->max_blocks_per_seq,
                            .prefix_cache = !e->o.no_prefix_cache && e->model->backend == EMBER_BACKEND_VULKAN,
                            .static_batching = e->o.batching == EMBER_BATCHING_STATIC,
-                           .contiguous_kv = e->o.kv_layout == EMBER_KV_CONTIGUOUS};
+                           .contiguous_kv = e->o.kv_layout == EMBER_KV_CONTIGUOUS,
+                           .ctx_len = e->model->llama.hp.ctx_len};
     if (s == EMBER_OK) s = ember_sched_create(&so, e->kv, &e->sched, &e->err);
     if (s == EMBER_OK && e->model->gpu) {
         ember_forward_opts fo = {.max_tokens = e->o.max_batch_tokens, .max_seqs = e->o.max_seqs,
@@ -161,16 +163,26 @@ static void free_request(request *r)
     free(r);
 }
 
-/* Ends r: releases its blocks at once and reports. */
+/* Ends r: releases its blocks at once and reports. Under static batching r may instead
+ * stay in its batch as a padding row: it is reported now all the same (a streaming
+ * server's view; docs/serving.md), and freed when the scheduler lets it go. */
 static void finish(ember_engine *e, request *r, ember_finish why)
 {
-    ember_sched_remove(e->sched, r);
+    bool padding = ember_sched_pad(e->sched, r);
+    if (!padding) ember_sched_remove(e->sched, r);
     r->m.n_prompt = r->n_prompt;
     r->m.e2e_ms = ember_now_ms() - r->t_submit;
     if (r->m.n_gen > 1) r->m.tpot_ms = (r->t_last_token - r->t_first_token) / (r->m.n_gen - 1);
     if (r->on_done) r->on_done(r->user, r->id, why, &r->m);
-    free_request(r);
+    if (!padding) free_request(r);
     if (--e->n_pending == 0) pthread_cond_broadcast(&e->idle);
+}
+
+/* Frees the padding rows the scheduler let go of. Only between steps: a row let go of
+ * during a step may still be one of its items. */
+static void reap_padding(ember_engine *e)
+{
+    for (request *r; (r = ember_sched_reap(e->sched));) free_request(r);
 }
 
 static ember_status tokenize_prompt(ember_engine *e, const ember_request_desc *d, request *r)
@@ -313,7 +325,7 @@ static request *find(ember_engine *e, ember_request_id id)
     uint32_t n;
     request **run = ember_sched_running(e->sched, &n);
     for (uint32_t i = 0; i < n; i++)
-        if (run[i]->id == id) return run[i];
+        if (run[i]->id == id && !run[i]->padding) return run[i]; /* padding: already done */
     for (request *r = ember_sched_waiting(e->sched); r; r = r->next)
         if (r->id == id) return r;
     return NULL;
@@ -344,12 +356,14 @@ static void drop_cancelled(ember_engine *e)
     uint32_t n;
     request **run = ember_sched_running(e->sched, &n);
     for (uint32_t i = 0; i < n;) {
-        if (run[i]->cancelled) {
-            finish(e, run[i], EMBER_FINISH_CANCELLED); /* shifts the running array */
-            n--;
-        } else {
+        if (!run[i]->cancelled || run[i]->padding) {
             i++;
+            continue;
         }
+        ember_request_id id = run[i]->id;
+        finish(e, run[i], EMBER_FINISH_CANCELLED); /* shifts the running array ... */
+        run = ember_sched_running(e->sched, &n);
+        if (i < n && run[i]->id == id) i++;        /* ... unless it stayed on as padding */
     }
     for (request *r = ember_sched_waiting(e->sched), *next; r; r = next) {
         next = r->next;
@@ -374,7 +388,7 @@ static void build_batch(ember_engine *e, uint32_t n_items, ember_batch *b)
         memcpy(e->block_tables + (size_t)r->slot * W, r->blocks, r->n_blocks * sizeof *r->blocks);
         e->row_of[i] = n_logits;
         for (uint32_t j = 0; j < it->n; j++) {
-            e->tokens[T] = r->tokens[r->n_computed + j];
+            e->tokens[T] = r->padding ? r->pad_token : r->tokens[r->n_computed + j];
             e->pos[T] = r->n_computed + j;
             e->seq[T] = r->slot;
             T++;
@@ -402,7 +416,7 @@ static ember_status run_reference(ember_engine *e, uint32_t n_items, uint32_t n_
         request *r = it->r;
         uint32_t rows = logits_rows(it), n_lead = it->n - rows;
         ember_status s = r->ref ? EMBER_OK : ember_ref_create(&e->model->llama, &r->ref, &e->err);
-        const uint32_t *t = r->tokens + r->n_computed;
+        const uint32_t *t = r->padding ? &r->pad_token : r->tokens + r->n_computed;
         if (s == EMBER_OK && n_lead)
             s = ember_ref_forward(r->ref, t, n_lead, r->n_computed, NULL, 0, &e->err);
         float *out = e->logits + (size_t)e->row_of[i] * V;
@@ -420,7 +434,10 @@ static ember_status run_items(ember_engine *e, uint32_t n_items)
     build_batch(e, n_items, &b);
     if (!e->fwd) return run_reference(e, n_items, b.n_logits);
     bool need_logits = false;
-    for (uint32_t i = 0; i < n_items; i++) need_logits |= logits_rows(&e->items[i]) && !e->items[i].r->greedy;
+    for (uint32_t i = 0; i < n_items; i++) {
+        const request *r = e->items[i].r;
+        need_logits |= logits_rows(&e->items[i]) && !r->greedy && !r->padding; /* padding: argmax */
+    }
     if (need_logits && !ember_engine_logits_room(e, b.n_logits))
         return ember_fail(&e->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     return ember_forward_run(e->fwd, &b, need_logits ? e->logits : NULL, e->argmax, NULL, &e->err);
@@ -452,12 +469,26 @@ bool ember_engine_emit(ember_engine *e, request *r, uint32_t tok, double t)
     return true;
 }
 
+/* A padding row computed one token nobody sees: it feeds its greedy choice back next
+ * step, so that it keeps computing an ordinary continuation; only its cost is counted. */
+static void pad_step(ember_engine *e, const ember_sched_item *it, uint32_t row)
+{
+    e->tokens_computed += it->n;
+    e->padding_tokens += it->n;
+    ember_sched_advance(e->sched, it->r, it->n);
+    it->r->pad_token = e->argmax[row];
+}
+
 static void after_step(ember_engine *e, uint32_t n_items, double t0, double t1)
 {
     uint32_t V = e->model->llama.hp.n_vocab;
     for (uint32_t i = 0; i < n_items; i++) {
         ember_sched_item *it = &e->items[i];
         request *r = it->r;
+        if (r->padding) {
+            pad_step(e, it, e->row_of[i]);
+            continue;
+        }
         if (r->n_computed < r->n_prompt) r->m.prefill_ms += t1 - t0;
         else r->m.decode_ms += t1 - t0;
         e->tokens_computed += it->n;
@@ -474,9 +505,25 @@ static void after_step(ember_engine *e, uint32_t n_items, double t0, double t1)
     }
 }
 
+/* The copies on write the scheduler planned, in the target's and the draft's KV pools
+ * (they share block ids), before anything of the step writes. */
+static ember_status apply_copies(ember_engine *e)
+{
+    const uint32_t *src, *dst;
+    uint32_t n = ember_sched_copies(e->sched, &src, &dst);
+    ember_status s = EMBER_OK;
+    if (n && e->fwd) s = ember_forward_copy_blocks(e->fwd, src, dst, n, &e->err);
+    if (n && s == EMBER_OK && e->draft_fwd) s = ember_forward_copy_blocks(e->draft_fwd, src, dst, n, &e->err);
+    return s;
+}
+
 static void fail_items(ember_engine *e, uint32_t n_items)
 {
-    for (uint32_t i = 0; i < n_items; i++) finish(e, e->items[i].r, EMBER_FINISH_ERROR);
+    for (uint32_t i = 0; i < n_items; i++) {
+        request *r = e->items[i].r;
+        if (r->padding) ember_sched_drop_padding(e->sched, r); /* nothing to report */
+        else finish(e, r, EMBER_FINISH_ERROR);
+    }
 }
 
 ember_status ember_engine_step(ember_engine *e)
@@ -499,7 +546,8 @@ ember_status ember_engine_step(ember_engine *e)
             r->m.queue_ms = t0 - r->t_submit;
         }
     }
-    if (n_items) s = ember_spec_propose(e, n_items);
+    if (n_items) s = apply_copies(e);
+    if (n_items && s == EMBER_OK) s = ember_spec_propose(e, n_items);
     if (n_items && s == EMBER_OK) s = run_items(e, n_items);
     if (s == EMBER_OK) {
         e->steps++;
@@ -508,6 +556,7 @@ ember_status ember_engine_step(ember_engine *e)
     } else if (s != EMBER_ERR_BUSY) {
         fail_items(e, n_items);
     }
+    reap_padding(e);
     pthread_mutex_unlock(&e->mu);
     return s;
 }
@@ -584,20 +633,30 @@ void ember_engine_get_stats(ember_engine *e, ember_engine_stats *st)
         .kv_blocks_used = ember_kv_n_used(e->kv), .kv_peak_blocks_used = ss->peak_blocks,
         .kv_peak_tokens = (uint64_t)llround(ss->peak_fill * ss->peak_blocks * e->o.kv_block_size),
         .prefix_hit_tokens = ss->prefix_hit_tokens, .preemptions = ss->preemptions,
-        .steps = e->steps, .tokens_computed = e->tokens_computed, .kv_type = e->o.kv_type,
+        .steps = e->steps, .tokens_computed = e->tokens_computed, .padding_tokens = e->padding_tokens,
+        .cow_copies = ss->cow_copies,
+        .kv_type = e->o.kv_type,
         .kv_bytes_per_token = 2ull * hp->n_layers * kv_layer_token_bytes(hp, e->o.kv_type)};
     pthread_mutex_unlock(&e->mu);
+}
+
+/* The first running request that is not padding, or NULL. */
+static request *first_member(ember_engine *e)
+{
+    uint32_t n;
+    request **run = ember_sched_running(e->sched, &n);
+    for (uint32_t i = 0; i < n; i++)
+        if (!run[i]->padding) return run[i];
+    return NULL;
 }
 
 void ember_engine_destroy(ember_engine *e)
 {
     if (!e) return;
     ember_engine_stop(e);
-    for (uint32_t n = 1; e->sched && n;) {
-        request **run = ember_sched_running(e->sched, &n);
-        if (n) finish(e, run[0], EMBER_FINISH_CANCELLED);
-    }
+    for (request *r; e->sched && (r = first_member(e));) finish(e, r, EMBER_FINISH_CANCELLED);
     while (e->sched && ember_sched_waiting(e->sched)) finish(e, ember_sched_waiting(e->sched), EMBER_FINISH_CANCELLED);
+    if (e->sched) reap_padding(e); /* the last member's finish let its batch's padding go */
     ember_forward_free(e->fwd);
     ember_forward_free(e->draft_fwd);
     ember_sched_free(e->sched);

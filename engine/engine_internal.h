@@ -29,6 +29,7 @@ struct ember_engine {
     uint32_t logits_rows;
     float *probs, *scratch;       /* speculation: (EMBER_MAX_DRAFT + 1) rows, and one row */
     uint64_t steps, tokens_computed;
+    uint64_t padding_tokens;      /* static batching: tokens of padding rows (in tokens_computed) */
     /* threading */
     pthread_mutex_t mu;
     pthread_cond_t work, idle;
@@ -42,8 +43,9 @@ struct ember_engine {
 double ember_now_ms(void);
 /* Makes room for rows logits rows; false when out of memory. */
 bool ember_engine_logits_room(ember_engine *e, uint32_t rows);
-/* Appends token tok to r and hands out its text; returns true when r finished (and
- * was freed). */
+/* Appends token tok to r and hands out its text; returns true when r finished (it was
+ * freed, or under static batching became a padding row: either way the caller must not
+ * treat it as a request any more). */
 bool ember_engine_emit(ember_engine *e, request *r, uint32_t tok, double t);
 
 /* engine_spec.c */

@@ -52,7 +52,8 @@ ember_status ember_spec_init(ember_engine *e)
     return s;
 }
 
-static bool decoding(const request *r) { return r->n_tokens - r->n_computed == 1; }
+/* Padding rows (static batching) never speculate: they are not decoding. */
+static bool decoding(const request *r) { return !r->padding && r->n_tokens - r->n_computed == 1; }
 
 uint32_t ember_spec_reserve(ember_engine *e)
 {
@@ -95,7 +96,7 @@ static uint32_t draft_batch(ember_engine *e, uint32_t n_items, const uint32_t *w
     uint32_t T = 0, n_logits = 0, W = e->max_blocks_per_seq;
     for (uint32_t i = 0; i < n_items; i++) {
         request *r = e->items[i].r;
-        if (!r->spec_draft || (j > 0 && want[i] <= j)) continue;
+        if (!r->spec_draft || r->padding || (j > 0 && want[i] <= j)) continue;
         memcpy(e->block_tables + (size_t)r->slot * W, r->blocks, r->n_blocks * sizeof *r->blocks);
         uint32_t end = j ? r->n_tokens + j : r->n_computed + (want[i] ? 1 : e->items[i].n);
         for (uint32_t p = r->draft_computed; p < end; p++) {
@@ -152,7 +153,7 @@ ember_status ember_spec_propose(ember_engine *e, uint32_t n_items)
         want[i] = 0;
         r->n_draft = 0;
         any_draft |= r->spec_draft;
-        if (!r->spec_k || it->n != 1 || !it->logits) continue;
+        if (!r->spec_k || it->n != 1 || !it->logits || r->padding) continue;
         uint32_t m = draft_room(e, r, spare);
         if (!r->spec_draft) m = ember_ngram_propose(r->tokens, r->n_tokens, r->spec_ngram, m, r->tokens + r->n_tokens);
         want[i] = r->spec_draft ? m : 0;

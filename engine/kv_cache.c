@@ -15,6 +15,7 @@
 typedef struct block {
     uint32_t refs;
     bool published;
+    uint32_t n;                    /* tokens the published block holds: 1..block_size */
     uint64_t hash, parent;
     uint32_t lru_prev, lru_next;   /* valid while in the lru list */
 } block;
@@ -104,19 +105,20 @@ uint64_t ember_kv_hash(uint64_t parent, const uint32_t *tokens, uint32_t n)
     return (h ^ (h >> 32)) | 1; /* never 0: 0 means "no parent" */
 }
 
-static bool same_block(const ember_kv_cache *kv, uint32_t i, uint64_t parent, const uint32_t *tokens)
+static bool same_block(const ember_kv_cache *kv, uint32_t i, uint64_t parent, const uint32_t *tokens, uint32_t n)
 {
-    return kv->b[i].parent == parent &&
-           memcmp(kv->tokens + (size_t)i * kv->block_size, tokens, kv->block_size * sizeof *tokens) == 0;
+    return kv->b[i].parent == parent && kv->b[i].n == n &&
+           memcmp(kv->tokens + (size_t)i * kv->block_size, tokens, n * sizeof *tokens) == 0;
 }
 
-/* Slot of the published block equal to (parent, tokens), or NONE. */
-static uint32_t table_find(const ember_kv_cache *kv, uint64_t hash, uint64_t parent, const uint32_t *tokens)
+/* Slot of the published block equal to (parent, tokens[0..n)), or NONE. */
+static uint32_t table_find(const ember_kv_cache *kv, uint64_t hash, uint64_t parent, const uint32_t *tokens,
+                           uint32_t n)
 {
     for (uint32_t s = (uint32_t)hash & kv->table_mask;; s = (s + 1) & kv->table_mask) {
         uint32_t i = kv->table[s];
         if (i == NONE) return NONE;
-        if (i != TOMB && kv->b[i].hash == hash && same_block(kv, i, parent, tokens)) return s;
+        if (i != TOMB && kv->b[i].hash == hash && same_block(kv, i, parent, tokens, n)) return s;
     }
 }
 
@@ -144,7 +146,7 @@ static void table_insert(ember_kv_cache *kv, uint32_t block, uint64_t hash)
 static void unpublish(ember_kv_cache *kv, uint32_t i)
 {
     block *x = &kv->b[i];
-    uint32_t s = table_find(kv, x->hash, x->parent, kv->tokens + (size_t)i * kv->block_size);
+    uint32_t s = table_find(kv, x->hash, x->parent, kv->tokens + (size_t)i * kv->block_size, x->n);
     if (s != NONE) {
         kv->table[s] = TOMB;
         kv->n_live--;
@@ -189,26 +191,43 @@ void ember_kv_release(ember_kv_cache *kv, uint32_t i)
     else kv->free_list[kv->n_free++] = i;
 }
 
-uint32_t ember_kv_lookup(ember_kv_cache *kv, uint64_t parent, const uint32_t *tokens)
+uint32_t ember_kv_lookup_n(ember_kv_cache *kv, uint64_t parent, const uint32_t *tokens, uint32_t n)
 {
-    uint64_t h = ember_kv_hash(parent, tokens, kv->block_size);
-    uint32_t s = table_find(kv, h, parent, tokens);
+    if (n == 0 || n > kv->block_size) return EMBER_NO_BLOCK;
+    uint64_t h = ember_kv_hash(parent, tokens, n);
+    uint32_t s = table_find(kv, h, parent, tokens, n);
     if (s == NONE) return EMBER_NO_BLOCK;
     ember_kv_retain(kv, kv->table[s]);
     return kv->table[s];
 }
 
-void ember_kv_publish(ember_kv_cache *kv, uint32_t i, uint64_t parent, const uint32_t *tokens)
+uint32_t ember_kv_lookup(ember_kv_cache *kv, uint64_t parent, const uint32_t *tokens)
 {
-    if (i >= kv->n_blocks || kv->b[i].published) return;
-    uint64_t h = ember_kv_hash(parent, tokens, kv->block_size);
-    if (table_find(kv, h, parent, tokens) != NONE) return;
+    return ember_kv_lookup_n(kv, parent, tokens, kv->block_size);
+}
+
+void ember_kv_publish_n(ember_kv_cache *kv, uint32_t i, uint64_t parent, const uint32_t *tokens, uint32_t n)
+{
+    if (i >= kv->n_blocks || kv->b[i].published || n == 0 || n > kv->block_size) return;
+    uint64_t h = ember_kv_hash(parent, tokens, n);
+    if (table_find(kv, h, parent, tokens, n) != NONE) return;
     block *x = &kv->b[i];
     x->hash = h;
     x->parent = parent;
-    memcpy(kv->tokens + (size_t)i * kv->block_size, tokens, kv->block_size * sizeof *tokens);
+    x->n = n;
+    memcpy(kv->tokens + (size_t)i * kv->block_size, tokens, n * sizeof *tokens);
     table_insert(kv, i, h);
     x->published = true;
+}
+
+void ember_kv_publish(ember_kv_cache *kv, uint32_t i, uint64_t parent, const uint32_t *tokens)
+{
+    ember_kv_publish_n(kv, i, parent, tokens, kv->block_size);
+}
+
+bool ember_kv_is_shared(const ember_kv_cache *kv, uint32_t i)
+{
+    return i < kv->n_blocks && (kv->b[i].refs > 1 || kv->b[i].published);
 }
 
 uint32_t ember_kv_block_size(const ember_kv_cache *kv) { return kv->block_size; }

@@ -4,10 +4,14 @@
  * Blocks are reference-counted. A block that a sequence has filled completely can be
  * published under the chained hash of its tokens (hash of the previous block + its own
  * tokens): a later sequence with the same prefix takes the same block instead of
- * recomputing it (prefix caching). A published block whose count drops to zero is not
- * freed but kept as "cached", least recently used first in line to be reused when the
- * free list is empty. Shared blocks are never written: only full blocks are published,
- * and a sequence always computes its last prompt token into a block of its own. */
+ * recomputing it (prefix caching). A sequence that ends publishes its last, partly
+ * filled block too, under the hash of the tokens it holds. A published block whose count
+ * drops to zero is not freed but kept as "cached", least recently used first in line to
+ * be reused when the free list is empty.
+ *
+ * Shared blocks are never written: a published block, or one held by more than one
+ * sequence (ember_kv_is_shared), is copied before a sequence writes into it (copy on
+ * write: the scheduler allocates a fresh block, the step copies the K/V rows over). */
 #ifndef EMBER_KV_CACHE_H
 #define EMBER_KV_CACHE_H
 
@@ -37,6 +41,13 @@ uint64_t ember_kv_hash(uint64_t parent, const uint32_t *tokens, uint32_t block_s
 uint32_t ember_kv_lookup(ember_kv_cache *kv, uint64_t parent, const uint32_t *tokens);
 /* Publishes a full block (no-op when an equal block is already published). */
 void ember_kv_publish(ember_kv_cache *kv, uint32_t block, uint64_t parent, const uint32_t *tokens);
+/* The same for a block holding only tokens[0..n) (1 <= n <= block_size); the hash is
+ * ember_kv_hash(parent, tokens, n), so blocks of different fill never match. */
+void ember_kv_publish_n(ember_kv_cache *kv, uint32_t block, uint64_t parent, const uint32_t *tokens, uint32_t n);
+uint32_t ember_kv_lookup_n(ember_kv_cache *kv, uint64_t parent, const uint32_t *tokens, uint32_t n);
+/* Whether writing into the block would change what another holder or a later lookup
+ * sees: published, or referenced more than once. */
+bool ember_kv_is_shared(const ember_kv_cache *kv, uint32_t block);
 
 uint32_t ember_kv_block_size(const ember_kv_cache *kv);
 uint32_t ember_kv_n_blocks(const ember_kv_cache *kv);

@@ -12,7 +12,11 @@
 #include "sampler.h"
 #include "tokenizer.h"
 
-typedef enum request_state { REQ_WAITING, REQ_RUNNING } request_state;
+typedef enum request_state {
+    REQ_WAITING,
+    REQ_RUNNING,
+    REQ_RETIRED, /* a padding row let go of, waiting to be freed (ember_sched_reap) */
+} request_state;
 
 typedef struct text_out {
     char *text;                 /* generated text so far (valid UTF-8) */
@@ -48,6 +52,9 @@ typedef struct request {
     uint64_t admitted;          /* admission counter (newest = largest) */
     ember_ref *ref;             /* CPU backend: the reference pass with its own cache */
     uint64_t hash_seed;         /* first parent hash of its block chain (see engine.c) */
+    /* static batching: finished (delivered) but still computing as its batch's padding */
+    bool padding;
+    uint32_t pad_token;         /* its next input: the last token it produced */
     /* speculative decoding */
     uint32_t spec_k, spec_k_max, spec_ngram;
     bool spec_adaptive, spec_draft; /* spec_draft: proposals come from the draft model */

@@ -4,6 +4,8 @@
 
 #include "scheduler.h"
 
+static void release_deferred(struct ember_sched *s);
+
 struct ember_sched {
     ember_sched_opts o;
     ember_kv_cache *kv;
@@ -14,6 +16,12 @@ struct ember_sched {
     uint64_t admissions;
     bool batch_open;             /* static batching: the current batch still forming */
     uint32_t reserve;            /* budget kept for speculative drafts this step */
+    uint32_t n_padding;          /* static batching: running rows that are padding */
+    request *retired;            /* padding rows let go of, not yet reaped */
+    /* copy on write planned this step: copy_src[i] -> copy_dst[i]; the old blocks'
+     * references are dropped at the next plan, after the copies ran */
+    uint32_t *copy_src, *copy_dst, n_copies;
+    uint32_t *deferred, n_deferred;
     ember_sched_stats stats;
 };
 
@@ -29,13 +37,16 @@ ember_status ember_sched_create(const ember_sched_opts *o, ember_kv_cache *kv, e
     if (s) {
         s->running = calloc(o->max_seqs, sizeof *s->running);
         s->slot_used = calloc(o->max_seqs, sizeof *s->slot_used);
+        s->copy_src = calloc(3 * o->max_seqs, sizeof *s->copy_src);
     }
-    if (!s || !s->running || !s->slot_used) {
+    if (!s || !s->running || !s->slot_used || !s->copy_src) {
         ember_sched_free(s);
         return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     }
     s->o = *o;
     s->kv = kv;
+    s->copy_dst = s->copy_src + o->max_seqs;
+    s->deferred = s->copy_dst + o->max_seqs;
     *out = s;
     return EMBER_OK;
 }
@@ -43,8 +54,10 @@ ember_status ember_sched_create(const ember_sched_opts *o, ember_kv_cache *kv, e
 void ember_sched_free(ember_sched *s)
 {
     if (!s) return;
+    if (s->kv) release_deferred(s);
     free(s->running);
     free(s->slot_used);
+    free(s->copy_src);
     free(s);
 }
 
@@ -82,6 +95,18 @@ static void release_blocks(ember_sched *s, request *r)
     r->n_blocks = r->n_published = 0;
 }
 
+/* Publishes the partly filled block r ends in, so that a request continuing r's tokens
+ * (the next turn of a chat, the same prompt again) finds all of them. Padding rows hold
+ * tokens nobody recorded, and draft-model requests would need the draft's K/V complete
+ * too: neither publishes. */
+static void publish_tail(ember_sched *s, request *r)
+{
+    uint32_t bs = ember_kv_block_size(s->kv), j = r->n_computed / bs, fill = r->n_computed % bs;
+    if (!s->o.prefix_cache || r->padding || r->spec_draft || !fill || j >= r->n_blocks || j != r->n_published)
+        return;
+    ember_kv_publish_n(s->kv, r->blocks[j], j ? r->hashes[j - 1] : r->hash_seed, r->tokens + (size_t)j * bs, fill);
+}
+
 static void unrun(ember_sched *s, request *r)
 {
     for (uint32_t i = 0; i < s->n_running; i++) {
@@ -93,11 +118,68 @@ static void unrun(ember_sched *s, request *r)
     }
 }
 
+/* ---- static batching: padding rows ------------------------------------------------- */
+
+static request *last_padding(ember_sched *s)
+{
+    for (uint32_t i = s->n_running; i-- > 0;)
+        if (s->running[i]->padding) return s->running[i];
+    return NULL;
+}
+
+/* Lets padding row p go: out of the batch, blocks back to the pool, onto the retired
+ * list (the engine frees it after the step, so items planned with it stay valid). */
+static void retire(ember_sched *s, request *p)
+{
+    unrun(s, p);
+    release_blocks(s, p);
+    p->state = REQ_RETIRED;
+    s->n_padding--;
+    p->next = s->retired;
+    s->retired = p;
+}
+
+/* A batch ends when its last real member leaves: its padding rows go with it. */
+static void end_batch_if_done(ember_sched *s)
+{
+    if (!s->n_padding) return;
+    for (uint32_t i = 0; i < s->n_running; i++)
+        if (!s->running[i]->padding) return;
+    while (s->n_padding) retire(s, last_padding(s));
+}
+
+bool ember_sched_pad(ember_sched *s, request *r)
+{
+    if (!s->o.static_batching || r->state != REQ_RUNNING || r->padding) return false;
+    if (s->n_running - s->n_padding < 2) return false; /* r is the last member */
+    r->padding = true;
+    r->pad_token = r->tokens[r->n_tokens - 1];
+    r->n_draft = 0;
+    s->n_padding++;
+    return true;
+}
+
+void ember_sched_drop_padding(ember_sched *s, request *r)
+{
+    if (r->padding && r->state == REQ_RUNNING) retire(s, r);
+}
+
+request *ember_sched_reap(ember_sched *s)
+{
+    request *r = s->retired;
+    if (r) {
+        s->retired = r->next;
+        r->next = NULL;
+    }
+    return r;
+}
+
 void ember_sched_remove(ember_sched *s, request *r)
 {
     if (r->state == REQ_RUNNING) {
+        publish_tail(s, r);
         unrun(s, r);
-    } else {
+    } else if (r->state == REQ_WAITING) {
         request **p = &s->head, *prev = NULL;
         while (*p && *p != r) prev = *p, p = &(*p)->next;
         if (*p) {
@@ -106,6 +188,7 @@ void ember_sched_remove(ember_sched *s, request *r)
         }
     }
     release_blocks(s, r);
+    end_batch_if_done(s);
 }
 
 static void preempt(ember_sched *s, request *r)
@@ -117,6 +200,7 @@ static void preempt(ember_sched *s, request *r)
     r->m.preemptions++;
     s->stats.preemptions++;
     push_front(s, r);
+    end_batch_if_done(s);
 }
 
 /* ---- blocks ------------------------------------------------------------------------ */
@@ -136,8 +220,38 @@ static bool grow_to(ember_sched *s, request *r, uint32_t end)
     return true;
 }
 
-/* Takes the cached blocks of r's prefix, leaving at least its last token to compute (a
- * shared block is never written, and the last token's logits are needed). */
+/* grow_to for a real request: padding rows give their blocks up first, so that padding
+ * never makes a real request wait or be preempted. Without padding (continuous batching)
+ * it is grow_to. */
+static bool grow_real(ember_sched *s, request *r, uint32_t end)
+{
+    while (!grow_to(s, r, end)) {
+        request *p = last_padding(s);
+        if (!p) return false;
+        retire(s, p);
+    }
+    return true;
+}
+
+/* After r's full cached blocks: the published block holding the most of r's next
+ * tokens, short of its last one — a partly filled block another sequence ended in, or a
+ * full block whose last slot r must compute itself (its logits are needed). r shares it
+ * up to what it holds and copies it before writing (own_block). */
+static void match_partial(ember_sched *s, request *r, uint64_t parent)
+{
+    uint32_t bs = ember_kv_block_size(s->kv), rest = r->n_tokens - r->n_computed;
+    const uint32_t *t = r->tokens + r->n_computed;
+    if (r->n_blocks >= s->o.max_blocks_per_seq || rest < 2) return;
+    uint32_t b = rest == bs ? ember_kv_lookup(s->kv, parent, t) : EMBER_NO_BLOCK, n = bs - 1;
+    for (uint32_t k = rest - 1 < bs - 1 ? rest - 1 : bs - 1; b == EMBER_NO_BLOCK && k > 0; k--)
+        b = ember_kv_lookup_n(s->kv, parent, t, n = k);
+    if (b == EMBER_NO_BLOCK) return;
+    r->blocks[r->n_blocks++] = b;
+    r->n_computed = r->draft_computed = r->n_computed + n;
+}
+
+/* Takes the cached blocks of r's prefix, leaving at least its last token to compute (the
+ * last token's logits are needed). */
 static void match_prefix(ember_sched *s, request *r)
 {
     uint32_t bs = ember_kv_block_size(s->kv);
@@ -152,13 +266,15 @@ static void match_prefix(ember_sched *s, request *r)
     }
     r->n_published = r->n_blocks;
     r->n_computed = r->draft_computed = r->n_blocks * bs;
+    match_partial(s, r, parent);
 }
 
 void ember_sched_advance(ember_sched *s, request *r, uint32_t n)
 {
     uint32_t bs = ember_kv_block_size(s->kv);
     r->n_computed += n;
-    if (!s->o.prefix_cache) return;
+    /* A padding row's tokens are not recorded, so its blocks are never shared. */
+    if (!s->o.prefix_cache || r->padding) return;
     while ((r->n_published + 1) * bs <= r->n_computed && r->n_published < r->n_blocks) {
         uint32_t j = r->n_published;
         uint64_t parent = j ? r->hashes[j - 1] : r->hash_seed;
@@ -169,6 +285,40 @@ void ember_sched_advance(ember_sched *s, request *r, uint32_t n)
     }
 }
 
+/* ---- copy on write ------------------------------------------------------------------- */
+
+/* Before r writes position n_computed: when the block holding it is shared (taken from
+ * the prefix cache), r gets a private copy. The step copies the K/V over before it runs;
+ * the old block stays referenced until then, so it cannot be handed out and overwritten
+ * first. False when no block is left for the copy. */
+static bool own_block(ember_sched *s, request *r)
+{
+    uint32_t j = r->n_computed / ember_kv_block_size(s->kv);
+    if (j >= r->n_blocks || !ember_kv_is_shared(s->kv, r->blocks[j])) return true;
+    if (s->n_copies == s->o.max_seqs) return false;
+    uint32_t b = ember_kv_alloc(s->kv);
+    if (b == EMBER_NO_BLOCK) return false;
+    s->copy_src[s->n_copies] = r->blocks[j];
+    s->copy_dst[s->n_copies++] = b;
+    s->deferred[s->n_deferred++] = r->blocks[j];
+    r->blocks[j] = b;
+    s->stats.cow_copies++;
+    return true;
+}
+
+static void release_deferred(ember_sched *s)
+{
+    for (uint32_t i = 0; i < s->n_deferred; i++) ember_kv_release(s->kv, s->deferred[i]);
+    s->n_deferred = 0;
+}
+
+uint32_t ember_sched_copies(const ember_sched *s, const uint32_t **src, const uint32_t **dst)
+{
+    *src = s->copy_src;
+    *dst = s->copy_dst;
+    return s->n_copies;
+}
+
 /* ---- planning --------------------------------------------------------------------- */
 
 static request *newest_running(ember_sched *s)
@@ -176,11 +326,21 @@ static request *newest_running(ember_sched *s)
     return s->n_running ? s->running[s->n_running - 1] : NULL;
 }
 
+/* The first running request admitted after `after` (running is in admission order):
+ * the planning loops walk the running set this way because retiring a padding row or
+ * preempting a request shifts the array under them. */
+static request *next_running(ember_sched *s, uint64_t after)
+{
+    for (uint32_t i = 0; i < s->n_running; i++)
+        if (s->running[i]->admitted > after) return s->running[i];
+    return NULL;
+}
+
 /* A decoding request needs one block more: preempt the newest others until it fits.
  * Returns false if r itself had to go (preempted, or stuck when it is alone). */
 static bool make_room(ember_sched *s, request *r, request **stuck, uint32_t *n_stuck)
 {
-    while (!grow_to(s, r, r->n_computed + 1)) {
+    while (!grow_real(s, r, r->n_computed + 1)) {
         request *victim = newest_running(s);
         if (victim == r && s->n_running == 1) {
             stuck[(*n_stuck)++] = r;
@@ -197,26 +357,19 @@ static uint32_t plan_running(ember_sched *s, ember_sched_item *items, uint32_t *
 {
     uint32_t n_items = 0;
     /* Decodes first, oldest first: a decoder never waits behind a prompt. Victims of
-     * preemption are newer than r, so none of them has been planned yet. */
-    for (uint32_t i = 0; i < s->n_running;) {
-        request *r = s->running[i];
-        if (r->n_tokens - r->n_computed != 1) {
-            i++;
-        } else if (make_room(s, r, stuck, n_stuck)) {
-            items[n_items++] = (ember_sched_item){r, 1, true};
-            (*budget)--;
-            i++;
-        } else if (r->state == REQ_RUNNING) {
-            i++; /* stuck: the caller finishes it */
-        }
+     * preemption are newer than r, so none of them has been planned yet. A request that
+     * could not get its block was preempted or is stuck (the caller finishes it). */
+    for (request *r = next_running(s, 0); r; r = next_running(s, r->admitted)) {
+        if (r->padding || r->n_tokens - r->n_computed != 1 || !make_room(s, r, stuck, n_stuck)) continue;
+        items[n_items++] = (ember_sched_item){r, 1, true};
+        (*budget)--;
     }
     /* Then prompt chunks of running sequences, oldest first, as the budget allows. */
-    for (uint32_t i = 0; i < s->n_running && *budget; i++) {
-        request *r = s->running[i];
+    for (request *r = next_running(s, 0); r && *budget; r = next_running(s, r->admitted)) {
         uint32_t left = r->n_tokens - r->n_computed;
-        if (left == 1) continue; /* decoding: planned above */
+        if (r->padding || left == 1) continue; /* decoding: planned above */
         uint32_t n = left < *budget ? left : *budget;
-        grow_to(s, r, r->n_computed + n);
+        grow_real(s, r, r->n_computed + n);
         uint32_t room = r->n_blocks * ember_kv_block_size(s->kv) - r->n_computed;
         if (n > room) n = room;
         if (!n) continue;
@@ -242,7 +395,8 @@ static bool admit_one(ember_sched *s, ember_sched_item *items, uint32_t *n_items
     uint32_t left = r->n_tokens - r->n_computed;
     uint32_t n = left < *budget ? left : *budget;
     uint32_t want = s->o.contiguous_kv ? s->o.max_blocks_per_seq * bs : r->n_computed + n;
-    if (!grow_to(s, r, want) && (s->o.contiguous_kv || r->n_blocks * bs <= r->n_computed)) {
+    bool stuck = !grow_real(s, r, want) && (s->o.contiguous_kv || r->n_blocks * bs <= r->n_computed);
+    if (stuck || !own_block(s, r)) {
         release_blocks(s, r);
         r->n_computed = 0;
         return false;
@@ -262,12 +416,31 @@ static bool admit_one(ember_sched *s, ember_sched_item *items, uint32_t *n_items
     return true;
 }
 
+/* Padding rows last, so that real work has first pick of the blocks: each computes its
+ * next throw-away token, or is let go of when it reached the context's end or no block
+ * is left for it (padding never preempts). */
+static uint32_t plan_padding(ember_sched *s, ember_sched_item *items, uint32_t n_items)
+{
+    uint32_t bs = ember_kv_block_size(s->kv);
+    for (request *r = next_running(s, 0); r && s->n_padding; r = next_running(s, r->admitted)) {
+        if (!r->padding) continue;
+        bool room = r->n_computed < s->o.ctx_len && grow_to(s, r, r->n_computed + 1) &&
+                    r->n_blocks * bs > r->n_computed;
+        if (room) items[n_items++] = (ember_sched_item){r, 1, true};
+        else retire(s, r);
+    }
+    return n_items;
+}
+
 uint32_t ember_sched_plan(ember_sched *s, ember_sched_item *items, request **stuck, uint32_t *n_stuck)
 {
     uint32_t budget = s->o.max_batch_tokens;
     *n_stuck = 0;
+    release_deferred(s); /* the last step's copies have run */
+    s->n_copies = 0;
     budget = budget > s->reserve ? budget - s->reserve : 0;
     if (budget < s->n_running) budget = s->n_running; /* every decoder gets its token */
+    budget -= s->n_padding; /* ... and every padding row (planned last) its own */
     uint32_t n_items = plan_running(s, items, &budget, stuck, n_stuck);
     /* Static batching admits only while a batch forms: from the moment nothing runs
      * until the batch is full or the queue is empty. */
@@ -276,7 +449,7 @@ uint32_t ember_sched_plan(ember_sched *s, ember_sched_item *items, request **stu
     while (may_admit && s->head && budget && s->n_running < s->o.max_seqs)
         if (!admit_one(s, items, &n_items, &budget)) break;
     if (!s->head || s->n_running == s->o.max_seqs) s->batch_open = false;
-    return n_items;
+    return plan_padding(s, items, n_items);
 }
 
 void ember_sched_end_step(ember_sched *s)

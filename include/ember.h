@@ -236,6 +236,11 @@ typedef struct ember_engine_stats {
     uint64_t steps, tokens_computed;
     ember_kv_type kv_type;
     uint64_t kv_bytes_per_token;  /* K and V of one token, all layers */
+    uint64_t padding_tokens;      /* EMBER_BATCHING_STATIC: tokens computed for members that
+                                     had already finished (padding rows, outputs discarded);
+                                     included in tokens_computed. 0 when continuous */
+    uint64_t cow_copies;          /* KV blocks shared through the prefix cache that were
+                                     copied before a request wrote into them */
 } ember_engine_stats;
 void ember_engine_get_stats(ember_engine *engine, ember_engine_stats *stats);
 

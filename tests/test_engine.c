@@ -2,7 +2,8 @@
  *  - batch invariance: greedy tokens of 16 requests run alone equal those of the same
  *    requests served together, prompts of different lengths joining mid-way;
  *  - preemption: with too few KV blocks every request completes, with the same tokens;
- *  - prefix caching: a repeated prefix is served from the cache, same tokens;
+ *  - prefix caching: a repeated prefix is served from the cache, same tokens; copy on
+ *    write of shared blocks a request continues;
  *  - seeded sampling, stop strings, cancellation (blocks freed at once);
  *  - the worker-thread mode with submits from several threads;
  *  - bad input: invalid UTF-8, an empty prompt, a prompt longer than the context. */
@@ -176,6 +177,76 @@ static void test_prefix_cache(ember_model *m)
     ember_engine_destroy(e);
 }
 
+/* Tokens of prompt p served alone with no cache (the reference). */
+static void run_uncached(ember_model *m, const uint32_t *p, size_t n, uint32_t n_gen, result *r)
+{
+    ember_engine *e = engine(m, (ember_engine_opts){.no_prefix_cache = 1});
+    ember_request_desc d = desc_for(p, n, n_gen, r);
+    if (e && ember_submit(e, &d, NULL) == EMBER_OK) drain(e);
+    ember_engine_destroy(e);
+}
+
+/* Copy on write: a request may take a cached block it will write into (a partly filled
+ * block another request ended in, or a full block whose last slot it must compute), and
+ * gets a private copy first. Two requests continuing the same partly filled block run
+ * together: had either written into the shared block, the other would read the wrong
+ * K/V and its tokens would differ from the uncached run. */
+static void test_copy_on_write(ember_model *m)
+{
+    /* The same 96-token prompt (6 blocks of 16) twice: 95 tokens from the cache. */
+    uint32_t p96[96];
+    memcpy(p96, prompts[0], sizeof p96);
+    result ref, r1, r2;
+    run_uncached(m, p96, 96, 16, &ref);
+    ember_engine *e = engine(m, (ember_engine_opts){0});
+    if (!e) return;
+    ember_request_desc d = desc_for(p96, 96, 16, &r1);
+    CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+    drain(e);
+    d = desc_for(p96, 96, 16, &r2);
+    CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+    drain(e);
+    ember_engine_stats st;
+    ember_engine_get_stats(e, &st);
+    printf("copy on write: same prompt again took %u of 96 tokens from the cache, %llu copies\n", r2.m.n_cached,
+           (unsigned long long)st.cow_copies);
+    CHECK(r1.m.n_cached == 0 && r2.m.n_cached == 95 && st.cow_copies == 1);
+    CHECK(r2.n == 16 && memcmp(r2.tokens, ref.tokens, 16 * 4) == 0);
+    ember_engine_destroy(e);
+
+    /* A: 50 prompt tokens + 10 generated; its K/V covers 59 positions, the last block
+     * 11 of them. B and C continue A's text (prompt + the 9 generated tokens in the
+     * cache) with different tails, at the same time. */
+    uint32_t pa[50], pb[69], pc[69];
+    memcpy(pa, prompts[1], sizeof pa);
+    result ra, rb, rc, rb_ref, rc_ref;
+    e = engine(m, (ember_engine_opts){0});
+    if (!e) return;
+    d = desc_for(pa, 50, 10, &ra);
+    CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+    drain(e);
+    CHECK(ra.n == 10);
+    memcpy(pb, pa, sizeof pa);
+    memcpy(pb + 50, ra.tokens, 9 * sizeof pb[0]);
+    memcpy(pc, pb, sizeof pc);
+    memcpy(pb + 59, prompts[2], 10 * sizeof pb[0]);
+    memcpy(pc + 59, prompts[3], 10 * sizeof pc[0]);
+    run_uncached(m, pb, 69, 16, &rb_ref);
+    run_uncached(m, pc, 69, 16, &rc_ref);
+    d = desc_for(pb, 69, 16, &rb);
+    CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+    d = desc_for(pc, 69, 16, &rc);
+    CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+    drain(e);
+    ember_engine_get_stats(e, &st);
+    printf("copy on write: continuations took %u and %u of 69 tokens from the cache, %llu copies\n", rb.m.n_cached,
+           rc.m.n_cached, (unsigned long long)st.cow_copies);
+    CHECK(rb.m.n_cached == 59 && rc.m.n_cached == 59 && st.cow_copies == 2);
+    CHECK(rb.n == 16 && memcmp(rb.tokens, rb_ref.tokens, 16 * 4) == 0);
+    CHECK(rc.n == 16 && memcmp(rc.tokens, rc_ref.tokens, 16 * 4) == 0);
+    ember_engine_destroy(e);
+}
+
 static void test_sampling_and_stop(ember_model *m)
 {
     result r1, r2, r3, rs;
@@ -316,6 +387,7 @@ int main(void)
     run_alone(m, alone, 24);
     test_invariance_and_preemption(m);
     test_prefix_cache(m);
+    test_copy_on_write(m);
     test_sampling_and_stop(m);
     test_cancel(m);
     test_worker_thread(m, alone);

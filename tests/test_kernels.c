@@ -812,10 +812,30 @@ static void bench(ctx *t)
     static const uint32_t shapes[][3] = {{2048, 2048, 1},  {8192, 2048, 1},  {2048, 2048, 4},   {2048, 2048, 16},
                                          {2048, 2048, 32}, {2048, 2048, 64}, {2048, 2048, 128}, {2048, 2048, 256},
                                          {1024, 1024, 1024}};
+    static const char *names[] = {"f32", "f16", "q8_0"};
+    /* EMBER_BENCH_SHAPES="ROWSxCOLSxTOK,..." and EMBER_BENCH_TYPES="f32,q8_0" narrow the
+     * cases (a bench aid, not a library setting). */
+    uint32_t custom[32][3];
+    size_t n_shapes = sizeof shapes / sizeof shapes[0];
+    const uint32_t(*list)[3] = shapes;
+    const char *env = getenv("EMBER_BENCH_SHAPES"), *types_env = getenv("EMBER_BENCH_TYPES");
+    if (env) {
+        n_shapes = 0;
+        for (const char *p = env; *p && n_shapes < 32;) {
+            unsigned a, b, c;
+            int used = 0;
+            if (sscanf(p, "%ux%ux%u%n", &a, &b, &c, &used) != 3) break;
+            custom[n_shapes][0] = a, custom[n_shapes][1] = b, custom[n_shapes][2] = c, n_shapes++;
+            p += used;
+            if (*p == ',') p++;
+        }
+        list = (const uint32_t(*)[3])custom;
+    }
     tu_rng r = {9};
     for (int d = 0; d < 3; d++)
-        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-            uint32_t rows = shapes[i][0], cols = shapes[i][1], n_tok = shapes[i][2];
+        for (size_t i = 0; i < n_shapes; i++) {
+            if (types_env && !strstr(types_env, names[d])) continue;
+            uint32_t rows = list[i][0], cols = list[i][1], n_tok = list[i][2];
             weight w = make_weight(&r, types[d], rows, cols);
             float *x = rand_floats(&r, (size_t)cols * n_tok, -1, 1);
             case_begin(t);

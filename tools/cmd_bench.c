@@ -1,7 +1,9 @@
 /* cmd_bench.c — `ember bench`: a seeded synthetic serving workload (Poisson arrivals,
  * random prompt and output lengths, an optional shared prefix) run through one engine,
  * reporting throughput, latency percentiles (TTFT, TPOT, ITL), goodput under SLOs and KV
- * cache use. --batching static and --kv contiguous run the baselines it is compared to. */
+ * cache use. --batching static and --kv contiguous run the baselines it is compared to
+ * (static: fixed-shape batches whose finished members compute on as padding, reported as
+ * padding_tokens and not counted in output_tokens or throughput). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -279,10 +281,13 @@ static void report(const bench_args *a, workload *w, ember_engine *e, double dur
     if (a->spec.draft_k)
         printf("\"speculation\": {\"drafted\": %llu, \"accepted\": %llu, \"acceptance_rate\": %.4f}, ",
                (unsigned long long)drafted, (unsigned long long)accepted, drafted ? (double)accepted / drafted : 0.0);
-    printf("\"prefix_hit_tokens\": %llu, \"preemptions\": %llu, \"steps\": %llu, \"batching\": \"%s\", "
-           "\"kv_layout\": \"%s\"}\n",
-           (unsigned long long)st.prefix_hit_tokens, (unsigned long long)st.preemptions,
-           (unsigned long long)st.steps, a->eo.batching == EMBER_BATCHING_STATIC ? "static" : "continuous",
+    /* output_tokens counts only what requests received; padding_tokens is what static
+     * batching computed on for finished members, the cost it pays for its fixed shape. */
+    printf("\"prefix_hit_tokens\": %llu, \"cow_copies\": %llu, \"preemptions\": %llu, \"steps\": %llu, "
+           "\"padding_tokens\": %llu, \"batching\": \"%s\", \"kv_layout\": \"%s\"}\n",
+           (unsigned long long)st.prefix_hit_tokens, (unsigned long long)st.cow_copies,
+           (unsigned long long)st.preemptions, (unsigned long long)st.steps, (unsigned long long)st.padding_tokens,
+           a->eo.batching == EMBER_BATCHING_STATIC ? "static" : "continuous",
            a->eo.kv_layout == EMBER_KV_CONTIGUOUS ? "contiguous" : "paged");
 done:
     free(ttft);

@@ -1,0 +1,121 @@
+/* test_kv_cache.c — the block pool's bookkeeping: reference counts, publishing full and
+ * partly filled blocks, lookups that must not confuse them, which blocks count as shared
+ * (and must be copied before a write), and the LRU reuse of cached blocks. */
+#include <stdio.h>
+
+#include "engine/kv_cache.h"
+#include "tests/testutil.h"
+
+#define BS 4
+
+static void test_refcounts(void)
+{
+    ember_kv_cache *kv;
+    ember_err err;
+    CHECK(ember_kv_create(3, BS, &kv, &err) == EMBER_OK);
+    uint32_t a = ember_kv_alloc(kv), b = ember_kv_alloc(kv), c = ember_kv_alloc(kv);
+    CHECK(a == 0 && b == 1 && c == 2);
+    CHECK(ember_kv_alloc(kv) == EMBER_NO_BLOCK);
+    CHECK(ember_kv_n_used(kv) == 3 && ember_kv_n_available(kv) == 0);
+    CHECK(!ember_kv_is_shared(kv, a));
+    ember_kv_retain(kv, a);
+    CHECK(ember_kv_refcount(kv, a) == 2 && ember_kv_is_shared(kv, a));
+    ember_kv_release(kv, a);
+    CHECK(!ember_kv_is_shared(kv, a));
+    ember_kv_release(kv, b);
+    CHECK(ember_kv_n_available(kv) == 1 && ember_kv_alloc(kv) == b);
+    ember_kv_free(kv);
+}
+
+static void test_publish_full_and_partial(void)
+{
+    ember_kv_cache *kv;
+    ember_err err;
+    CHECK(ember_kv_create(8, BS, &kv, &err) == EMBER_OK);
+    const uint32_t t[] = {5, 6, 7, 8, 9, 10, 11};
+    uint32_t full = ember_kv_alloc(kv), part = ember_kv_alloc(kv);
+    ember_kv_publish(kv, full, 0, t);
+    uint64_t h = ember_kv_hash(0, t, BS);
+    ember_kv_publish_n(kv, part, h, t + BS, 3);
+    /* A published block is shared even with one holder: a lookup may hand it out. */
+    CHECK(ember_kv_is_shared(kv, full) && ember_kv_is_shared(kv, part));
+
+    CHECK(ember_kv_lookup(kv, 0, t) == full && ember_kv_refcount(kv, full) == 2);
+    CHECK(ember_kv_lookup_n(kv, 0, t, 3) == EMBER_NO_BLOCK);         /* fill differs */
+    CHECK(ember_kv_lookup_n(kv, h, t + BS, 3) == part);
+    CHECK(ember_kv_lookup_n(kv, h, t + BS, 2) == EMBER_NO_BLOCK);    /* a prefix is another block */
+    CHECK(ember_kv_lookup_n(kv, 0, t + BS, 3) == EMBER_NO_BLOCK);    /* another parent */
+    const uint32_t other[] = {9, 10, 12};
+    CHECK(ember_kv_lookup_n(kv, h, other, 3) == EMBER_NO_BLOCK);
+    CHECK(ember_kv_lookup_n(kv, h, t + BS, 0) == EMBER_NO_BLOCK);
+    CHECK(ember_kv_lookup_n(kv, h, t + BS, BS + 1) == EMBER_NO_BLOCK);
+
+    /* Publishing an equal block again is a no-op: the first stays the one found. */
+    uint32_t dup = ember_kv_alloc(kv);
+    ember_kv_publish_n(kv, dup, h, t + BS, 3);
+    CHECK(!ember_kv_is_shared(kv, dup));
+    CHECK(ember_kv_lookup_n(kv, h, t + BS, 3) == part && ember_kv_refcount(kv, part) == 3);
+    ember_kv_free(kv);
+}
+
+/* Cached blocks (published, count zero) are reused oldest first, and a reused block is
+ * forgotten: its old tokens no longer find it. */
+static void test_lru(void)
+{
+    ember_kv_cache *kv;
+    ember_err err;
+    CHECK(ember_kv_create(2, BS, &kv, &err) == EMBER_OK);
+    const uint32_t t1[] = {1, 2, 3, 4}, t2[] = {1, 2};
+    uint32_t a = ember_kv_alloc(kv), b = ember_kv_alloc(kv);
+    ember_kv_publish(kv, a, 0, t1);
+    ember_kv_publish_n(kv, b, 0, t2, 2);
+    ember_kv_release(kv, a);
+    ember_kv_release(kv, b);
+    CHECK(ember_kv_n_used(kv) == 0 && ember_kv_n_available(kv) == 2);
+    CHECK(ember_kv_lookup_n(kv, 0, t2, 2) == b); /* back in use: leaves the LRU list */
+    CHECK(ember_kv_alloc(kv) == a);              /* a was the only cached block */
+    CHECK(ember_kv_lookup(kv, 0, t1) == EMBER_NO_BLOCK);
+    CHECK(!ember_kv_is_shared(kv, a));
+    ember_kv_release(kv, b);
+    CHECK(ember_kv_alloc(kv) == b && ember_kv_lookup_n(kv, 0, t2, 2) == EMBER_NO_BLOCK);
+    ember_kv_free(kv);
+}
+
+/* Many publish/forget cycles: the table's tombstones are cleared and lookups stay exact. */
+static void test_churn(void)
+{
+    ember_kv_cache *kv;
+    ember_err err;
+    CHECK(ember_kv_create(4, BS, &kv, &err) == EMBER_OK);
+    int found = 0;
+    for (uint32_t round = 0; round < 2000; round++) {
+        uint32_t tok[BS] = {round, round + 1, round + 2, round + 3};
+        uint32_t n = 1 + round % BS, blk = ember_kv_alloc(kv);
+        CHECK(blk != EMBER_NO_BLOCK);
+        ember_kv_publish_n(kv, blk, round, tok, n);
+        ember_kv_release(kv, blk);
+        uint32_t again = ember_kv_lookup_n(kv, round, tok, n);
+        found += again == blk;
+        ember_kv_release(kv, again);
+        if (round >= 4) {
+            uint32_t old[BS] = {round - 4, round - 3, round - 2, round - 1};
+            CHECK(ember_kv_lookup_n(kv, round - 4, old, 1 + (round - 4) % BS) == EMBER_NO_BLOCK);
+        }
+    }
+    CHECK(found == 2000);
+    ember_kv_free(kv);
+}
+
+int main(void)
+{
+    test_refcounts();
+    test_publish_full_and_partial();
+    test_lru();
+    test_churn();
+    if (tu_failures) {
+        fprintf(stderr, "test_kv_cache: %d failures\n", tu_failures);
+        return 1;
+    }
+    printf("test_kv_cache: all checks passed\n");
+    return 0;
+}
