@@ -150,6 +150,15 @@ static void test_invariance_and_preemption(ember_model *m)
     }
 }
 
+/* Tokens of prompt p served alone with no cache (the reference). */
+static void run_uncached(ember_model *m, const uint32_t *p, size_t n, uint32_t n_gen, result *r)
+{
+    ember_engine *e = engine(m, (ember_engine_opts){.no_prefix_cache = 1});
+    ember_request_desc d = desc_for(p, n, n_gen, r);
+    if (e && ember_submit(e, &d, NULL) == EMBER_OK) drain(e);
+    ember_engine_destroy(e);
+}
+
 static void test_prefix_cache(ember_model *m)
 {
     uint32_t a[100], b[100];
@@ -157,13 +166,10 @@ static void test_prefix_cache(ember_model *m)
     memcpy(b, prompts[0], 64 * sizeof b[0]); /* same 64-token prefix, different tail */
     memcpy(b + 64, prompts[1], 36 * sizeof b[0]);
     result ra, rb, rb_alone;
-    ember_engine *e = engine(m, (ember_engine_opts){.no_prefix_cache = 1});
-    ember_request_desc d = desc_for(b, 100, 16, &rb_alone);
-    if (e && ember_submit(e, &d, NULL) == EMBER_OK) drain(e);
-    ember_engine_destroy(e);
-    e = engine(m, (ember_engine_opts){0});
+    run_uncached(m, b, 100, 16, &rb_alone);
+    ember_engine *e = engine(m, (ember_engine_opts){0});
     if (!e) return;
-    d = desc_for(a, 100, 16, &ra);
+    ember_request_desc d = desc_for(a, 100, 16, &ra);
     CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
     drain(e);
     d = desc_for(b, 100, 16, &rb);
@@ -174,15 +180,6 @@ static void test_prefix_cache(ember_model *m)
     printf("prefix cache: second request took %u tokens from the cache\n", rb.m.n_cached);
     CHECK(ra.m.n_cached == 0 && rb.m.n_cached == 64 && st.prefix_hit_tokens == 64);
     CHECK(rb.n == 16 && memcmp(rb.tokens, rb_alone.tokens, 16 * 4) == 0);
-    ember_engine_destroy(e);
-}
-
-/* Tokens of prompt p served alone with no cache (the reference). */
-static void run_uncached(ember_model *m, const uint32_t *p, size_t n, uint32_t n_gen, result *r)
-{
-    ember_engine *e = engine(m, (ember_engine_opts){.no_prefix_cache = 1});
-    ember_request_desc d = desc_for(p, n, n_gen, r);
-    if (e && ember_submit(e, &d, NULL) == EMBER_OK) drain(e);
     ember_engine_destroy(e);
 }
 
