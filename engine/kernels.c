@@ -267,5 +267,11 @@ ember_status ember_kernels_check_attn(const ember_kernels *k, const ember_attn_s
         return ember_fail(err, EMBER_ERR_UNSUPPORTED, "unknown KV cache type %d", (int)s->kv_type);
     if (s->block_size == 0 || s->max_blocks_per_seq == 0)
         return ember_fail(err, EMBER_ERR_INVALID_ARG, "KV block size and table width must be non-zero");
+    uint64_t ctx = (uint64_t)s->block_size * s->max_blocks_per_seq;
+    if (k->caps.is_cpu && ctx + s->max_blocks_per_seq + 64 > 65535)
+        return ember_fail(err, EMBER_ERR_UNSUPPORTED,
+                          "a context of %llu positions in blocks of %u is more than this CPU device's shader "
+                          "loops can walk (at most %u positions in blocks of 16)",
+                          (unsigned long long)ctx, s->block_size, ember_kernels_max_positions(k));
     return EMBER_OK;
 }

@@ -135,10 +135,16 @@ uint64_t ember_kv_row_bytes(uint32_t head_dim, ember_kv_type type);
 ember_status ember_kernels_kv_view(const ember_kernels *k, ember_vk_arena *a, ember_kv_type type,
                                    ember_vk_span *cache, ember_err *err);
 
+/* Positions one sequence may hold on this device: unlimited (UINT32_MAX) on GPUs; on
+ * lavapipe, which ends a shader invocation after 65535 loop iterations, what attention
+ * can walk in one invocation (56400 with blocks of 16). Model loading caps the context to
+ * it. */
+uint32_t ember_kernels_max_positions(const ember_kernels *k);
+
 /* Whether the attention kernels handle shape s: n_heads a multiple of n_kv_heads,
  * head_dim a multiple of 4 and at most 256, rope_dim even and <= head_dim, a known
- * RoPE style and cache type. Call once at model load: ember_k_rope_store /
- * ember_k_attention cannot report errors. */
+ * RoPE style and cache type, and (on lavapipe) a context its loops can walk. Call once
+ * at model load: ember_k_rope_store / ember_k_attention cannot report errors. */
 ember_status ember_kernels_check_attn(const ember_kernels *k, const ember_attn_shape *s,
                                       ember_err *err);
 

@@ -67,13 +67,21 @@ static uint32_t attn_class(const ember_kernels *k, uint32_t head_dim)
 
 /* lavapipe (gallivm) ends a shader invocation after 65535 loop iterations in all; a
  * tile's runs walk up to max_run sequences one after the other, each up to the longest
- * context plus one iteration per block. The tokens of a tile are capped so that they fit
- * (a run of one token fits up to ~61000 positions). */
+ * context plus one iteration per block. The tokens of a tile are capped so that they fit,
+ * and a single sequence must fit on its own (ember_kernels_max_positions). */
+#define CPU_LOOP_BUDGET 60000u
+
+uint32_t ember_kernels_max_positions(const ember_kernels *k)
+{
+    /* One run: ctx positions + ctx/16 block steps (blocks of at least 16) + 64 spare. */
+    return k->caps.is_cpu ? (CPU_LOOP_BUDGET - 64u) / 17u * 16u : UINT32_MAX;
+}
+
 static uint32_t loop_limited_tokens(const ember_kernels *k, const ember_attn_shape *s, uint32_t tt)
 {
     if (!k->caps.is_cpu) return tt;
     uint64_t ctx = (uint64_t)s->block_size * s->max_blocks_per_seq;
-    uint64_t per_run = ctx + s->max_blocks_per_seq + 64, fit = 60000 / per_run;
+    uint64_t per_run = ctx + s->max_blocks_per_seq + 64, fit = CPU_LOOP_BUDGET / per_run;
     return fit < 1 ? 1 : fit < tt ? (uint32_t)fit : tt;
 }
 

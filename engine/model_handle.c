@@ -16,7 +16,13 @@ static ember_status load(ember_model *m, const char *path, const ember_model_opt
     ember_vk_opts vo = {.device_index = o->device_index, .validation = o->enable_validation != 0};
     if ((s = ember_vk_create(&vo, &m->vk, &m->err)) != EMBER_OK) return s;
     ember_progress pr = {o->progress, o->progress_user};
-    return ember_gpu_model_create(m->vk, &m->llama, 0, &pr, &m->gpu, &m->err);
+    s = ember_gpu_model_create(m->vk, &m->llama, 0, &pr, &m->gpu, &m->err);
+    /* Where the device cannot attend over the whole context (lavapipe stops long shader
+     * loops), the model's context is what the device can serve: longer requests are then
+     * refused as too long instead of coming back wrong. */
+    uint32_t max_pos = s == EMBER_OK ? ember_kernels_max_positions(m->gpu->kernels) : UINT32_MAX;
+    if (m->llama.hp.ctx_len > max_pos) m->llama.hp.ctx_len = max_pos;
+    return s;
 }
 
 ember_status ember_model_load(const char *gguf_path, const ember_model_opts *opts, ember_model **out)

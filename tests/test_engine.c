@@ -6,8 +6,10 @@
  *    write of shared blocks a request continues;
  *  - seeded sampling, stop strings, cancellation (blocks freed at once);
  *  - the worker-thread mode with submits from several threads;
- *  - bad input: invalid UTF-8, an empty prompt, a prompt longer than the context. */
+ *  - bad input: invalid UTF-8, an empty prompt, a prompt longer than the context;
+ *  - a context longer than the device can attend over (lavapipe) is capped, not wrong. */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -363,6 +365,38 @@ static void test_bad_input(ember_model *m)
     ember_engine_destroy(e);
 }
 
+/* lavapipe ends a shader invocation after 65535 loop iterations, so attention cannot walk
+ * a context longer than ~56000 positions there: a model's context is capped to what the
+ * device serves (a GPU keeps it whole), and a longer prompt is refused, not answered
+ * wrong. */
+static void test_device_context(void)
+{
+    char path[512], cmd[1024];
+    snprintf(path, sizeof path, "%s/engine_long_ctx.gguf", tu_tmp_dir());
+    snprintf(cmd, sizeof cmd,
+             "%s make-test-model %s --dim 32 --layers 1 --heads 2 --kv-heads 1 --ffn 64 --vocab 300 --ctx 65536 "
+             "--seed 3", tu_ember_bin(), path);
+    CHECK(tu_run(cmd, NULL, 0) == 0);
+    ember_model_opts mo = {.enable_validation = tu_validation()};
+    ember_model *m = NULL;
+    CHECKF(ember_model_load(path, &mo, &m) == EMBER_OK, "%s", ember_model_error(m));
+    ember_model_info info;
+    ember_model_get_info(m, &info);
+    bool cpu = info.device_name && strstr(info.device_name, "llvmpipe");
+    printf("device context: %u positions of the model's 65536 on %s\n", info.ctx_len, info.device_name);
+    CHECK(info.ctx_len == (cpu ? 56400u : 65536u));
+    ember_engine *e = engine(m, (ember_engine_opts){0});
+    static uint32_t longp[56401];
+    for (size_t i = 0; i < sizeof longp / sizeof longp[0]; i++) longp[i] = 5;
+    result r;
+    ember_request_desc d = desc_for(longp, info.ctx_len < 56401 ? info.ctx_len : 56401, 4, &r);
+    if (e) CHECK(ember_submit(e, &d, NULL) == EMBER_ERR_CONTEXT_FULL);
+    ember_engine_destroy(e);
+    uint32_t nv = ember_model_validation_messages(m, NULL, 0);
+    CHECK(nv == 0);
+    ember_model_free(m);
+}
+
 int main(void)
 {
     char path[512], cmd[1024];
@@ -389,6 +423,7 @@ int main(void)
     test_cancel(m);
     test_worker_thread(m, alone);
     test_bad_input(m);
+    test_device_context();
     char first[512];
     uint32_t nv = ember_model_validation_messages(m, first, sizeof first);
     CHECKF(nv == 0, "%u validation messages: %s", nv, first);
