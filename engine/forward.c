@@ -172,19 +172,42 @@ static void write_inputs(ember_forward *f, const ember_batch *b)
     if (b->n_logits) memcpy(f->in.logit_rows.host, b->logit_rows, b->n_logits * sizeof(uint32_t));
 }
 
-/* The longest run of consecutive batch rows of one sequence (1 in a decode step):
- * attention groups at most that many tokens per tile. */
-static uint32_t longest_run(const ember_batch *b)
+/* Attention's dispatches: batch rows cut where runs of one token (decodes) meet longer
+ * runs of one sequence (prompt chunks, verifications), each segment with its longest run,
+ * so that decode rows get the small tile instead of paying for a large tile's pair slots
+ * (the tile never changes a bit). Past MAX_SEGS segments, one segment. */
+#define MAX_SEGS 4
+
+typedef struct att_seg {
+    uint32_t row0, n, max_run;
+} att_seg;
+
+static uint32_t attention_segments(const ember_batch *b, att_seg *seg)
 {
-    uint32_t best = 1, run = 1;
-    for (uint32_t i = 1; i < b->n_tokens; i++) {
-        run = b->seq[i] == b->seq[i - 1] ? run + 1 : 1;
-        if (run > best) best = run;
+    uint32_t n_seg = 0, longest = 1;
+    bool many = false;
+    for (uint32_t i = 0, j; i < b->n_tokens; i = j) {
+        for (j = i + 1; j < b->n_tokens && b->seq[j] == b->seq[i]; j++) {}
+        uint32_t run = j - i;
+        if (run > longest) longest = run;
+        att_seg *last = n_seg ? &seg[n_seg - 1] : NULL;
+        if (last && (last->max_run > 1) == (run > 1)) {
+            last->n += run;
+            if (run > last->max_run) last->max_run = run;
+        } else if (n_seg < MAX_SEGS) {
+            seg[n_seg++] = (att_seg){i, run, run};
+        } else {
+            many = true;
+        }
     }
-    return best;
+    if (many || n_seg == 0) {
+        seg[0] = (att_seg){0, b->n_tokens, longest};
+        n_seg = 1;
+    }
+    return n_seg;
 }
 
-static void record_layer(ember_forward *f, uint32_t l, uint32_t T, uint32_t max_run)
+static void record_layer(ember_forward *f, uint32_t l, uint32_t T, const att_seg *seg, uint32_t n_seg)
 {
     ember_vk_cmd *c = f->cmd;
     const ember_kernels *k = f->g->kernels;
@@ -199,8 +222,9 @@ static void record_layer(ember_forward *f, uint32_t l, uint32_t T, uint32_t max_
     ember_k_rope_store(c, k, &f->shape, &rb, f->qkv, f->in.pos, f->in.seq, f->in.block_tables, f->kcache[l],
                        f->vcache[l], T);
     ember_vk_cmd_barrier(c);
-    ember_k_attention_runs(c, k, &f->shape, f->qkv, f->in.pos, f->in.seq, f->in.block_tables, f->kcache[l],
-                           f->vcache[l], f->att, T, max_run);
+    for (uint32_t i = 0; i < n_seg; i++)
+        ember_k_attention_rows(c, k, &f->shape, f->qkv, f->in.pos, f->in.seq, f->in.block_tables, f->kcache[l],
+                               f->vcache[l], f->att, seg[i].row0, seg[i].n, seg[i].max_run);
     ember_vk_cmd_barrier(c);
     ember_k_linear(c, k, &L->wo, f->att, f->x, T, EMBER_OUT_ADD);
     ember_vk_cmd_barrier(c);
@@ -222,8 +246,9 @@ static void record_step(ember_forward *f, const ember_batch *b)
     ember_vk_cmd_timestamp(c, 0);
     ember_k_embed(c, k, &f->g->tok_embd, f->in.tokens, f->x, T);
     ember_vk_cmd_barrier(c);
-    uint32_t max_run = longest_run(b);
-    for (uint32_t l = 0; l < hp->n_layers; l++) record_layer(f, l, T, max_run);
+    att_seg seg[MAX_SEGS];
+    uint32_t n_seg = attention_segments(b, seg);
+    for (uint32_t l = 0; l < hp->n_layers; l++) record_layer(f, l, T, seg, n_seg);
     if (b->n_logits) {
         ember_k_rmsnorm(c, k, f->x, f->g->output_norm, f->xl, &f->in.logit_rows, b->n_logits, hp->dim,
                         hp->rms_eps);

@@ -38,7 +38,7 @@ static const spv ROPE_Q8 = SPV(rope_store_q8);
 #define PUSH_EMBED 24
 #define PUSH_RMSNORM 20
 #define PUSH_ROPE 48
-#define PUSH_ATTENTION 44
+#define PUSH_ATTENTION 48
 #define PUSH_ARGMAX 12
 
 void ember_k_grid(uint32_t n, uint32_t lim_a, uint32_t *a, uint32_t *b)

@@ -188,6 +188,13 @@ void ember_k_attention_runs(ember_vk_cmd *c, const ember_kernels *k, const ember
                             ember_vk_span qkv, ember_vk_span pos, ember_vk_span seq,
                             ember_vk_span block_table, ember_vk_span kcache, ember_vk_span vcache,
                             ember_vk_span out, uint32_t n_tok, uint32_t max_run);
+/* The same for batch rows row0 .. row0 + n_tok - 1 only (the other rows are neither read
+ * nor written): a batch can give its decode rows and its prompt chunks each their own
+ * tile. */
+void ember_k_attention_rows(ember_vk_cmd *c, const ember_kernels *k, const ember_attn_shape *s,
+                            ember_vk_span qkv, ember_vk_span pos, ember_vk_span seq,
+                            ember_vk_span block_table, ember_vk_span kcache, ember_vk_span vcache,
+                            ember_vk_span out, uint32_t row0, uint32_t n_tok, uint32_t max_run);
 
 /* out[i] (uint32) = index of the largest of logits[i][0..n_cols) (lowest index on ties). */
 void ember_k_argmax(ember_vk_cmd *c, const ember_kernels *k, ember_vk_span logits,

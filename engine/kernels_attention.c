@@ -18,7 +18,7 @@ typedef struct attention_push {
     uint32_t n_heads, n_kv_heads, head_dim, block_size;
     uint32_t max_blocks, n_tok, wgx;
     float scale;
-    uint32_t group_log2, tile_tok, tile_heads;
+    uint32_t group_log2, tile_tok, tile_heads, row0;
 } attention_push;
 
 uint32_t ember_kv_q8_group(uint32_t head_dim)
@@ -97,6 +97,14 @@ void ember_k_attention_runs(ember_vk_cmd *c, const ember_kernels *k, const ember
                             ember_vk_span block_table, ember_vk_span kcache, ember_vk_span vcache,
                             ember_vk_span out, uint32_t n_tok, uint32_t max_run)
 {
+    ember_k_attention_rows(c, k, s, qkv, pos, seq, block_table, kcache, vcache, out, 0, n_tok, max_run);
+}
+
+void ember_k_attention_rows(ember_vk_cmd *c, const ember_kernels *k, const ember_attn_shape *s,
+                            ember_vk_span qkv, ember_vk_span pos, ember_vk_span seq,
+                            ember_vk_span block_table, ember_vk_span kcache, ember_vk_span vcache,
+                            ember_vk_span out, uint32_t row0, uint32_t n_tok, uint32_t max_run)
+{
     if (n_tok == 0) return;
     bool q8 = s->kv_type == EMBER_KV_Q8_0;
     uint32_t cls = attn_class(k, s->head_dim);
@@ -115,7 +123,7 @@ void ember_k_attention_runs(ember_vk_cmd *c, const ember_kernels *k, const ember
     ember_k_grid(n_wg, k->caps.max_wg_count[0], &gx, &gy);
     attention_push pc = {s->n_heads, s->n_kv_heads, s->head_dim, s->block_size,
                          s->max_blocks_per_seq, n_tok, gx, (float)(1.0 / sqrt((double)s->head_dim)),
-                         log2_u32(ember_kv_q8_group(s->head_dim)), tt, th};
+                         log2_u32(ember_kv_q8_group(s->head_dim)), tt, th, row0};
     ember_vk_span b[7] = {qkv, pos, seq, block_table, kcache, vcache, out};
     ember_vk_cmd_dispatch(c, k->attention[q8 ? ATT_Q8 : ATT_F32][texel ? ATT_TEXEL : ATT_STORAGE][cls][tile], b, &pc,
                           gx, gy, 1);

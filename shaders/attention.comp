@@ -43,6 +43,7 @@ layout(push_constant) uniform Push {
     uint group_log2;  // KV_Q8: log2 of the values per scale
     uint tile_tok;    // consecutive tokens per tile
     uint tile_heads;  // query heads (of one KV head) per tile; tile_tok * tile_heads <= SLOTS
+    uint row0;        // first batch row of this dispatch (rows row0 .. row0 + n_tok - 1)
 } pc;
 
 layout(std430, binding = 0) readonly buffer QKV { vec4 qkv[]; };
@@ -159,7 +160,7 @@ void begin_run(uint run, uint t0, uint kvh, uint hg0, uint lane, uint lanes)
     [[unroll]] for (uint u = 0; u < SLOTS; u++) {
         uint ti = u / pc.tile_heads, hi = u % pc.tile_heads;
         bool on = ti < pc.tile_tok && (run >> ti & 1u) != 0u && hg0 + hi < gq;
-        tok[u] = min(t0 + ti, pc.n_tok - 1u);
+        tok[u] = min(t0 + ti, pc.row0 + pc.n_tok - 1u);
         head[u] = kvh * gq + min(hg0 + hi, gq - 1u);
         npos[u] = on ? pos[tok[u]] + 1u : 0u;
         m[u] = -3.0e38;
@@ -192,7 +193,7 @@ void store_run(uint lane, uint lanes)
 void attend(uint tile, uint lane, uint lanes)
 {
     uint gq = pc.n_heads / pc.n_kv_heads, htiles = (gq + pc.tile_heads - 1u) / pc.tile_heads;
-    uint per_tok = pc.n_kv_heads * htiles, t0 = tile / per_tok * pc.tile_tok;
+    uint per_tok = pc.n_kv_heads * htiles, t0 = pc.row0 + tile / per_tok * pc.tile_tok;
     uint kvh = tile % per_tok / htiles, hg0 = tile % htiles * pc.tile_heads;
     uint d4 = pc.head_dim / 4u, ch[CPL];  // the lane's chunks: nc of them lie in the row
     uint nc = lane < d4 ? (d4 - lane + lanes - 1u) / lanes : 0u;
@@ -200,7 +201,7 @@ void attend(uint tile, uint lane, uint lanes)
 
     uint pending = 0u;
     for (uint i = 0; i < pc.tile_tok; i++)
-        if (t0 + i < pc.n_tok) pending |= 1u << i;
+        if (t0 + i < pc.row0 + pc.n_tok) pending |= 1u << i;
     while (pending != 0u) {
         // A run: the pending tokens of the first pending token's sequence.
         uint lead = findLSB(pending), sq = seq[t0 + lead], run = 0u, nmax = 0u;

@@ -466,7 +466,8 @@ static void run_gathered(ctx *t, const batch *b, const float *qkv, ember_vk_span
  * invariance, each memcmp against the batch's rows: tokens alone (the first, a middle and
  * the last), the whole batch with decode-sized tiles, one sequence's chunk less its first
  * token (every token in another slot of its tile), the batch reversed, and the batch
- * reading K/V from storage buffers when it read them through texel views. */
+ * reading K/V from storage buffers when it read them through texel views, and the batch
+ * in two dispatches of rows. */
 static void test_attention_kv(ctx *t, ember_attn_shape s, ember_kv_type kv, uint32_t n_seqs, const uint32_t *last,
                               const uint32_t *chunk)
 {
@@ -513,6 +514,12 @@ static void test_attention_kv(ctx *t, ember_attn_shape s, ember_kv_type kv, uint
         run_gathered(t, &b, qkv, bt, ks_plain, vs_plain, &st);
         g[ng++] = st;
     }
+    /* The batch as two dispatches of rows (ember_k_attention_rows), cut inside a run:
+     * decode-sized tiles before the cut, the large tile after it. */
+    uint32_t cut = b.n_tok / 3 + 1 < b.n_tok ? b.n_tok / 3 + 1 : b.n_tok;
+    ember_vk_span seg_out = buf(t, NULL, sizeof(float) * out_n);
+    ember_k_attention_rows(t->cmd, t->k, &s, qs, ps, ss, bt, ks, vs, seg_out, 0, cut, 1);
+    ember_k_attention_rows(t->cmd, t->k, &s, qs, ps, ss, bt, ks, vs, seg_out, cut, b.n_tok - cut, b.n_tok);
     char what[160];
     snprintf(what, sizeof what, "[%s] attention %s hd %u (groups of %u) heads %u/%u bs %u tokens %u last %u",
              t->variant, kv == EMBER_KV_Q8_0 ? "q8_0" : "f32", s.head_dim, ember_kv_q8_group(s.head_dim), s.n_heads,
@@ -524,6 +531,7 @@ static void test_attention_kv(ctx *t, ember_attn_shape s, ember_kv_type kv, uint
                 CHECKF(memcmp((float *)g[i].out.host + (size_t)j * out_w, (float *)os.host + (size_t)g[i].idx[j] * out_w,
                               sizeof(float) * out_w) == 0,
                        "%s: token %u %s differs from the batch", what, g[i].idx[j], g[i].how);
+        CHECKF(memcmp(seg_out.host, os.host, sizeof(float) * out_n) == 0, "%s: rows in two dispatches differ", what);
     }
     free(qkv);
     free(kd);
