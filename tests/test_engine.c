@@ -161,6 +161,19 @@ static void run_uncached(ember_model *m, const uint32_t *p, size_t n, uint32_t n
     ember_engine_destroy(e);
 }
 
+/* Serves p1, then p2, one after the other on engine e; *st: the stats after both. */
+static void run_in_turn(ember_engine *e, const uint32_t *p1, size_t n1, result *r1, const uint32_t *p2, size_t n2,
+                        result *r2, uint32_t n_gen, ember_engine_stats *st)
+{
+    ember_request_desc d = desc_for(p1, n1, n_gen, r1);
+    CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+    drain(e);
+    d = desc_for(p2, n2, n_gen, r2);
+    CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+    drain(e);
+    ember_engine_get_stats(e, st);
+}
+
 static void test_prefix_cache(ember_model *m)
 {
     uint32_t a[100], b[100];
@@ -171,14 +184,8 @@ static void test_prefix_cache(ember_model *m)
     run_uncached(m, b, 100, 16, &rb_alone);
     ember_engine *e = engine(m, (ember_engine_opts){0});
     if (!e) return;
-    ember_request_desc d = desc_for(a, 100, 16, &ra);
-    CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
-    drain(e);
-    d = desc_for(b, 100, 16, &rb);
-    CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
-    drain(e);
     ember_engine_stats st;
-    ember_engine_get_stats(e, &st);
+    run_in_turn(e, a, 100, &ra, b, 100, &rb, 16, &st);
     printf("prefix cache: second request took %u tokens from the cache\n", rb.m.n_cached);
     CHECK(ra.m.n_cached == 0 && rb.m.n_cached == 64 && st.prefix_hit_tokens == 64);
     CHECK(rb.n == 16 && memcmp(rb.tokens, rb_alone.tokens, 16 * 4) == 0);
@@ -199,14 +206,8 @@ static void test_copy_on_write(ember_model *m)
     run_uncached(m, p96, 96, 16, &ref);
     ember_engine *e = engine(m, (ember_engine_opts){0});
     if (!e) return;
-    ember_request_desc d = desc_for(p96, 96, 16, &r1);
-    CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
-    drain(e);
-    d = desc_for(p96, 96, 16, &r2);
-    CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
-    drain(e);
     ember_engine_stats st;
-    ember_engine_get_stats(e, &st);
+    run_in_turn(e, p96, 96, &r1, p96, 96, &r2, 16, &st);
     printf("copy on write: same prompt again took %u of 96 tokens from the cache, %llu copies\n", r2.m.n_cached,
            (unsigned long long)st.cow_copies);
     CHECK(r1.m.n_cached == 0 && r2.m.n_cached == 95 && st.cow_copies == 1);
@@ -221,7 +222,7 @@ static void test_copy_on_write(ember_model *m)
     result ra, rb, rc, rb_ref, rc_ref;
     e = engine(m, (ember_engine_opts){0});
     if (!e) return;
-    d = desc_for(pa, 50, 10, &ra);
+    ember_request_desc d = desc_for(pa, 50, 10, &ra);
     CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
     drain(e);
     CHECK(ra.n == 10);
