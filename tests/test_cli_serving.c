@@ -55,13 +55,16 @@ static void test_bench(const char *extra)
                           "\"throughput_tok_s\"", "\"ttft_ms\": {\"p50\"", "\"tpot_ms\": {\"p50\"",
                           "\"itl_ms\": {\"p50\"", "\"goodput_req_s\"", "\"slo\": {\"ttft_ms\"", "\"kv\": {\"block_size\"",
                           "\"blocks_total\"", "\"peak_blocks_used\"", "\"waste_pct\"", "\"prefix_hit_tokens\"",
-                          "\"preemptions\""};
+                          "\"preemptions\"", "\"padding_tokens\"", "\"cow_copies\""};
     int found = 0;
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) found += strstr(out, keys[i]) != NULL;
     printf("bench %s: %d of %zu fields, throughput %.1f tok/s, waste %.1f%%\n", extra, found,
            sizeof keys / sizeof keys[0], tu_json_num(out, "throughput_tok_s"), tu_json_num(out, "waste_pct"));
     CHECKF(found == (int)(sizeof keys / sizeof keys[0]), "%s", out);
     if (strstr(extra, "ngram")) CHECK(strstr(out, "\"speculation\": {\"drafted\"") != NULL);
+    /* Only the fixed-shape static batch computes padding rows (outputs 4-12 tokens). */
+    if (strstr(extra, "static")) CHECK(tu_json_num(out, "padding_tokens") > 0);
+    else CHECK(tu_json_num(out, "padding_tokens") == 0);
 }
 
 int main(void)
