@@ -4,7 +4,7 @@
 
 #include "scheduler.h"
 
-static void release_deferred(struct ember_sched *s);
+static void release_copied(struct ember_sched *s);
 
 struct ember_sched {
     ember_sched_opts o;
@@ -21,7 +21,6 @@ struct ember_sched {
     /* copy on write planned this step: copy_src[i] -> copy_dst[i]; the old blocks'
      * references are dropped at the next plan, after the copies ran */
     uint32_t *copy_src, *copy_dst, n_copies;
-    uint32_t *deferred, n_deferred;
     ember_sched_stats stats;
 };
 
@@ -37,7 +36,7 @@ ember_status ember_sched_create(const ember_sched_opts *o, ember_kv_cache *kv, e
     if (s) {
         s->running = calloc(o->max_seqs, sizeof *s->running);
         s->slot_used = calloc(o->max_seqs, sizeof *s->slot_used);
-        s->copy_src = calloc(3 * o->max_seqs, sizeof *s->copy_src);
+        s->copy_src = calloc(2 * o->max_seqs, sizeof *s->copy_src);
     }
     if (!s || !s->running || !s->slot_used || !s->copy_src) {
         ember_sched_free(s);
@@ -46,7 +45,6 @@ ember_status ember_sched_create(const ember_sched_opts *o, ember_kv_cache *kv, e
     s->o = *o;
     s->kv = kv;
     s->copy_dst = s->copy_src + o->max_seqs;
-    s->deferred = s->copy_dst + o->max_seqs;
     *out = s;
     return EMBER_OK;
 }
@@ -54,7 +52,7 @@ ember_status ember_sched_create(const ember_sched_opts *o, ember_kv_cache *kv, e
 void ember_sched_free(ember_sched *s)
 {
     if (!s) return;
-    if (s->kv) release_deferred(s);
+    if (s->kv) release_copied(s);
     free(s->running);
     free(s->slot_used);
     free(s->copy_src);
@@ -300,16 +298,16 @@ static bool own_block(ember_sched *s, request *r)
     if (b == EMBER_NO_BLOCK) return false;
     s->copy_src[s->n_copies] = r->blocks[j];
     s->copy_dst[s->n_copies++] = b;
-    s->deferred[s->n_deferred++] = r->blocks[j];
     r->blocks[j] = b;
     s->stats.cow_copies++;
     return true;
 }
 
-static void release_deferred(ember_sched *s)
+/* Drops r's old references to the blocks it copied, once the copies have run. */
+static void release_copied(ember_sched *s)
 {
-    for (uint32_t i = 0; i < s->n_deferred; i++) ember_kv_release(s->kv, s->deferred[i]);
-    s->n_deferred = 0;
+    for (uint32_t i = 0; i < s->n_copies; i++) ember_kv_release(s->kv, s->copy_src[i]);
+    s->n_copies = 0;
 }
 
 uint32_t ember_sched_copies(const ember_sched *s, const uint32_t **src, const uint32_t **dst)
@@ -436,8 +434,7 @@ uint32_t ember_sched_plan(ember_sched *s, ember_sched_item *items, request **stu
 {
     uint32_t budget = s->o.max_batch_tokens;
     *n_stuck = 0;
-    release_deferred(s); /* the last step's copies have run */
-    s->n_copies = 0;
+    release_copied(s); /* the last step's copies have run */
     budget = budget > s->reserve ? budget - s->reserve : 0;
     if (budget < s->n_running) budget = s->n_running; /* every decoder gets its token */
     budget -= s->n_padding; /* ... and every padding row (planned last) its own */
