@@ -26,94 +26,20 @@
 #include <time.h>
 
 #include "engine/kernels.h"
-#include "testutil.h"
+#include "kernel_fixture.h"
 
 #define TOL 1e-4
 
-typedef struct ctx {
-    ember_vk *vk;
-    ember_kernels *k;
-    ember_vk_arena *arena; /* per case: reset by case_begin */
-    ember_vk_cmd *cmd;
-    ember_err err;
-    const char *variant;
-} ctx;
-
-static void die(ctx *t, const char *what)
-{
-    fprintf(stderr, "%s failed: %s\n", what, t->err.msg);
-    exit(1);
-}
-
-static void case_begin(ctx *t)
-{
-    ember_vk_arena_destroy(t->arena);
-    if (ember_vk_arena_create(t->vk, &t->arena, &t->err) != EMBER_OK) die(t, "arena");
-    if (ember_vk_cmd_begin(t->cmd, &t->err) != EMBER_OK) die(t, "cmd_begin");
-}
-
-/* A host-visible buffer holding a copy of data (zeros when NULL). */
-static ember_vk_span buf(ctx *t, const void *data, size_t bytes)
-{
-    ember_vk_span s;
-    if (ember_vk_alloc(t->arena, bytes ? bytes : 4, EMBER_VK_MEM_HOST, &s, &t->err) != EMBER_OK) die(t, "alloc");
-    if (data) memcpy(s.host, data, bytes);
-    else memset(s.host, 0, bytes);
-    return s;
-}
+typedef kt_ctx ctx;
 
 /* A K or V cache holding data, padded to whole 16-byte texels and given the texel view
  * forward.c would give it (none when the kernels read storage buffers). */
 static ember_vk_span cache_buf(ctx *t, ember_kv_type kv, const void *data, size_t bytes)
 {
-    ember_vk_span s = buf(t, NULL, (bytes + 15) / 16 * 16);
+    ember_vk_span s = kt_buf(t, NULL, (bytes + 15) / 16 * 16);
     memcpy(s.host, data, bytes);
-    if (ember_kernels_kv_view(t->k, t->arena, kv, &s, &t->err) != EMBER_OK) die(t, "kv view");
+    if (ember_kernels_kv_view(t->k, t->arena, kv, &s, &t->err) != EMBER_OK) kt_die(t, "kv view");
     return s;
-}
-
-static bool submit(ctx *t, const char *what)
-{
-    ember_status s = ember_vk_cmd_submit(t->cmd, &t->err);
-    CHECKF(s == EMBER_OK, "%s: submit: %s", what, t->err.msg);
-    return s == EMBER_OK;
-}
-
-static void check_close(const char *what, const float *got, const double *want, size_t n, double tol)
-{
-    double num = 0, den = 1e-30;
-    size_t worst = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)got[i] - want[i]);
-        if (!(d <= num)) num = d, worst = i;
-        if (fabs(want[i]) > den) den = fabs(want[i]);
-    }
-    CHECKF(num / den < tol, "%s: rel err %.3g at %zu (got %g want %g)", what, num / den, worst, got[worst],
-           want[worst]);
-}
-
-static float *rand_floats(tu_rng *r, size_t n, float lo, float hi)
-{
-    float *x = malloc(sizeof(float) * (n ? n : 1));
-    for (size_t i = 0; i < n; i++) {
-        x[i] = tu_uniform(r, lo, hi);
-        if (fabsf(x[i]) < 1e-3f) x[i] = 0.5f;
-    }
-    return x;
-}
-
-static float half_to_float(uint16_t h)
-{
-    uint32_t e = h >> 10 & 31, m = h & 1023;
-    float v = e ? ldexpf((float)(m | 1024), (int)e - 25) : ldexpf((float)m, -24);
-    return h >> 15 ? -v : v;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* ---- batches over a paged cache ------------------------------------------------------- */
@@ -212,15 +138,15 @@ static bool run_rope(ctx *t, const batch *b, const rope_in *ri, const float *qkv
     out->want = malloc(sizeof(double) * b->n_tok * w);
     for (uint32_t i = 0; i < b->n_tok; i++)
         rope_row_ref(s, ri, qkv_in + (size_t)i * w, b->pos[i], out->want + (size_t)i * w);
-    case_begin(t);
-    ember_vk_span qs = buf(t, qkv_in, qkv_bytes), ps = buf(t, b->pos, 4 * b->n_tok), ss = buf(t, b->seq, 4 * b->n_tok);
-    ember_vk_span bt = buf(t, b->table, 4 * b->n_seqs * s->max_blocks_per_seq);
-    ember_vk_span ks = buf(t, NULL, cache_bytes), vs = buf(t, NULL, cache_bytes);
+    kt_case_begin(t);
+    ember_vk_span qs = kt_buf(t, qkv_in, qkv_bytes), ps = kt_buf(t, b->pos, 4 * b->n_tok), ss = kt_buf(t, b->seq, 4 * b->n_tok);
+    ember_vk_span bt = kt_buf(t, b->table, 4 * b->n_seqs * s->max_blocks_per_seq);
+    ember_vk_span ks = kt_buf(t, NULL, cache_bytes), vs = kt_buf(t, NULL, cache_bytes);
     ember_rope_bufs rb = {{0}, {0}};
-    if (ri->bias) rb.bias = buf(t, ri->bias, sizeof(float) * w);
-    if (ri->freqs) rb.freqs = buf(t, ri->freqs, sizeof(float) * s->rope_dim / 2);
+    if (ri->bias) rb.bias = kt_buf(t, ri->bias, sizeof(float) * w);
+    if (ri->freqs) rb.freqs = kt_buf(t, ri->freqs, sizeof(float) * s->rope_dim / 2);
     ember_k_rope_store(t->cmd, t->k, s, &rb, qs, ps, ss, bt, ks, vs, b->n_tok);
-    if (!submit(t, "rope_store")) return false;
+    if (!kt_submit(t, "rope_store")) return false;
     out->qkv = malloc(qkv_bytes);
     out->kc = malloc(cache_bytes);
     out->vc = malloc(cache_bytes);
@@ -264,7 +190,7 @@ static void check_q8_row(const char *what, const uint32_t *row, const double *x,
     uint32_t G = ember_kv_q8_group(hd), words = hd / 4;
     for (uint32_t g = 0; g < hd / G; g++) {
         uint32_t sw = row[words + g / 2];
-        double d = half_to_float((uint16_t)(g & 1 ? sw >> 16 : sw & 0xffff)), amax = 0;
+        double d = kt_half_to_float((uint16_t)(g & 1 ? sw >> 16 : sw & 0xffff)), amax = 0;
         for (uint32_t e = g * G; e < (g + 1) * G; e++) amax = fmax(amax, fabs(x[e]));
         CHECKF(fabs(d - amax / 127) <= amax / 127 * 1e-3 + 1e-30, "%s: group %u scale %g, want %g", what, g, d,
                amax / 127);
@@ -299,7 +225,7 @@ static void test_rope_case(ctx *t, ember_attn_shape s, bool bias, bool freqs, co
     tu_rng r = {11 + s.head_dim + s.rope_dim};
     batch b = make_batch(&r, s, 3, last, chunk);
     uint32_t w = qkv_width(&s);
-    float *qkv = rand_floats(&r, (size_t)b.n_tok * w, -1, 1), *bv = rand_floats(&r, w, -0.5f, 0.5f);
+    float *qkv = kt_rand_floats(&r, (size_t)b.n_tok * w, -1, 1), *bv = kt_rand_floats(&r, w, -0.5f, 0.5f);
     float fv[128];
     for (uint32_t i = 0; i < s.rope_dim / 2; i++) fv[i] = 1.0f + 7.0f * i / (s.rope_dim / 2); /* 1 .. 8 */
     rope_in ri = {bias ? bv : NULL, freqs ? fv : NULL};
@@ -309,7 +235,7 @@ static void test_rope_case(ctx *t, ember_attn_shape s, bool bias, bool freqs, co
              s.rope_dim, s.rope_style == EMBER_ROPE_NEOX ? "neox" : "norm", bias ? " bias" : "", s.pos_scale,
              s.kv_type == EMBER_KV_Q8_0 ? "q8_0" : "f32");
     if (run_rope(t, &b, &ri, qkv, &run)) {
-        check_close(what, run.qkv, run.want, (size_t)b.n_tok * w, TOL);
+        kt_check_close(what, run.qkv, run.want, (size_t)b.n_tok * w, TOL);
         if (s.kv_type == EMBER_KV_Q8_0) check_q8_cache(what, &b, &run);
         else check_f32_cache(what, &b, &run);
     }
@@ -326,7 +252,7 @@ static void test_rope_neutral(ctx *t, ember_attn_shape s)
     tu_rng r = {21};
     batch b = make_batch(&r, s, 2, last, chunk);
     uint32_t w = qkv_width(&s);
-    float *qkv = rand_floats(&r, (size_t)b.n_tok * w, -1, 1), *zeros = calloc(w, sizeof(float));
+    float *qkv = kt_rand_floats(&r, (size_t)b.n_tok * w, -1, 1), *zeros = calloc(w, sizeof(float));
     float ones[128];
     for (int i = 0; i < 128; i++) ones[i] = 1.0f;
     rope_run plain = {0}, neutral = {0};
@@ -352,7 +278,7 @@ static void test_rope_q8_invariance(ctx *t, ember_attn_shape s)
     tu_rng r = {23};
     batch b = make_batch(&r, s, 3, last, chunk);
     uint32_t w = qkv_width(&s);
-    float *qkv = rand_floats(&r, (size_t)b.n_tok * w, -2, 2), *bv = rand_floats(&r, w, -0.5f, 0.5f);
+    float *qkv = kt_rand_floats(&r, (size_t)b.n_tok * w, -2, 2), *bv = kt_rand_floats(&r, w, -0.5f, 0.5f);
     rope_in ri = {bv, NULL};
     rope_run all = {0}, one = {0};
     uint32_t pick = b.n_tok / 2, rw = (uint32_t)row_words(&s);
@@ -387,7 +313,7 @@ static uint32_t *rand_q8_cache(tu_rng *r, const ember_attn_shape *s, size_t rows
             /* scales around 1/127 .. 4/127, so values span about [-4, 4] */
             uint16_t h = (uint16_t)((8 + tu_next(r) % 2) << 10 | tu_next(r) % 1024);
             cw[hd / 4 + g / 2] |= (uint32_t)h << (g & 1 ? 16 : 0);
-            double d = half_to_float(h);
+            double d = kt_half_to_float(h);
             for (uint32_t e = g * G; e < (g + 1) * G; e++) {
                 int q = (int)(tu_next(r) % 255) - 127;
                 cw[e / 4] |= (uint32_t)(q & 255) << (8 * (e % 4));
@@ -431,7 +357,7 @@ static void attention_ref(const batch *b, const float *qkv, const double *kc, co
 static uint32_t *rand_f32_cache(tu_rng *r, const ember_attn_shape *s, size_t rows, double *val)
 {
     size_t n = rows * s->head_dim;
-    float *c = rand_floats(r, n, -2, 2);
+    float *c = kt_rand_floats(r, n, -2, 2);
     for (size_t i = 0; i < n; i++) val[i] = c[i];
     return (uint32_t *)c;
 }
@@ -455,8 +381,8 @@ static void run_gathered(ctx *t, const batch *b, const float *qkv, ember_vk_span
         pos[i] = b->pos[g->idx[i]];
         seq[i] = b->seq[g->idx[i]];
     }
-    ember_vk_span qs = buf(t, q, sizeof(float) * w * g->n), ps = buf(t, pos, 4 * g->n), ss = buf(t, seq, 4 * g->n);
-    g->out = buf(t, NULL, sizeof(float) * g->n * s->n_heads * s->head_dim);
+    ember_vk_span qs = kt_buf(t, q, sizeof(float) * w * g->n), ps = kt_buf(t, pos, 4 * g->n), ss = kt_buf(t, seq, 4 * g->n);
+    g->out = kt_buf(t, NULL, sizeof(float) * g->n * s->n_heads * s->head_dim);
     if (g->max_run) ember_k_attention_runs(t->cmd, t->k, s, qs, ps, ss, bt, ks, vs, g->out, g->n, g->max_run);
     else ember_k_attention(t->cmd, t->k, s, qs, ps, ss, bt, ks, vs, g->out, g->n);
     free(q);
@@ -476,17 +402,17 @@ static void test_attention_kv(ctx *t, ember_attn_shape s, ember_kv_type kv, uint
     batch b = make_batch(&r, s, n_seqs, last, chunk);
     uint32_t w = qkv_width(&s), out_w = s.n_heads * s.head_dim;
     size_t rows = n_rows(&b), out_n = (size_t)b.n_tok * out_w, cache_bytes = rows * row_words(&s) * 4;
-    float *qkv = rand_floats(&r, (size_t)b.n_tok * w, -0.5f, 0.5f);
+    float *qkv = kt_rand_floats(&r, (size_t)b.n_tok * w, -0.5f, 0.5f);
     double *kd = malloc(sizeof(double) * rows * s.head_dim), *vd = malloc(sizeof(double) * rows * s.head_dim);
     uint32_t *kc = kv == EMBER_KV_Q8_0 ? rand_q8_cache(&r, &s, rows, kd) : rand_f32_cache(&r, &s, rows, kd);
     uint32_t *vc = kv == EMBER_KV_Q8_0 ? rand_q8_cache(&r, &s, rows, vd) : rand_f32_cache(&r, &s, rows, vd);
     double *want = malloc(sizeof(double) * out_n);
     attention_ref(&b, qkv, kd, vd, want);
-    case_begin(t);
-    ember_vk_span qs = buf(t, qkv, sizeof(float) * b.n_tok * w), ps = buf(t, b.pos, 4 * b.n_tok);
-    ember_vk_span ss = buf(t, b.seq, 4 * b.n_tok), bt = buf(t, b.table, 4 * n_seqs * s.max_blocks_per_seq);
+    kt_case_begin(t);
+    ember_vk_span qs = kt_buf(t, qkv, sizeof(float) * b.n_tok * w), ps = kt_buf(t, b.pos, 4 * b.n_tok);
+    ember_vk_span ss = kt_buf(t, b.seq, 4 * b.n_tok), bt = kt_buf(t, b.table, 4 * n_seqs * s.max_blocks_per_seq);
     ember_vk_span ks = cache_buf(t, kv, kc, cache_bytes), vs = cache_buf(t, kv, vc, cache_bytes);
-    ember_vk_span os = buf(t, NULL, sizeof(float) * out_n);
+    ember_vk_span os = kt_buf(t, NULL, sizeof(float) * out_n);
     ember_k_attention(t->cmd, t->k, &s, qs, ps, ss, bt, ks, vs, os, b.n_tok);
 
     gathered g[8];
@@ -517,15 +443,15 @@ static void test_attention_kv(ctx *t, ember_attn_shape s, ember_kv_type kv, uint
     /* The batch as two dispatches of rows (ember_k_attention_rows), cut inside a run:
      * decode-sized tiles before the cut, the large tile after it. */
     uint32_t cut = b.n_tok / 3 + 1 < b.n_tok ? b.n_tok / 3 + 1 : b.n_tok;
-    ember_vk_span seg_out = buf(t, NULL, sizeof(float) * out_n);
+    ember_vk_span seg_out = kt_buf(t, NULL, sizeof(float) * out_n);
     ember_k_attention_rows(t->cmd, t->k, &s, qs, ps, ss, bt, ks, vs, seg_out, 0, cut, 1);
     ember_k_attention_rows(t->cmd, t->k, &s, qs, ps, ss, bt, ks, vs, seg_out, cut, b.n_tok - cut, b.n_tok);
     char what[160];
     snprintf(what, sizeof what, "[%s] attention %s hd %u (groups of %u) heads %u/%u bs %u tokens %u last %u",
              t->variant, kv == EMBER_KV_Q8_0 ? "q8_0" : "f32", s.head_dim, ember_kv_q8_group(s.head_dim), s.n_heads,
              s.n_kv_heads, s.block_size, b.n_tok, last[0]);
-    if (submit(t, what)) {
-        check_close(what, os.host, want, out_n, TOL);
+    if (kt_submit(t, what)) {
+        kt_check_close(what, os.host, want, out_n, TOL);
         for (uint32_t i = 0; i < ng; i++)
             for (uint32_t j = 0; j < g[i].n; j++)
                 CHECKF(memcmp((float *)g[i].out.host + (size_t)j * out_w, (float *)os.host + (size_t)g[i].idx[j] * out_w,
@@ -553,12 +479,6 @@ static double cpu_s(void)
     return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Median wall time (and CPU time, *cpu_ms) of one ember_k_attention_runs over batch b
  * (random q and cache, tile hint max_run) in ms: rounds timed submits of reps dispatches
  * each, after one warm-up. */
@@ -568,32 +488,32 @@ static double time_attention(ctx *t, const batch *b, uint32_t max_run, int round
     tu_rng r = {5};
     uint32_t w = qkv_width(s);
     size_t rows = n_rows(b), cache_bytes = rows * row_words(s) * 4;
-    float *qkv = rand_floats(&r, (size_t)b->n_tok * w, -0.5f, 0.5f);
+    float *qkv = kt_rand_floats(&r, (size_t)b->n_tok * w, -0.5f, 0.5f);
     double *tmp = malloc(sizeof(double) * rows * s->head_dim);
     uint32_t *kc = s->kv_type == EMBER_KV_Q8_0 ? rand_q8_cache(&r, s, rows, tmp) : rand_f32_cache(&r, s, rows, tmp);
-    case_begin(t);
-    ember_vk_span qs = buf(t, qkv, sizeof(float) * b->n_tok * w), ps = buf(t, b->pos, 4 * b->n_tok);
-    ember_vk_span ss = buf(t, b->seq, 4 * b->n_tok), bt = buf(t, b->table, 4 * b->n_seqs * s->max_blocks_per_seq);
+    kt_case_begin(t);
+    ember_vk_span qs = kt_buf(t, qkv, sizeof(float) * b->n_tok * w), ps = kt_buf(t, b->pos, 4 * b->n_tok);
+    ember_vk_span ss = kt_buf(t, b->seq, 4 * b->n_tok), bt = kt_buf(t, b->table, 4 * b->n_seqs * s->max_blocks_per_seq);
     ember_vk_span ks = cache_buf(t, s->kv_type, kc, cache_bytes), vs = cache_buf(t, s->kv_type, kc, cache_bytes);
-    ember_vk_span os = buf(t, NULL, sizeof(float) * b->n_tok * s->n_heads * s->head_dim);
-    if (!submit(t, "bench setup")) exit(1);
+    ember_vk_span os = kt_buf(t, NULL, sizeof(float) * b->n_tok * s->n_heads * s->head_dim);
+    if (!kt_submit(t, "bench setup")) exit(1);
     double ms[16], cms[16], t0 = 0, c0 = 0;
     int reps = 1;
     for (int round = -1; round < rounds; round++) {
-        if (ember_vk_cmd_begin(t->cmd, &t->err) != EMBER_OK) die(t, "cmd_begin");
+        if (ember_vk_cmd_begin(t->cmd, &t->err) != EMBER_OK) kt_die(t, "cmd_begin");
         for (int i = 0; i < reps; i++) {
             ember_k_attention_runs(t->cmd, t->k, s, qs, ps, ss, bt, ks, vs, os, b->n_tok, max_run);
             ember_vk_cmd_barrier(t->cmd);
         }
-        t0 = now_s();
+        t0 = kt_now_s();
         c0 = cpu_s();
-        if (!submit(t, "bench")) exit(1);
-        double dt = now_s() - t0;
+        if (!kt_submit(t, "bench")) exit(1);
+        double dt = kt_now_s() - t0;
         if (round < 0) reps = dt < 0.02 ? (int)(0.02 / (dt + 1e-6)) + 1 : 1; /* ~20 ms per submit */
         else ms[round] = dt / reps * 1e3, cms[round] = (cpu_s() - c0) / reps * 1e3;
     }
-    qsort(ms, (size_t)rounds, sizeof ms[0], cmp_double);
-    qsort(cms, (size_t)rounds, sizeof cms[0], cmp_double);
+    qsort(ms, (size_t)rounds, sizeof ms[0], kt_cmp_double);
+    qsort(cms, (size_t)rounds, sizeof cms[0], kt_cmp_double);
     *cpu_ms = cms[rounds / 2];
     free(qkv);
     free(tmp);
@@ -721,8 +641,8 @@ int main(int argc, char **argv)
     ember_vk_opts vo = {.validation = tu_validation()};
     ember_status s = ember_vk_create(&vo, &t.vk, &t.err);
     if (s == EMBER_ERR_NO_DEVICE) return tu_skip("no Vulkan device");
-    if (s != EMBER_OK) die(&t, "ember_vk_create");
-    if (ember_vk_cmd_create(t.vk, &t.cmd, &t.err) != EMBER_OK) die(&t, "cmd_create");
+    if (s != EMBER_OK) kt_die(&t, "ember_vk_create");
+    if (ember_vk_cmd_create(t.vk, &t.cmd, &t.err) != EMBER_OK) kt_die(&t, "cmd_create");
     test_layout();
     const ember_vk_caps *caps = ember_vk_get_caps(t.vk);
     static const struct { const char *name; bool no_subgroup, no_texel; } variants[] = {
@@ -733,7 +653,7 @@ int main(int argc, char **argv)
         /* bench: the default kernels; EMBER_BENCH_ALL=1 adds the storage-buffer path. */
         if (do_bench && (variants[v].no_subgroup || (variants[v].no_texel && !getenv("EMBER_BENCH_ALL")))) continue;
         ember_kernels_opts ko = {.no_subgroup = variants[v].no_subgroup, .no_texel = variants[v].no_texel};
-        if (ember_kernels_create_opts(t.vk, &ko, &t.k, &t.err) != EMBER_OK) die(&t, "ember_kernels_create");
+        if (ember_kernels_create_opts(t.vk, &ko, &t.k, &t.err) != EMBER_OK) kt_die(&t, "ember_kernels_create");
         t.variant = variants[v].name;
         if (do_bench) bench(&t);
         else run_all(&t);

@@ -17,90 +17,23 @@
 #include <time.h>
 
 #include "engine/kernels.h"
-#include "testutil.h"
+#include "kernel_fixture.h"
 
 #define TOL 1e-4
 
-typedef struct ctx {
-    ember_vk *vk;
-    ember_kernels *k;
-    ember_vk_arena *arena;  /* per case: reset by case_begin */
-    ember_vk_cmd *cmd;
-    ember_err err;
-    const char *variant;
-    int variant_index;          /* 0: the reference variant of the cross-variant checks */
-    float *alone[64];           /* per invariance case: outputs of tokens run alone, from
-                                   variant 0 */
-} ctx;
-
-static void die(ctx *t, const char *what)
-{
-    fprintf(stderr, "%s failed: %s\n", what, t->err.msg);
-    exit(1);
-}
+typedef kt_ctx ctx;
 
 /* ---- buffers and submission --------------------------------------------------------- */
-
-static void case_begin(ctx *t)
-{
-    ember_vk_arena_destroy(t->arena);
-    if (ember_vk_arena_create(t->vk, &t->arena, &t->err) != EMBER_OK) die(t, "arena");
-    if (ember_vk_cmd_begin(t->cmd, &t->err) != EMBER_OK) die(t, "cmd_begin");
-}
-
-/* A host-visible buffer holding a copy of data (or garbage-free zeros when NULL). */
-static ember_vk_span buf(ctx *t, const void *data, size_t bytes)
-{
-    ember_vk_span s;
-    if (ember_vk_alloc(t->arena, bytes ? bytes : 4, EMBER_VK_MEM_HOST, &s, &t->err) != EMBER_OK) die(t, "alloc");
-    if (data) memcpy(s.host, data, bytes);
-    else memset(s.host, 0, bytes);
-    return s;
-}
 
 /* The same, for a linear input: with the texel view the kernels read it through. */
 static ember_vk_span xbuf(ctx *t, const void *data, size_t bytes)
 {
-    ember_vk_span s = buf(t, data, bytes);
-    if (ember_kernels_input_view(t->k, t->arena, &s, &t->err) != EMBER_OK) die(t, "input view");
+    ember_vk_span s = kt_buf(t, data, bytes);
+    if (ember_kernels_input_view(t->k, t->arena, &s, &t->err) != EMBER_OK) kt_die(t, "input view");
     return s;
 }
 
-static bool submit(ctx *t, const char *what)
-{
-    ember_status s = ember_vk_cmd_submit(t->cmd, &t->err);
-    CHECKF(s == EMBER_OK, "%s: submit: %s", what, t->err.msg);
-    return s == EMBER_OK;
-}
-
-static void check_close(const char *what, const float *got, const double *want, size_t n, double tol)
-{
-    double num = 0, den = 1e-30;
-    size_t worst = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)got[i] - want[i]);
-        if (!(d <= num)) { num = d; worst = i; }
-        if (fabs(want[i]) > den) den = fabs(want[i]);
-    }
-    CHECKF(num / den < tol, "%s: rel err %.3g at %zu (got %g want %g)", what, num / den, worst, got[worst],
-           want[worst]);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* ---- random data -------------------------------------------------------------------- */
-
-static float half_to_float(uint16_t h)
-{
-    uint32_t e = h >> 10 & 31, m = h & 1023;
-    float v = e ? ldexpf((float)(m | 1024), (int)e - 25) : ldexpf((float)m, -24);
-    return h >> 15 ? -v : v;
-}
 
 /* A random normal half of magnitude in [2^(lo-15), 2^(hi-14)). */
 static uint16_t rand_half(tu_rng *r, uint32_t lo, uint32_t hi)
@@ -137,7 +70,7 @@ static weight make_weight(tu_rng *r, ember_dtype type, uint32_t rows, uint32_t c
         uint16_t *h = (uint16_t *)w.gguf;
         for (size_t i = 0; i < n; i++) {
             h[i] = rand_half(r, 11, 15);
-            w.deq[i] = half_to_float(h[i]);
+            w.deq[i] = kt_half_to_float(h[i]);
         }
     } else {
         for (size_t b = 0; b < n / 32; b++) {
@@ -148,7 +81,7 @@ static weight make_weight(tu_rng *r, ember_dtype type, uint32_t rows, uint32_t c
                 int q = (int)(tu_next(r) % 255) - 127;
                 if (q == 0) q = 1;
                 blk[2 + j] = (uint8_t)(int8_t)q;
-                w.deq[b * 32 + j] = (float)q * half_to_float(d);
+                w.deq[b * 32 + j] = (float)q * kt_half_to_float(d);
             }
         }
     }
@@ -159,16 +92,6 @@ static void free_weight(weight *w)
 {
     free(w->gguf);
     free(w->deq);
-}
-
-static float *rand_floats(tu_rng *r, size_t n, float lo, float hi)
-{
-    float *x = malloc(sizeof(float) * (n ? n : 1));
-    for (size_t i = 0; i < n; i++) {
-        x[i] = tu_uniform(r, lo, hi);
-        if (fabsf(x[i]) < 1e-3f) x[i] = 0.5f;
-    }
-    return x;
 }
 
 /* Uploads w stacked from n_src pieces (row counts split as given) into a GPU weight. */
@@ -218,26 +141,26 @@ static const char *dtype_name(ember_dtype t)
 static void test_linear_case(ctx *t, tu_rng *r, ember_dtype type, uint32_t rows, uint32_t cols, uint32_t n_tok,
                              uint64_t max_part, uint32_t n_src)
 {
-    double t0 = now_s();
+    double t0 = kt_now_s();
     weight w = make_weight(r, type, rows, cols);
-    float *x = rand_floats(r, (size_t)n_tok * cols, -1, 1);
+    float *x = kt_rand_floats(r, (size_t)n_tok * cols, -1, 1);
     for (int mode = 0; mode < 3; mode++) {
         if (mode == EMBER_OUT_SWIGLU && rows % 2) continue;
         uint32_t ldy = mode == EMBER_OUT_SWIGLU ? rows / 2 : rows;
         size_t ny = (size_t)n_tok * ldy;
-        float *y0 = rand_floats(r, ny, -1, 1);
+        float *y0 = kt_rand_floats(r, ny, -1, 1);
         double *want = malloc(sizeof(double) * ny);
         linear_ref(&w, x, y0, n_tok, (ember_out_mode)mode, want);
 
-        case_begin(t);
+        kt_case_begin(t);
         ember_gpu_weight g;
         if (upload(t, &w, n_src, max_part, &g)) {
-            ember_vk_span xs = xbuf(t, x, sizeof(float) * n_tok * cols), ys = buf(t, y0, sizeof(float) * ny);
+            ember_vk_span xs = xbuf(t, x, sizeof(float) * n_tok * cols), ys = kt_buf(t, y0, sizeof(float) * ny);
             ember_k_linear(t->cmd, t->k, &g, xs, ys, n_tok, (ember_out_mode)mode);
             char what[160];
             snprintf(what, sizeof what, "[%s] linear %s %ux%u n_tok %u mode %d parts %u", t->variant,
                      dtype_name(type), rows, cols, n_tok, mode, g.n_parts);
-            if (submit(t, what)) check_close(what, ys.host, want, ny, TOL);
+            if (kt_submit(t, what)) kt_check_close(what, ys.host, want, ny, TOL);
         }
         free(y0);
         free(want);
@@ -245,7 +168,7 @@ static void test_linear_case(ctx *t, tu_rng *r, ember_dtype type, uint32_t rows,
     free(x);
     free_weight(&w);
     if (getenv("EMBER_TEST_VERBOSE"))
-        printf("linear %s %ux%u n_tok %u: %.3f s\n", dtype_name(type), rows, cols, n_tok, now_s() - t0);
+        printf("linear %s %ux%u n_tok %u: %.3f s\n", dtype_name(type), rows, cols, n_tok, kt_now_s() - t0);
 }
 
 /* The full set on the first variant; a smoke set on the others, whose bits the
@@ -322,7 +245,7 @@ static void test_invariance_case(ctx *t, int ci, const inv_case *c, ember_out_mo
     weight w = make_weight(&r, c->type, c->rows, c->cols);
     uint32_t ldy = mode == EMBER_OUT_SWIGLU ? c->rows / 2 : c->rows;
     size_t nx = (size_t)INV_TOK * c->cols, ny = (size_t)INV_TOK * ldy;
-    float *x = rand_floats(&r, nx, -1, 1), *y0 = rand_floats(&r, ny, -1, 1);
+    float *x = kt_rand_floats(&r, nx, -1, 1), *y0 = kt_rand_floats(&r, ny, -1, 1);
     float *xp = malloc(sizeof(float) * nx), *y0p = malloc(sizeof(float) * ny);
     uint32_t perm[INV_TOK], ident[INV_TOK];
     for (uint32_t i = 0; i < INV_TOK; i++) perm[i] = ident[i] = i;
@@ -338,30 +261,30 @@ static void test_invariance_case(ctx *t, int ci, const inv_case *c, ember_out_mo
     char what[160];
     snprintf(what, sizeof what, "invariance %s %ux%u mode %d", dtype_name(c->type), c->rows, c->cols, mode);
 
-    case_begin(t);
+    kt_case_begin(t);
     ember_gpu_weight g;
     if (!upload(t, &w, 2, c->max_part, &g)) goto done;
     ember_vk_span xs = xbuf(t, x, sizeof(float) * nx), xps = xbuf(t, xp, sizeof(float) * nx);
-    ember_vk_span alone = buf(t, y0, sizeof(float) * ny), perm_y = buf(t, y0p, sizeof(float) * ny);
+    ember_vk_span alone = kt_buf(t, y0, sizeof(float) * ny), perm_y = kt_buf(t, y0p, sizeof(float) * ny);
     for (uint32_t i = 0; i < INV_TOK; i++) run_rows(t, &g, xs, alone, i, 1, mode);
     /* Tokens copied into an x of their own. */
     static const uint32_t copied[3] = {0, 77, INV_TOK - 1};
     ember_vk_span one_y[3];
     for (int i = 0; i < 3; i++) {
         ember_vk_span one_x = xbuf(t, x + (size_t)copied[i] * c->cols, sizeof(float) * c->cols);
-        one_y[i] = buf(t, y0 + (size_t)copied[i] * ldy, sizeof(float) * ldy);
+        one_y[i] = kt_buf(t, y0 + (size_t)copied[i] * ldy, sizeof(float) * ldy);
         ember_k_linear(t->cmd, t->k, &g, one_x, one_y[i], 1, mode);
     }
     ember_vk_span batch_y[sizeof sizes / sizeof sizes[0]][3];
     for (size_t b = 0; b < sizeof sizes / sizeof sizes[0]; b++) {
         uint32_t n = sizes[b], offs[3] = {0, (INV_TOK - n) / 2, INV_TOK - n};
         for (int o = 0; o < 3; o++) {
-            batch_y[b][o] = buf(t, y0, sizeof(float) * ny);
+            batch_y[b][o] = kt_buf(t, y0, sizeof(float) * ny);
             run_rows(t, &g, xs, batch_y[b][o], offs[o], n, mode);
         }
     }
     ember_k_linear(t->cmd, t->k, &g, xps, perm_y, INV_TOK, mode);
-    if (!submit(t, what)) goto done;
+    if (!kt_submit(t, what)) goto done;
 
     const float *ref = alone.host;
     for (int i = 0; i < 3; i++) check_rows(t, what, one_y[i].host, ref, &copied[i], 1, ldy);
@@ -374,7 +297,7 @@ static void test_invariance_case(ctx *t, int ci, const inv_case *c, ember_out_mo
     /* The batched results are also right (not merely consistent). */
     double *want = malloc(sizeof(double) * ny);
     linear_ref(&w, x, y0, INV_TOK, mode, want);
-    check_close(what, ref, want, ny, TOL);
+    kt_check_close(what, ref, want, ny, TOL);
     free(want);
     /* Across variants: the same bits as the first variant's. */
     if (t->variant_index == 0) {
@@ -424,14 +347,14 @@ static void test_embed(ctx *t)
         double *want = malloc(sizeof(double) * n_tok * cols);
         for (uint32_t i = 0; i < n_tok; i++)
             for (uint32_t c = 0; c < cols; c++) want[i * cols + c] = w.deq[(size_t)tok[i] * cols + c];
-        case_begin(t);
+        kt_case_begin(t);
         ember_gpu_weight g;
         if (upload(t, &w, 1, row_bytes(types[d], cols) * 101, &g)) {
-            ember_vk_span ts = buf(t, tok, sizeof tok), xs = buf(t, NULL, sizeof(float) * n_tok * cols);
+            ember_vk_span ts = kt_buf(t, tok, sizeof tok), xs = kt_buf(t, NULL, sizeof(float) * n_tok * cols);
             ember_k_embed(t->cmd, t->k, &g, ts, xs, n_tok);
             char what[96];
             snprintf(what, sizeof what, "[%s] embed %s (%u parts)", t->variant, dtype_name(types[d]), g.n_parts);
-            if (submit(t, what)) check_close(what, xs.host, want, (size_t)n_tok * cols, 1e-6);
+            if (kt_submit(t, what)) kt_check_close(what, xs.host, want, (size_t)n_tok * cols, 1e-6);
         }
         free(want);
         free_weight(&w);
@@ -447,7 +370,7 @@ static void test_rmsnorm(ctx *t)
         for (size_t ni = 0; ni < 3; ni++)
             for (int indirect = 0; indirect < 2; indirect++) {
                 uint32_t dim = dims[di], n = ns[ni], n_src = n + 5;
-                float *x = rand_floats(&r, (size_t)n_src * dim, -2, 2), *w = rand_floats(&r, dim, -1.5f, 1.5f);
+                float *x = kt_rand_floats(&r, (size_t)n_src * dim, -2, 2), *w = kt_rand_floats(&r, dim, -1.5f, 1.5f);
                 uint32_t rows[17];
                 for (uint32_t i = 0; i < n; i++) rows[i] = indirect ? (uint32_t)(tu_next(&r) % n_src) : i;
                 double *want = malloc(sizeof(double) * n * dim);
@@ -458,13 +381,13 @@ static void test_rmsnorm(ctx *t)
                     double inv = 1 / sqrt(ss / dim + 1e-5);
                     for (uint32_t c = 0; c < dim; c++) want[i * dim + c] = xr[c] * inv * w[c];
                 }
-                case_begin(t);
-                ember_vk_span xs = buf(t, x, sizeof(float) * n_src * dim), ws = buf(t, w, sizeof(float) * dim);
-                ember_vk_span ys = buf(t, NULL, sizeof(float) * n * dim), rs = buf(t, rows, sizeof rows);
+                kt_case_begin(t);
+                ember_vk_span xs = kt_buf(t, x, sizeof(float) * n_src * dim), ws = kt_buf(t, w, sizeof(float) * dim);
+                ember_vk_span ys = kt_buf(t, NULL, sizeof(float) * n * dim), rs = kt_buf(t, rows, sizeof rows);
                 ember_k_rmsnorm(t->cmd, t->k, xs, ws, ys, indirect ? &rs : NULL, n, dim, 1e-5f);
                 char what[96];
                 snprintf(what, sizeof what, "[%s] rmsnorm n %u dim %u rows %d", t->variant, n, dim, indirect);
-                if (submit(t, what)) check_close(what, ys.host, want, (size_t)n * dim, TOL);
+                if (kt_submit(t, what)) kt_check_close(what, ys.host, want, (size_t)n * dim, TOL);
                 free(x);
                 free(w);
                 free(want);
@@ -477,7 +400,7 @@ static void test_argmax(ctx *t)
     tu_rng r = {4};
     for (size_t ci = 0; ci < 4; ci++) {
         uint32_t n_rows = 3, n_cols = cols[ci];
-        float *l = rand_floats(&r, (size_t)n_rows * n_cols, -10, 10);
+        float *l = kt_rand_floats(&r, (size_t)n_rows * n_cols, -10, 10);
         uint32_t want[3];
         for (uint32_t i = 0; i < n_rows; i++) {
             float *row = l + (size_t)i * n_cols;
@@ -490,10 +413,10 @@ static void test_argmax(ctx *t)
             for (uint32_t c = 1; c < n_cols; c++)
                 if (row[c] > row[want[i]]) want[i] = c;
         }
-        case_begin(t);
-        ember_vk_span ls = buf(t, l, sizeof(float) * n_rows * n_cols), os = buf(t, NULL, sizeof want);
+        kt_case_begin(t);
+        ember_vk_span ls = kt_buf(t, l, sizeof(float) * n_rows * n_cols), os = kt_buf(t, NULL, sizeof want);
         ember_k_argmax(t->cmd, t->k, ls, os, n_rows, n_cols);
-        if (submit(t, "argmax"))
+        if (kt_submit(t, "argmax"))
             for (uint32_t i = 0; i < n_rows; i++)
                 CHECKF(((uint32_t *)os.host)[i] == want[i], "[%s] argmax cols %u row %u: got %u want %u",
                        t->variant, n_cols, i, ((uint32_t *)os.host)[i], want[i]);
@@ -563,10 +486,10 @@ static void test_rope_store(ctx *t, ember_attn_shape s, uint32_t n_seqs, const u
     batch b = make_batch(&r, s, n_seqs, last, chunk);
     uint32_t qkv_w = (s.n_heads + 2 * s.n_kv_heads) * s.head_dim;
     size_t cache_n = (size_t)b.n_blocks * s.n_kv_heads * s.block_size * s.head_dim;
-    float *qkv = rand_floats(&r, (size_t)b.n_tok * qkv_w, -1, 1);
+    float *qkv = kt_rand_floats(&r, (size_t)b.n_tok * qkv_w, -1, 1);
     double *want_qkv = malloc(sizeof(double) * b.n_tok * qkv_w);
     double *want_k = malloc(sizeof(double) * cache_n), *want_v = malloc(sizeof(double) * cache_n);
-    float *cache0 = rand_floats(&r, cache_n, -1, 1);
+    float *cache0 = kt_rand_floats(&r, cache_n, -1, 1);
     for (size_t i = 0; i < cache_n; i++) want_k[i] = want_v[i] = cache0[i];
     for (uint32_t i = 0; i < b.n_tok; i++) {
         const float *in = qkv + (size_t)i * qkv_w;
@@ -586,19 +509,19 @@ static void test_rope_store(ctx *t, ember_attn_shape s, uint32_t n_seqs, const u
                 want_v[ci] = out[(s.n_heads + s.n_kv_heads + kh) * s.head_dim + d];
             }
     }
-    case_begin(t);
-    ember_vk_span qs = buf(t, qkv, sizeof(float) * b.n_tok * qkv_w);
-    ember_vk_span ps = buf(t, b.pos, 4 * b.n_tok), ss = buf(t, b.seq, 4 * b.n_tok);
-    ember_vk_span bt = buf(t, b.table, 4 * n_seqs * s.max_blocks_per_seq);
-    ember_vk_span ks = buf(t, cache0, sizeof(float) * cache_n), vs = buf(t, cache0, sizeof(float) * cache_n);
+    kt_case_begin(t);
+    ember_vk_span qs = kt_buf(t, qkv, sizeof(float) * b.n_tok * qkv_w);
+    ember_vk_span ps = kt_buf(t, b.pos, 4 * b.n_tok), ss = kt_buf(t, b.seq, 4 * b.n_tok);
+    ember_vk_span bt = kt_buf(t, b.table, 4 * n_seqs * s.max_blocks_per_seq);
+    ember_vk_span ks = kt_buf(t, cache0, sizeof(float) * cache_n), vs = kt_buf(t, cache0, sizeof(float) * cache_n);
     ember_k_rope_store(t->cmd, t->k, &s, NULL, qs, ps, ss, bt, ks, vs, b.n_tok);
     char what[128];
     snprintf(what, sizeof what, "[%s] rope_store hd %u rope %u tokens %u", t->variant, s.head_dim, s.rope_dim,
              b.n_tok);
-    if (submit(t, what)) {
-        check_close(what, qs.host, want_qkv, (size_t)b.n_tok * qkv_w, TOL);
-        check_close(what, ks.host, want_k, cache_n, TOL);
-        check_close(what, vs.host, want_v, cache_n, TOL);
+    if (kt_submit(t, what)) {
+        kt_check_close(what, qs.host, want_qkv, (size_t)b.n_tok * qkv_w, TOL);
+        kt_check_close(what, ks.host, want_k, cache_n, TOL);
+        kt_check_close(what, vs.host, want_v, cache_n, TOL);
     }
     free(qkv);
     free(want_qkv);
@@ -643,21 +566,21 @@ static void test_attention(ctx *t, ember_attn_shape s, uint32_t n_seqs, const ui
     batch b = make_batch(&r, s, n_seqs, last, chunk);
     uint32_t qkv_w = (s.n_heads + 2 * s.n_kv_heads) * s.head_dim;
     size_t cache_n = (size_t)b.n_blocks * s.n_kv_heads * s.block_size * s.head_dim, out_n = (size_t)b.n_tok * s.n_heads * s.head_dim;
-    float *qkv = rand_floats(&r, (size_t)b.n_tok * qkv_w, -qscale, qscale);
-    float *kc = rand_floats(&r, cache_n, -1, 1), *vc = rand_floats(&r, cache_n, -1, 1);
+    float *qkv = kt_rand_floats(&r, (size_t)b.n_tok * qkv_w, -qscale, qscale);
+    float *kc = kt_rand_floats(&r, cache_n, -1, 1), *vc = kt_rand_floats(&r, cache_n, -1, 1);
     double *want = malloc(sizeof(double) * out_n);
     attention_ref(&b, qkv, kc, vc, want);
-    case_begin(t);
-    ember_vk_span qs = buf(t, qkv, sizeof(float) * b.n_tok * qkv_w);
-    ember_vk_span ps = buf(t, b.pos, 4 * b.n_tok), ss = buf(t, b.seq, 4 * b.n_tok);
-    ember_vk_span bt = buf(t, b.table, 4 * n_seqs * s.max_blocks_per_seq);
-    ember_vk_span ks = buf(t, kc, sizeof(float) * cache_n), vs = buf(t, vc, sizeof(float) * cache_n);
-    ember_vk_span os = buf(t, NULL, sizeof(float) * out_n);
+    kt_case_begin(t);
+    ember_vk_span qs = kt_buf(t, qkv, sizeof(float) * b.n_tok * qkv_w);
+    ember_vk_span ps = kt_buf(t, b.pos, 4 * b.n_tok), ss = kt_buf(t, b.seq, 4 * b.n_tok);
+    ember_vk_span bt = kt_buf(t, b.table, 4 * n_seqs * s.max_blocks_per_seq);
+    ember_vk_span ks = kt_buf(t, kc, sizeof(float) * cache_n), vs = kt_buf(t, vc, sizeof(float) * cache_n);
+    ember_vk_span os = kt_buf(t, NULL, sizeof(float) * out_n);
     ember_k_attention(t->cmd, t->k, &s, qs, ps, ss, bt, ks, vs, os, b.n_tok);
     char what[128];
     snprintf(what, sizeof what, "[%s] attention hd %u heads %u/%u bs %u tokens %u", t->variant, s.head_dim,
              s.n_heads, s.n_kv_heads, s.block_size, b.n_tok);
-    if (submit(t, what)) check_close(what, os.host, want, out_n, TOL);
+    if (kt_submit(t, what)) kt_check_close(what, os.host, want, out_n, TOL);
     free(qkv);
     free(kc);
     free(vc);
@@ -675,22 +598,22 @@ static void test_attention_invariance(ctx *t, ember_attn_shape s)
     batch b = make_batch(&r, s, 3, last, chunk);
     uint32_t qkv_w = (s.n_heads + 2 * s.n_kv_heads) * s.head_dim, out_w = s.n_heads * s.head_dim;
     size_t cache_n = (size_t)b.n_blocks * s.n_kv_heads * s.block_size * s.head_dim;
-    float *qkv = rand_floats(&r, (size_t)b.n_tok * qkv_w, -1, 1);
-    float *kc = rand_floats(&r, cache_n, -1, 1), *vc = rand_floats(&r, cache_n, -1, 1);
-    case_begin(t);
-    ember_vk_span ks = buf(t, kc, sizeof(float) * cache_n), vs = buf(t, vc, sizeof(float) * cache_n);
-    ember_vk_span bt = buf(t, b.table, 4 * 3 * s.max_blocks_per_seq);
-    ember_vk_span qs = buf(t, qkv, sizeof(float) * b.n_tok * qkv_w), ps = buf(t, b.pos, 4 * b.n_tok);
-    ember_vk_span ss = buf(t, b.seq, 4 * b.n_tok), os = buf(t, NULL, sizeof(float) * b.n_tok * out_w);
+    float *qkv = kt_rand_floats(&r, (size_t)b.n_tok * qkv_w, -1, 1);
+    float *kc = kt_rand_floats(&r, cache_n, -1, 1), *vc = kt_rand_floats(&r, cache_n, -1, 1);
+    kt_case_begin(t);
+    ember_vk_span ks = kt_buf(t, kc, sizeof(float) * cache_n), vs = kt_buf(t, vc, sizeof(float) * cache_n);
+    ember_vk_span bt = kt_buf(t, b.table, 4 * 3 * s.max_blocks_per_seq);
+    ember_vk_span qs = kt_buf(t, qkv, sizeof(float) * b.n_tok * qkv_w), ps = kt_buf(t, b.pos, 4 * b.n_tok);
+    ember_vk_span ss = kt_buf(t, b.seq, 4 * b.n_tok), os = kt_buf(t, NULL, sizeof(float) * b.n_tok * out_w);
     ember_k_attention(t->cmd, t->k, &s, qs, ps, ss, bt, ks, vs, os, b.n_tok);
     /* Alone: the first, a middle and the last token; then sequence 2's tokens together. */
     uint32_t pick[4] = {0, b.n_tok / 2, b.n_tok - 1, 0}, n_pick = 3, sub[8], n_sub = 0;
     ember_vk_span one_o[3];
     for (uint32_t i = 0; i < n_pick; i++) {
         uint32_t k = pick[i];
-        ember_vk_span q1 = buf(t, qkv + (size_t)k * qkv_w, sizeof(float) * qkv_w);
-        ember_vk_span p1 = buf(t, &b.pos[k], 4), s1 = buf(t, &b.seq[k], 4);
-        one_o[i] = buf(t, NULL, sizeof(float) * out_w);
+        ember_vk_span q1 = kt_buf(t, qkv + (size_t)k * qkv_w, sizeof(float) * qkv_w);
+        ember_vk_span p1 = kt_buf(t, &b.pos[k], 4), s1 = kt_buf(t, &b.seq[k], 4);
+        one_o[i] = kt_buf(t, NULL, sizeof(float) * out_w);
         ember_k_attention(t->cmd, t->k, &s, q1, p1, s1, bt, ks, vs, one_o[i], 1);
     }
     float *sq = malloc(sizeof(float) * 8 * qkv_w);
@@ -702,12 +625,12 @@ static void test_attention_invariance(ctx *t, ember_attn_shape s)
             sseq[n_sub] = 2;
             sub[n_sub++] = i;
         }
-    ember_vk_span sqs = buf(t, sq, sizeof(float) * n_sub * qkv_w), sps = buf(t, spos, 4 * n_sub);
-    ember_vk_span sss = buf(t, sseq, 4 * n_sub), sos = buf(t, NULL, sizeof(float) * n_sub * out_w);
+    ember_vk_span sqs = kt_buf(t, sq, sizeof(float) * n_sub * qkv_w), sps = kt_buf(t, spos, 4 * n_sub);
+    ember_vk_span sss = kt_buf(t, sseq, 4 * n_sub), sos = kt_buf(t, NULL, sizeof(float) * n_sub * out_w);
     ember_k_attention(t->cmd, t->k, &s, sqs, sps, sss, bt, ks, vs, sos, n_sub);
     char what[96];
     snprintf(what, sizeof what, "attention invariance hd %u", s.head_dim);
-    if (submit(t, what)) {
+    if (kt_submit(t, what)) {
         for (uint32_t i = 0; i < n_pick; i++) check_rows(t, what, one_o[i].host, os.host, &pick[i], 1, out_w);
         check_rows(t, what, sos.host, os.host, sub, n_sub, out_w);
     }
@@ -723,16 +646,16 @@ static void test_rmsnorm_invariance(ctx *t)
 {
     uint32_t dim = 2048, n = 9, pick = 5;
     tu_rng r = {31};
-    float *x = rand_floats(&r, (size_t)n * dim, -2, 2), *w = rand_floats(&r, dim, -1.5f, 1.5f);
-    case_begin(t);
-    ember_vk_span xs = buf(t, x, sizeof(float) * n * dim), ws = buf(t, w, sizeof(float) * dim);
-    ember_vk_span x1 = buf(t, x + (size_t)pick * dim, sizeof(float) * dim);
-    ember_vk_span ys = buf(t, NULL, sizeof(float) * n * dim), y1 = buf(t, NULL, sizeof(float) * dim);
-    ember_vk_span y2 = buf(t, NULL, sizeof(float) * dim), rs = buf(t, &pick, 4);
+    float *x = kt_rand_floats(&r, (size_t)n * dim, -2, 2), *w = kt_rand_floats(&r, dim, -1.5f, 1.5f);
+    kt_case_begin(t);
+    ember_vk_span xs = kt_buf(t, x, sizeof(float) * n * dim), ws = kt_buf(t, w, sizeof(float) * dim);
+    ember_vk_span x1 = kt_buf(t, x + (size_t)pick * dim, sizeof(float) * dim);
+    ember_vk_span ys = kt_buf(t, NULL, sizeof(float) * n * dim), y1 = kt_buf(t, NULL, sizeof(float) * dim);
+    ember_vk_span y2 = kt_buf(t, NULL, sizeof(float) * dim), rs = kt_buf(t, &pick, 4);
     ember_k_rmsnorm(t->cmd, t->k, xs, ws, ys, NULL, n, dim, 1e-5f);
     ember_k_rmsnorm(t->cmd, t->k, x1, ws, y1, NULL, 1, dim, 1e-5f);
     ember_k_rmsnorm(t->cmd, t->k, xs, ws, y2, &rs, 1, dim, 1e-5f);
-    if (submit(t, "rmsnorm invariance")) {
+    if (kt_submit(t, "rmsnorm invariance")) {
         check_rows(t, "rmsnorm invariance", y1.host, ys.host, &pick, 1, dim);
         check_rows(t, "rmsnorm invariance (gathered)", y2.host, ys.host, &pick, 1, dim);
     }
@@ -778,12 +701,6 @@ static void test_attn_all(ctx *t, bool quick)
 
 /* ---- timing ------------------------------------------------------------------------- */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Median of 9 mean wall times of one linear of n_tok tokens, reps dispatches per submit,
  * after one warm-up (the machine is shared: the median of several runs in one process). */
 static double time_linear(ctx *t, const ember_gpu_weight *g, ember_vk_span x, ember_vk_span y, uint32_t n_tok,
@@ -791,16 +708,16 @@ static double time_linear(ctx *t, const ember_gpu_weight *g, ember_vk_span x, em
 {
     double s[9];
     for (int round = -1; round < 9; round++) {
-        if (ember_vk_cmd_begin(t->cmd, &t->err) != EMBER_OK) die(t, "cmd_begin");
+        if (ember_vk_cmd_begin(t->cmd, &t->err) != EMBER_OK) kt_die(t, "cmd_begin");
         for (int i = 0; i < reps; i++) {
             ember_k_linear(t->cmd, t->k, g, x, y, n_tok, EMBER_OUT_STORE);
             ember_vk_cmd_barrier(t->cmd);
         }
-        double t0 = now_s();
-        if (ember_vk_cmd_submit(t->cmd, &t->err) != EMBER_OK) die(t, "submit");
-        if (round >= 0) s[round] = (now_s() - t0) / reps;
+        double t0 = kt_now_s();
+        if (ember_vk_cmd_submit(t->cmd, &t->err) != EMBER_OK) kt_die(t, "submit");
+        if (round >= 0) s[round] = (kt_now_s() - t0) / reps;
     }
-    qsort(s, 9, sizeof s[0], cmp_double);
+    qsort(s, 9, sizeof s[0], kt_cmp_double);
     return s[4];
 }
 
@@ -837,13 +754,13 @@ static void bench(ctx *t)
             if (types_env && !strstr(types_env, names[d])) continue;
             uint32_t rows = list[i][0], cols = list[i][1], n_tok = list[i][2];
             weight w = make_weight(&r, types[d], rows, cols);
-            float *x = rand_floats(&r, (size_t)cols * n_tok, -1, 1);
-            case_begin(t);
+            float *x = kt_rand_floats(&r, (size_t)cols * n_tok, -1, 1);
+            kt_case_begin(t);
             ember_vk_cmd_submit(t->cmd, &t->err);
             ember_gpu_weight g;
             if (!upload(t, &w, 1, 0, &g)) exit(1);
             ember_vk_span xs = xbuf(t, x, sizeof(float) * cols * n_tok);
-            ember_vk_span ys = buf(t, NULL, sizeof(float) * rows * n_tok);
+            ember_vk_span ys = kt_buf(t, NULL, sizeof(float) * rows * n_tok);
             double bytes = (double)row_bytes(types[d], cols) * rows, flop = 2.0 * rows * cols * n_tok;
             double s = time_linear(t, &g, xs, ys, n_tok, flop > 4e9 ? 1 : flop > 5e8 ? 2 : 4);
             printf("[%s] %-5s %5ux%-5u n_tok %4u: %9.3f ms %7.2f GB/s %7.2f GFLOP/s\n", t->variant,
@@ -858,18 +775,18 @@ static void bench(ctx *t)
 
 static void run_all(ctx *t, bool quick)
 {
-    double t0 = now_s();
+    double t0 = kt_now_s();
     test_linear(t, quick);
-    double t1 = now_s();
+    double t1 = kt_now_s();
     test_invariance(t);
-    double t2 = now_s();
+    double t2 = kt_now_s();
     test_embed(t);
     test_rmsnorm(t);
     test_argmax(t);
-    double t3 = now_s();
+    double t3 = kt_now_s();
     test_attn_all(t, quick);
     printf("[%s] linear %.1f s, invariance %.1f s, rows %.1f s, attention %.1f s\n", t->variant, t1 - t0, t2 - t1,
-           t3 - t2, now_s() - t3);
+           t3 - t2, kt_now_s() - t3);
 }
 
 typedef struct variant {
@@ -886,8 +803,8 @@ int main(int argc, char **argv)
     ember_vk_opts vo = {.validation = tu_validation()};
     ember_status s = ember_vk_create(&vo, &t.vk, &t.err);
     if (s == EMBER_ERR_NO_DEVICE) return tu_skip("no Vulkan device");
-    if (s != EMBER_OK) die(&t, "ember_vk_create");
-    if (ember_vk_cmd_create(t.vk, &t.cmd, &t.err) != EMBER_OK) die(&t, "cmd_create");
+    if (s != EMBER_OK) kt_die(&t, "ember_vk_create");
+    if (ember_vk_cmd_create(t.vk, &t.cmd, &t.err) != EMBER_OK) kt_die(&t, "cmd_create");
     const ember_vk_caps *caps = ember_vk_get_caps(t.vk);
     printf("device: %s, subgroup %u%s%s, texel views%s%s%s\n", caps->device_name, caps->subgroup_size,
            caps->subgroup_arith ? " arithmetic" : "", caps->subgroup_shuffle ? " shuffle" : "",
@@ -896,15 +813,15 @@ int main(int argc, char **argv)
 
     for (int v = 0, done = 0; v < 4; v++) {
         ember_kernels_opts ko = {.no_subgroup = variants[v].no_subgroup, .no_texel = variants[v].no_texel};
-        double t0 = now_s();
-        if (ember_kernels_create_opts(t.vk, &ko, &t.k, &t.err) != EMBER_OK) die(&t, "ember_kernels_create");
+        double t0 = kt_now_s();
+        if (ember_kernels_create_opts(t.vk, &ko, &t.k, &t.err) != EMBER_OK) kt_die(&t, "ember_kernels_create");
         /* A variant the device lacks falls back to one already run. */
         bool dup = (!variants[v].no_texel && !ember_kernels_texel(t.k)) ||
                    (!variants[v].no_subgroup && !caps->subgroup_arith);
         if (!dup) {
             t.variant = variants[v].name;
             t.variant_index = done++;
-            printf("[%s] pipelines created in %.2f s\n", t.variant, now_s() - t0);
+            printf("[%s] pipelines created in %.2f s\n", t.variant, kt_now_s() - t0);
             if (do_bench) {
                 if (v == 0 || getenv("EMBER_BENCH_ALL")) bench(&t);
             } else {
