@@ -100,6 +100,8 @@ bool ember_engine_logits_room(ember_engine *e, uint32_t rows)
 
 static ember_status create_parts(ember_engine *e)
 {
+    if ((unsigned)e->o.batching > EMBER_BATCHING_STATIC_RAGGED)
+        return ember_fail(&e->err, EMBER_ERR_INVALID_ARG, "unknown batching mode %d", (int)e->o.batching);
     if (e->o.kv_type != EMBER_KV_F32 && e->o.kv_type != EMBER_KV_Q8_0)
         return ember_fail(&e->err, EMBER_ERR_INVALID_ARG, "unknown KV cache type %d", (int)e->o.kv_type);
     if (e->o.kv_type != EMBER_KV_F32 && !e->model->gpu)
@@ -110,7 +112,8 @@ static ember_status create_parts(ember_engine *e)
     ember_sched_opts so = {.max_seqs = e->o.max_seqs, .max_batch_tokens = e->o.max_batch_tokens,
                            .max_blocks_per_seq = e->max_blocks_per_seq,
                            .prefix_cache = !e->o.no_prefix_cache && e->model->backend == EMBER_BACKEND_VULKAN,
-                           .static_batching = e->o.batching == EMBER_BATCHING_STATIC,
+                           .static_batching = e->o.batching != EMBER_BATCHING_CONTINUOUS,
+                           .pad_prompts = e->o.batching == EMBER_BATCHING_STATIC,
                            .contiguous_kv = e->o.kv_layout == EMBER_KV_CONTIGUOUS,
                            .ctx_len = e->model->llama.hp.ctx_len};
     if (s == EMBER_OK) s = ember_sched_create(&so, e->kv, &e->sched, &e->err);
@@ -394,6 +397,14 @@ static void build_batch(ember_engine *e, uint32_t n_items, ember_batch *b)
             T++;
         }
         for (uint32_t j = logits_rows(it); j > 0; j--) e->rows[n_logits++] = T - j;
+        /* Prompt padding: the prompt's last token again, at positions past the prompt
+         * that the request's own tokens overwrite before anything reads them. */
+        for (uint32_t j = 0; j < it->n_pad; j++) {
+            e->tokens[T] = r->tokens[r->n_prefill - 1];
+            e->pos[T] = r->n_prefill + r->n_pad_rows + j;
+            e->seq[T] = r->slot;
+            T++;
+        }
     }
     *b = (ember_batch){T, e->tokens, e->pos, e->seq, e->block_tables, n_logits, e->rows};
 }
@@ -406,24 +417,26 @@ static uint32_t argmax_row(const float *row, uint32_t n)
     return best;
 }
 
-/* CPU backend: each sequence through the reference pass on its own. */
+/* CPU backend: each sequence through the reference pass on its own, reading the rows
+ * build_batch laid out (item i's tokens, then its prompt padding rows). */
 static ember_status run_reference(ember_engine *e, uint32_t n_items, uint32_t n_logits)
 {
-    uint32_t V = e->model->llama.hp.n_vocab;
+    uint32_t V = e->model->llama.hp.n_vocab, T = 0;
     if (!ember_engine_logits_room(e, n_logits)) return ember_fail(&e->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     for (uint32_t i = 0; i < n_items; i++) {
         const ember_sched_item *it = &e->items[i];
         request *r = it->r;
         uint32_t rows = logits_rows(it), n_lead = it->n - rows;
         ember_status s = r->ref ? EMBER_OK : ember_ref_create(&e->model->llama, &r->ref, &e->err);
-        const uint32_t *t = r->padding ? &r->pad_token : r->tokens + r->n_computed;
-        if (s == EMBER_OK && n_lead)
-            s = ember_ref_forward(r->ref, t, n_lead, r->n_computed, NULL, 0, &e->err);
+        const uint32_t *t = e->tokens + T, *pos = e->pos + T;
+        if (s == EMBER_OK && n_lead) s = ember_ref_forward(r->ref, t, n_lead, pos[0], NULL, 0, &e->err);
         float *out = e->logits + (size_t)e->row_of[i] * V;
-        if (s == EMBER_OK && rows)
-            s = ember_ref_forward(r->ref, t + n_lead, rows, r->n_computed + n_lead, out, 1, &e->err);
+        if (s == EMBER_OK && rows) s = ember_ref_forward(r->ref, t + n_lead, rows, pos[n_lead], out, 1, &e->err);
+        if (s == EMBER_OK && it->n_pad)
+            s = ember_ref_forward(r->ref, t + it->n, it->n_pad, pos[it->n], NULL, 0, &e->err);
         if (s != EMBER_OK) return s;
         for (uint32_t j = 0; j < rows; j++) e->argmax[e->row_of[i] + j] = argmax_row(out + (size_t)j * V, V);
+        T += it->n + it->n_pad;
     }
     return EMBER_OK;
 }
@@ -489,6 +502,12 @@ static void after_step(ember_engine *e, uint32_t n_items, double t0, double t1)
             pad_step(e, it, e->row_of[i]);
             continue;
         }
+        if (it->n_pad) { /* counted first: the tokens below may finish (and free) r */
+            e->tokens_computed += it->n_pad;
+            e->padding_tokens += it->n_pad;
+            ember_sched_advance_padding(e->sched, r, it->n_pad);
+        }
+        if (!it->n) continue;
         if (r->n_computed < r->n_prompt) r->m.prefill_ms += t1 - t0;
         else r->m.decode_ms += t1 - t0;
         e->tokens_computed += it->n;

@@ -145,7 +145,7 @@ ember_status ember_spec_propose(ember_engine *e, uint32_t n_items)
 {
     uint32_t want[n_items ? n_items : 1], max_want = 0, T = 0;
     bool any_draft = false;
-    for (uint32_t i = 0; i < n_items; i++) T += e->items[i].n;
+    for (uint32_t i = 0; i < n_items; i++) T += e->items[i].n + e->items[i].n_pad;
     uint32_t spare = e->o.max_batch_tokens > T ? e->o.max_batch_tokens - T : 0;
     for (uint32_t i = 0; i < n_items; i++) {
         ember_sched_item *it = &e->items[i];
@@ -153,7 +153,7 @@ ember_status ember_spec_propose(ember_engine *e, uint32_t n_items)
         want[i] = 0;
         r->n_draft = 0;
         any_draft |= r->spec_draft;
-        if (!r->spec_k || it->n != 1 || !it->logits || r->padding) continue;
+        if (!r->spec_k || it->n != 1 || !it->logits || it->n_pad || r->padding) continue;
         uint32_t m = draft_room(e, r, spare);
         if (!r->spec_draft) m = ember_ngram_propose(r->tokens, r->n_tokens, r->spec_ngram, m, r->tokens + r->n_tokens);
         want[i] = r->spec_draft ? m : 0;

@@ -55,6 +55,9 @@ typedef struct request {
     /* static batching: finished (delivered) but still computing as its batch's padding */
     bool padding;
     uint32_t pad_token;         /* its next input: the last token it produced */
+    /* static batching with padded prompts: the tokens it had to compute when admitted
+     * (its prompt, or more after a preemption) and the padding rows computed after them */
+    uint32_t n_prefill, n_pad_rows;
     /* speculative decoding */
     uint32_t spec_k, spec_k_max, spec_ngram;
     bool spec_adaptive, spec_draft; /* spec_draft: proposals come from the draft model */

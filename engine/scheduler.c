@@ -15,6 +15,7 @@ struct ember_sched {
     bool *slot_used;
     uint64_t admissions;
     bool batch_open;             /* static batching: the current batch still forming */
+    uint32_t batch_prompt;       /* ... padded prompts: the longest prefill of its members */
     uint32_t reserve;            /* budget kept for speculative drafts this step */
     uint32_t n_padding;          /* static batching: running rows that are padding */
     request *retired;            /* padding rows let go of, not yet reaped */
@@ -162,6 +163,35 @@ void ember_sched_drop_padding(ember_sched *s, request *r)
     if (r->padding && r->state == REQ_RUNNING) retire(s, r);
 }
 
+/* ---- static batching: padded prompts ----------------------------------------------- */
+
+/* Prompt padding rows member r has still to compute: every member of a fixed-shape batch
+ * prefills as many rows as the batch's longest prompt. */
+static uint32_t pad_left(const ember_sched *s, const request *r)
+{
+    uint32_t done = r->n_prefill + r->n_pad_rows;
+    return s->o.pad_prompts && !r->padding && s->batch_prompt > done ? s->batch_prompt - done : 0;
+}
+
+/* A fixed-shape batch decodes only after its prefill: while members may still join or
+ * one of them has prompt or padding rows left, nobody decodes. */
+static bool prefilling(const ember_sched *s)
+{
+    if (!s->o.pad_prompts || !s->n_running) return false;
+    if (s->batch_open) return true;
+    for (uint32_t i = 0; i < s->n_running; i++) {
+        const request *r = s->running[i];
+        if (!r->padding && (r->n_computed < r->n_prefill || pad_left(s, r))) return true;
+    }
+    return false;
+}
+
+void ember_sched_advance_padding(ember_sched *s, request *r, uint32_t n)
+{
+    (void)s;
+    r->n_pad_rows += n;
+}
+
 request *ember_sched_reap(ember_sched *s)
 {
     request *r = s->retired;
@@ -195,6 +225,7 @@ static void preempt(ember_sched *s, request *r)
     release_blocks(s, r);
     r->n_computed = 0;
     r->draft_computed = 0;
+    r->n_pad_rows = 0;
     r->m.preemptions++;
     s->stats.preemptions++;
     push_front(s, r);
@@ -218,6 +249,21 @@ static bool grow_to(ember_sched *s, request *r, uint32_t end)
     return true;
 }
 
+/* Static batching, padded prompts: members through their prefill give back the blocks
+ * past their next position, which only prompt padding rows wrote. True if any did. */
+static bool drop_padding_blocks(ember_sched *s)
+{
+    bool freed = false;
+    for (uint32_t i = 0; i < s->n_running; i++) {
+        request *q = s->running[i];
+        if (q->padding || !q->n_pad_rows || q->n_computed < q->n_prefill) continue;
+        uint32_t n = q->n_blocks;
+        ember_sched_trim(s, q);
+        freed |= q->n_blocks < n;
+    }
+    return freed;
+}
+
 /* grow_to for a real request: padding rows give their blocks up first, so that padding
  * never makes a real request wait or be preempted. Without padding (continuous batching)
  * it is grow_to. */
@@ -225,8 +271,8 @@ static bool grow_real(ember_sched *s, request *r, uint32_t end)
 {
     while (!grow_to(s, r, end)) {
         request *p = last_padding(s);
-        if (!p) return false;
-        retire(s, p);
+        if (p) retire(s, p);
+        else if (!drop_padding_blocks(s)) return false;
     }
     return true;
 }
@@ -351,27 +397,33 @@ static bool make_room(ember_sched *s, request *r, request **stuck, uint32_t *n_s
 }
 
 static uint32_t plan_running(ember_sched *s, ember_sched_item *items, uint32_t *budget, request **stuck,
-                             uint32_t *n_stuck)
+                             uint32_t *n_stuck, bool hold)
 {
     uint32_t n_items = 0;
     /* Decodes first, oldest first: a decoder never waits behind a prompt. Victims of
      * preemption are newer than r, so none of them has been planned yet. A request that
-     * could not get its block was preempted or is stuck (the caller finishes it). */
+     * could not get its block was preempted or is stuck (the caller finishes it). While
+     * a fixed-shape batch prefills (hold), only prompt rows are planned: a 1-token rest
+     * of a prompt here, longer chunks below. */
     for (request *r = next_running(s, 0); r; r = next_running(s, r->admitted)) {
-        if (r->padding || r->n_tokens - r->n_computed != 1 || !make_room(s, r, stuck, n_stuck)) continue;
-        items[n_items++] = (ember_sched_item){r, 1, true};
+        bool decodes = r->n_tokens - r->n_computed == 1 && !(hold && r->n_computed >= r->n_prefill);
+        if (r->padding || !decodes || !make_room(s, r, stuck, n_stuck)) continue;
+        items[n_items++] = (ember_sched_item){r, 1, true, 0};
         (*budget)--;
     }
     /* Then prompt chunks of running sequences, oldest first, as the budget allows. */
     for (request *r = next_running(s, 0); r && *budget; r = next_running(s, r->admitted)) {
         uint32_t left = r->n_tokens - r->n_computed;
         if (r->padding || left == 1) continue; /* decoding: planned above */
-        uint32_t n = left < *budget ? left : *budget;
+        uint32_t n = left < *budget ? left : *budget, bs = ember_kv_block_size(s->kv);
         grow_real(s, r, r->n_computed + n);
-        uint32_t room = r->n_blocks * ember_kv_block_size(s->kv) - r->n_computed;
+        /* A fixed-shape batch in its prefill has no decoder that would free a block:
+         * the newest members make room (preempted) instead. */
+        if (hold && r->n_blocks * bs <= r->n_computed && !make_room(s, r, stuck, n_stuck)) continue;
+        uint32_t room = r->n_blocks * bs - r->n_computed;
         if (n > room) n = room;
         if (!n) continue;
-        items[n_items++] = (ember_sched_item){r, n, r->n_computed + n == r->n_tokens};
+        items[n_items++] = (ember_sched_item){r, n, r->n_computed + n == r->n_tokens, 0};
         *budget -= n;
     }
     return n_items;
@@ -409,8 +461,11 @@ static bool admit_one(ember_sched *s, ember_sched_item *items, uint32_t *n_items
     s->slot_used[r->slot] = true;
     r->admitted = ++s->admissions;
     s->running[s->n_running++] = r;
-    items[(*n_items)++] = (ember_sched_item){r, n, r->n_computed + n == r->n_tokens};
+    items[(*n_items)++] = (ember_sched_item){r, n, r->n_computed + n == r->n_tokens, 0};
     *budget -= n;
+    r->n_prefill = r->n_tokens;
+    r->n_pad_rows = 0;
+    if (s->o.static_batching && r->n_tokens > s->batch_prompt) s->batch_prompt = r->n_tokens;
     return true;
 }
 
@@ -424,8 +479,41 @@ static uint32_t plan_padding(ember_sched *s, ember_sched_item *items, uint32_t n
         if (!r->padding) continue;
         bool room = r->n_computed < s->o.ctx_len && grow_to(s, r, r->n_computed + 1) &&
                     r->n_blocks * bs > r->n_computed;
-        if (room) items[n_items++] = (ember_sched_item){r, 1, true};
+        if (room) items[n_items++] = (ember_sched_item){r, 1, true, 0};
         else retire(s, r);
+    }
+    return n_items;
+}
+
+static ember_sched_item *item_of(ember_sched_item *items, uint32_t n_items, const request *r)
+{
+    for (uint32_t i = 0; i < n_items; i++)
+        if (items[i].r == r) return &items[i];
+    return NULL;
+}
+
+/* Prompt padding, after all real work, as the budget allows: a member whose prompt is
+ * through by the end of this step computes padding rows after its item's tokens (or as
+ * an item of its own). A member that cannot get a block for them gives its padding up:
+ * padding never makes a real request wait. */
+static uint32_t plan_prompt_padding(ember_sched *s, ember_sched_item *items, uint32_t n_items, uint32_t *budget)
+{
+    uint32_t bs = ember_kv_block_size(s->kv);
+    for (request *r = next_running(s, 0); r && *budget; r = next_running(s, r->admitted)) {
+        uint32_t left = pad_left(s, r);
+        ember_sched_item *it = item_of(items, n_items, r);
+        if (!left || r->n_computed + (it ? it->n : 0) < r->n_prefill) continue;
+        uint32_t start = r->n_prefill + r->n_pad_rows, n = left < *budget ? left : *budget;
+        grow_to(s, r, start + n);
+        uint32_t room = r->n_blocks * bs > start ? r->n_blocks * bs - start : 0;
+        if (n > room) n = room;
+        if (!n) {
+            r->n_pad_rows += left;
+            continue;
+        }
+        if (it) it->n_pad = n;
+        else items[n_items++] = (ember_sched_item){r, 0, false, n};
+        *budget -= n;
     }
     return n_items;
 }
@@ -438,14 +526,25 @@ uint32_t ember_sched_plan(ember_sched *s, ember_sched_item *items, request **stu
     budget = budget > s->reserve ? budget - s->reserve : 0;
     if (budget < s->n_running) budget = s->n_running; /* every decoder gets its token */
     budget -= s->n_padding; /* ... and every padding row (planned last) its own */
-    uint32_t n_items = plan_running(s, items, &budget, stuck, n_stuck);
+    bool hold = prefilling(s);
+    uint32_t n_items = plan_running(s, items, &budget, stuck, n_stuck, hold);
     /* Static batching admits only while a batch forms: from the moment nothing runs
-     * until the batch is full or the queue is empty. */
-    if (s->o.static_batching && s->n_running == 0) s->batch_open = true;
+     * until the batch is full, the queue is empty or the KV pool cannot take the next. */
+    if (s->o.static_batching && s->n_running == 0) {
+        s->batch_open = true;
+        s->batch_prompt = 0;
+    }
     bool may_admit = !s->o.static_batching || s->batch_open;
-    while (may_admit && s->head && budget && s->n_running < s->o.max_seqs)
-        if (!admit_one(s, items, &n_items, &budget)) break;
+    while (may_admit && s->head && budget && s->n_running < s->o.max_seqs) {
+        if (admit_one(s, items, &n_items, &budget)) continue;
+        if (s->n_running) s->batch_open = false;
+        break;
+    }
     if (!s->head || s->n_running == s->o.max_seqs) s->batch_open = false;
+    n_items = plan_prompt_padding(s, items, n_items, &budget);
+    /* Padding given up for want of blocks can end the prefill with nothing planned: the
+     * batch decodes at once rather than the step coming back empty. */
+    if (hold && !n_items && !prefilling(s)) n_items = plan_running(s, items, &budget, stuck, n_stuck, false);
     return plan_padding(s, items, n_items);
 }
 

@@ -12,7 +12,11 @@
  * Static batching (the baseline continuous batching is measured against) runs a
  * fixed-shape batch: it forms when nothing runs, nobody joins until it ends, and a member
  * that finishes stays in it as a padding row (ember_sched_pad) that computes one
- * throw-away token per step until the batch's last member finishes. Padding never costs
+ * throw-away token per step until the batch's last member finishes. With pad_prompts the
+ * prefill has the fixed shape too: each member computes as many prompt rows as the
+ * batch's longest prompt (its own, then throw-away padding rows after them, whose K/V
+ * its real tokens overwrite later), and nobody decodes until every member is through.
+ * Padding never costs
  * a real request anything: a padding row gives its blocks up before a real request would
  * wait or be preempted for one, and stops at the context's end. */
 #ifndef EMBER_SCHEDULER_H
@@ -25,6 +29,8 @@ typedef struct ember_sched_opts {
     uint32_t max_seqs, max_batch_tokens, max_blocks_per_seq;
     bool prefix_cache;     /* share published blocks between requests */
     bool static_batching;  /* admit only when nothing runs (baseline) */
+    bool pad_prompts;      /* static batching: prefill every member to the batch's longest
+                              prompt, and decode only when all are through (fixed shape) */
     bool contiguous_kv;    /* reserve max_blocks_per_seq blocks at admission (baseline) */
     uint32_t ctx_len;      /* positions a sequence may hold (where padding rows stop) */
 } ember_sched_opts;
@@ -33,6 +39,8 @@ typedef struct ember_sched_item {
     request *r;
     uint32_t n;            /* tokens [r->n_computed, r->n_computed + n) this step */
     bool logits;           /* the chunk ends the known tokens: sample after it */
+    uint32_t n_pad;        /* then prompt padding rows (static batching, pad_prompts) at
+                              positions r->n_prefill + r->n_pad_rows onwards */
 } ember_sched_item;
 
 typedef struct ember_sched_stats {
@@ -71,6 +79,8 @@ void ember_sched_remove(ember_sched *s, request *r);
  * is to be removed instead (ember_sched_remove then ends the batch if r was its last
  * member). Padding rows are planned as 1-token items after all real work. */
 bool ember_sched_pad(ember_sched *s, request *r);
+/* Records that n prompt padding rows of r were computed. */
+void ember_sched_advance_padding(ember_sched *s, request *r, uint32_t n);
 /* Lets padding row r go now (a failed step), unless it already went. */
 void ember_sched_drop_padding(ember_sched *s, request *r);
 /* Hands over, one at a time, the padding rows let go of (their batch ended, or they ran

@@ -93,7 +93,12 @@ typedef uint64_t ember_request_id;
 
 typedef enum ember_batching {
     EMBER_BATCHING_CONTINUOUS = 0, /* re-decide the batch every step (default) */
-    EMBER_BATCHING_STATIC = 1,     /* baseline: a batch runs until its longest member ends */
+    EMBER_BATCHING_STATIC = 1,     /* baseline: fixed-shape batches, as Hugging Face generate
+                                      runs them: every member prefills as many rows as the
+                                      batch's longest prompt and computes a row per step
+                                      until its longest member ends (docs/serving.md) */
+    EMBER_BATCHING_STATIC_RAGGED = 2, /* a stricter baseline: the same, but prompts are not
+                                         padded (prefill stays ragged and chunked) */
 } ember_batching;
 
 typedef enum ember_kv_layout {
@@ -236,9 +241,10 @@ typedef struct ember_engine_stats {
     uint64_t steps, tokens_computed;
     ember_kv_type kv_type;
     uint64_t kv_bytes_per_token;  /* K and V of one token, all layers */
-    uint64_t padding_tokens;      /* EMBER_BATCHING_STATIC: tokens computed for members that
-                                     had already finished (padding rows, outputs discarded);
-                                     included in tokens_computed. 0 when continuous */
+    uint64_t padding_tokens;      /* static batching: rows computed only for the fixed shape
+                                     (prompt padding, members that had already finished;
+                                     outputs discarded); included in tokens_computed.
+                                     0 when continuous */
     uint64_t cow_copies;          /* KV blocks shared through the prefix cache that were
                                      copied before a request wrote into them */
 } ember_engine_stats;

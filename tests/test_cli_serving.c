@@ -1,8 +1,9 @@
 /* test_cli_serving.c — `ember batch` and `ember bench` end to end:
  *  - batch serves every line at once and returns results in input order, each equal to
  *    the same prompt generated alone (greedy), also with n-gram speculation;
- *  - bench completes its workload in every mode (continuous/static, paged/contiguous,
- *    speculation) and prints the fields DESIGN.md names. */
+ *  - bench completes its workload in every mode (continuous, static and static-ragged
+ *    batching, paged/contiguous KV, speculation) and prints the fields DESIGN.md names;
+ *    padded prompts add padding rows; an unknown batching mode is refused. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,7 +44,8 @@ static void test_batch(const char *extra)
     if (strstr(extra, "ngram")) CHECK(total && tu_json_num(total, "drafted") > 0 && strstr(total, "acceptance_rate"));
 }
 
-static void test_bench(const char *extra)
+/* Runs the bench workload with extra flags; returns its padding_tokens. */
+static double test_bench(const char *extra)
 {
     char cmd[2048];
     static char out[8192];
@@ -65,6 +67,11 @@ static void test_bench(const char *extra)
     /* Only the fixed-shape static batch computes padding rows (outputs 4-12 tokens). */
     if (strstr(extra, "static")) CHECK(tu_json_num(out, "padding_tokens") > 0);
     else CHECK(tu_json_num(out, "padding_tokens") == 0);
+    const char *mode = strstr(extra, "static-ragged") ? "static-ragged" : strstr(extra, "static") ? "static" : "continuous";
+    char field[64];
+    snprintf(field, sizeof field, "\"batching\": \"%s\"", mode);
+    CHECKF(strstr(out, field) != NULL, "no %s in %s", field, out);
+    return tu_json_num(out, "padding_tokens");
 }
 
 int main(void)
@@ -79,7 +86,12 @@ int main(void)
     test_batch("");
     test_batch("--ngram 2 --draft-k 3");
     test_bench("");
-    test_bench("--batching static");
+    /* padded prompts (prompts of 8-40 tokens) add to the finished members' padding */
+    double padded = test_bench("--batching static"), ragged = test_bench("--batching static-ragged");
+    printf("padding tokens: static %.0f, static-ragged %.0f\n", padded, ragged);
+    CHECK(padded > ragged);
+    snprintf(cmd, sizeof cmd, "%s bench -m %s --batching fixed --json 2>/dev/null", tu_ember_bin(), model);
+    CHECK(tu_run(cmd, NULL, 0) == 2); /* refused: usage */
     test_bench("--kv contiguous");
     test_bench("--kv-type q8_0 --shared-prefix 16");
     test_bench("--ngram 2");

@@ -1,10 +1,14 @@
 /* test_static_batching.c — EMBER_BATCHING_STATIC, the baseline of `ember bench
- * --batching static`, is a fixed-shape batch (docs/serving.md, "Baselines"):
+ * --batching static`, is a fixed-shape batch (docs/serving.md, "Baselines"), and
+ * EMBER_BATCHING_STATIC_RAGGED the same without padded prompts:
  *  - greedy tokens equal those of continuous batching (padding rows do not disturb real
  *    rows), on the Vulkan backend and on the CPU reference;
  *  - every step of a batch computes one row per member until its longest member ends:
  *    requests of max_tokens 2, 5, 9, 3 started together take 9 steps of 4 rows after the
  *    prompt step, 17 = (9-2) + (9-5) + (9-3) of them padding;
+ *  - with padded prompts every member prefills as many rows as the longest prompt (30:
+ *    50 padding rows for prompts of 12, 30, 7, 21), and nobody decodes before all are
+ *    through, also when the prefill takes several steps;
  *  - nobody joins a batch before it ends;
  *  - a cancelled member is reported at once and pads on; padding stops at the context's
  *    end, and gives its KV blocks up rather than have a real request preempted; with too
@@ -126,6 +130,8 @@ static int same_tokens(const result *a, const result *b, int n)
 }
 
 static const ember_engine_opts STATIC4 = {.max_seqs = 4, .max_batch_tokens = 256, .batching = EMBER_BATCHING_STATIC};
+static const ember_engine_opts RAGGED4 = {.max_seqs = 4, .max_batch_tokens = 256,
+                                          .batching = EMBER_BATCHING_STATIC_RAGGED};
 static const ember_engine_opts CONT4 = {.max_seqs = 4, .max_batch_tokens = 256};
 
 /* 4 requests of max_tokens 2, 5, 9, 3 start together (their prompts fit one step): step 1
@@ -142,9 +148,9 @@ static void test_fixed_shape(ember_model *m, const char *what)
     }
     result st_res[4], co_res[4];
     ember_engine_stats st, co;
-    run_jobs(m, STATIC4, jobs, 4, st_res, (ember_speculation){0}, rows, 16, &st);
+    run_jobs(m, RAGGED4, jobs, 4, st_res, (ember_speculation){0}, rows, 16, &st);
     run_jobs(m, CONT4, jobs, 4, co_res, (ember_speculation){0}, NULL, 0, &co);
-    printf("%s: static %llu steps, %llu padding tokens, %llu computed; continuous %llu steps, %llu computed\n", what,
+    printf("%s: static, ragged prefill: %llu steps, %llu padding tokens, %llu computed; continuous %llu steps, %llu computed\n", what,
            (unsigned long long)st.steps, (unsigned long long)st.padding_tokens,
            (unsigned long long)st.tokens_computed, (unsigned long long)co.steps,
            (unsigned long long)co.tokens_computed);
@@ -159,6 +165,38 @@ static void test_fixed_shape(ember_model *m, const char *what)
     CHECK(co.padding_tokens == 0 && co.tokens_computed == prompt_tokens + (1 + 4 + 8 + 2));
 }
 
+/* The same 4 requests with padded prompts. With a budget of 256 tokens the prefill is
+ * one step of 4 x 30 rows (50 of them padding), then 8 decode steps as before. With 32
+ * the prefill takes 32 + 32 + 32 + 24 rows over four steps (members are admitted in
+ * steps 1 and 2, padding follows each prompt) and only then do all four decode. */
+static void test_padded_prompts(ember_model *m, const char *what, uint32_t budget)
+{
+    static const uint32_t maxt[4] = {2, 5, 9, 3}, lens[4] = {12, 30, 7, 21};
+    job jobs[4];
+    for (int i = 0; i < 4; i++) jobs[i] = (job){prompts[i], lens[i], maxt[i]};
+    result st_res[4], co_res[4];
+    ember_engine_stats st, co;
+    uint64_t rows[16] = {0};
+    ember_engine_opts o = STATIC4;
+    o.max_batch_tokens = budget;
+    run_jobs(m, o, jobs, 4, st_res, (ember_speculation){0}, rows, 16, &st);
+    run_jobs(m, CONT4, jobs, 4, co_res, (ember_speculation){0}, NULL, 0, &co);
+    uint32_t prefill_steps = budget >= 120 ? 1 : 4;
+    printf("%s, budget %u: static, padded prompts: %llu steps, %llu padding tokens, rows %llu %llu %llu %llu %llu\n",
+           what, budget, (unsigned long long)st.steps, (unsigned long long)st.padding_tokens,
+           (unsigned long long)rows[0], (unsigned long long)rows[1], (unsigned long long)rows[2],
+           (unsigned long long)rows[3], (unsigned long long)rows[4]);
+    CHECKF(same_tokens(st_res, co_res, 4) == 4, "%s: padded prompts changed tokens", what);
+    CHECK(st.padding_tokens == 50 + 17 && st.tokens_computed == 4 * 30 + 8 * 4);
+    CHECK(st.steps == prefill_steps + 8);
+    if (prefill_steps == 1) CHECK(rows[0] == 120);
+    else CHECK(rows[0] == 32 && rows[1] == 32 && rows[2] == 32 && rows[3] == 24);
+    for (uint32_t k = prefill_steps; k < prefill_steps + 8; k++) CHECK(rows[k] == 4);
+    /* each member's second token comes from the first decode step */
+    for (int i = 0; i < 4; i++)
+        CHECK(st_res[i].n == maxt[i] && st_res[i].done_step == prefill_steps + maxt[i] - 1);
+}
+
 /* 6 requests, 4 at a time: the last two wait for the whole first batch (step 9) under
  * static batching, and take the first free slot (step 3) under continuous batching. */
 static void test_no_join(ember_model *m)
@@ -168,9 +206,9 @@ static void test_no_join(ember_model *m)
     for (int i = 0; i < 6; i++) jobs[i] = (job){prompts[4 + i], lens[i], maxt[i]};
     result st_res[6], co_res[6];
     ember_engine_stats st, co;
-    run_jobs(m, STATIC4, jobs, 6, st_res, (ember_speculation){0}, NULL, 0, &st);
+    run_jobs(m, RAGGED4, jobs, 6, st_res, (ember_speculation){0}, NULL, 0, &st);
     run_jobs(m, CONT4, jobs, 6, co_res, (ember_speculation){0}, NULL, 0, &co);
-    printf("no join: static: requests 5 and 6 got their first token at steps %llu and %llu "
+    printf("no join: static, ragged prefill: requests 5 and 6 got their first token at steps %llu and %llu "
            "(batch 1 ended at step %llu); continuous: %llu and %llu\n",
            (unsigned long long)st_res[4].first_step, (unsigned long long)st_res[5].first_step,
            (unsigned long long)st_res[2].done_step, (unsigned long long)co_res[4].first_step,
@@ -211,7 +249,8 @@ static void test_cancel(ember_model *m)
 }
 
 /* A padding row stops at the context's end (256): the 200-token prompt that ends after 4
- * tokens pads positions 203..255, 53 tokens, while its batch runs for 100 steps. */
+ * tokens pads positions 203..255, 53 tokens, while its batch runs for 100 decode steps.
+ * The 10-token prompt is padded to 200 first (190 rows, in steps 1 and 2). */
 static void test_context_end(ember_model *m)
 {
     job jobs[2] = {{prompts[11], 200, 4}, {prompts[12], 10, 100}};
@@ -222,7 +261,7 @@ static void test_context_end(ember_model *m)
     printf("context end: %llu padding tokens over %llu steps\n", (unsigned long long)st.padding_tokens,
            (unsigned long long)st.steps);
     CHECK(same_tokens(st_res, co_res, 2) == 2 && st_res[1].n == 100);
-    CHECK(st.padding_tokens == 256 - 203 && st.steps == 100);
+    CHECK(st.padding_tokens == (256 - 203) + 190 && st.steps == 101);
 }
 
 /* With 10 blocks of 16 tokens, a member that ends after 2 tokens pads beside one of 100
@@ -266,23 +305,24 @@ static void run_mixed(ember_model *m, ember_engine_opts o, result *res, ember_en
     ember_engine_destroy(e);
 }
 
-static void test_mixed_and_few_blocks(ember_model *m)
+static void test_mixed_and_few_blocks(ember_model *m, ember_batching mode)
 {
     static result ref[NREQ], res[NREQ];
     ember_engine_stats st;
     ember_engine_opts o = {.max_seqs = 16, .max_batch_tokens = 128};
+    const char *name = mode == EMBER_BATCHING_STATIC ? "static" : "static, ragged prefill";
     run_mixed(m, o, ref, &st);
-    o.batching = EMBER_BATCHING_STATIC;
+    o.batching = mode;
     run_mixed(m, o, res, &st);
     int same = same_tokens(res, ref, NREQ);
-    printf("16 mixed, static: %d/%d identical to continuous, %llu padding tokens\n", same, NREQ,
+    printf("16 mixed, %s: %d/%d identical to continuous, %llu padding tokens\n", name, same, NREQ,
            (unsigned long long)st.padding_tokens);
     CHECK(same == NREQ && st.padding_tokens > 0);
-    o.kv_blocks = 40; /* cannot hold 16 sequences of up to 224 tokens */
+    o.kv_blocks = 24; /* cannot hold 16 sequences of up to 224 tokens */
     run_mixed(m, o, res, &st);
     same = same_tokens(res, ref, NREQ);
-    printf("16 mixed, static, 40 KV blocks: %d/%d identical, %llu preemptions, %llu padding tokens, peak %u blocks\n",
-           same, NREQ, (unsigned long long)st.preemptions, (unsigned long long)st.padding_tokens,
+    printf("16 mixed, %s, 24 KV blocks: %d/%d identical, %llu preemptions, %llu padding tokens, peak %u blocks\n",
+           name, same, NREQ, (unsigned long long)st.preemptions, (unsigned long long)st.padding_tokens,
            st.kv_peak_blocks_used);
     CHECK(same == NREQ && st.preemptions > 0);
 }
@@ -350,16 +390,20 @@ int main(void)
     ember_model *cpu = load(EMBER_BACKEND_CPU);
     CHECK(cpu != NULL);
     if (cpu) test_fixed_shape(cpu, "cpu reference");
+    if (cpu) test_padded_prompts(cpu, "cpu reference", 32);
     ember_model_free(cpu);
     ember_model *m = load(EMBER_BACKEND_VULKAN);
     if (!m)
         return tu_failures ? tu_finish("test_static_batching") : tu_skip("cannot load the test model on a Vulkan device");
     test_fixed_shape(m, "vulkan");
+    test_padded_prompts(m, "vulkan", 256);
+    test_padded_prompts(m, "vulkan", 32);
     test_no_join(m);
     test_cancel(m);
     test_context_end(m);
     test_padding_yields_blocks(m);
-    test_mixed_and_few_blocks(m);
+    test_mixed_and_few_blocks(m, EMBER_BATCHING_STATIC);
+    test_mixed_and_few_blocks(m, EMBER_BATCHING_STATIC_RAGGED);
     test_speculation(m);
     test_worker_thread(m);
     char first[512];

@@ -2,8 +2,9 @@
  * random prompt and output lengths, an optional shared prefix) run through one engine,
  * reporting throughput, latency percentiles (TTFT, TPOT, ITL), goodput under SLOs and KV
  * cache use. --batching static and --kv contiguous run the baselines it is compared to
- * (static: fixed-shape batches whose finished members compute on as padding, reported as
- * padding_tokens and not counted in output_tokens or throughput). */
+ * (static: fixed-shape batches, prompts padded to the longest and finished members
+ * computing on as padding rows, reported as padding_tokens and not counted in
+ * output_tokens or throughput; static-ragged: the same without padded prompts). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,9 @@ typedef struct workload {
     double t0;
     ember_speculation spec;
 } workload;
+
+/* --batching values and the JSON's "batching", indexed by ember_batching. */
+static const char *const batching_name[] = {"continuous", "static", "static-ragged"};
 
 static double now_ms(void)
 {
@@ -78,8 +82,9 @@ static bool bench_flag(const char *f, const char *v, bench_args *a)
     if (strcmp(f, "--slo-ttft-ms") == 0) return cli_float(f, v, &a->slo_ttft_ms);
     if (strcmp(f, "--slo-tpot-ms") == 0) return cli_float(f, v, &a->slo_tpot_ms);
     if (strcmp(f, "--batching") == 0) {
-        a->eo.batching = strcmp(v, "static") == 0 ? EMBER_BATCHING_STATIC : EMBER_BATCHING_CONTINUOUS;
-        return strcmp(v, "static") == 0 || strcmp(v, "continuous") == 0;
+        for (int b = EMBER_BATCHING_CONTINUOUS; b <= EMBER_BATCHING_STATIC_RAGGED; b++)
+            if (strcmp(v, batching_name[b]) == 0) return a->eo.batching = (ember_batching)b, true;
+        return false;
     }
     if (strcmp(f, "--kv-type") == 0) return cli_kv_type(f, v, &a->eo.kv_type);
     int spec = cli_spec_flag(f, v, &a->spec, &a->draft);
@@ -282,12 +287,12 @@ static void report(const bench_args *a, workload *w, ember_engine *e, double dur
         printf("\"speculation\": {\"drafted\": %llu, \"accepted\": %llu, \"acceptance_rate\": %.4f}, ",
                (unsigned long long)drafted, (unsigned long long)accepted, drafted ? (double)accepted / drafted : 0.0);
     /* output_tokens counts only what requests received; padding_tokens is what static
-     * batching computed on for finished members, the cost it pays for its fixed shape. */
+     * batching computed for its fixed shape (padded prompts, finished members' rows). */
     printf("\"prefix_hit_tokens\": %llu, \"cow_copies\": %llu, \"preemptions\": %llu, \"steps\": %llu, "
            "\"padding_tokens\": %llu, \"batching\": \"%s\", \"kv_layout\": \"%s\"}\n",
            (unsigned long long)st.prefix_hit_tokens, (unsigned long long)st.cow_copies,
            (unsigned long long)st.preemptions, (unsigned long long)st.steps, (unsigned long long)st.padding_tokens,
-           a->eo.batching == EMBER_BATCHING_STATIC ? "static" : "continuous",
+           batching_name[a->eo.batching],
            a->eo.kv_layout == EMBER_KV_CONTIGUOUS ? "contiguous" : "paged");
 done:
     free(ttft);
@@ -324,7 +329,7 @@ int ember_cmd_bench(int argc, char **argv)
         fprintf(stderr,
                 "usage: ember bench -m MODEL.gguf [--requests N] [--rate R|inf] [--prompt-len A:B] [--gen-len A:B]\n"
                 "                   [--shared-prefix L] [--max-seqs S] [--max-batch-tokens T] [--kv-blocks K]\n"
-                "                   [--kv-block-size B] [--kv-mem MIB] [--batching continuous|static]\n"
+                "                   [--kv-block-size B] [--kv-mem MIB] [--batching continuous|static|static-ragged]\n"
                 "                   [--kv paged|contiguous] [--kv-type f32|q8_0] [--no-prefix-cache] [--seed S]\n"
                 "                   [--slo-ttft-ms X] [--slo-tpot-ms Y]\n"
                 "                   [--draft M2 --draft-k K | --ngram N] [--json]\n");
