@@ -32,6 +32,7 @@ compare() { # name, model, prompt, n, speculation flags...
 }
 
 compare "Q8_0 draft of an F32 target (dim 1024, 8 layers)" "$TARGET" "the" 64 --draft "$DRAFT" --draft-k 4
+compare "the same, k = 2 (the best k on lavapipe)" "$TARGET" "the" 64 --draft "$DRAFT" --draft-k 2
 if [ -f ../shared/models/stories260K/stories260K-f32.v3.gguf ]; then
   story=$(head -c 600 ../shared/models/stories260K/expected/greedy200_f32.txt)
   compare "n-gram on stories260K, story given twice" ../shared/models/stories260K/stories260K-f32.v3.gguf \
