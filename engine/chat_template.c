@@ -282,6 +282,19 @@ static const char *role_name(enum role k)
     return k == ROLE_SYSTEM ? "system" : k == ROLE_USER ? "user" : "assistant";
 }
 
+/* One turn per message from i0 on: open, role, close, the content (trimmed when trim)
+ * and the family's end marker — the shape ChatML, Llama 3, Zephyr and Phi-3 share. */
+static void render_turns(render *r, size_t i0, const char *open, const char *close, bool trim)
+{
+    for (size_t i = i0; i < r->n; i++) {
+        put(r, open);
+        put(r, role_name(r->roles[i]));
+        put(r, close);
+        content(r, &r->out, i, trim);
+        put_end(&r->out, r->t);
+    }
+}
+
 /* ChatML (Qwen2.5, SmolLM2):
  *   {% if messages[0]['role'] != 'system' %}<|im_start|>system\n{default}<|im_end|>\n{% endif %}
  *   {% for m in messages %}<|im_start|>{{role}}\n{{content}}<|im_end|>\n{% endfor %}
@@ -293,13 +306,7 @@ static void render_chatml(render *r)
         put(r, r->t->default_system);
         put_end(&r->out, r->t);
     }
-    for (size_t i = 0; i < r->n; i++) {
-        put(r, "<|im_start|>");
-        put(r, role_name(r->roles[i]));
-        put(r, "\n");
-        content(r, &r->out, i, false);
-        put_end(&r->out, r->t);
-    }
+    render_turns(r, 0, "<|im_start|>", "\n", false);
     if (r->gen) put(r, "<|im_start|>assistant\n");
 }
 
@@ -369,13 +376,7 @@ static void render_llama3(render *r)
         if (r->n > 0 && r->roles[0] == ROLE_SYSTEM) content(r, &r->out, 0, true), i0 = 1;
         put_end(&r->out, r->t);
     }
-    for (size_t i = i0; i < r->n; i++) {
-        put(r, "<|start_header_id|>");
-        put(r, role_name(r->roles[i]));
-        put(r, "<|end_header_id|>\n\n");
-        content(r, &r->out, i, true);
-        put_end(&r->out, r->t);
-    }
+    render_turns(r, i0, "<|start_header_id|>", "<|end_header_id|>\n\n", true);
     if (r->gen) put(r, "<|start_header_id|>assistant<|end_header_id|>\n\n");
 }
 
@@ -383,13 +384,7 @@ static void render_llama3(render *r)
  *   <|{{role}}|>\n{{content}}{{eos}}\n ... and, after the last message, <|assistant|>\n */
 static void render_zephyr(render *r)
 {
-    for (size_t i = 0; i < r->n; i++) {
-        put(r, "<|");
-        put(r, role_name(r->roles[i]));
-        put(r, "|>\n");
-        content(r, &r->out, i, false);
-        put_end(&r->out, r->t);
-    }
+    render_turns(r, 0, "<|", "|>\n", false);
     if (r->gen && r->n > 0) put(r, "<|assistant|>\n");
 }
 
@@ -397,13 +392,7 @@ static void render_zephyr(render *r)
  * <|assistant|>\n with add_generation_prompt, else eos. */
 static void render_phi3(render *r)
 {
-    for (size_t i = 0; i < r->n; i++) {
-        put(r, "<|");
-        put(r, role_name(r->roles[i]));
-        put(r, "|>\n");
-        content(r, &r->out, i, false);
-        put_end(&r->out, r->t);
-    }
+    render_turns(r, 0, "<|", "|>\n", false);
     put(r, r->gen ? "<|assistant|>\n" : r->t->eos);
 }
 
