@@ -44,56 +44,7 @@ static ember_vk_span cache_buf(ctx *t, ember_kv_type kv, const void *data, size_
 
 /* ---- batches over a paged cache ------------------------------------------------------- */
 
-typedef struct batch {
-    ember_attn_shape s;
-    uint32_t n_blocks, n_seqs;
-    uint32_t *table; /* [n_seqs][max_blocks_per_seq] */
-    uint32_t n_tok;
-    uint32_t *pos, *seq;
-} batch;
-
-/* Sequence q gets a chunk of chunk[q] tokens ending at position last[q], tokens of the
- * sequences interleaved; blocks are a shuffled permutation of the pool. */
-static batch make_batch(tu_rng *r, ember_attn_shape s, uint32_t n_seqs, const uint32_t *last, const uint32_t *chunk)
-{
-    batch b = {s, s.max_blocks_per_seq * n_seqs + 3, n_seqs, NULL, 0, NULL, NULL};
-    uint32_t *perm = malloc(sizeof(uint32_t) * b.n_blocks);
-    for (uint32_t i = 0; i < b.n_blocks; i++) perm[i] = i;
-    for (uint32_t i = b.n_blocks - 1; i > 0; i--) {
-        uint32_t j = (uint32_t)(tu_next(r) % (i + 1)), tmp = perm[i];
-        perm[i] = perm[j];
-        perm[j] = tmp;
-    }
-    b.table = perm; /* the first n_seqs * max_blocks_per_seq entries */
-    for (uint32_t q = 0; q < n_seqs; q++) b.n_tok += chunk[q];
-    b.pos = malloc(sizeof(uint32_t) * b.n_tok);
-    b.seq = malloc(sizeof(uint32_t) * b.n_tok);
-    uint32_t done[32] = {0}, t = 0;
-    while (t < b.n_tok)
-        for (uint32_t q = 0; q < n_seqs; q++)
-            if (done[q] < chunk[q]) {
-                b.seq[t] = q;
-                b.pos[t++] = last[q] + 1 - chunk[q] + done[q]++;
-            }
-    return b;
-}
-
-static void free_batch(batch *b)
-{
-    free(b->table);
-    free(b->pos);
-    free(b->seq);
-}
-
-/* Cache row of (sequence, position, kv head): rows are [block][kv_head][slot]. */
-static size_t cache_row(const batch *b, uint32_t seq, uint32_t pos, uint32_t kvh)
-{
-    const ember_attn_shape *s = &b->s;
-    uint32_t blk = b->table[seq * s->max_blocks_per_seq + pos / s->block_size];
-    return ((size_t)blk * s->n_kv_heads + kvh) * s->block_size + pos % s->block_size;
-}
-
-static size_t n_rows(const batch *b) { return (size_t)b->n_blocks * b->s.n_kv_heads * b->s.block_size; }
+static size_t n_rows(const kt_batch *b) { return (size_t)b->n_blocks * b->s.n_kv_heads * b->s.block_size; }
 static uint32_t qkv_width(const ember_attn_shape *s) { return (s->n_heads + 2 * s->n_kv_heads) * s->head_dim; }
 static size_t row_words(const ember_attn_shape *s) { return ember_kv_row_bytes(s->head_dim, s->kv_type) / 4; }
 
@@ -130,7 +81,7 @@ typedef struct rope_run {
     uint32_t *kc, *vc; /* GPU caches, as 32-bit words */
 } rope_run;
 
-static bool run_rope(ctx *t, const batch *b, const rope_in *ri, const float *qkv_in, rope_run *out)
+static bool run_rope(ctx *t, const kt_batch *b, const rope_in *ri, const float *qkv_in, rope_run *out)
 {
     const ember_attn_shape *s = &b->s;
     uint32_t w = qkv_width(s);
@@ -166,15 +117,15 @@ static void free_run(rope_run *r)
 }
 
 /* The F32 cache rows of every token equal its expected k and v. */
-static void check_f32_cache(const char *what, const batch *b, const rope_run *r)
+static void check_f32_cache(const char *what, const kt_batch *b, const rope_run *r)
 {
     const ember_attn_shape *s = &b->s;
     uint32_t w = qkv_width(s), hd = s->head_dim;
     double worst = 0, big = 1e-30;
     for (uint32_t i = 0; i < b->n_tok; i++)
         for (uint32_t kh = 0; kh < s->n_kv_heads; kh++) {
-            const float *k = (const float *)r->kc + cache_row(b, b->seq[i], b->pos[i], kh) * hd;
-            const float *v = (const float *)r->vc + cache_row(b, b->seq[i], b->pos[i], kh) * hd;
+            const float *k = (const float *)r->kc + kt_cache_row(b, b->seq[i], b->pos[i], kh) * hd;
+            const float *v = (const float *)r->vc + kt_cache_row(b, b->seq[i], b->pos[i], kh) * hd;
             const double *want = r->want + (size_t)i * w + (s->n_heads + kh) * hd;
             for (uint32_t d = 0; d < hd; d++) {
                 worst = fmax(worst, fmax(fabs(k[d] - want[d]), fabs(v[d] - want[d + s->n_kv_heads * hd])));
@@ -203,14 +154,14 @@ static void check_q8_row(const char *what, const uint32_t *row, const double *x,
     }
 }
 
-static void check_q8_cache(const char *what, const batch *b, const rope_run *r)
+static void check_q8_cache(const char *what, const kt_batch *b, const rope_run *r)
 {
     const ember_attn_shape *s = &b->s;
     uint32_t w = qkv_width(s), hd = s->head_dim;
     double worst_step = 0;
     for (uint32_t i = 0; i < b->n_tok; i++)
         for (uint32_t kh = 0; kh < s->n_kv_heads; kh++) {
-            size_t row = cache_row(b, b->seq[i], b->pos[i], kh) * row_words(s);
+            size_t row = kt_cache_row(b, b->seq[i], b->pos[i], kh) * row_words(s);
             const double *k = r->want + (size_t)i * w + (s->n_heads + kh) * hd;
             check_q8_row(what, r->kc + row, k, hd, &worst_step);
             check_q8_row(what, r->vc + row, k + s->n_kv_heads * hd, hd, &worst_step);
@@ -223,7 +174,7 @@ static void test_rope_case(ctx *t, ember_attn_shape s, bool bias, bool freqs, co
 {
     static const uint32_t last[] = {611, 47, 4}, chunk[] = {1, 20, 3};
     tu_rng r = {11 + s.head_dim + s.rope_dim};
-    batch b = make_batch(&r, s, 3, last, chunk);
+    kt_batch b = kt_make_batch(&r, s, 3, last, chunk);
     uint32_t w = qkv_width(&s);
     float *qkv = kt_rand_floats(&r, (size_t)b.n_tok * w, -1, 1), *bv = kt_rand_floats(&r, w, -0.5f, 0.5f);
     float fv[128];
@@ -242,7 +193,7 @@ static void test_rope_case(ctx *t, ember_attn_shape s, bool bias, bool freqs, co
     free_run(&run);
     free(qkv);
     free(bv);
-    free_batch(&b);
+    kt_free_batch(&b);
 }
 
 /* Zero biases, factors of one and a scale of exactly one change no bit. */
@@ -250,7 +201,7 @@ static void test_rope_neutral(ctx *t, ember_attn_shape s)
 {
     static const uint32_t last[] = {900, 33}, chunk[] = {2, 9};
     tu_rng r = {21};
-    batch b = make_batch(&r, s, 2, last, chunk);
+    kt_batch b = kt_make_batch(&r, s, 2, last, chunk);
     uint32_t w = qkv_width(&s);
     float *qkv = kt_rand_floats(&r, (size_t)b.n_tok * w, -1, 1), *zeros = calloc(w, sizeof(float));
     float ones[128];
@@ -268,7 +219,7 @@ static void test_rope_neutral(ctx *t, ember_attn_shape s)
     free_run(&neutral);
     free(qkv);
     free(zeros);
-    free_batch(&b);
+    kt_free_batch(&b);
 }
 
 /* A token's quantized rows are the same computed alone as in the batch. */
@@ -276,20 +227,20 @@ static void test_rope_q8_invariance(ctx *t, ember_attn_shape s)
 {
     static const uint32_t last[] = {300, 70, 5}, chunk[] = {1, 40, 6};
     tu_rng r = {23};
-    batch b = make_batch(&r, s, 3, last, chunk);
+    kt_batch b = kt_make_batch(&r, s, 3, last, chunk);
     uint32_t w = qkv_width(&s);
     float *qkv = kt_rand_floats(&r, (size_t)b.n_tok * w, -2, 2), *bv = kt_rand_floats(&r, w, -0.5f, 0.5f);
     rope_in ri = {bv, NULL};
     rope_run all = {0}, one = {0};
     uint32_t pick = b.n_tok / 2, rw = (uint32_t)row_words(&s);
     bool ok = run_rope(t, &b, &ri, qkv, &all);
-    batch b1 = b;
+    kt_batch b1 = b;
     b1.n_tok = 1;
     b1.pos = &b.pos[pick];
     b1.seq = &b.seq[pick];
     ok = ok && run_rope(t, &b1, &ri, qkv + (size_t)pick * w, &one);
     for (uint32_t kh = 0; ok && kh < s.n_kv_heads; kh++) {
-        size_t row = cache_row(&b, b.seq[pick], b.pos[pick], kh) * rw;
+        size_t row = kt_cache_row(&b, b.seq[pick], b.pos[pick], kh) * rw;
         CHECKF(memcmp(all.kc + row, one.kc + row, 4 * rw) == 0 && memcmp(all.vc + row, one.vc + row, 4 * rw) == 0,
                "[%s] q8_0 rows of token %u differ alone", t->variant, pick);
     }
@@ -297,7 +248,7 @@ static void test_rope_q8_invariance(ctx *t, ember_attn_shape s)
     free_run(&one);
     free(qkv);
     free(bv);
-    free_batch(&b);
+    kt_free_batch(&b);
 }
 
 /* ---- attention over a Q8_0 cache ------------------------------------------------------ */
@@ -324,35 +275,6 @@ static uint32_t *rand_q8_cache(tu_rng *r, const ember_attn_shape *s, size_t rows
     return c;
 }
 
-static void attention_ref(const batch *b, const float *qkv, const double *kc, const double *vc, double *want)
-{
-    const ember_attn_shape *s = &b->s;
-    uint32_t D = s->head_dim, w = qkv_width(s), group = s->n_heads / s->n_kv_heads;
-    double *p = NULL;
-    for (uint32_t i = 0; i < b->n_tok; i++) {
-        uint32_t n = b->pos[i] + 1;
-        p = realloc(p, sizeof(double) * n);
-        for (uint32_t h = 0; h < s->n_heads; h++) {
-            const float *q = qkv + (size_t)i * w + h * D;
-            double m = -INFINITY, l = 0;
-            for (uint32_t j = 0; j < n; j++) {
-                const double *k = kc + cache_row(b, b->seq[i], j, h / group) * D;
-                double d = 0;
-                for (uint32_t e = 0; e < D; e++) d += (double)q[e] * k[e];
-                p[j] = d / sqrt((double)D);
-                m = fmax(m, p[j]);
-            }
-            for (uint32_t j = 0; j < n; j++) l += p[j] = exp(p[j] - m);
-            for (uint32_t e = 0; e < D; e++) {
-                double o = 0;
-                for (uint32_t j = 0; j < n; j++) o += p[j] * vc[cache_row(b, b->seq[i], j, h / group) * D + e];
-                want[((size_t)i * s->n_heads + h) * D + e] = o / l;
-            }
-        }
-    }
-    free(p);
-}
-
 /* A random F32 cache (as words) and its values in double. */
 static uint32_t *rand_f32_cache(tu_rng *r, const ember_attn_shape *s, size_t rows, double *val)
 {
@@ -370,7 +292,7 @@ typedef struct gathered {
     const char *how;
 } gathered;
 
-static void run_gathered(ctx *t, const batch *b, const float *qkv, ember_vk_span bt, ember_vk_span ks,
+static void run_gathered(ctx *t, const kt_batch *b, const float *qkv, ember_vk_span bt, ember_vk_span ks,
                          ember_vk_span vs, gathered *g)
 {
     const ember_attn_shape *s = &b->s;
@@ -388,18 +310,18 @@ static void run_gathered(ctx *t, const batch *b, const float *qkv, ember_vk_span
     free(q);
 }
 
-/* Attention over a random cache of type kv, close to the reference; then batch
+/* Attention over a random cache of type kv, close to the reference; then kt_batch
  * invariance, each memcmp against the batch's rows: tokens alone (the first, a middle and
  * the last), the whole batch with decode-sized tiles, one sequence's chunk less its first
- * token (every token in another slot of its tile), the batch reversed, and the batch
- * reading K/V from storage buffers when it read them through texel views, and the batch
+ * token (every token in another slot of its tile), the kt_batch reversed, and the kt_batch
+ * reading K/V from storage buffers when it read them through texel views, and the kt_batch
  * in two dispatches of rows. */
 static void test_attention_kv(ctx *t, ember_attn_shape s, ember_kv_type kv, uint32_t n_seqs, const uint32_t *last,
                               const uint32_t *chunk)
 {
     tu_rng r = {31 + s.head_dim + n_seqs};
     s.kv_type = kv;
-    batch b = make_batch(&r, s, n_seqs, last, chunk);
+    kt_batch b = kt_make_batch(&r, s, n_seqs, last, chunk);
     uint32_t w = qkv_width(&s), out_w = s.n_heads * s.head_dim;
     size_t rows = n_rows(&b), out_n = (size_t)b.n_tok * out_w, cache_bytes = rows * row_words(&s) * 4;
     float *qkv = kt_rand_floats(&r, (size_t)b.n_tok * w, -0.5f, 0.5f);
@@ -407,7 +329,7 @@ static void test_attention_kv(ctx *t, ember_attn_shape s, ember_kv_type kv, uint
     uint32_t *kc = kv == EMBER_KV_Q8_0 ? rand_q8_cache(&r, &s, rows, kd) : rand_f32_cache(&r, &s, rows, kd);
     uint32_t *vc = kv == EMBER_KV_Q8_0 ? rand_q8_cache(&r, &s, rows, vd) : rand_f32_cache(&r, &s, rows, vd);
     double *want = malloc(sizeof(double) * out_n);
-    attention_ref(&b, qkv, kd, vd, want);
+    kt_attention_ref(&b, qkv, kd, vd, want);
     kt_case_begin(t);
     ember_vk_span qs = kt_buf(t, qkv, sizeof(float) * b.n_tok * w), ps = kt_buf(t, b.pos, 4 * b.n_tok);
     ember_vk_span ss = kt_buf(t, b.seq, 4 * b.n_tok), bt = kt_buf(t, b.table, 4 * n_seqs * s.max_blocks_per_seq);
@@ -465,7 +387,7 @@ static void test_attention_kv(ctx *t, ember_attn_shape s, ember_kv_type kv, uint
     free(kc);
     free(vc);
     free(want);
-    free_batch(&b);
+    kt_free_batch(&b);
 }
 
 /* ---- timing (`test_kernel_attention bench`) ------------------------------------------- */
@@ -482,7 +404,7 @@ static double cpu_s(void)
 /* Median wall time (and CPU time, *cpu_ms) of one ember_k_attention_runs over batch b
  * (random q and cache, tile hint max_run) in ms: rounds timed submits of reps dispatches
  * each, after one warm-up. */
-static double time_attention(ctx *t, const batch *b, uint32_t max_run, int rounds, double *cpu_ms)
+static double time_attention(ctx *t, const kt_batch *b, uint32_t max_run, int rounds, double *cpu_ms)
 {
     const ember_attn_shape *s = &b->s;
     tu_rng r = {5};
@@ -542,12 +464,12 @@ static void bench(ctx *t)
                 snprintf(name, sizeof name, "%s hd %u %s", cases[c].name, dims[d], q8 ? "q8_0" : "f32");
                 if (only && !strstr(name, only)) continue;
                 tu_rng r = {3};
-                batch b = make_batch(&r, s, cases[c].n_seqs, last, chunk);
+                kt_batch b = kt_make_batch(&r, s, cases[c].n_seqs, last, chunk);
                 double cpu, ms = time_attention(t, &b, cases[c].chunk, c == 2 ? 5 : 9, &cpu);
                 printf("[%s] %-22s hd %3u %-4s: %9.3f ms (cpu %9.3f ms)\n", t->variant, cases[c].name, dims[d],
                        q8 ? "q8_0" : "f32", ms, cpu);
                 fflush(stdout);
-                free_batch(&b);
+                kt_free_batch(&b);
             }
 }
 
@@ -638,16 +560,10 @@ int main(int argc, char **argv)
 {
     bool do_bench = argc > 1 && strcmp(argv[1], "bench") == 0;
     ctx t = {0};
-    ember_vk_opts vo = {.validation = tu_validation()};
-    ember_status s = ember_vk_create(&vo, &t.vk, &t.err);
-    if (s == EMBER_ERR_NO_DEVICE) return tu_skip("no Vulkan device");
-    if (s != EMBER_OK) kt_die(&t, "ember_vk_create");
-    if (ember_vk_cmd_create(t.vk, &t.cmd, &t.err) != EMBER_OK) kt_die(&t, "cmd_create");
+    if (!kt_open(&t)) return tu_skip("no Vulkan device");
     test_layout();
     const ember_vk_caps *caps = ember_vk_get_caps(t.vk);
-    static const struct { const char *name; bool no_subgroup, no_texel; } variants[] = {
-        {"subgroup+texel", false, false}, {"subgroup+storage", false, true},
-        {"baseline+texel", true, false}, {"baseline+storage", true, true}};
+    const kt_variant *variants = kt_variants;
     for (int v = 0; v < 4; v++) {
         if (!variants[v].no_subgroup && !caps->subgroup_arith) continue;
         /* bench: the default kernels; EMBER_BENCH_ALL=1 adds the storage-buffer path. */
@@ -660,11 +576,6 @@ int main(int argc, char **argv)
         ember_kernels_destroy(t.k);
         t.k = NULL;
     }
-    char first[512] = "";
-    uint32_t nv = ember_vk_validation_count(t.vk, first, sizeof first);
-    CHECKF(nv == 0, "%u validation messages, first: %s", nv, first);
-    ember_vk_arena_destroy(t.arena);
-    ember_vk_cmd_destroy(t.cmd);
-    ember_vk_destroy(t.vk);
+    kt_close(&t);
     return tu_finish("test_kernel_attention");
 }

@@ -426,64 +426,16 @@ static void test_argmax(ctx *t)
 
 /* ---- RoPE + paged KV store, attention ---------------------------------------------- */
 
-/* A batch over a paged cache: sequences with scrambled block tables, and tokens. */
-typedef struct batch {
-    ember_attn_shape s;
-    uint32_t n_blocks, n_seqs;
-    uint32_t *table;              /* [n_seqs][max_blocks_per_seq] */
-    uint32_t n_tok;
-    uint32_t *pos, *seq;
-} batch;
-
-/* Sequence q gets a chunk of chunk[q] tokens ending at position last[q]. Blocks are a
- * shuffled permutation of the pool, so no sequence's blocks are contiguous. */
-static batch make_batch(tu_rng *r, ember_attn_shape s, uint32_t n_seqs, const uint32_t *last,
-                        const uint32_t *chunk)
+static size_t cache_index(const kt_batch *b, uint32_t seq, uint32_t pos, uint32_t kvh, uint32_t d)
 {
-    batch b = {s, s.max_blocks_per_seq * n_seqs + 3, n_seqs};
-    uint32_t *perm = malloc(sizeof(uint32_t) * b.n_blocks);
-    for (uint32_t i = 0; i < b.n_blocks; i++) perm[i] = i;
-    for (uint32_t i = b.n_blocks - 1; i > 0; i--) {
-        uint32_t j = (uint32_t)(tu_next(r) % (i + 1)), tmp = perm[i];
-        perm[i] = perm[j];
-        perm[j] = tmp;
-    }
-    b.table = malloc(sizeof(uint32_t) * n_seqs * s.max_blocks_per_seq);
-    memcpy(b.table, perm, sizeof(uint32_t) * n_seqs * s.max_blocks_per_seq);
-    free(perm);
-    for (uint32_t q = 0; q < n_seqs; q++) b.n_tok += chunk[q];
-    b.pos = malloc(sizeof(uint32_t) * b.n_tok);
-    b.seq = malloc(sizeof(uint32_t) * b.n_tok);
-    /* Interleave the sequences' tokens, as a scheduler's ragged batch may. */
-    uint32_t done[8] = {0}, t = 0;
-    while (t < b.n_tok)
-        for (uint32_t q = 0; q < n_seqs; q++)
-            if (done[q] < chunk[q]) {
-                b.seq[t] = q;
-                b.pos[t++] = last[q] + 1 - chunk[q] + done[q]++;
-            }
-    return b;
-}
-
-static void free_batch(batch *b)
-{
-    free(b->table);
-    free(b->pos);
-    free(b->seq);
-}
-
-static size_t cache_index(const batch *b, uint32_t seq, uint32_t pos, uint32_t kvh, uint32_t d)
-{
-    const ember_attn_shape *s = &b->s;
-    uint32_t blk = b->table[seq * s->max_blocks_per_seq + pos / s->block_size];
-    return (((size_t)blk * s->n_kv_heads + kvh) * s->block_size + pos % s->block_size) * s->head_dim + d;
+    return kt_cache_row(b, seq, pos, kvh) * b->s.head_dim + d;
 }
 
 static void test_rope_store(ctx *t, ember_attn_shape s, uint32_t n_seqs, const uint32_t *last,
                             const uint32_t *chunk)
 {
     tu_rng r = {5 + s.head_dim};
-    batch b = make_batch(&r, s, n_seqs, last, chunk);
+    kt_batch b = kt_make_batch(&r, s, n_seqs, last, chunk);
     uint32_t qkv_w = (s.n_heads + 2 * s.n_kv_heads) * s.head_dim;
     size_t cache_n = (size_t)b.n_blocks * s.n_kv_heads * s.block_size * s.head_dim;
     float *qkv = kt_rand_floats(&r, (size_t)b.n_tok * qkv_w, -1, 1);
@@ -528,48 +480,31 @@ static void test_rope_store(ctx *t, ember_attn_shape s, uint32_t n_seqs, const u
     free(want_k);
     free(want_v);
     free(cache0);
-    free_batch(&b);
+    kt_free_batch(&b);
 }
 
-static void attention_ref(const batch *b, const float *qkv, const float *kc, const float *vc, double *want)
+/* The caches as doubles, for kt_attention_ref. */
+static double *to_double(const float *v, size_t n)
 {
-    const ember_attn_shape *s = &b->s;
-    uint32_t D = s->head_dim, qkv_w = (s->n_heads + 2 * s->n_kv_heads) * D, group = s->n_heads / s->n_kv_heads;
-    double *p = malloc(sizeof(double) * (b->pos[0] + 1));
-    for (uint32_t i = 0; i < b->n_tok; i++) {
-        uint32_t n = b->pos[i] + 1;
-        p = realloc(p, sizeof(double) * n);
-        for (uint32_t h = 0; h < s->n_heads; h++) {
-            const float *q = qkv + (size_t)i * qkv_w + h * D;
-            double m = -INFINITY, l = 0;
-            for (uint32_t j = 0; j < n; j++) {
-                double d = 0;
-                for (uint32_t e = 0; e < D; e++) d += (double)q[e] * kc[cache_index(b, b->seq[i], j, h / group, e)];
-                p[j] = d / sqrt((double)D);
-                if (p[j] > m) m = p[j];
-            }
-            for (uint32_t j = 0; j < n; j++) l += p[j] = exp(p[j] - m);
-            for (uint32_t e = 0; e < D; e++) {
-                double o = 0;
-                for (uint32_t j = 0; j < n; j++) o += p[j] * vc[cache_index(b, b->seq[i], j, h / group, e)];
-                want[((size_t)i * s->n_heads + h) * D + e] = o / l;
-            }
-        }
-    }
-    free(p);
+    double *d = malloc(sizeof(double) * n);
+    for (size_t i = 0; i < n; i++) d[i] = v[i];
+    return d;
 }
 
 static void test_attention(ctx *t, ember_attn_shape s, uint32_t n_seqs, const uint32_t *last, const uint32_t *chunk,
                            float qscale)
 {
     tu_rng r = {6 + s.head_dim + n_seqs};
-    batch b = make_batch(&r, s, n_seqs, last, chunk);
+    kt_batch b = kt_make_batch(&r, s, n_seqs, last, chunk);
     uint32_t qkv_w = (s.n_heads + 2 * s.n_kv_heads) * s.head_dim;
     size_t cache_n = (size_t)b.n_blocks * s.n_kv_heads * s.block_size * s.head_dim, out_n = (size_t)b.n_tok * s.n_heads * s.head_dim;
     float *qkv = kt_rand_floats(&r, (size_t)b.n_tok * qkv_w, -qscale, qscale);
     float *kc = kt_rand_floats(&r, cache_n, -1, 1), *vc = kt_rand_floats(&r, cache_n, -1, 1);
     double *want = malloc(sizeof(double) * out_n);
-    attention_ref(&b, qkv, kc, vc, want);
+    double *kd = to_double(kc, cache_n), *vd = to_double(vc, cache_n);
+    kt_attention_ref(&b, qkv, kd, vd, want);
+    free(kd);
+    free(vd);
     kt_case_begin(t);
     ember_vk_span qs = kt_buf(t, qkv, sizeof(float) * b.n_tok * qkv_w);
     ember_vk_span ps = kt_buf(t, b.pos, 4 * b.n_tok), ss = kt_buf(t, b.seq, 4 * b.n_tok);
@@ -585,7 +520,7 @@ static void test_attention(ctx *t, ember_attn_shape s, uint32_t n_seqs, const ui
     free(kc);
     free(vc);
     free(want);
-    free_batch(&b);
+    kt_free_batch(&b);
 }
 
 /* A token's attention output depends on its sequence and position only: tokens of a
@@ -595,7 +530,7 @@ static void test_attention_invariance(ctx *t, ember_attn_shape s)
 {
     static const uint32_t last[] = {611, 299, 4}, chunk[] = {1, 200, 3};
     tu_rng r = {77 + s.head_dim};
-    batch b = make_batch(&r, s, 3, last, chunk);
+    kt_batch b = kt_make_batch(&r, s, 3, last, chunk);
     uint32_t qkv_w = (s.n_heads + 2 * s.n_kv_heads) * s.head_dim, out_w = s.n_heads * s.head_dim;
     size_t cache_n = (size_t)b.n_blocks * s.n_kv_heads * s.block_size * s.head_dim;
     float *qkv = kt_rand_floats(&r, (size_t)b.n_tok * qkv_w, -1, 1);
@@ -638,7 +573,7 @@ static void test_attention_invariance(ctx *t, ember_attn_shape s)
     free(qkv);
     free(kc);
     free(vc);
-    free_batch(&b);
+    kt_free_batch(&b);
 }
 
 /* rmsnorm of a row alone (gathered by index, or copied) equals the row in a batch. */
@@ -789,22 +724,12 @@ static void run_all(ctx *t, bool quick)
            t3 - t2, kt_now_s() - t3);
 }
 
-typedef struct variant {
-    const char *name;
-    bool no_subgroup, no_texel;
-} variant;
-
 int main(int argc, char **argv)
 {
-    static const variant variants[] = {{"subgroup+texel", false, false}, {"subgroup+storage", false, true},
-                                       {"baseline+texel", true, false},  {"baseline+storage", true, true}};
+    const kt_variant *variants = kt_variants;
     bool do_bench = argc > 1 && strcmp(argv[1], "bench") == 0;
     ctx t = {0};
-    ember_vk_opts vo = {.validation = tu_validation()};
-    ember_status s = ember_vk_create(&vo, &t.vk, &t.err);
-    if (s == EMBER_ERR_NO_DEVICE) return tu_skip("no Vulkan device");
-    if (s != EMBER_OK) kt_die(&t, "ember_vk_create");
-    if (ember_vk_cmd_create(t.vk, &t.cmd, &t.err) != EMBER_OK) kt_die(&t, "cmd_create");
+    if (!kt_open(&t)) return tu_skip("no Vulkan device");
     const ember_vk_caps *caps = ember_vk_get_caps(t.vk);
     printf("device: %s, subgroup %u%s%s, texel views%s%s%s\n", caps->device_name, caps->subgroup_size,
            caps->subgroup_arith ? " arithmetic" : "", caps->subgroup_shuffle ? " shuffle" : "",
@@ -832,12 +757,6 @@ int main(int argc, char **argv)
         t.k = NULL;
     }
     for (size_t i = 0; i < sizeof t.alone / sizeof t.alone[0]; i++) free(t.alone[i]);
-
-    char first[512] = "";
-    uint32_t nv = ember_vk_validation_count(t.vk, first, sizeof first);
-    CHECKF(nv == 0, "%u validation messages, first: %s", nv, first);
-    ember_vk_arena_destroy(t.arena);
-    ember_vk_cmd_destroy(t.cmd);
-    ember_vk_destroy(t.vk);
+    kt_close(&t);
     return tu_finish("test_kernels");
 }

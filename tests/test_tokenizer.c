@@ -1,137 +1,40 @@
 /* test_tokenizer.c — the SentencePiece-style tokenizer: merge rules on a hand-made
  * vocabulary, round trips on a make-test-model vocabulary, llama.cpp's 47 reference
  * vectors on the Llama 2 vocabulary and the stories260K vocabulary (../shared). */
-#include "testutil.h"
+#include "vocab_fixture.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "engine/gguf.h"
-#include "engine/tokenizer.h"
 
 #define SP "\xe2\x96\x81" /* U+2581 */
 #define BYTE(b) (3u + (b)) /* byte tokens sit at 3..258 in every vocabulary used here */
 
 /* ---- helpers --------------------------------------------------------------------- */
 
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    if (buf)
-        buf[n] = 0;
-    if (len)
-        *len = (size_t)n;
-    return buf;
-}
-
-static ember_tokenizer *open_tokenizer(const char *path, ember_gguf **g)
-{
-    ember_err err = {{0}};
-    ember_tokenizer *t = NULL;
-    if (ember_gguf_open(path, g, &err) != EMBER_OK) {
-        fprintf(stderr, "open %s: %s\n", path, err.msg);
-        return NULL;
-    }
-    if (ember_tokenizer_load(*g, &t, &err) != EMBER_OK) {
-        fprintf(stderr, "tokenizer %s: %s\n", path, err.msg);
-        ember_gguf_close(*g);
-        *g = NULL;
-    }
-    return t;
-}
-
-/* Encodes text (no BOS) into ids[cap]; returns the count. */
-static size_t encode(const ember_tokenizer *t, const char *text, uint32_t *ids, size_t cap)
-{
-    size_t n = 0;
-    ember_err err = {{0}};
-    ember_status st = ember_tokenizer_encode(t, text, strlen(text), false, ids, cap, &n, &err);
-    CHECKF(st == EMBER_OK, "encode: %s", err.msg);
-    return n;
-}
-
-static bool ids_equal(const uint32_t *a, size_t na, const uint32_t *b, size_t nb)
-{
-    return na == nb && (na == 0 || memcmp(a, b, na * sizeof *a) == 0);
-}
-
-static void check_ids(const ember_tokenizer *t, const char *text, const uint32_t *want, size_t n_want)
-{
-    uint32_t ids[64];
-    size_t n = encode(t, text, ids, 64);
-    CHECKF(ids_equal(ids, n, want, n_want), "encode \"%s\": got %zu ids (first %u)", text, n,
-           n ? ids[0] : 0);
-}
-
-/* Decodes ids into a malloc'd NUL-terminated string; *out_len (if not NULL) gets its
- * length, which counts any NUL bytes decoded from <0x00>. */
-static char *decode_len(const ember_tokenizer *t, const uint32_t *ids, size_t n, size_t *out_len)
-{
-    size_t len = 0;
-    for (size_t i = 0; i < n; i++)
-        len += ember_tokenizer_decode(t, ids[i], NULL, 0);
-    char *s = malloc(len + 1), *p = s;
-    for (size_t i = 0; i < n; i++)
-        p += ember_tokenizer_decode(t, ids[i], p, len + 1 - (size_t)(p - s));
-    *p = 0;
-    if (out_len)
-        *out_len = len;
-    return s;
-}
-
-static char *decode_all(const ember_tokenizer *t, const uint32_t *ids, size_t n)
-{
-    return decode_len(t, ids, n, NULL);
-}
-
 /* Writes a vocabulary-only GGUF: <unk> <s> </s>, optionally the 256 byte tokens, then
  * the given pieces and scores (type normal). */
 static void write_vocab(const char *path, bool bytes, const char *const *pieces,
                         const float *scores, int n)
 {
-    int total = 3 + (bytes ? 256 : 0) + n;
-    const char **tok = calloc((size_t)total, sizeof *tok);
-    char (*hex)[8] = calloc(256, 8);
-    float *sc = calloc((size_t)total, sizeof *sc);
-    int32_t *ty = calloc((size_t)total, sizeof *ty);
-    int k = 0;
-    tok[k] = "<unk>", ty[k++] = 2;
-    tok[k] = "<s>", ty[k++] = 3;
-    tok[k] = "</s>", ty[k++] = 3;
+    vf_vocab v = {0};
+    vf_add(&v, "<unk>", 2), vf_add(&v, "<s>", 3), vf_add(&v, "</s>", 3);
     for (int b = 0; bytes && b < 256; b++) {
-        snprintf(hex[b], 8, "<0x%02X>", b);
-        tok[k] = hex[b], ty[k++] = 6;
+        char hex[8];
+        snprintf(hex, sizeof hex, "<0x%02X>", b);
+        vf_add(&v, hex, 6);
     }
     for (int i = 0; i < n; i++)
-        tok[k] = pieces[i], sc[k] = scores[i], ty[k++] = 1;
+        vf_add_scored(&v, pieces[i], 1, scores[i]);
 
-    ember_gguf_writer *w = NULL;
-    ember_err err = {{0}};
-    CHECK(ember_gguf_writer_create(&w, &err) == EMBER_OK);
-    ember_gguf_add_str(w, "general.architecture", "llama");
-    ember_gguf_add_str(w, "tokenizer.ggml.model", "llama");
-    ember_gguf_add_arr_str(w, "tokenizer.ggml.tokens", tok, (uint64_t)total);
-    ember_gguf_add_arr_f32(w, "tokenizer.ggml.scores", sc, (uint64_t)total);
-    ember_gguf_add_arr_i32(w, "tokenizer.ggml.token_type", ty, (uint64_t)total);
+    ember_gguf_writer *w = vf_writer(&v, "llama");
+    ember_gguf_add_arr_f32(w, "tokenizer.ggml.scores", v.score, v.n);
     ember_gguf_add_u32(w, "tokenizer.ggml.bos_token_id", 1);
     ember_gguf_add_u32(w, "tokenizer.ggml.eos_token_id", 2);
     ember_gguf_add_u32(w, "tokenizer.ggml.unknown_token_id", 0);
     ember_gguf_add_bool(w, "tokenizer.ggml.add_bos_token", true);
-    CHECKF(ember_gguf_write(w, path, &err) == EMBER_OK, "%s", err.msg);
-    ember_gguf_writer_free(w);
-    free(tok), free(hex), free(sc), free(ty);
+    vf_write(w, path);
+    vf_vocab_free(&v);
 }
 
 /* Random byte strings (invalid UTF-8 included) never fail and always come back: every
@@ -157,7 +60,7 @@ static void check_random_round_trips(const ember_tokenizer *t, uint64_t seed)
             continue;
         }
         size_t bl = 0, wl = 0;
-        char *back = decode_len(t, ids, n, &bl);
+        char *back = vf_decode(t, ids, n, &bl);
         if (len)
             want[wl++] = ' ';
         for (size_t i = 0; i < len; i++) { /* a literal U+2581 comes back as a space */
@@ -187,7 +90,7 @@ static void test_rules(void)
     snprintf(path, sizeof path, "%s/tok_rules.gguf", tu_tmp_dir());
     write_vocab(path, true, pieces, scores, (int)(sizeof pieces / sizeof *pieces));
     ember_gguf *g = NULL;
-    ember_tokenizer *t = open_tokenizer(path, &g);
+    ember_tokenizer *t = vf_open(path, &g);
     CHECK(t != NULL);
     if (!t)
         return;
@@ -197,24 +100,24 @@ static void test_rules(void)
     CHECK(ember_tokenizer_is_control(t, 1) && !ember_tokenizer_is_control(t, AB));
 
     /* "bc" (-1) beats "ab" (-2); then "abc" forms; "▁abc" is not a piece */
-    check_ids(t, "abc", (uint32_t[]){ SPC, ABC }, 2);
+    vf_check_ids(t, "abc", (uint32_t[]){ SPC, ABC }, 2);
     /* "▁ab" forms from "▁" + "ab" once "ab" is the best pair left */
-    check_ids(t, "ab", (uint32_t[]){ SPAB }, 1);
+    vf_check_ids(t, "ab", (uint32_t[]){ SPAB }, 1);
     /* ties go to the leftmost pair */
-    check_ids(t, "xxx", (uint32_t[]){ SPC, XX, X }, 3);
-    check_ids(t, "xxxx", (uint32_t[]){ SPC, XX, XX }, 3);
+    vf_check_ids(t, "xxx", (uint32_t[]){ SPC, XX, X }, 3);
+    vf_check_ids(t, "xxxx", (uint32_t[]){ SPC, XX, XX }, 3);
     /* spaces become U+2581 and each one is its own symbol */
-    check_ids(t, "a  c", (uint32_t[]){ SPC, A, SPC, SPC, C }, 5);
+    vf_check_ids(t, "a  c", (uint32_t[]){ SPC, A, SPC, SPC, C }, 5);
     /* characters without a piece fall back to bytes, UTF-8 sequences byte by byte */
-    check_ids(t, "\xc3\xa9", (uint32_t[]){ SPC, BYTE(0xc3), BYTE(0xa9) }, 3);
-    check_ids(t, "a\n", (uint32_t[]){ SPC, A, BYTE('\n') }, 3);
+    vf_check_ids(t, "\xc3\xa9", (uint32_t[]){ SPC, BYTE(0xc3), BYTE(0xa9) }, 3);
+    vf_check_ids(t, "a\n", (uint32_t[]){ SPC, A, BYTE('\n') }, 3);
     /* invalid UTF-8: every bad byte is a symbol of its own, the rest still merges */
-    check_ids(t, "\xff", (uint32_t[]){ SPC, BYTE(0xff) }, 2);
-    check_ids(t, "\xc3" "ab", (uint32_t[]){ SPC, BYTE(0xc3), AB }, 3);
-    check_ids(t, "ab\xe2\x96", (uint32_t[]){ SPAB, BYTE(0xe2), BYTE(0x96) }, 3);
-    check_ids(t, "\x80" "c", (uint32_t[]){ SPC, BYTE(0x80), C }, 3);
+    vf_check_ids(t, "\xff", (uint32_t[]){ SPC, BYTE(0xff) }, 2);
+    vf_check_ids(t, "\xc3" "ab", (uint32_t[]){ SPC, BYTE(0xc3), AB }, 3);
+    vf_check_ids(t, "ab\xe2\x96", (uint32_t[]){ SPAB, BYTE(0xe2), BYTE(0x96) }, 3);
+    vf_check_ids(t, "\x80" "c", (uint32_t[]){ SPC, BYTE(0x80), C }, 3);
     /* control tokens never come out of plain text */
-    check_ids(t, "<s>", (uint32_t[]){ SPC, LTS, GT }, 3);
+    vf_check_ids(t, "<s>", (uint32_t[]){ SPC, LTS, GT }, 3);
 
     /* BOS, empty text, and a buffer too small */
     uint32_t ids[8];
@@ -223,7 +126,7 @@ static void test_rules(void)
     CHECK(ember_tokenizer_encode(t, "", 0, false, ids, 8, &n, &err) == EMBER_OK && n == 0);
     CHECK(ember_tokenizer_encode(t, "", 0, true, ids, 8, &n, &err) == EMBER_OK && n == 1 && ids[0] == 1);
     CHECK(ember_tokenizer_encode(t, "ab c", 4, true, ids, 8, &n, &err) == EMBER_OK);
-    CHECK(ids_equal(ids, n, (uint32_t[]){ 1, SPAB, SPC, C }, 4));
+    CHECK(vf_ids_equal(ids, n, (uint32_t[]){ 1, SPAB, SPC, C }, 4));
     ids[1] = 12345;
     CHECK(ember_tokenizer_encode(t, "ab c", 4, true, ids, 1, &n, &err) == EMBER_OK && n == 4);
     CHECK(ids[0] == 1 && ids[1] == 12345);
@@ -242,20 +145,18 @@ static void test_rules(void)
     CHECK(ember_tokenizer_decode(t, SPAB, buf, 0) == 3 && buf[0] == 'z');
     CHECK(ember_tokenizer_decode(t, SPAB, buf, 2) == 3 && buf[0] == ' ' && buf[1] == 'a');
     check_random_round_trips(t, 1);
-    ember_tokenizer_free(t);
-    ember_gguf_close(g);
+    vf_close(t, g);
 
     /* a vocabulary without byte tokens falls back to <unk> */
     static const char *const small[] = { SP, "a" };
     static const float small_sc[] = { -1, -1 };
     write_vocab(path, false, small, small_sc, 2);
-    t = open_tokenizer(path, &g);
+    t = vf_open(path, &g);
     CHECK(t != NULL);
     if (t) {
-        check_ids(t, "ab", (uint32_t[]){ 3, 4, 0 }, 3);
-        check_ids(t, "a\xc3\xa9", (uint32_t[]){ 3, 4, 0, 0 }, 4);
-        ember_tokenizer_free(t);
-        ember_gguf_close(g);
+        vf_check_ids(t, "ab", (uint32_t[]){ 3, 4, 0 }, 3);
+        vf_check_ids(t, "a\xc3\xa9", (uint32_t[]){ 3, 4, 0, 0 }, 4);
+        vf_close(t, g);
     }
     remove(path);
 }
@@ -336,7 +237,7 @@ static void test_generated_vocab(void)
         return;
     }
     ember_gguf *g = NULL;
-    ember_tokenizer *t = open_tokenizer(path, &g);
+    ember_tokenizer *t = vf_open(path, &g);
     CHECK(t != NULL);
     if (!t)
         return;
@@ -354,23 +255,22 @@ static void test_generated_vocab(void)
     };
     uint32_t ids[512];
     for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
-        size_t n = encode(t, texts[i], ids, 512);
+        size_t n = vf_encode(t, texts[i], ids, 512);
         for (size_t k = 0; k < n; k++)
             CHECKF(!ember_tokenizer_is_control(t, ids[k]) && ids[k] != 0, "text %zu token %zu", i, k);
-        char *back = decode_all(t, ids, n);
+        char *back = vf_decode(t, ids, n, NULL);
         char want[600];
         snprintf(want, sizeof want, "%s%s", texts[i][0] ? " " : "", texts[i]);
         CHECKF(strcmp(back, want) == 0, "round trip of text %zu: got '%s'", i, back);
         free(back);
     }
     /* printable ASCII never needs byte tokens, and common words are single pieces */
-    size_t n = encode(t, "the cat", ids, 512);
+    size_t n = vf_encode(t, "the cat", ids, 512);
     for (size_t k = 0; k < n; k++)
         CHECK(ids[k] >= 259);
-    CHECK(encode(t, "the", ids, 512) == 1);
-    CHECK(encode(t, "Once upon a time", ids, 512) <= 6);
-    ember_tokenizer_free(t);
-    ember_gguf_close(g);
+    CHECK(vf_encode(t, "the", ids, 512) == 1);
+    CHECK(vf_encode(t, "Once upon a time", ids, 512) <= 6);
+    vf_close(t, g);
     remove(path);
 }
 
@@ -378,10 +278,8 @@ static void test_generated_vocab(void)
 
 static void test_llama_spm(const char *shared)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/testdata/tokenizer/llama-spm/llama2-spm-vocab.v3.gguf", shared);
     ember_gguf *g = NULL;
-    ember_tokenizer *t = open_tokenizer(path, &g);
+    ember_tokenizer *t = vf_open_shared(shared, VF_LLAMA_SPM_VOCAB, &g);
     CHECK(t != NULL);
     if (!t)
         return;
@@ -392,98 +290,51 @@ static void test_llama_spm(const char *shared)
     ember_err err = {{0}};
     const char *s = "I believe the meaning of life is";
     CHECK(ember_tokenizer_encode(t, s, strlen(s), true, ids, 64, &n, &err) == EMBER_OK);
-    CHECK(ids_equal(ids, n, (uint32_t[]){ 1, 306, 4658, 278, 6593, 310, 2834, 338 }, 8));
+    CHECK(vf_ids_equal(ids, n, (uint32_t[]){ 1, 306, 4658, 278, 6593, 310, 2834, 338 }, 8));
 
-    snprintf(path, sizeof path, "%s/testdata/tokenizer/llama-spm/ggml-vocab-llama-spm.gguf.inp", shared);
-    char *inp = read_file(path, NULL);
-    snprintf(path, sizeof path, "%s/testdata/tokenizer/llama-spm/ggml-vocab-llama-spm.gguf.out", shared);
-    char *outp = read_file(path, NULL);
-    CHECK(inp && outp);
-    if (!inp || !outp) {
-        free(inp), free(outp);
-        ember_tokenizer_free(t);
-        ember_gguf_close(g);
-        return;
-    }
-    static const char sep[] = "\n__ggml_vocab_test__\n";
-    char *c = inp, *line = outp;
-    int cases = 0, passed = 0;
-    uint32_t *got = malloc(4096 * sizeof *got);
-    for (char *end; (end = strstr(c, sep)) != NULL; c = end + strlen(sep)) {
-        char *eol = strchr(line, '\n');
-        if (!eol)
-            break;
-        *eol = 0;
-        uint32_t want[1024];
-        size_t n_want = 0;
-        for (char *p = line, *q; n_want < 1024; p = q) {
-            unsigned long v = strtoul(p, &q, 10);
-            if (q == p)
-                break;
-            want[n_want++] = (uint32_t)v;
-        }
-        size_t n_got = 0;
-        CHECK(ember_tokenizer_encode(t, c, (size_t)(end - c), false, got, 4096, &n_got, &err) == EMBER_OK);
-        cases++;
-        if (ids_equal(got, n_got, want, n_want))
-            passed++;
-        else
-            fprintf(stderr, "llama-spm case %d (\"%.*s\"): got %zu ids, want %zu\n", cases,
-                    (int)(end - c > 40 ? 40 : end - c), c, n_got, n_want);
-        line = eol + 1;
-    }
     /* The shipped files hold 46 cases (46 separators, 46 expected lines), the empty
-     * string included; every expected line must have been used. */
-    CHECKF(cases >= 46 && passed == cases && *line == 0, "%d of %d llama-spm cases pass", passed, cases);
-    check_random_round_trips(t, 2);
-    free(got), free(inp), free(outp);
-    ember_tokenizer_free(t);
-    ember_gguf_close(g);
+     * string included. */
+    if (vf_check_vectors(t, shared, "llama-spm", 46))
+        check_random_round_trips(t, 2);
+    vf_close(t, g);
 }
 
 /* ---- the stories260K vocabulary (512 pieces) -------------------------------------- */
 
 static void test_stories(const char *shared)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/models/stories260K/tinyllamas-stories-260k-f32.gguf", shared);
     ember_gguf *g = NULL;
-    ember_tokenizer *t = open_tokenizer(path, &g);
+    ember_tokenizer *t =
+        vf_open_shared(shared, "models/stories260K/tinyllamas-stories-260k-f32.gguf", &g);
     CHECK(t != NULL);
     if (!t)
         return;
     CHECK(ember_tokenizer_n_vocab(t) == 512 && ember_tokenizer_bos(t) == 1 && ember_tokenizer_eos(t) == 2);
 
+    char path[1024];
     snprintf(path, sizeof path, "%s/models/stories260K/expected/greedy200_f32_ids.txt", shared);
-    char *ids_txt = read_file(path, NULL);
+    char *ids_txt = vf_read_file(path);
     snprintf(path, sizeof path, "%s/models/stories260K/expected/greedy200_f32.txt", shared);
-    char *text = read_file(path, NULL);
+    char *text = vf_read_file(path);
     CHECK(ids_txt && text);
     if (ids_txt && text) {
         uint32_t ids[256];
-        size_t n = 0;
-        for (char *p = ids_txt, *q; n < 256; p = q) {
-            unsigned long v = strtoul(p, &q, 10);
-            if (q == p)
-                break;
-            ids[n++] = (uint32_t)v;
-        }
+        size_t n = vf_parse_ids(ids_txt, ids, 256);
         CHECK(n == 200);
         /* llama2.c drops the space that starts the first piece after BOS */
-        char *dec = decode_all(t, ids, n);
+        char *dec = vf_decode(t, ids, n, NULL);
         CHECKF(strcmp(dec + (dec[0] == ' '), text) == 0, "decoded greedy ids differ:\n%s", dec);
         free(dec);
 
         uint32_t *enc = malloc(4096 * sizeof *enc);
-        size_t m = encode(t, text, enc, 4096);
+        size_t m = vf_encode(t, text, enc, 4096);
         CHECK(m > 50 && m < 400);
-        char *back = decode_all(t, enc, m);
+        char *back = vf_decode(t, enc, m, NULL);
         CHECK(back[0] == ' ' && strcmp(back + 1, text) == 0);
         free(back), free(enc);
     }
     free(ids_txt), free(text);
-    ember_tokenizer_free(t);
-    ember_gguf_close(g);
+    vf_close(t, g);
 }
 
 int main(void)
