@@ -125,8 +125,11 @@ void step(uint row, uint p, uint ch[CPL], uint nc)
     }
     [[unroll]] for (uint u = 0; u < SLOTS; u++) {
         if (p < npos[u]) {
-            precise float mn = max(m[u], s[u]);
-            precise float corr = exp(m[u] - mn), e = exp(s[u] - mn);
+            // One of exp(m - mn) and exp(s - mn) is exp(0) = 1: only the other is computed.
+            precise float dm = s[u] - m[u];
+            precise float x = exp(-abs(dm));
+            bool up = dm > 0.0;
+            float mn = up ? s[u] : m[u], corr = up ? x : 1.0, e = up ? 1.0 : x;
             precise float nl = l[u] * corr + e;
             l[u] = nl;
             m[u] = mn;
