@@ -14,16 +14,12 @@
  *   of the wrong length or type, a bias Ember does not apply, bad rope_freqs;
  * - `ember make-test-model --arch/--rope-freqs/--rope-scale`: deterministic, validated,
  *   and a qwen2 model holds the llama model's weights of the same seed. */
-#include "testutil.h"
+#include "model_fixture.h"
 
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "engine/gguf.h"
-#include "engine/model.h"
-#include "engine/reference.h"
 
 #define N_PROMPT 7
 static const uint32_t prompt[N_PROMPT] = { 1, 299, 17, 260, 45, 123, 2 };
@@ -36,24 +32,6 @@ static void tmp_path(char *buf, size_t cap, const char *name)
 }
 
 /* ---- making and editing files ------------------------------------------------------- */
-
-static int make_model_rc(const char *path, const char *args, char *msg, size_t cap)
-{
-    char cmd[2048], out[1024];
-    snprintf(cmd, sizeof cmd, "'%s' make-test-model '%s' %s 2>&1", tu_ember_bin(), path, args);
-    int rc = tu_run(cmd, out, sizeof out);
-    if (msg)
-        snprintf(msg, cap, "%s", out);
-    return rc;
-}
-
-static bool make_model(const char *path, const char *args)
-{
-    char out[1024];
-    int rc = make_model_rc(path, args, out, sizeof out);
-    CHECKF(rc == 0, "make-test-model %s: exit %d: %.300s", args, rc, out);
-    return rc == 0;
-}
 
 /* A copy of a file with some keys and tensors changed. */
 typedef struct edit {
@@ -96,51 +74,22 @@ static bool rewrite(const char *src, const char *dst, const edit *e)
 
 /* ---- loading ---------------------------------------------------------------------- */
 
-typedef struct loaded {
-    ember_gguf *g;
-    ember_llama m;
-} loaded;
-
-static ember_status load(const char *path, loaded *L, ember_err *err)
+/* Without a reference: the tests edit a model before each pass, which makes its own. */
+static ember_status load(const char *path, mf_model *L, ember_err *err)
 {
-    memset(L, 0, sizeof *L);
-    ember_status st = ember_gguf_open(path, &L->g, err);
-    if (!st)
-        st = ember_llama_load(L->g, &L->m, err);
-    return st;
-}
-
-static void unload(loaded *L)
-{
-    ember_llama_free(&L->m);
-    ember_gguf_close(L->g);
+    return mf_load(path, false, L, err);
 }
 
 /* All N_PROMPT rows of logits of the reference pass over m (NULL on failure). */
-static float *ref_logits(const ember_llama *m)
-{
-    ember_ref *r = NULL;
-    ember_err err = {{0}};
-    float *out = malloc((size_t)N_PROMPT * m->hp.n_vocab * sizeof *out);
-    if (ember_ref_create(m, &r, &err) || ember_ref_forward(r, prompt, N_PROMPT, 0, out, 1, &err)) {
-        CHECKF(0, "reference: %s", err.msg);
-        free(out);
-        out = NULL;
-    }
-    ember_ref_free(r);
-    return out;
-}
+static float *ref_logits(const ember_llama *m) { return mf_ref_logits(m, prompt, N_PROMPT); }
 
 static float *file_logits(const char *path)
 {
-    loaded L;
-    ember_err err = {{0}};
-    float *out = NULL;
-    if (load(path, &L, &err) == EMBER_OK)
-        out = ref_logits(&L.m);
-    else
-        CHECKF(0, "%s", err.msg);
-    unload(&L);
+    mf_model L;
+    if (!mf_load_checked(path, false, &L))
+        return NULL;
+    float *out = ref_logits(&L.m);
+    mf_unload(&L);
     return out;
 }
 
@@ -355,13 +304,9 @@ static double naive_vs(const ember_gguf *g, const float *ref, uint32_t n_vocab, 
  * the naive pass is far off (so this comparison would catch either mistake). */
 static void check_against_naive(const char *path, bool expect_bias)
 {
-    loaded L;
-    ember_err err = {{0}};
-    if (load(path, &L, &err)) {
-        CHECKF(0, "%s", err.msg);
-        unload(&L);
+    mf_model L;
+    if (!mf_load_checked(path, false, &L))
         return;
-    }
     float *ref = ref_logits(&L.m);
     if (ref) {
         uint32_t nv = L.m.hp.n_vocab;
@@ -376,7 +321,7 @@ static void check_against_naive(const char *path, bool expect_bias)
         printf("%s: rel err vs naive %.2g (other pairing %.2g)\n", strrchr(path, '/') + 1, e, e_pair);
     }
     free(ref);
-    unload(&L);
+    mf_unload(&L);
 }
 
 /* ---- the tests ---------------------------------------------------------------------- */
@@ -395,16 +340,16 @@ static bool make_files(files *f)
     tmp_path(f->llama_f, sizeof f->llama_f, "llama-freqs");
     tmp_path(f->llama_s1, sizeof f->llama_s1, "llama-scale1");
     tmp_path(f->llama_s4, sizeof f->llama_s4, "llama-scale4");
-    return make_model(f->llama, BASE) && make_model(f->qwen2, BASE " --arch qwen2") &&
-           make_model(f->qwen2_fs, BASE " --arch qwen2 --rope-freqs --rope-scale 2.5") &&
-           make_model(f->llama_f, BASE " --rope-freqs") &&
-           make_model(f->llama_s1, BASE " --rope-scale 1") &&
-           make_model(f->llama_s4, BASE " --rope-scale 4");
+    return mf_make_model(f->llama, BASE) && mf_make_model(f->qwen2, BASE " --arch qwen2") &&
+           mf_make_model(f->qwen2_fs, BASE " --arch qwen2 --rope-freqs --rope-scale 2.5") &&
+           mf_make_model(f->llama_f, BASE " --rope-freqs") &&
+           mf_make_model(f->llama_s1, BASE " --rope-scale 1") &&
+           mf_make_model(f->llama_s4, BASE " --rope-scale 4");
 }
 
 static void test_descriptions(const files *f)
 {
-    loaded L;
+    mf_model L;
     ember_err err = {{0}};
     char what[128];
     CHECKF(load(f->qwen2, &L, &err) == EMBER_OK, "%s", err.msg);
@@ -431,7 +376,7 @@ static void test_descriptions(const files *f)
         ember_llama_features_str(ember_llama_features(&L.m), what, sizeof what);
         CHECKF(strcmp(what, "Q/K/V biases, NeoX RoPE") == 0, "%s", what);
     }
-    unload(&L);
+    mf_unload(&L);
 
     CHECKF(load(f->llama, &L, &err) == EMBER_OK, "%s", err.msg);
     if (L.m.layers) {
@@ -441,7 +386,7 @@ static void test_descriptions(const files *f)
         ember_llama_features_str(0, what, sizeof what);
         CHECK(strcmp(what, "none") == 0);
     }
-    unload(&L);
+    mf_unload(&L);
 
     CHECKF(load(f->qwen2_fs, &L, &err) == EMBER_OK, "%s", err.msg);
     if (L.m.layers) {
@@ -451,19 +396,15 @@ static void test_descriptions(const files *f)
         ember_llama_features_str(15, what, 20); /* truncated, still terminated */
         CHECK(strlen(what) < 20);
     }
-    unload(&L);
+    mf_unload(&L);
 }
 
 /* Llama 3.1-style factors: 1 rising to 8; all 1.0 = none; the varied ones matter. */
 static void test_freq_factors(const files *f)
 {
-    loaded L;
-    ember_err err = {{0}};
-    if (load(f->llama_f, &L, &err)) {
-        CHECKF(0, "%s", err.msg);
-        unload(&L);
+    mf_model L;
+    if (!mf_load_checked(f->llama_f, false, &L))
         return;
-    }
     const ember_gguf_tensor *ff = L.m.rope_freqs;
     CHECK(ff && ff->ne[0] == L.m.hp.rope_dim / 2 && ff->type == EMBER_DTYPE_F32);
     if (ff) {
@@ -490,7 +431,7 @@ static void test_freq_factors(const files *f)
         CHECK(memcmp(with, none, L.m.hp.n_vocab * sizeof *with) == 0);
     }
     free(with), free(none), free(one), free(plain);
-    unload(&L);
+    mf_unload(&L);
 }
 
 /* Linear scaling: factor 1 is the identity, factor 4 changes the logits. */
@@ -504,11 +445,11 @@ static void test_linear_scale(const files *f)
         CHECKF(e > 1e-3, "linear factor 4 changes logits by only %g", e);
     }
     free(plain), free(s1), free(s4);
-    loaded L;
+    mf_model L;
     ember_err err = {{0}};
     CHECK(load(f->llama_s4, &L, &err) == EMBER_OK && L.m.hp.rope_scale == 4.0f &&
           ember_llama_features(&L.m) == EMBER_FEAT_ROPE_SCALE);
-    unload(&L);
+    mf_unload(&L);
     /* a hand-built description's rope_scale 0 means no scaling */
     ember_hparams hp = { .rope_scale = 0.0f };
     CHECK(ember_rope_pos_scale(&hp) == 1.0f);
@@ -517,13 +458,9 @@ static void test_linear_scale(const files *f)
 /* The same weights under the other pairing: equal at position 0, different after. */
 static void test_neox_differs(const files *f)
 {
-    loaded L;
-    ember_err err = {{0}};
-    if (load(f->qwen2, &L, &err)) {
-        CHECKF(0, "%s", err.msg);
-        unload(&L);
+    mf_model L;
+    if (!mf_load_checked(f->qwen2, false, &L))
         return;
-    }
     float *neox = ref_logits(&L.m);
     L.m.hp.rope_style = EMBER_ROPE_NORM;
     float *norm_ = ref_logits(&L.m);
@@ -534,13 +471,13 @@ static void test_neox_differs(const files *f)
         CHECKF(e > 1e-3, "NeoX and normal RoPE differ by only %g", e);
     }
     free(neox), free(norm_);
-    unload(&L);
+    mf_unload(&L);
 }
 
 /* Loads dst, expecting code and a message with every part (and the file name). */
 static void expect(const char *dst, ember_status code, const char *part1, const char *part2)
 {
-    loaded L;
+    mf_model L;
     ember_err err = {{0}};
     ember_status st = load(dst, &L, &err);
     CHECKF(st == code, "%s: got %s (%s)", dst, ember_status_name(st), err.msg);
@@ -549,7 +486,7 @@ static void expect(const char *dst, ember_status code, const char *part1, const 
                "message '%s' lacks '%s' / '%s'", err.msg, part1, part2 ? part2 : "");
         CHECK(L.m.layers == NULL);
     }
-    unload(&L);
+    mf_unload(&L);
 }
 
 static void test_refusals(const files *f)
@@ -604,7 +541,7 @@ static void test_refusals(const files *f)
 static void test_accepted(const files *f)
 {
     char dst[512];
-    loaded L;
+    mf_model L;
     ember_err err = {{0}};
     float v[32];
     for (int i = 0; i < 32; i++)
@@ -623,19 +560,19 @@ static void test_accepted(const files *f)
             }
             free(ref);
         }
-        unload(&L);
+        mf_unload(&L);
     }
     if (rewrite(f->llama_s4, dst, &(edit){ .str_key = "llama.rope.scaling.type", .str_val = "none" })) {
         CHECKF(load(dst, &L, &err) == EMBER_OK && L.m.hp.rope_scale == 1.0f, "%s", err.msg);
-        unload(&L);
+        mf_unload(&L);
     }
     if (rewrite(f->llama, dst, &(edit){ .f32_key = "llama.rope.scale_linear", .f32_val = 2.0f })) {
         CHECKF(load(dst, &L, &err) == EMBER_OK && L.m.hp.rope_scale == 2.0f, "%s", err.msg);
-        unload(&L);
+        mf_unload(&L);
     }
     if (rewrite(f->llama, dst, &(edit){ .f32_key = "llama.rope.scaling.factor", .f32_val = 3.0f })) {
         CHECKF(load(dst, &L, &err) == EMBER_OK && L.m.hp.rope_scale == 3.0f, "%s", err.msg);
-        unload(&L); /* a factor without a type is linear, as in llama.cpp */
+        mf_unload(&L); /* a factor without a type is linear, as in llama.cpp */
     }
     remove(dst);
 }
@@ -652,14 +589,14 @@ static void test_tool(const files *f)
         { "--rope-scale nan", "rope-scale" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        int rc = make_model_rc(a, bad[i].args, msg, sizeof msg);
+        int rc = mf_make_model_rc(a, bad[i].args, msg, sizeof msg);
         CHECKF(rc != 0 && has(msg, bad[i].word), "'%s' gave %d: %s", bad[i].args, rc, msg);
     }
     /* deterministic, and qwen2 = the llama weights of the same seed plus biases */
-    loaded A, B, C;
+    mf_model A, B, C;
     ember_err err = {{0}};
     memset(&A, 0, sizeof A), memset(&B, 0, sizeof B), memset(&C, 0, sizeof C);
-    if (make_model(a, BASE " --arch qwen2") && load(a, &A, &err) == EMBER_OK &&
+    if (mf_make_model(a, BASE " --arch qwen2") && load(a, &A, &err) == EMBER_OK &&
         load(f->qwen2, &B, &err) == EMBER_OK && load(f->llama, &C, &err) == EMBER_OK) {
         CHECK(A.g->size == B.g->size && same_bytes(A.g->map, B.g->map, A.g->size));
         const ember_layer_tensors *q = &B.m.layers[1], *l = &C.m.layers[1];
@@ -670,7 +607,7 @@ static void test_tool(const files *f)
     } else {
         CHECKF(0, "%s", err.msg);
     }
-    unload(&A), unload(&B), unload(&C);
+    mf_unload(&A), mf_unload(&B), mf_unload(&C);
     remove(a);
 }
 

@@ -5,13 +5,10 @@
  *  - decoding token by token after it;
  *  - a ragged batch holding two sequences (one decoding, one prefilling) at once;
  *  - weights bound in many parts (a tiny per-binding limit) give the same logits. */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/forward.h"
-#include "engine/reference.h"
-#include "tests/testutil.h"
+#include "tests/model_fixture.h"
 
 #define NV 512
 #define CTX 256
@@ -19,38 +16,27 @@
 #define MAXB (CTX / BS)
 
 typedef struct fixture {
-    ember_gguf *g;
-    ember_llama m;
-    ember_ref *ref;
-    ember_gpu_model *gm;
-    ember_forward *f;
+    mf_model mm;
     uint32_t bt[2 * MAXB]; /* block tables of slots 0 and 1 */
 } fixture;
 
 static double tol_for(const char *type) { return strcmp(type, "f32") == 0 ? 1e-4 : 1e-3; }
 
-static int make_model(const char *type, char *path, size_t cap)
+static void make_model(const char *type, char *path, size_t cap)
 {
+    char args[256];
     snprintf(path, cap, "%s/fwd_%s.gguf", tu_tmp_dir(), type);
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd,
-             "%s make-test-model %s --dim 128 --layers 2 --heads 8 --kv-heads 2 --ffn 320 --vocab %d "
-             "--ctx %d --type %s --seed 7",
-             tu_ember_bin(), path, NV, CTX, type);
-    return tu_run(cmd, NULL, 0);
+    snprintf(args, sizeof args,
+             "--dim 128 --layers 2 --heads 8 --kv-heads 2 --ffn 320 --vocab %d --ctx %d --type %s --seed 7", NV, CTX,
+             type);
+    mf_make_model(path, args);
 }
 
-static int setup(fixture *fx, ember_vk *vk, const char *path, uint64_t max_part)
+static bool setup(fixture *fx, ember_vk *vk, const char *path, uint64_t max_part)
 {
-    ember_err err = {0};
-    memset(fx, 0, sizeof *fx);
-    int ok = ember_gguf_open(path, &fx->g, &err) == EMBER_OK && ember_llama_load(fx->g, &fx->m, &err) == EMBER_OK &&
-             ember_ref_create(&fx->m, &fx->ref, &err) == EMBER_OK &&
-             ember_gpu_model_create(vk, &fx->m, max_part, NULL, &fx->gm, &err) == EMBER_OK;
     ember_forward_opts o = {.max_tokens = 40, .max_seqs = 2, .n_blocks = 2 * MAXB, .block_size = BS,
                             .max_blocks_per_seq = MAXB};
-    ok = ok && ember_forward_create(fx->gm, &o, &fx->f, &err) == EMBER_OK;
-    CHECKF(ok, "%s", err.msg);
+    bool ok = mf_gpu_open(&fx->mm, vk, path, max_part, &o);
     /* Slot 0 gets the odd blocks in reverse, slot 1 the even ones: nothing contiguous. */
     for (uint32_t i = 0; i < MAXB; i++) {
         fx->bt[i] = 2 * (MAXB - 1 - i) + 1;
@@ -59,63 +45,14 @@ static int setup(fixture *fx, ember_vk *vk, const char *path, uint64_t max_part)
     return ok;
 }
 
-static void teardown(fixture *fx)
-{
-    ember_forward_free(fx->f);
-    ember_gpu_model_free(fx->gm);
-    ember_ref_free(fx->ref);
-    if (fx->m.layers) ember_llama_free(&fx->m);
-    ember_gguf_close(fx->g);
-}
-
-/* Runs tokens of one sequence slot at positions pos0.. in one GPU step, all logits. */
-static int gpu_run(fixture *fx, uint32_t slot, const uint32_t *toks, uint32_t n, uint32_t pos0, float *logits)
-{
-    uint32_t pos[64], seq[64], rows[64];
-    for (uint32_t i = 0; i < n; i++) {
-        pos[i] = pos0 + i;
-        seq[i] = slot;
-        rows[i] = i;
-    }
-    ember_batch b = {n, toks, pos, seq, fx->bt, n, rows};
-    ember_err err = {0};
-    uint32_t am[64];
-    ember_status s = ember_forward_run(fx->f, &b, logits, am, NULL, &err);
-    CHECKF(s == EMBER_OK, "%s", err.msg);
-    for (uint32_t i = 0; s == EMBER_OK && i < n; i++) {
-        uint32_t best = 0;
-        for (uint32_t j = 1; j < NV; j++)
-            if (logits[i * NV + j] > logits[i * NV + best]) best = j;
-        CHECKF(am[i] == best || logits[i * NV + am[i]] == logits[i * NV + best], "argmax %u vs %u", am[i], best);
-    }
-    return s == EMBER_OK;
-}
-
 static void test_prefill_decode(fixture *fx, const char *type)
 {
     enum { N = 70, CHUNK = 32, DEC = 6 };
-    tu_rng rng = {42};
-    uint32_t toks[N + DEC];
-    for (int i = 0; i < N + DEC; i++) toks[i] = 3 + (uint32_t)(tu_next(&rng) % (NV - 3));
-    float *want = malloc((size_t)(N + DEC) * NV * sizeof(float));
-    float *got = malloc((size_t)CHUNK * NV * sizeof(float));
-    ember_err err = {0};
-    CHECK(ember_ref_forward(fx->ref, toks, N + DEC, 0, want, 1, &err) == EMBER_OK);
-    double worst = 0;
-    for (uint32_t p = 0; p < N + DEC;) {
-        uint32_t n = p < N ? (N - p < CHUNK ? N - p : CHUNK) : 1;
-        if (!gpu_run(fx, 0, toks + p, n, p, got)) break;
-        for (uint32_t i = 0; i < n; i++) {
-            double e = tu_rel_err(got + i * NV, want + (size_t)(p + i) * NV, NV);
-            if (e > worst) worst = e;
-        }
-        p += n;
-    }
+    mf_chunked c = {.seed = 42, .n_prompt = N, .chunk = CHUNK, .n_decode = DEC, .bt = fx->bt, .check_argmax = true};
+    double worst = mf_chunked_err(&fx->mm, &c);
     printf("%s: prefill %d tokens in chunks of %d + %d decode steps: max rel err %.2e\n", type, N, CHUNK, DEC,
            worst);
     CHECKF(worst < tol_for(type), "%s: rel err %.3e", type, worst);
-    free(want);
-    free(got);
 }
 
 /* Slot 0 decodes one token at position N while slot 1 prefills 9 tokens, in one batch. */
@@ -130,17 +67,17 @@ static void test_ragged(fixture *fx, const char *type)
     float *got = malloc((size_t)N * NV * sizeof(float)); /* N > M + 1 rows */
     ember_err err = {0};
     ember_ref *rb;
-    CHECK(ember_ref_create(&fx->m, &rb, &err) == EMBER_OK);
-    CHECK(ember_ref_forward(fx->ref, a, N + 1, 0, want_a, 1, &err) == EMBER_OK);
+    CHECK(ember_ref_create(&fx->mm.m, &rb, &err) == EMBER_OK);
+    CHECK(ember_ref_forward(fx->mm.ref, a, N + 1, 0, want_a, 1, &err) == EMBER_OK);
     CHECK(ember_ref_forward(rb, bt, M, 0, want_b, 1, &err) == EMBER_OK);
     ember_ref_free(rb);
 
-    if (gpu_run(fx, 0, a, N, 0, got)) {
+    if (mf_gpu_run(&fx->mm, fx->bt, 0, a, N, 0, got, true)) {
         uint32_t toks[M + 1], pos[M + 1], seq[M + 1], rows[2] = {0, M};
         toks[0] = a[N], pos[0] = N, seq[0] = 0;
         for (uint32_t i = 0; i < M; i++) toks[i + 1] = bt[i], pos[i + 1] = i, seq[i + 1] = 1;
         ember_batch b = {M + 1, toks, pos, seq, fx->bt, 2, rows};
-        CHECKF(ember_forward_run(fx->f, &b, got, NULL, NULL, &err) == EMBER_OK, "%s", err.msg);
+        CHECKF(ember_forward_run(fx->mm.f, &b, got, NULL, NULL, &err) == EMBER_OK, "%s", err.msg);
         double ea = tu_rel_err(got, want_a + (size_t)N * NV, NV);
         double eb = tu_rel_err(got + NV, want_b + (size_t)(M - 1) * NV, NV);
         printf("%s: ragged batch (decode + prefill of another sequence): rel err %.2e, %.2e\n", type, ea, eb);
@@ -154,13 +91,12 @@ static void test_ragged(fixture *fx, const char *type)
 int main(void)
 {
     ember_err err = {0};
-    ember_vk_opts o = {.validation = tu_validation()};
-    ember_vk *vk;
-    if (ember_vk_create(&o, &vk, &err) != EMBER_OK) return tu_skip(err.msg);
+    ember_vk *vk = mf_vk_open(&err);
+    if (!vk) return tu_skip(err.msg);
     const char *types[] = {"f32", "f16", "q8_0"};
     for (int t = 0; t < 3; t++) {
         char path[512];
-        CHECKF(make_model(types[t], path, sizeof path) == 0, "make-test-model %s failed", types[t]);
+        make_model(types[t], path, sizeof path);
         /* Per-binding limits: the device's, then 16 KiB so every weight comes in parts. */
         uint64_t parts[2] = {0, 16384};
         for (int p = 0; p < 2; p++) {
@@ -170,12 +106,9 @@ int main(void)
                 test_prefill_decode(&fx, types[t]);
                 if (p == 0) test_ragged(&fx, types[t]);
             }
-            teardown(&fx);
+            mf_unload(&fx.mm);
         }
     }
-    char first[512];
-    uint32_t nv = ember_vk_validation_count(vk, first, sizeof first);
-    CHECKF(nv == 0, "%u validation messages; first: %s", nv, first);
-    ember_vk_destroy(vk);
+    mf_vk_close(vk);
     return tu_finish("test_forward");
 }

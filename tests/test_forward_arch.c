@@ -7,28 +7,22 @@
  *    of every row compared (F32 to 1e-4, Q8_0 weights to 1e-3);
  *  - `ember generate --backend cpu` and `--backend vulkan` give the same 32 greedy tokens
  *    on a qwen2 Q8_0 model. */
-#include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "engine/forward.h"
-#include "engine/reference.h"
-#include "tests/testutil.h"
+#include "tests/model_fixture.h"
 
 #define NV 512
 #define CTX 128
 #define BS 16
 #define MAXB (CTX / BS)
 
-static int make_model(const char *name, const char *args, char *path, size_t cap)
+static bool make_model(const char *name, const char *args, char *path, size_t cap)
 {
+    char all[512];
     snprintf(path, cap, "%s/fwd_arch_%s.gguf", tu_tmp_dir(), name);
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd,
-             "%s make-test-model %s --dim 128 --layers 2 --heads 8 --kv-heads 2 --ffn 320 --vocab %d --ctx %d "
-             "--seed 5 %s",
-             tu_ember_bin(), path, NV, CTX, args);
-    return tu_run(cmd, NULL, 0);
+    snprintf(all, sizeof all, "--dim 128 --layers 2 --heads 8 --kv-heads 2 --ffn 320 --vocab %d --ctx %d --seed 5 %s",
+             NV, CTX, args);
+    return mf_make_model(path, all);
 }
 
 /* Worst relative error of the GPU's logits against the reference over a chunked
@@ -36,44 +30,15 @@ static int make_model(const char *name, const char *args, char *path, size_t cap
 static double compare(ember_vk *vk, const char *path)
 {
     enum { N = 45, CHUNK = 20, DEC = 8 };
-    ember_err err = {0};
-    ember_gguf *g = NULL;
-    ember_llama m = {0};
-    ember_ref *ref = NULL;
-    ember_gpu_model *gm = NULL;
-    ember_forward *f = NULL;
     ember_forward_opts o = {.max_tokens = CHUNK, .max_seqs = 1, .n_blocks = MAXB + 3, .block_size = BS,
                             .max_blocks_per_seq = MAXB};
-    int ok = ember_gguf_open(path, &g, &err) == EMBER_OK && ember_llama_load(g, &m, &err) == EMBER_OK &&
-             ember_ref_create(&m, &ref, &err) == EMBER_OK &&
-             ember_gpu_model_create(vk, &m, 0, NULL, &gm, &err) == EMBER_OK &&
-             ember_forward_create(gm, &o, &f, &err) == EMBER_OK;
-    CHECKF(ok, "%s: %s", path, err.msg);
-    uint32_t toks[N + DEC], bt[MAXB], pos[CHUNK], seq[CHUNK] = {0}, rows[CHUNK];
-    tu_rng rng = {17};
-    for (int i = 0; i < N + DEC; i++) toks[i] = 3 + (uint32_t)(tu_next(&rng) % (NV - 3));
+    uint32_t bt[MAXB];
     for (uint32_t i = 0; i < MAXB; i++) bt[i] = (5 * i + 3) % (MAXB + 3); /* scattered blocks */
-    float *want = malloc(sizeof(float) * (N + DEC) * NV), *got = malloc(sizeof(float) * CHUNK * NV);
-    ok = ok && ember_ref_forward(ref, toks, N + DEC, 0, want, 1, &err) == EMBER_OK;
-    double worst = ok ? 0 : -1;
-    for (uint32_t p = 0; ok && p < N + DEC;) {
-        uint32_t n = p < N ? (N - p < CHUNK ? N - p : CHUNK) : 1;
-        for (uint32_t i = 0; i < n; i++) pos[i] = p + i, rows[i] = i;
-        ember_batch b = {n, toks + p, pos, seq, bt, n, rows};
-        ok = ember_forward_run(f, &b, got, NULL, NULL, &err) == EMBER_OK;
-        CHECKF(ok, "%s: %s", path, err.msg);
-        for (uint32_t i = 0; ok && i < n; i++)
-            worst = fmax(worst, tu_rel_err(got + (size_t)i * NV, want + (size_t)(p + i) * NV, NV));
-        p += n;
-    }
-    free(want);
-    free(got);
-    ember_forward_free(f);
-    ember_gpu_model_free(gm);
-    ember_ref_free(ref);
-    if (m.layers) ember_llama_free(&m);
-    ember_gguf_close(g);
-    return ok ? worst : -1;
+    mf_chunked c = {.seed = 17, .n_prompt = N, .chunk = CHUNK, .n_decode = DEC, .bt = bt};
+    mf_model mm;
+    double worst = mf_gpu_open(&mm, vk, path, 0, &o) ? mf_chunked_err(&mm, &c) : -1;
+    mf_unload(&mm);
+    return worst;
 }
 
 static void test_models(ember_vk *vk)
@@ -87,10 +52,8 @@ static void test_models(ember_vk *vk)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[512];
-        if (make_model(cases[i].name, cases[i].args, path, sizeof path) != 0) {
-            CHECKF(0, "make-test-model %s failed", cases[i].args);
+        if (!make_model(cases[i].name, cases[i].args, path, sizeof path))
             continue;
-        }
         double e = compare(vk, path);
         printf("%-9s (%s): GPU vs reference, 45-token prompt in chunks of 20 + 8 decode steps: max rel err %.2e\n",
                cases[i].name, cases[i].args, e);
@@ -103,11 +66,8 @@ static void test_generate_qwen2(void)
 {
     char path[512], cmd[2048];
     snprintf(path, sizeof path, "%s/fwd_arch_gen_qwen2.gguf", tu_tmp_dir());
-    snprintf(cmd, sizeof cmd,
-             "%s make-test-model %s --arch qwen2 --dim 256 --layers 3 --heads 8 --kv-heads 2 --ffn 512 "
-             "--vocab 1024 --ctx 512 --type q8_0 --seed 11",
-             tu_ember_bin(), path);
-    CHECK(tu_run(cmd, NULL, 0) == 0);
+    mf_make_model(path, "--arch qwen2 --dim 256 --layers 3 --heads 8 --kv-heads 2 --ffn 512 --vocab 1024 --ctx 512 "
+                        "--type q8_0 --seed 11");
     static char out[2][65536];
     static const char *backends[2] = {"cpu", "vulkan"};
     uint32_t tok[2][40];
@@ -129,14 +89,10 @@ static void test_generate_qwen2(void)
 int main(void)
 {
     ember_err err = {0};
-    ember_vk_opts o = {.validation = tu_validation()};
-    ember_vk *vk;
-    if (ember_vk_create(&o, &vk, &err) != EMBER_OK) return tu_skip(err.msg);
+    ember_vk *vk = mf_vk_open(&err);
+    if (!vk) return tu_skip(err.msg);
     test_models(vk);
-    char first[512];
-    uint32_t nv = ember_vk_validation_count(vk, first, sizeof first);
-    CHECKF(nv == 0, "%u validation messages; first: %s", nv, first);
-    ember_vk_destroy(vk);
+    mf_vk_close(vk);
     test_generate_qwen2();
     return tu_finish("test_forward_arch");
 }

@@ -4,7 +4,7 @@
  * the context limit is enforced (for llama and qwen2 models); `ember make-test-model`
  * is deterministic, validates its arguments, writes what it is asked for, and its
  * F16/Q8_0 models stay close to the F32 one. */
-#include "testutil.h"
+#include "model_fixture.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -12,35 +12,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/gguf.h"
-#include "engine/model.h"
-#include "engine/reference.h"
-
-typedef struct loaded {
-    ember_gguf *g;
-    ember_llama m;
-    ember_ref *r;
-} loaded;
-
-static bool load(const char *path, loaded *L)
-{
-    ember_err err = {{0}};
-    memset(L, 0, sizeof *L);
-    if (ember_gguf_open(path, &L->g, &err) || ember_llama_load(L->g, &L->m, &err) ||
-        ember_ref_create(&L->m, &L->r, &err)) {
-        fprintf(stderr, "%s: %s\n", path, err.msg);
-        tu_failures++;
-        return false;
-    }
-    return true;
-}
-
-static void unload(loaded *L)
-{
-    ember_ref_free(L->r);
-    ember_llama_free(&L->m);
-    ember_gguf_close(L->g);
-}
+/* A model with its reference pass (L->ref); a failure is a failed check. */
+static bool load(const char *path, mf_model *L) { return mf_load_checked(path, true, L); }
 
 static uint32_t argmax(const float *x, uint32_t n)
 {
@@ -94,27 +67,27 @@ static void test_stories_greedy(const char *shared, const char *file, const uint
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/models/stories260K/%s", shared, file);
-    loaded L;
+    mf_model L;
     if (!load(path, &L))
         return;
     CHECK(L.m.hp.n_vocab == 512 && L.m.hp.dim == 64 && L.m.hp.n_layers == 5);
     CHECK(L.m.hp.n_heads == 8 && L.m.hp.n_kv_heads == 4 && L.m.hp.ctx_len == 512);
     uint32_t got[200];
-    greedy(L.r, L.m.hp.n_vocab, got, 200);
+    greedy(L.ref, L.m.hp.n_vocab, got, 200);
     uint32_t same = common_prefix(got, want, 200);
     CHECKF(same == 200, "%s: greedy ids differ from token %u (got %u, want %u)", file, same,
            got[same < 200 ? same : 0], want[same < 200 ? same : 0]);
-    unload(&L);
+    mf_unload(&L);
 }
 
 /* Runs the same tokens as one call (all logits) and one call per token. */
 static void test_prompt_vs_steps(const char *path, const uint32_t *prompt, uint32_t n)
 {
-    loaded A, B;
+    mf_model A, B;
     if (!load(path, &A))
         return;
     if (!load(path, &B)) {
-        unload(&A);
+        mf_unload(&A);
         return;
     }
     uint32_t nv = A.m.hp.n_vocab;
@@ -122,45 +95,45 @@ static void test_prompt_vs_steps(const char *path, const uint32_t *prompt, uint3
     float *one = malloc(nv * sizeof *one);
     float *last = malloc(nv * sizeof *last);
     ember_err err = {{0}};
-    CHECK(ember_ref_forward(A.r, prompt, n, 0, all, 1, &err) == EMBER_OK);
+    CHECK(ember_ref_forward(A.ref, prompt, n, 0, all, 1, &err) == EMBER_OK);
     double worst = 0;
     for (uint32_t i = 0; i < n; i++) {
-        CHECK(ember_ref_forward(B.r, &prompt[i], 1, i, one, 0, &err) == EMBER_OK);
+        CHECK(ember_ref_forward(B.ref, &prompt[i], 1, i, one, 0, &err) == EMBER_OK);
         double e = tu_rel_err(all + (size_t)i * nv, one, nv);
         if (e > worst)
             worst = e;
     }
     CHECKF(worst <= 1e-5, "%s: prompt vs token-by-token rel err %g", path, worst);
     /* all_logits = 0 gives only the last row; logits = NULL just fills the cache */
-    CHECK(ember_ref_forward(A.r, prompt, n - 1, 0, NULL, 0, &err) == EMBER_OK);
-    CHECK(ember_ref_forward(A.r, prompt + n - 1, 1, n - 1, last, 0, &err) == EMBER_OK);
+    CHECK(ember_ref_forward(A.ref, prompt, n - 1, 0, NULL, 0, &err) == EMBER_OK);
+    CHECK(ember_ref_forward(A.ref, prompt + n - 1, 1, n - 1, last, 0, &err) == EMBER_OK);
     CHECK(tu_rel_err(last, all + (size_t)(n - 1) * nv, nv) <= 1e-5);
-    CHECK(ember_ref_forward(A.r, prompt, n, 0, last, 0, &err) == EMBER_OK);
+    CHECK(ember_ref_forward(A.ref, prompt, n, 0, last, 0, &err) == EMBER_OK);
     CHECK(tu_rel_err(last, all + (size_t)(n - 1) * nv, nv) <= 1e-5);
     free(all), free(one), free(last);
-    unload(&A);
-    unload(&B);
+    mf_unload(&A);
+    mf_unload(&B);
 }
 
 static void test_context_full(const char *path)
 {
-    loaded L;
+    mf_model L;
     if (!load(path, &L))
         return;
     uint32_t ctx = L.m.hp.ctx_len, tok[4] = { 1, 2, 3, 4 };
     float *logits = malloc(4 * (size_t)L.m.hp.n_vocab * sizeof *logits);
     ember_err err = {{0}};
-    CHECK(ember_ref_forward(L.r, tok, 1, ctx - 1, logits, 0, &err) == EMBER_OK);
-    CHECK(ember_ref_forward(L.r, tok, 1, ctx, logits, 0, &err) == EMBER_ERR_CONTEXT_FULL);
+    CHECK(ember_ref_forward(L.ref, tok, 1, ctx - 1, logits, 0, &err) == EMBER_OK);
+    CHECK(ember_ref_forward(L.ref, tok, 1, ctx, logits, 0, &err) == EMBER_ERR_CONTEXT_FULL);
     CHECK(strlen(err.msg) > 0);
-    CHECK(ember_ref_forward(L.r, tok, 4, ctx - 3, logits, 1, &err) == EMBER_ERR_CONTEXT_FULL);
-    CHECK(ember_ref_forward(L.r, tok, 1, UINT32_MAX, logits, 0, &err) == EMBER_ERR_CONTEXT_FULL);
-    CHECK(ember_ref_forward(L.r, tok, 3, ctx - 3, logits, 1, &err) == EMBER_OK);
+    CHECK(ember_ref_forward(L.ref, tok, 4, ctx - 3, logits, 1, &err) == EMBER_ERR_CONTEXT_FULL);
+    CHECK(ember_ref_forward(L.ref, tok, 1, UINT32_MAX, logits, 0, &err) == EMBER_ERR_CONTEXT_FULL);
+    CHECK(ember_ref_forward(L.ref, tok, 3, ctx - 3, logits, 1, &err) == EMBER_OK);
     uint32_t bad = L.m.hp.n_vocab;
-    CHECK(ember_ref_forward(L.r, &bad, 1, 0, logits, 0, &err) == EMBER_ERR_INVALID_ARG);
-    CHECK(ember_ref_forward(L.r, tok, 0, ctx, logits, 0, &err) == EMBER_OK);
+    CHECK(ember_ref_forward(L.ref, &bad, 1, 0, logits, 0, &err) == EMBER_ERR_INVALID_ARG);
+    CHECK(ember_ref_forward(L.ref, tok, 0, ctx, logits, 0, &err) == EMBER_OK);
     free(logits);
-    unload(&L);
+    mf_unload(&L);
 }
 
 /* The shipped Q8_0 file has ffn_down rows of 172 values quantized in blocks that cross
@@ -217,22 +190,12 @@ static void test_stories_q8_0(const char *shared, const uint32_t *want_f32)
 
 /* ---- generated models ------------------------------------------------------------ */
 
-/* Runs `ember make-test-model PATH ARGS`; returns the exit status, with the message
- * copied to msg (may be NULL). */
-static int make_model_rc(const char *path, const char *args, char *msg, size_t cap)
-{
-    char cmd[2048], out[1024];
-    snprintf(cmd, sizeof cmd, "'%s' make-test-model '%s' %s 2>&1", tu_ember_bin(), path, args);
-    int rc = tu_run(cmd, out, sizeof out);
-    if (msg)
-        snprintf(msg, cap, "%s", out);
-    return rc;
-}
-
+/* A note, not a failed check: the first model made only tells whether the tool is there
+ * at all, and the other callers check what this returns. */
 static bool make_model(const char *path, const char *args)
 {
     char out[1024];
-    int rc = make_model_rc(path, args, out, sizeof out);
+    int rc = mf_make_model_rc(path, args, out, sizeof out);
     if (rc != 0)
         printf("note: make-test-model failed (exit %d): %.300s\n", rc, out);
     return rc == 0;
@@ -275,7 +238,7 @@ static void check_generated_shape(const char *tmp)
     if (!make_model(path, "--dim 96 --layers 3 --heads 6 --kv-heads 3 --ffn 80 --vocab 700 "
                           "--ctx 100 --type q8_0 --rope-base 5000"))
         return;
-    loaded L;
+    mf_model L;
     if (load(path, &L)) {
         const ember_hparams *hp = &L.m.hp;
         CHECK(hp->dim == 96 && hp->n_layers == 3 && hp->n_heads == 6 && hp->n_kv_heads == 3);
@@ -302,7 +265,7 @@ static void check_generated_shape(const char *tmp)
         ember_gguf_str arch;
         CHECK(ember_gguf_get_str(L.g, "general.architecture", &arch, &err) == EMBER_OK &&
               ember_gguf_str_eq(arch, "llama"));
-        unload(&L);
+        mf_unload(&L);
     }
     remove(path);
 }
@@ -333,7 +296,7 @@ static void test_make_test_model(void)
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         remove(b);
-        int rc = make_model_rc(b, bad[i].args, msg, sizeof msg);
+        int rc = mf_make_model_rc(b, bad[i].args, msg, sizeof msg);
         CHECKF(rc != 0 && strstr(msg, bad[i].word) != NULL, "'%s' gave %d: %s", bad[i].args, rc, msg);
         CHECK(file_size(b) < 0);
     }
@@ -369,19 +332,17 @@ static void test_big_model(void)
 /* Logits of a fixed prompt (all rows) from the model at path; NULL on failure. */
 static float *run_prompt(const char *path, const uint32_t *prompt, uint32_t n, uint32_t *n_vocab)
 {
-    loaded L;
-    if (!load(path, &L))
+    mf_model L;
+    if (!mf_load_checked(path, false, &L))
         return NULL;
     *n_vocab = L.m.hp.n_vocab;
-    float *logits = malloc((size_t)n * L.m.hp.n_vocab * sizeof *logits);
-    ember_err err = {{0}};
-    CHECK(ember_ref_forward(L.r, prompt, n, 0, logits, 1, &err) == EMBER_OK);
-    for (size_t i = 0; i < (size_t)n * L.m.hp.n_vocab; i++)
+    float *logits = mf_ref_logits(&L.m, prompt, n);
+    for (size_t i = 0; logits && i < (size_t)n * L.m.hp.n_vocab; i++)
         if (!isfinite(logits[i])) {
             CHECKF(0, "%s: logit %zu is not finite", path, i);
             break;
         }
-    unload(&L);
+    mf_unload(&L);
     return logits;
 }
 
@@ -398,11 +359,11 @@ static void test_generated_qwen2(const char *common, const uint32_t *prompt)
         CHECK(0);
         return;
     }
-    loaded L;
+    mf_model L;
     if (load(path, &L)) {
         CHECK(L.m.arch == EMBER_ARCH_QWEN2 && L.m.hp.rope_style == EMBER_ROPE_NEOX);
         CHECK(L.m.rope_freqs && L.m.hp.rope_scale == 2.0f && L.m.layers[2].bv);
-        unload(&L);
+        mf_unload(&L);
     }
     test_prompt_vs_steps(path, prompt, 12);
     test_context_full(path);
@@ -456,10 +417,10 @@ static void test_generated(void)
 
     snprintf(args, sizeof args, "%s --type f32 --tied", common);
     if (make_model(tied, args)) {
-        loaded L;
+        mf_model L;
         if (load(tied, &L)) {
             CHECK(L.m.output == L.m.tok_embd);
-            unload(&L);
+            mf_unload(&L);
         }
         float *t = run_prompt(tied, prompt, 12, &nv2);
         CHECK(t != NULL);
