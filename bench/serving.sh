@@ -5,6 +5,7 @@
 #   bench/serving.sh [quick]     (quick: fewer requests, for a smoke run)
 # ROUNDS=N repeats the batching comparison N times, the three modes taking turns, and
 # prints the median ratios (the machine is shared: single runs vary by 20-30 %).
+# ONLY=batching stops after that comparison.
 # TYPE=f32 (default) or q8_0 picks the weights of the generated model (MODEL overrides).
 # F32 is the default because on lavapipe it is the faster format at this size: Q8_0's
 # dequantization makes each extra token of a step cost more ALU (docs/kernels.md).
@@ -39,6 +40,7 @@ for r in $(seq "$ROUNDS"); do
   rs+=("$(ratio "$c" "$s")"); rg+=("$(ratio "$c" "$g")")
 done
 echo "continuous vs static: median $(median "${rs[@]}") (${rs[*]}); vs static-ragged: median $(median "${rg[@]}") (${rg[*]})"
+[ "${ONLY:-}" = batching ] && exit 0
 
 echo "== KV waste at peak, paged vs contiguous (same workload)"
 p=$c; k=$(run $mix --kv contiguous); p8=$(run $mix --kv-block-size 8)
@@ -56,11 +58,11 @@ x=$(run $pre); y=$(run $pre --no-prefix-cache)
 echo "shared: prefix_hit_tokens $(field prefix_hit_tokens "$x"), $(sub ttft_ms "$x")"
 echo "no sharing: prefix_hit_tokens $(field prefix_hit_tokens "$y"), $(sub ttft_ms "$y")"
 
-echo "== chunked prefill: 2000-token prompts arriving among decodes (32-token steps), and unchunked"
+echo "== chunked prefill: 2000-token prompts arriving among decodes; 32-token steps sized by cost, by rows, unchunked"
 chk="--requests 12 --rate 1 --prompt-len 16:2000 --gen-len 48:48 --max-seqs 12 --seed 11"
-z=$(run $chk --max-batch-tokens 32); u=$(run $chk --max-batch-tokens 2048)
-echo "chunked: $(sub itl_ms "$z"), p99/p50 = $(p99_p50 "$z")"
-echo "unchunked: $(sub itl_ms "$u"), p99/p50 = $(p99_p50 "$u")"
+z=$(run $chk --max-batch-tokens 32 --chunk-ctx 512); y=$(run $chk --max-batch-tokens 32); u=$(run $chk --max-batch-tokens 2048)
+line() { echo "$1: $(sub itl_ms "$2"), p99/p50 = $(p99_p50 "$2"); TTFT $(sub ttft_ms "$2"); $(field duration_s "$2") s"; }
+line "by cost (--chunk-ctx 512)" "$z"; line "by rows" "$y"; line "unchunked" "$u"
 
 echo "== too few KV blocks: --kv-blocks 64 with 16 long requests"
 few="--requests 16 --rate inf --prompt-len 100:200 --gen-len 64:96 --max-seqs 16 --kv-blocks 64 --seed 13"

@@ -115,7 +115,7 @@ static ember_status create_parts(ember_engine *e)
                            .static_batching = e->o.batching != EMBER_BATCHING_CONTINUOUS,
                            .pad_prompts = e->o.batching == EMBER_BATCHING_STATIC,
                            .contiguous_kv = e->o.kv_layout == EMBER_KV_CONTIGUOUS,
-                           .ctx_len = e->model->llama.hp.ctx_len};
+                           .ctx_len = e->model->llama.hp.ctx_len, .chunk_ctx = e->o.chunk_ctx};
     if (s == EMBER_OK) s = ember_sched_create(&so, e->kv, &e->sched, &e->err);
     if (s == EMBER_OK && e->model->gpu) {
         ember_forward_opts fo = {.max_tokens = e->o.max_batch_tokens, .max_seqs = e->o.max_seqs,

@@ -396,6 +396,34 @@ static bool make_room(ember_sched *s, request *r, request **stuck, uint32_t *n_s
     return true;
 }
 
+/* ---- chunk sizes ----------------------------------------------------------------- */
+
+/* Budget that rows p0 .. p0+n-1 of a prompt take: n, plus with chunk_ctx the attention
+ * each row does over the positions before it, sum(p) / chunk_ctx, rounded up. */
+static uint64_t chunk_cost(const ember_sched *s, uint32_t p0, uint32_t n)
+{
+    uint64_t k = s->o.chunk_ctx;
+    if (!k) return n;
+    uint64_t positions = (uint64_t)n * p0 + (uint64_t)n * (n - 1) / 2;
+    return n + (positions + k - 1) / k;
+}
+
+/* Rows of a prompt from position p0 (left of them to go) that fit budget: at least one
+ * when budget is not zero, so that a deep chunk still moves. */
+static uint32_t chunk_rows(const ember_sched *s, uint32_t p0, uint32_t left, uint32_t budget)
+{
+    uint32_t n = left < budget ? left : budget;
+    while (n > 1 && chunk_cost(s, p0, n) > budget) n--;
+    return n;
+}
+
+/* Takes what rows p0 .. p0+n-1 cost from *budget (all of it when they cost more). */
+static void spend(const ember_sched *s, uint32_t *budget, uint32_t p0, uint32_t n)
+{
+    uint64_t c = chunk_cost(s, p0, n);
+    *budget = c >= *budget ? 0 : *budget - (uint32_t)c;
+}
+
 static uint32_t plan_running(ember_sched *s, ember_sched_item *items, uint32_t *budget, request **stuck,
                              uint32_t *n_stuck, bool hold)
 {
@@ -415,7 +443,7 @@ static uint32_t plan_running(ember_sched *s, ember_sched_item *items, uint32_t *
     for (request *r = next_running(s, 0); r && *budget; r = next_running(s, r->admitted)) {
         uint32_t left = r->n_tokens - r->n_computed;
         if (r->padding || left == 1) continue; /* decoding: planned above */
-        uint32_t n = left < *budget ? left : *budget, bs = ember_kv_block_size(s->kv);
+        uint32_t n = chunk_rows(s, r->n_computed, left, *budget), bs = ember_kv_block_size(s->kv);
         grow_real(s, r, r->n_computed + n);
         /* A fixed-shape batch in its prefill has no decoder that would free a block:
          * the newest members make room (preempted) instead. */
@@ -424,7 +452,7 @@ static uint32_t plan_running(ember_sched *s, ember_sched_item *items, uint32_t *
         if (n > room) n = room;
         if (!n) continue;
         items[n_items++] = (ember_sched_item){r, n, r->n_computed + n == r->n_tokens, 0};
-        *budget -= n;
+        spend(s, budget, r->n_computed, n);
     }
     return n_items;
 }
@@ -442,8 +470,7 @@ static bool admit_one(ember_sched *s, ember_sched_item *items, uint32_t *n_items
     request *r = s->head;
     uint32_t bs = ember_kv_block_size(s->kv);
     if (s->o.prefix_cache) match_prefix(s, r);
-    uint32_t left = r->n_tokens - r->n_computed;
-    uint32_t n = left < *budget ? left : *budget;
+    uint32_t n = chunk_rows(s, r->n_computed, r->n_tokens - r->n_computed, *budget);
     uint32_t want = s->o.contiguous_kv ? s->o.max_blocks_per_seq * bs : r->n_computed + n;
     bool stuck = !grow_real(s, r, want) && (s->o.contiguous_kv || r->n_blocks * bs <= r->n_computed);
     if (stuck || !own_block(s, r)) {
@@ -462,7 +489,7 @@ static bool admit_one(ember_sched *s, ember_sched_item *items, uint32_t *n_items
     r->admitted = ++s->admissions;
     s->running[s->n_running++] = r;
     items[(*n_items)++] = (ember_sched_item){r, n, r->n_computed + n == r->n_tokens, 0};
-    *budget -= n;
+    spend(s, budget, r->n_computed, n);
     r->n_prefill = r->n_tokens;
     r->n_pad_rows = 0;
     if (s->o.static_batching && r->n_tokens > s->batch_prompt) s->batch_prompt = r->n_tokens;

@@ -33,6 +33,7 @@ typedef struct ember_sched_opts {
                               prompt, and decode only when all are through (fixed shape) */
     bool contiguous_kv;    /* reserve max_blocks_per_seq blocks at admission (baseline) */
     uint32_t ctx_len;      /* positions a sequence may hold (where padding rows stop) */
+    uint32_t chunk_ctx;    /* a prompt row at position p costs 1 + p / chunk_ctx (0: 1) */
 } ember_sched_opts;
 
 typedef struct ember_sched_item {

@@ -118,6 +118,11 @@ typedef enum ember_kv_type {
 typedef struct ember_engine_opts {
     uint32_t max_seqs;          /* sequences served at once; 0 = 16 */
     uint32_t max_batch_tokens;  /* tokens per forward pass (the step's budget); 0 = 256 */
+    uint32_t chunk_ctx;         /* chunked prefill by cost: a prompt row at position p takes
+                                   1 + p / chunk_ctx of the budget (its attention reads p
+                                   positions), so chunks deep in a long prompt get fewer
+                                   rows and steps cost about the same; 0 = every row 1
+                                   (docs/serving.md) */
     uint32_t kv_block_size;     /* tokens per KV block; 0 = 16 */
     uint32_t kv_blocks;         /* blocks in the pool; 0 = from kv_mem_mib, else enough for
                                    max_seqs sequences of 1024 tokens (capped at the context) */

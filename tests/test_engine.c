@@ -2,6 +2,8 @@
  *  - batch invariance: greedy tokens of 16 requests run alone equal those of the same
  *    requests served together, prompts of different lengths joining mid-way;
  *  - preemption: with too few KV blocks every request completes, with the same tokens;
+ *  - chunks sized by cost (chunk_ctx): a long prompt's chunks shrink as its positions grow,
+ *    exactly as the rule says, with the same tokens;
  *  - prefix caching: a repeated prefix is served from the cache, same tokens; copy on
  *    write of shared blocks a request continues;
  *  - seeded sampling, stop strings, cancellation (blocks freed at once);
@@ -150,6 +152,47 @@ static void test_invariance_and_preemption(ember_model *m)
         CHECKF(st.preemptions > 0, "no preemption with 40 blocks");
         ember_engine_destroy(e);
     }
+}
+
+/* chunk_ctx 64, budget 32: a prompt row at position p costs 1 + p/64, so a chunk from p0
+ * of n rows costs n + ceil((n*p0 + n(n-1)/2) / 64) and each step takes the most rows
+ * that fit (at least one). A 200-token prompt alone: the chunks must follow that rule
+ * and shrink, and the tokens must equal those of plain 32-row chunks; 16 requests
+ * joining mid-way with chunk_ctx still give the tokens of each alone. */
+static void test_chunk_ctx(ember_model *m, const result *alone)
+{
+    static result res[NREQ];
+    run_together(m, (ember_engine_opts){.max_seqs = 16, .max_batch_tokens = 128, .chunk_ctx = 64}, res, 24,
+                 "16 together, chunks sized by cost", alone);
+    uint32_t p[200];
+    for (uint32_t i = 0; i < 200; i++) p[i] = prompts[i % NREQ][i % plen[i % NREQ]];
+    result plain, costed;
+    ember_engine *e = engine(m, (ember_engine_opts){.max_seqs = 1, .max_batch_tokens = 32, .no_prefix_cache = 1});
+    ember_request_desc d = desc_for(p, 200, 8, &plain);
+    if (e && ember_submit(e, &d, NULL) == EMBER_OK) drain(e);
+    ember_engine_destroy(e);
+    e = engine(m, (ember_engine_opts){.max_seqs = 1, .max_batch_tokens = 32, .chunk_ctx = 64, .no_prefix_cache = 1});
+    if (!e) return;
+    d = desc_for(p, 200, 8, &costed);
+    CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+    uint32_t p0 = 0, steps = 0, bad = 0, first = 0, last = 0;
+    while (p0 < 200) {
+        uint32_t n = 200 - p0 < 32 ? 200 - p0 : 32;
+        while (n > 1 && n + (n * p0 + n * (n - 1) / 2 + 63) / 64 > 32) n--;
+        ember_engine_stats a, b;
+        ember_engine_get_stats(e, &a);
+        CHECK(ember_engine_step(e) == EMBER_OK);
+        ember_engine_get_stats(e, &b);
+        bad += b.tokens_computed - a.tokens_computed != n;
+        if (!steps) first = n;
+        last = n, p0 += n, steps++;
+    }
+    drain(e);
+    printf("chunk_ctx 64: the 200-token prompt took %u steps, chunks from %u rows down to %u\n", steps, first, last);
+    CHECKF(bad == 0, "%u prefill steps computed another number of rows than the rule gives", bad);
+    CHECK(first == 26 && last < 8);
+    CHECK(costed.done == 1 && plain.done == 1 && costed.n == 8 && memcmp(costed.tokens, plain.tokens, 8 * 4) == 0);
+    ember_engine_destroy(e);
 }
 
 /* Tokens of prompt p served alone with no cache (the reference). */
@@ -418,6 +461,7 @@ int main(void)
     static result alone[NREQ];
     run_alone(m, alone, 24);
     test_invariance_and_preemption(m);
+    test_chunk_ctx(m, alone);
     test_prefix_cache(m);
     test_copy_on_write(m);
     test_sampling_and_stop(m);

@@ -95,6 +95,7 @@ static bool bench_flag(const char *f, const char *v, bench_args *a)
     }
     uint32_t *u = strcmp(f, "--max-seqs") == 0 ? &a->eo.max_seqs
                 : strcmp(f, "--max-batch-tokens") == 0 ? &a->eo.max_batch_tokens
+                : strcmp(f, "--chunk-ctx") == 0 ? &a->eo.chunk_ctx
                 : strcmp(f, "--kv-blocks") == 0 ? &a->eo.kv_blocks
                 : strcmp(f, "--kv-block-size") == 0 ? &a->eo.kv_block_size
                 : strcmp(f, "--kv-mem") == 0 ? &a->eo.kv_mem_mib : NULL;
@@ -328,8 +329,9 @@ int ember_cmd_bench(int argc, char **argv)
     if (!parse(argc, argv, &a)) {
         fprintf(stderr,
                 "usage: ember bench -m MODEL.gguf [--requests N] [--rate R|inf] [--prompt-len A:B] [--gen-len A:B]\n"
-                "                   [--shared-prefix L] [--max-seqs S] [--max-batch-tokens T] [--kv-blocks K]\n"
-                "                   [--kv-block-size B] [--kv-mem MIB] [--batching continuous|static|static-ragged]\n"
+                "                   [--shared-prefix L] [--max-seqs S] [--max-batch-tokens T] [--chunk-ctx C]\n"
+                "                   [--kv-blocks K] [--kv-block-size B] [--kv-mem MIB]\n"
+                "                   [--batching continuous|static|static-ragged]\n"
                 "                   [--kv paged|contiguous] [--kv-type f32|q8_0] [--no-prefix-cache] [--seed S]\n"
                 "                   [--slo-ttft-ms X] [--slo-tpot-ms Y]\n"
                 "                   [--draft M2 --draft-k K | --ngram N] [--json]\n");
