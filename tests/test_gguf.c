@@ -353,6 +353,21 @@ static void build_every_type(blob *b, uint32_t version)
     for (int i = 0; i < 170; i++) b_uint(b, (uint64_t)i, 1);
 }
 
+/* Writes g's metadata and tensors to path through the writer (checked). */
+static void rewrite(const ember_gguf *g, const char *path)
+{
+    ember_err err = {""};
+    ember_gguf_writer *w;
+    CHECK(ember_gguf_writer_create(&w, &err) == EMBER_OK);
+    CHECK(ember_gguf_copy_kv(w, g, NULL) == EMBER_OK);
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const ember_gguf_tensor *t = &g->tensors[i];
+        CHECK(ember_gguf_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->nbytes) == EMBER_OK);
+    }
+    CHECKF(ember_gguf_write(w, path, &err) == EMBER_OK, "%s", err.msg);
+    ember_gguf_writer_free(w);
+}
+
 static void test_every_type(uint32_t version)
 {
     blob b = { 0 };
@@ -371,15 +386,7 @@ static void test_every_type(uint32_t version)
     check_every_type(g);
 
     /* Through the writer (now version 3): same values, same alignment. */
-    ember_gguf_writer *w;
-    CHECK(ember_gguf_writer_create(&w, &err) == EMBER_OK);
-    CHECK(ember_gguf_copy_kv(w, g, NULL) == EMBER_OK);
-    for (uint64_t i = 0; i < g->n_tensors; i++) {
-        const ember_gguf_tensor *t = &g->tensors[i];
-        CHECK(ember_gguf_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->nbytes) == EMBER_OK);
-    }
-    CHECKF(ember_gguf_write(w, copy, &err) == EMBER_OK, "%s", err.msg);
-    ember_gguf_writer_free(w);
+    rewrite(g, copy);
     ember_gguf_close(g);
     CHECKF(ember_gguf_open(copy, &g, &err) == EMBER_OK, "copy of v%u: %s", version, err.msg);
     if (!g) return;
@@ -818,18 +825,10 @@ static void test_shared(void)
     }
     if (v1) { /* a v1 file through the writer: loads with the same hyper-parameters */
         ember_err err = { "" };
-        ember_gguf_writer *w;
         ember_gguf *g = NULL;
         char path[512];
         snprintf(path, sizeof path, "%s", tmp("stories-rewritten"));
-        CHECK(ember_gguf_writer_create(&w, &err) == EMBER_OK);
-        CHECK(ember_gguf_copy_kv(w, v1, NULL) == EMBER_OK);
-        for (uint64_t i = 0; i < v1->n_tensors; i++) {
-            const ember_gguf_tensor *t = &v1->tensors[i];
-            CHECK(ember_gguf_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->nbytes) == EMBER_OK);
-        }
-        CHECKF(ember_gguf_write(w, path, &err) == EMBER_OK, "%s", err.msg);
-        ember_gguf_writer_free(w);
+        rewrite(v1, path);
         CHECKF(ember_gguf_open(path, &g, &err) == EMBER_OK, "%s", err.msg);
         if (g) {
             check_stories_meta(g, 3, 18);
