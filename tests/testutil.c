@@ -96,6 +96,13 @@ int tu_skip(const char *why)
     return 77;
 }
 
+int tu_finish_without_shared(const char *name, const char *not_checked)
+{
+    if (tu_failures) return tu_finish(name);
+    printf("SKIP: ../shared is absent: %s\n", not_checked);
+    return 77;
+}
+
 /* ---- chi-square --------------------------------------------------------------- */
 
 /* Regularized upper incomplete gamma Q(a, x): a series for P when x < a + 1, else a
