@@ -254,6 +254,7 @@ static bool grow_to(ember_sched *s, request *r, uint32_t end)
 static bool drop_padding_blocks(ember_sched *s)
 {
     bool freed = false;
+    if (!s->o.pad_prompts) return false;
     for (uint32_t i = 0; i < s->n_running; i++) {
         request *q = s->running[i];
         if (q->padding || !q->n_pad_rows || q->n_computed < q->n_prefill) continue;
@@ -526,10 +527,12 @@ static ember_sched_item *item_of(ember_sched_item *items, uint32_t n_items, cons
 static uint32_t plan_prompt_padding(ember_sched *s, ember_sched_item *items, uint32_t n_items, uint32_t *budget)
 {
     uint32_t bs = ember_kv_block_size(s->kv);
+    if (!s->o.pad_prompts) return n_items;
     for (request *r = next_running(s, 0); r && *budget; r = next_running(s, r->admitted)) {
         uint32_t left = pad_left(s, r);
+        if (!left) continue;
         ember_sched_item *it = item_of(items, n_items, r);
-        if (!left || r->n_computed + (it ? it->n : 0) < r->n_prefill) continue;
+        if (r->n_computed + (it ? it->n : 0) < r->n_prefill) continue;
         uint32_t start = r->n_prefill + r->n_pad_rows, n = left < *budget ? left : *budget;
         grow_to(s, r, start + n);
         uint32_t room = r->n_blocks * bs > start ? r->n_blocks * bs - start : 0;

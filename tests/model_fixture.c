@@ -5,24 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int mf_make_model_rc(const char *path, const char *args, char *msg, size_t cap)
-{
-    char cmd[2048], out[1024];
-    snprintf(cmd, sizeof cmd, "'%s' make-test-model '%s' %s 2>&1", tu_ember_bin(), path, args);
-    int rc = tu_run(cmd, out, sizeof out);
-    if (msg)
-        snprintf(msg, cap, "%s", out);
-    return rc;
-}
-
-bool mf_make_model(const char *path, const char *args)
-{
-    char out[1024];
-    int rc = mf_make_model_rc(path, args, out, sizeof out);
-    CHECKF(rc == 0, "make-test-model %s: exit %d: %.300s", args, rc, out);
-    return rc == 0;
-}
-
 ember_status mf_load(const char *path, bool with_ref, mf_model *M, ember_err *err)
 {
     memset(M, 0, sizeof *M);

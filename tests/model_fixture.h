@@ -1,6 +1,6 @@
 /* model_fixture.h — what the model test programs (test_arch, test_reference, test_forward,
- * test_forward_arch) share: models made by `ember make-test-model`, loaded with or
- * without the CPU reference, and on the GPU a forward pass compared with the reference.
+ * test_forward_arch) share: models (made with tu_make_model) loaded with or without the
+ * CPU reference, and on the GPU a forward pass compared with the reference.
  * The helpers that say "checked" count a failure as a failed check (testutil.h). */
 #ifndef EMBER_MODEL_FIXTURE_H
 #define EMBER_MODEL_FIXTURE_H
@@ -14,12 +14,6 @@
 #include "engine/model.h"
 #include "engine/reference.h"
 #include "testutil.h"
-
-/* Runs `ember make-test-model PATH ARGS`; returns the exit status, with the output
- * (stderr included) copied to msg (may be NULL). */
-int mf_make_model_rc(const char *path, const char *args, char *msg, size_t cap);
-/* The same, checked: a failure names the arguments and the tool's message. */
-bool mf_make_model(const char *path, const char *args);
 
 /* A model file and what was made from it; the members not asked for stay NULL. */
 typedef struct mf_model {

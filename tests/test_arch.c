@@ -340,11 +340,11 @@ static bool make_files(files *f)
     tmp_path(f->llama_f, sizeof f->llama_f, "llama-freqs");
     tmp_path(f->llama_s1, sizeof f->llama_s1, "llama-scale1");
     tmp_path(f->llama_s4, sizeof f->llama_s4, "llama-scale4");
-    return mf_make_model(f->llama, BASE) && mf_make_model(f->qwen2, BASE " --arch qwen2") &&
-           mf_make_model(f->qwen2_fs, BASE " --arch qwen2 --rope-freqs --rope-scale 2.5") &&
-           mf_make_model(f->llama_f, BASE " --rope-freqs") &&
-           mf_make_model(f->llama_s1, BASE " --rope-scale 1") &&
-           mf_make_model(f->llama_s4, BASE " --rope-scale 4");
+    return tu_make_model(f->llama, BASE) && tu_make_model(f->qwen2, BASE " --arch qwen2") &&
+           tu_make_model(f->qwen2_fs, BASE " --arch qwen2 --rope-freqs --rope-scale 2.5") &&
+           tu_make_model(f->llama_f, BASE " --rope-freqs") &&
+           tu_make_model(f->llama_s1, BASE " --rope-scale 1") &&
+           tu_make_model(f->llama_s4, BASE " --rope-scale 4");
 }
 
 static void test_descriptions(const files *f)
@@ -589,14 +589,14 @@ static void test_tool(const files *f)
         { "--rope-scale nan", "rope-scale" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        int rc = mf_make_model_rc(a, bad[i].args, msg, sizeof msg);
+        int rc = tu_make_model_rc(a, bad[i].args, msg, sizeof msg);
         CHECKF(rc != 0 && has(msg, bad[i].word), "'%s' gave %d: %s", bad[i].args, rc, msg);
     }
     /* deterministic, and qwen2 = the llama weights of the same seed plus biases */
     mf_model A, B, C;
     ember_err err = {{0}};
     memset(&A, 0, sizeof A), memset(&B, 0, sizeof B), memset(&C, 0, sizeof C);
-    if (mf_make_model(a, BASE " --arch qwen2") && load(a, &A, &err) == EMBER_OK &&
+    if (tu_make_model(a, BASE " --arch qwen2") && load(a, &A, &err) == EMBER_OK &&
         load(f->qwen2, &B, &err) == EMBER_OK && load(f->llama, &C, &err) == EMBER_OK) {
         CHECK(A.g->size == B.g->size && same_bytes(A.g->map, B.g->map, A.g->size));
         const ember_layer_tensors *q = &B.m.layers[1], *l = &C.m.layers[1];

@@ -78,11 +78,8 @@ int main(void)
 {
     char cmd[1024];
     snprintf(model, sizeof model, "%s/cli_serving.gguf", tu_tmp_dir());
-    snprintf(cmd, sizeof cmd,
-             "%s make-test-model %s --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 512 --ctx 256 "
-             "--type q8_0 --seed 8",
-             tu_ember_bin(), model);
-    CHECK(tu_run(cmd, NULL, 0) == 0);
+    tu_make_model(model, "--dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 512 --ctx 256 --type q8_0 "
+                         "--seed 8");
     test_batch("");
     test_batch("--ngram 2 --draft-k 3");
     test_bench("");

@@ -29,7 +29,7 @@ static void make_model(const char *type, char *path, size_t cap)
     snprintf(args, sizeof args,
              "--dim 128 --layers 2 --heads 8 --kv-heads 2 --ffn 320 --vocab %d --ctx %d --type %s --seed 7", NV, CTX,
              type);
-    mf_make_model(path, args);
+    tu_make_model(path, args);
 }
 
 static bool setup(fixture *fx, ember_vk *vk, const char *path, uint64_t max_part)

@@ -22,7 +22,7 @@ static bool make_model(const char *name, const char *args, char *path, size_t ca
     snprintf(path, cap, "%s/fwd_arch_%s.gguf", tu_tmp_dir(), name);
     snprintf(all, sizeof all, "--dim 128 --layers 2 --heads 8 --kv-heads 2 --ffn 320 --vocab %d --ctx %d --seed 5 %s",
              NV, CTX, args);
-    return mf_make_model(path, all);
+    return tu_make_model(path, all);
 }
 
 /* Worst relative error of the GPU's logits against the reference over a chunked
@@ -66,7 +66,7 @@ static void test_generate_qwen2(void)
 {
     char path[512], cmd[2048];
     snprintf(path, sizeof path, "%s/fwd_arch_gen_qwen2.gguf", tu_tmp_dir());
-    mf_make_model(path, "--arch qwen2 --dim 256 --layers 3 --heads 8 --kv-heads 2 --ffn 512 --vocab 1024 --ctx 512 "
+    tu_make_model(path, "--arch qwen2 --dim 256 --layers 3 --heads 8 --kv-heads 2 --ffn 512 --vocab 1024 --ctx 512 "
                         "--type q8_0 --seed 11");
     static char out[2][65536];
     static const char *backends[2] = {"cpu", "vulkan"};

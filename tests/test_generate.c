@@ -24,13 +24,11 @@ static int generate(const char *model, const char *backend, const char *prompt, 
 
 static void compare_backends(const char *type)
 {
-    char path[512], cmd[1024];
+    char path[512], args[256];
     snprintf(path, sizeof path, "%s/gen_%s.gguf", tu_tmp_dir(), type);
-    snprintf(cmd, sizeof cmd,
-             "%s make-test-model %s --dim 256 --layers 3 --heads 8 --kv-heads 2 --ffn 512 --vocab 1024 "
-             "--ctx 512 --type %s --seed 11",
-             tu_ember_bin(), path, type);
-    CHECK(tu_run(cmd, NULL, 0) == 0);
+    snprintf(args, sizeof args,
+             "--dim 256 --layers 3 --heads 8 --kv-heads 2 --ffn 512 --vocab 1024 --ctx 512 --type %s --seed 11", type);
+    tu_make_model(path, args);
 
     static char cpu[65536], gpu[65536];
     CHECK(generate(path, "cpu", PROMPT, 48, "", cpu, sizeof cpu) == 0);
@@ -50,14 +48,11 @@ static void compare_backends(const char *type)
 
 static void big_embedding(void)
 {
-    char path[512], cmd[1024];
+    char path[512];
     snprintf(path, sizeof path, "%s/gen_bigembd.gguf", tu_tmp_dir());
     /* 75000 x 1024 f32 = 307 MB > 128 MiB (lavapipe's maxStorageBufferRange). */
-    snprintf(cmd, sizeof cmd,
-             "%s make-test-model %s --dim 1024 --layers 1 --heads 8 --kv-heads 4 --ffn 256 --vocab 75000 "
-             "--ctx 64 --type f32 --tied --seed 3",
-             tu_ember_bin(), path);
-    CHECK(tu_run(cmd, NULL, 0) == 0);
+    tu_make_model(path, "--dim 1024 --layers 1 --heads 8 --kv-heads 4 --ffn 256 --vocab 75000 --ctx 64 --type f32 "
+                        "--tied --seed 3");
     static char cpu[8192], gpu[8192];
     CHECK(generate(path, "cpu", "hello world", 4, "", cpu, sizeof cpu) == 0);
     CHECK(generate(path, "vulkan", "hello world", 4, "", gpu, sizeof gpu) == 0);

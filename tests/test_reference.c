@@ -195,7 +195,7 @@ static void test_stories_q8_0(const char *shared, const uint32_t *want_f32)
 static bool make_model(const char *path, const char *args)
 {
     char out[1024];
-    int rc = mf_make_model_rc(path, args, out, sizeof out);
+    int rc = tu_make_model_rc(path, args, out, sizeof out);
     if (rc != 0)
         printf("note: make-test-model failed (exit %d): %.300s\n", rc, out);
     return rc == 0;
@@ -296,7 +296,7 @@ static void test_make_test_model(void)
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         remove(b);
-        int rc = mf_make_model_rc(b, bad[i].args, msg, sizeof msg);
+        int rc = tu_make_model_rc(b, bad[i].args, msg, sizeof msg);
         CHECKF(rc != 0 && strstr(msg, bad[i].word) != NULL, "'%s' gave %d: %s", bad[i].args, rc, msg);
         CHECK(file_size(b) < 0);
     }

@@ -379,13 +379,9 @@ static ember_model *load(ember_backend b)
 
 int main(void)
 {
-    char cmd[1024];
     snprintf(model_path, sizeof model_path, "%s/static_batching.gguf", tu_tmp_dir());
-    snprintf(cmd, sizeof cmd,
-             "%s make-test-model %s --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 512 --ctx 256 "
-             "--type q8_0 --seed 21",
-             tu_ember_bin(), model_path);
-    CHECK(tu_run(cmd, NULL, 0) == 0);
+    tu_make_model(model_path, "--dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 512 --ctx 256 "
+                              "--type q8_0 --seed 21");
     make_prompts(512);
     ember_model *cpu = load(EMBER_BACKEND_CPU);
     CHECK(cpu != NULL);

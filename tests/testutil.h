@@ -3,6 +3,7 @@
 #ifndef EMBER_TESTUTIL_H
 #define EMBER_TESTUTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -45,6 +46,12 @@ double tu_chi2_test(const uint64_t *counts, const double *p, size_t n, uint64_t 
  * the number after "key": (-1 when absent). Enough for the CLI's own --json output. */
 size_t tu_json_tokens(const char *json, uint32_t *out, size_t cap);
 double tu_json_num(const char *json, const char *key);
+
+/* Runs `ember make-test-model PATH ARGS`; returns its exit status, with its output
+ * (stderr included) copied to msg (may be NULL). */
+int tu_make_model_rc(const char *path, const char *args, char *msg, size_t cap);
+/* The same, checked: a failure names the arguments and the tool's message. */
+bool tu_make_model(const char *path, const char *args);
 
 /* Prints the summary line and returns the process exit code. */
 int tu_finish(const char *name);
