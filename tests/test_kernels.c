@@ -9,7 +9,8 @@
  * same token inside batches of other sizes at other rows, and across the variants.
  *
  *   test_kernels          the checks
- *   test_kernels bench    times the linear (median of 9 runs per case) instead */
+ *   test_kernels bench    times the linear (median of 9 runs per case) instead
+ *                         (EMBER_BENCH_SHAPES, EMBER_BENCH_TYPES, EMBER_BENCH_TM: see bench()) */
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -738,6 +739,8 @@ int main(int argc, char **argv)
 
     for (int v = 0, done = 0; v < 4; v++) {
         ember_kernels_opts ko = {.no_subgroup = variants[v].no_subgroup, .no_texel = variants[v].no_texel};
+        /* EMBER_BENCH_TM=N times every case with N tokens per tile (a bench aid). */
+        if (do_bench && getenv("EMBER_BENCH_TM")) ko.linear_tm = (uint32_t)atoi(getenv("EMBER_BENCH_TM"));
         double t0 = kt_now_s();
         if (ember_kernels_create_opts(t.vk, &ko, &t.k, &t.err) != EMBER_OK) kt_die(&t, "ember_kernels_create");
         /* A variant the device lacks falls back to one already run. */
