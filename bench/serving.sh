@@ -7,7 +7,8 @@
 # seed is one draw of 48 lengths, and the ratio depends on the draw, 1.5x-1.9x), the
 # three modes taking turns; ROUNDS=N repeats each seed N times (the machine is shared:
 # single runs vary by 20-30 %). It prints each seed's median ratio, then the median and
-# the lowest over the seeds. ONLY=batching stops after that comparison.
+# the lowest over the seeds. ONLY=batching stops after that comparison; SEEDS= (empty)
+# skips it.
 # TYPE=f32 (default) or q8_0 picks the weights of the generated model (MODEL overrides).
 # F32 is the default because on lavapipe it is the faster format at this size: Q8_0's
 # dequantization makes each extra token of a step cost more ALU (docs/kernels.md).
@@ -31,16 +32,17 @@ p99_p50() { awk -v s="$(sub itl_ms "$1")" 'BEGIN{match(s,/"p50": [0-9.]+/); p50=
 
 echo "== continuous vs static batching ($N requests, prompts 8-200, outputs 8-160, 16 at a time)"
 work() { echo "--requests $N --rate inf --prompt-len 8:200 --gen-len 8:160 --max-seqs 16 --seed $1"; }
-SEEDS=${SEEDS:-1 2 3 4 5 6 7 8 9 10}
+SEEDS=${SEEDS-1 2 3 4 5 6 7 8 9 10}  # SEEDS= (empty) skips this comparison
 all_s=(); all_g=()
 for seed in $SEEDS; do
   rs=(); rg=()
   for r in $(seq "$ROUNDS"); do
     c=$(run $(work "$seed") --batching continuous); s=$(run $(work "$seed") --batching static)
     g=$(run $(work "$seed") --batching static-ragged)
-    echo "seed $seed: continuous $(field throughput_tok_s "$c") tok/s in $(field steps "$c") steps;" \
-      "static (prompts padded) $(field throughput_tok_s "$s") tok/s in $(field steps "$s") steps," \
-      "$(field padding_tokens "$s") padding rows: ratio $(ratio "$c" "$s");" \
+    echo "seed $seed: continuous $(field throughput_tok_s "$c") tok/s, $(field steps "$c") steps," \
+      "$(field tokens_computed "$c") rows; static (prompts padded) $(field throughput_tok_s "$s") tok/s," \
+      "$(field steps "$s") steps, $(field tokens_computed "$s") rows ($(field padding_tokens "$s") padding):" \
+      "ratio $(ratio "$c" "$s");" \
       "static-ragged $(field throughput_tok_s "$g") tok/s, $(field padding_tokens "$g") padding rows: ratio $(ratio "$c" "$g")"
     rs+=("$(ratio "$c" "$s")"); rg+=("$(ratio "$c" "$g")")
   done
@@ -49,8 +51,10 @@ for seed in $SEEDS; do
   all_s+=("$ms"); all_g+=("$mg")
 done
 lowest() { printf '%s\n' "$@" | sort -g | head -1; }
-echo "continuous vs static over seeds $SEEDS: median $(median "${all_s[@]}"), lowest $(lowest "${all_s[@]}") (${all_s[*]})"
-echo "continuous vs static-ragged: median $(median "${all_g[@]}"), lowest $(lowest "${all_g[@]}") (${all_g[*]})"
+if [ -n "$SEEDS" ]; then
+  echo "continuous vs static over seeds $SEEDS: median $(median "${all_s[@]}"), lowest $(lowest "${all_s[@]}") (${all_s[*]})"
+  echo "continuous vs static-ragged: median $(median "${all_g[@]}"), lowest $(lowest "${all_g[@]}") (${all_g[*]})"
+fi
 [ "${ONLY:-}" = batching ] && exit 0
 
 echo "== KV waste at peak, paged vs contiguous (same workload)"

@@ -44,8 +44,12 @@ static void test_batch(const char *extra)
     if (strstr(extra, "ngram")) CHECK(total && tu_json_num(total, "drafted") > 0 && strstr(total, "acceptance_rate"));
 }
 
-/* Runs the bench workload with extra flags; returns its padding_tokens. */
-static double test_bench(const char *extra)
+typedef struct rows {
+    double computed, padding;  /* tokens_computed, padding_tokens */
+} rows;
+
+/* Runs the bench workload with extra flags; returns the rows it computed. */
+static rows test_bench(const char *extra)
 {
     char cmd[2048];
     static char out[8192];
@@ -57,7 +61,8 @@ static double test_bench(const char *extra)
                           "\"throughput_tok_s\"", "\"ttft_ms\": {\"p50\"", "\"tpot_ms\": {\"p50\"",
                           "\"itl_ms\": {\"p50\"", "\"goodput_req_s\"", "\"slo\": {\"ttft_ms\"", "\"kv\": {\"block_size\"",
                           "\"blocks_total\"", "\"peak_blocks_used\"", "\"waste_pct\"", "\"prefix_hit_tokens\"",
-                          "\"preemptions\"", "\"padding_tokens\"", "\"cow_copies\""};
+                          "\"preemptions\"", "\"steps\"", "\"tokens_computed\"", "\"padding_tokens\"",
+                          "\"cow_copies\""};
     int found = 0;
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) found += strstr(out, keys[i]) != NULL;
     printf("bench %s: %d of %zu fields, throughput %.1f tok/s, waste %.1f%%\n", extra, found,
@@ -71,7 +76,7 @@ static double test_bench(const char *extra)
     char field[64];
     snprintf(field, sizeof field, "\"batching\": \"%s\"", mode);
     CHECKF(strstr(out, field) != NULL, "no %s in %s", field, out);
-    return tu_json_num(out, "padding_tokens");
+    return (rows){tu_json_num(out, "tokens_computed"), tu_json_num(out, "padding_tokens")};
 }
 
 int main(void)
@@ -82,11 +87,17 @@ int main(void)
                          "--seed 8");
     test_batch("");
     test_batch("--ngram 2 --draft-k 3");
-    test_bench("");
+    rows cont = test_bench("");
     /* padded prompts (prompts of 8-40 tokens) add to the finished members' padding */
-    double padded = test_bench("--batching static"), ragged = test_bench("--batching static-ragged");
-    printf("padding tokens: static %.0f, static-ragged %.0f\n", padded, ragged);
-    CHECK(padded > ragged);
+    rows padded = test_bench("--batching static"), ragged = test_bench("--batching static-ragged");
+    printf("rows computed: continuous %.0f; static %.0f, %.0f padding; static-ragged %.0f, %.0f padding\n",
+           cont.computed, padded.computed, padded.padding, ragged.computed, ragged.padding);
+    CHECK(padded.padding > ragged.padding);
+    /* Every mode computes the same real rows (prompts, then each output but the last fed
+     * back; no preemption at this size): what static adds is its padding. */
+    CHECK(cont.computed > 0);
+    CHECK(padded.computed - padded.padding == cont.computed);
+    CHECK(ragged.computed - ragged.padding == cont.computed);
     snprintf(cmd, sizeof cmd, "%s bench -m %s --batching fixed --json 2>/dev/null", tu_ember_bin(), model);
     CHECK(tu_run(cmd, NULL, 0) == 2); /* refused: usage */
     test_bench("--kv contiguous");

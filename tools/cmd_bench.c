@@ -287,12 +287,14 @@ static void report(const bench_args *a, workload *w, ember_engine *e, double dur
     if (a->spec.draft_k)
         printf("\"speculation\": {\"drafted\": %llu, \"accepted\": %llu, \"acceptance_rate\": %.4f}, ",
                (unsigned long long)drafted, (unsigned long long)accepted, drafted ? (double)accepted / drafted : 0.0);
-    /* output_tokens counts only what requests received; padding_tokens is what static
-     * batching computed for its fixed shape (padded prompts, finished members' rows). */
+    /* output_tokens counts only what requests received; tokens_computed every row of every
+     * step (prompts, decodes, recomputation after preemption, padding); padding_tokens the
+     * rows static batching computed for its fixed shape (padded prompts, finished members). */
     printf("\"prefix_hit_tokens\": %llu, \"cow_copies\": %llu, \"preemptions\": %llu, \"steps\": %llu, "
-           "\"padding_tokens\": %llu, \"batching\": \"%s\", \"kv_layout\": \"%s\"}\n",
+           "\"tokens_computed\": %llu, \"padding_tokens\": %llu, \"batching\": \"%s\", \"kv_layout\": \"%s\"}\n",
            (unsigned long long)st.prefix_hit_tokens, (unsigned long long)st.cow_copies,
-           (unsigned long long)st.preemptions, (unsigned long long)st.steps, (unsigned long long)st.padding_tokens,
+           (unsigned long long)st.preemptions, (unsigned long long)st.steps,
+           (unsigned long long)st.tokens_computed, (unsigned long long)st.padding_tokens,
            batching_name[a->eo.batching],
            a->eo.kv_layout == EMBER_KV_CONTIGUOUS ? "contiguous" : "paged");
 done:
