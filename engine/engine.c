@@ -482,12 +482,18 @@ bool ember_engine_emit(ember_engine *e, request *r, uint32_t tok, double t)
     return true;
 }
 
+/* Rows computed only for static batching's fixed shape: counted, never delivered. */
+static void count_padding(ember_engine *e, uint32_t n)
+{
+    e->tokens_computed += n;
+    e->padding_tokens += n;
+}
+
 /* A padding row computed one token nobody sees: it feeds its greedy choice back next
  * step, so that it keeps computing an ordinary continuation; only its cost is counted. */
 static void pad_step(ember_engine *e, const ember_sched_item *it, uint32_t row)
 {
-    e->tokens_computed += it->n;
-    e->padding_tokens += it->n;
+    count_padding(e, it->n);
     ember_sched_advance(e->sched, it->r, it->n);
     it->r->pad_token = e->argmax[row];
 }
@@ -503,8 +509,7 @@ static void after_step(ember_engine *e, uint32_t n_items, double t0, double t1)
             continue;
         }
         if (it->n_pad) { /* counted first: the tokens below may finish (and free) r */
-            e->tokens_computed += it->n_pad;
-            e->padding_tokens += it->n_pad;
+            count_padding(e, it->n_pad);
             ember_sched_advance_padding(e->sched, r, it->n_pad);
         }
         if (!it->n) continue;

@@ -72,6 +72,10 @@ static void choose_shapes(ember_kernels *k)
          * mat-mat tiles (registers; not measured). */
         l->tn = k->lin_subgroup && (c->is_cpu || tm[i] <= 4) ? 16 : 8;
         l->unroll = tm[i] <= 2 ? 2 : 1;
+        /* lavapipe: a lane's tn x tm accumulators live in 16 vector registers, and 8
+         * tokens of 16 rows spill twice as much as 4, which the x loads saved do not repay
+         * below 17 tokens (docs/kernels.md, "Tokens per tile on lavapipe"). */
+        l->min_tok = c->is_cpu && tm[i] > 4 ? 17 : 0;
         l->ng = c->is_cpu ? 1 : 8;
         /* A workgroup is whole subgroups; the baseline stays within 16 KiB of shared memory. */
         if (k->lin_subgroup && l->ng * 8 < sg) l->ng = sg / 8;

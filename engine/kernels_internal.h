@@ -28,6 +28,7 @@ typedef struct ember_lin_shape {
     uint32_t tn;      /* rows per tile: 8 or 16 (8 lanes, 1 or 2 rows each) */
     uint32_t ng;      /* tiles per workgroup (workgroup = ng * 8 invocations) */
     uint32_t unroll;  /* units per lane per loop iteration */
+    uint32_t min_tok; /* calls with fewer tokens do not use this shape (0: any) */
 } ember_lin_shape;
 
 struct ember_kernels {

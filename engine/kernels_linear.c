@@ -38,14 +38,10 @@ static bool weight_has_views(const ember_gpu_weight *w)
     return true;
 }
 
-/* The tile shape for n_tok: fewest loads, counting per token group tn weight loads and
- * tm x loads per unit. Decode batches end up in one workgroup row (the weights are read
- * once, the token groups loop over them from cache); prefill spreads 64 tokens per
- * workgroup row. On lavapipe a lane's tn x tm accumulators live in 16 vector registers:
- * 8 tokens of 16 rows spill twice as much as 4, which the loads saved do not repay below
- * CPU_TM8_MIN tokens (docs/kernels.md, "Tokens per tile on lavapipe"). */
-#define CPU_TM8_MIN 17
-
+/* The tile shape for n_tok: among the shapes open to n_tok (min_tok), fewest loads,
+ * counting per token group tn weight loads and tm x loads per unit. Decode batches end
+ * up in one workgroup row (the weights are read once, the token groups loop over them
+ * from cache); prefill spreads 64 tokens per workgroup row. */
 static int choose_shape(const ember_kernels *k, uint32_t n_tok)
 {
     int best = 0;
@@ -56,7 +52,7 @@ static int choose_shape(const ember_kernels *k, uint32_t n_tok)
             if (l->tm == k->force_tm) return i;
             continue;
         }
-        if (k->caps.is_cpu && l->tm > 4 && n_tok < CPU_TM8_MIN) continue;
+        if (n_tok < l->min_tok) continue;
         uint64_t cost = (uint64_t)ember_k_ceil(n_tok, l->tm) * (l->tn + l->tm);
         if (cost < best_cost) best = i, best_cost = cost;
     }
