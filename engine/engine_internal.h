@@ -5,6 +5,8 @@
 
 #include <pthread.h>
 
+#include "engine/gpu/forward.h"
+#include "kv_layout.h"
 #include "model_handle.h"
 #include "scheduler.h"
 

@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "common/error.h"
 
 #define EMBER_NO_BLOCK UINT32_MAX
 

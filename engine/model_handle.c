@@ -5,6 +5,8 @@
 
 #include "model_handle.h"
 
+#include "engine/gpu/kernels_attention.h"
+
 static ember_status load(ember_model *m, const char *path, const ember_model_opts *o)
 {
     ember_status s = ember_gguf_open(path, &m->gguf, &m->err);

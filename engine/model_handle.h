@@ -2,9 +2,9 @@
 #ifndef EMBER_MODEL_HANDLE_H
 #define EMBER_MODEL_HANDLE_H
 
-#include "forward.h"
-#include "model.h"
-#include "tokenizer.h"
+#include "engine/gpu/gpu_model.h"
+#include "engine/model/model.h"
+#include "engine/tokenizer/tokenizer.h"
 
 struct ember_model {
     ember_err err;

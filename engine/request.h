@@ -8,9 +8,10 @@
 #include <stdint.h>
 
 #include "ember.h"
-#include "reference.h"
+#include "engine/cpu/reference.h"
 #include "sampler.h"
-#include "tokenizer.h"
+#include "engine/tokenizer/detok.h"
+#include "engine/tokenizer/tokenizer.h"
 
 typedef enum request_state {
     REQ_WAITING,

@@ -18,7 +18,7 @@
 
 #include <stdint.h>
 
-#include "error.h"
+#include "common/error.h"
 
 /* Zero in every field means "off" / the default. */
 typedef struct ember_sampling_params {

@@ -6,7 +6,8 @@
 #include <stdlib.h>
 
 #include "model_handle.h"
-#include "reference.h"
+#include "engine/cpu/reference.h"
+#include "engine/gpu/forward.h"
 
 #define CHUNK 64
 

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "vk_internal.h"
+#include "vk_caps.h"
 
 static bool has_extension(VkPhysicalDevice phys, const char *name)
 {

@@ -6,7 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vk_cmd.h"
 #include "vk_internal.h"
+#include "vk_pipeline_internal.h"
+#include "vk_result.h"
 
 #define SETS_PER_POOL 1024
 #define MAX_POOLS 64

@@ -4,7 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vk_device.h"
 #include "vk_internal.h"
+#include "vk_result.h"
+#include "vk_transfer.h"
 
 /* ---- instance ----------------------------------------------------------------- */
 
@@ -204,9 +207,7 @@ void ember_vk_destroy(ember_vk *vk)
     if (!vk) return;
     if (vk->device) {
         vkDeviceWaitIdle(vk->device);
-        if (vk->staging_arena) ember_vk_arena_destroy(vk->staging_arena);
-        if (vk->xfer_fence) vkDestroyFence(vk->device, vk->xfer_fence, NULL);
-        if (vk->xfer_pool) vkDestroyCommandPool(vk->device, vk->xfer_pool, NULL);
+        ember_vk_transfer_free(vk->xfer);
         vkDestroyDevice(vk->device, NULL);
     }
     if (vk->messenger) {

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "vk_internal.h"
+#include "vk_memory.h"
+#include "vk_result.h"
 
 #define CHUNK_MIN (64ull << 20)
 #define CHUNK_MAX (256ull << 20)
@@ -194,106 +196,4 @@ ember_vk_span ember_vk_span_sub(ember_vk_span s, VkDeviceSize offset, VkDeviceSi
     ember_vk_span r = {s.buffer, s.offset + offset, size, s.host ? (char *)s.host + offset : NULL,
                        offset == 0 ? s.view : VK_NULL_HANDLE};
     return r;
-}
-
-/* ---- transfers for memory the host cannot map -------------------------------------- */
-
-#define STAGING_BYTES (64ull << 20)
-
-static ember_status ensure_staging(ember_vk *vk, ember_err *err)
-{
-    if (vk->xfer_cb) return EMBER_OK;
-    VkCommandPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
-                                  .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
-                                  .queueFamilyIndex = vk->queue_family};
-    ember_status s = ember_vk_check(vkCreateCommandPool(vk->device, &pi, NULL, &vk->xfer_pool), err,
-                                    "vkCreateCommandPool");
-    VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    if (s == EMBER_OK)
-        s = ember_vk_check(vkCreateFence(vk->device, &fi, NULL, &vk->xfer_fence), err, "vkCreateFence");
-    if (s == EMBER_OK) s = ember_vk_arena_create(vk, &vk->staging_arena, err);
-    if (s == EMBER_OK) s = ember_vk_alloc(vk->staging_arena, STAGING_BYTES, EMBER_VK_MEM_HOST, &vk->staging, err);
-    VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-                                      .commandPool = vk->xfer_pool, .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-                                      .commandBufferCount = 1};
-    if (s == EMBER_OK)
-        s = ember_vk_check(vkAllocateCommandBuffers(vk->device, &ai, &vk->xfer_cb), err,
-                           "vkAllocateCommandBuffers");
-    return s;
-}
-
-/* One buffer copy, submitted and waited for. */
-static ember_status copy_and_wait(ember_vk *vk, VkBuffer src, VkDeviceSize src_off, VkBuffer dst,
-                                  VkDeviceSize dst_off, VkDeviceSize n, ember_err *err)
-{
-    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-    ember_status s = ember_vk_check(vkBeginCommandBuffer(vk->xfer_cb, &bi), err, "vkBeginCommandBuffer");
-    if (s != EMBER_OK) return s;
-    VkBufferCopy region = {src_off, dst_off, n};
-    vkCmdCopyBuffer(vk->xfer_cb, src, dst, 1, &region);
-    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                          .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
-                          .dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_SHADER_READ_BIT};
-    vkCmdPipelineBarrier(vk->xfer_cb, VK_PIPELINE_STAGE_TRANSFER_BIT,
-                         VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0,
-                         NULL, 0, NULL);
-    s = ember_vk_check(vkEndCommandBuffer(vk->xfer_cb), err, "vkEndCommandBuffer");
-    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
-                       .pCommandBuffers = &vk->xfer_cb};
-    if (s == EMBER_OK) s = ember_vk_check(vkResetFences(vk->device, 1, &vk->xfer_fence), err, "vkResetFences");
-    if (s == EMBER_OK)
-        s = ember_vk_check(vkQueueSubmit(vk->queue, 1, &si, vk->xfer_fence), err, "vkQueueSubmit");
-    if (s == EMBER_OK)
-        s = ember_vk_check(vkWaitForFences(vk->device, 1, &vk->xfer_fence, VK_TRUE, UINT64_MAX), err,
-                           "vkWaitForFences");
-    return s;
-}
-
-static ember_status check_range(const ember_vk_span *s, VkDeviceSize off, size_t n, ember_err *err)
-{
-    if (off > s->size || n > s->size - off)
-        return ember_fail(err, EMBER_ERR_INVALID_ARG, "transfer of %zu bytes at %llu outside a %llu-byte buffer",
-                          n, (unsigned long long)off, (unsigned long long)s->size);
-    return EMBER_OK;
-}
-
-ember_status ember_vk_upload(ember_vk *vk, const ember_vk_span *dst, VkDeviceSize offset,
-                             const void *src, size_t n, ember_err *err)
-{
-    ember_status s = check_range(dst, offset, n, err);
-    if (s != EMBER_OK) return s;
-    if (dst->host) {
-        memcpy((char *)dst->host + offset, src, n);
-        return EMBER_OK;
-    }
-    if ((s = ensure_staging(vk, err)) != EMBER_OK) return s;
-    for (size_t done = 0; done < n && s == EMBER_OK;) {
-        size_t k = n - done < STAGING_BYTES ? n - done : STAGING_BYTES;
-        memcpy(vk->staging.host, (const char *)src + done, k);
-        s = copy_and_wait(vk, vk->staging.buffer, vk->staging.offset, dst->buffer, dst->offset + offset + done,
-                          k, err);
-        done += k;
-    }
-    return s;
-}
-
-ember_status ember_vk_download(ember_vk *vk, const ember_vk_span *src, VkDeviceSize offset,
-                               void *dst, size_t n, ember_err *err)
-{
-    ember_status s = check_range(src, offset, n, err);
-    if (s != EMBER_OK) return s;
-    if (src->host) {
-        memcpy(dst, (const char *)src->host + offset, n);
-        return EMBER_OK;
-    }
-    if ((s = ensure_staging(vk, err)) != EMBER_OK) return s;
-    for (size_t done = 0; done < n && s == EMBER_OK;) {
-        size_t k = n - done < STAGING_BYTES ? n - done : STAGING_BYTES;
-        s = copy_and_wait(vk, src->buffer, src->offset + offset + done, vk->staging.buffer, vk->staging.offset,
-                          k, err);
-        if (s == EMBER_OK) memcpy((char *)dst + done, vk->staging.host, k);
-        done += k;
-    }
-    return s;
 }

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 
 #include "vk_internal.h"
+#include "vk_pipeline_internal.h"
+#include "vk_result.h"
 
 #define MAX_SPECS 16
 

@@ -1,5 +1,5 @@
 /* vk_result.c — VkResult to ember_status and message. */
-#include "vk_internal.h"
+#include "vk_result.h"
 
 const char *ember_vk_result_name(VkResult r)
 {

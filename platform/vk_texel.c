@@ -2,6 +2,8 @@
  * vector gather while a storage-buffer load is a per-lane loop with bounds checks, so the
  * kernels read weights and activations through views where the device allows. */
 #include "vk_internal.h"
+#include "vk_result.h"
+#include "vk_texel.h"
 
 /* Bytes per texel of the formats the kernels use; 0 for any other. */
 static uint32_t texel_bytes(VkFormat f)

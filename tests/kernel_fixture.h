@@ -8,7 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/kernels.h"
+#include "engine/gpu/kernels_attention.h"
+#include "engine/gpu/kernels_linear.h"
+#include "engine/gpu/kernels_rows.h"
+#include "engine/kv_layout.h"
 #include "testutil.h"
 
 typedef struct kt_ctx {

@@ -9,10 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/forward.h"
-#include "engine/gguf.h"
-#include "engine/model.h"
-#include "engine/reference.h"
+#include "engine/gpu/forward.h"
+#include "engine/model/gguf_write.h"
+#include "engine/model/model.h"
+#include "engine/cpu/reference.h"
 #include "testutil.h"
 
 /* A model file and what was made from it; the members not asked for stay NULL. */

@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/chat_template.h"
-#include "engine/gguf.h"
-#include "tests/testutil.h"
+#include "engine/chat/chat_template.h"
+#include "engine/model/gguf_write.h"
+#include "testutil.h"
 
 #define VOCAB 512
 #define IM_START (VOCAB - 2)

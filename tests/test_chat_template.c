@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/chat_template.h"
-#include "tests/testutil.h"
+#include "engine/chat/chat_template.h"
+#include "testutil.h"
 
 /* ---- templates, as stored in GGUF files (Jinja source; "\\n" is Jinja's escape) ---- */
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/testutil.h"
+#include "testutil.h"
 
 static const char *lines[] = {"the cat sat on the mat", "once upon a time there was a dog",
                               "hello world", "a b c d e f g h i j k l m n o p", "x"};

@@ -16,11 +16,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "engine/gguf.h"
-#include "engine/model.h"
-#include "engine/reference.h"
-#include "engine/tokenizer.h"
-#include "tests/testutil.h"
+#include "engine/model/gguf.h"
+#include "engine/model/model.h"
+#include "engine/cpu/reference.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "testutil.h"
 #include "tools/convert_llama2c.c"
 
 typedef struct buf {

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "ember.h"
-#include "tests/testutil.h"
+#include "testutil.h"
 
 #define MAXTOK 64
 

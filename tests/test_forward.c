@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/model_fixture.h"
+#include "model_fixture.h"
 
 #define NV 512
 #define CTX 256

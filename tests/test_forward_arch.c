@@ -9,7 +9,7 @@
  *    on a qwen2 Q8_0 model. */
 #include <string.h>
 
-#include "tests/model_fixture.h"
+#include "model_fixture.h"
 
 #define NV 512
 #define CTX 128

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/testutil.h"
+#include "testutil.h"
 
 #define PROMPT "the quick brown fox jumps over the lazy dog and then the dog runs after the fox into " \
                "the deep dark forest where nobody has ever been before, and they both get lost there"

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/gguf.h"
-#include "engine/model.h"
-#include "tests/testutil.h"
+#include "engine/model/gguf_write.h"
+#include "engine/model/model.h"
+#include "testutil.h"
 
 static char tmp_path[512];
 

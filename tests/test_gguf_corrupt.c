@@ -15,9 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine/gguf.h"
-#include "engine/model.h"
-#include "tests/testutil.h"
+#include "engine/model/gguf_write.h"
+#include "engine/model/model.h"
+#include "testutil.h"
 
 #define TIME_LIMIT_S 60.0
 

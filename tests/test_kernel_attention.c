@@ -25,7 +25,6 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "engine/kernels.h"
 #include "kernel_fixture.h"
 
 #define TOL 1e-4

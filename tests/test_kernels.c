@@ -17,7 +17,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/kernels.h"
 #include "kernel_fixture.h"
 
 #define TOL 1e-4

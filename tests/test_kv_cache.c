@@ -4,7 +4,7 @@
 #include <stdio.h>
 
 #include "engine/kv_cache.h"
-#include "tests/testutil.h"
+#include "testutil.h"
 
 #define BS 4
 

@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/forward.h"
-#include "engine/reference.h"
-#include "tests/testutil.h"
+#include "engine/gpu/forward.h"
+#include "engine/cpu/reference.h"
+#include "testutil.h"
 
 #define NV 512
 #define CTX 512

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/testutil.h"
+#include "testutil.h"
 
 static int ppl(const char *model, const char *backend, const char *extra, char *out, size_t cap)
 {

@@ -7,7 +7,7 @@
 
 #include "ember_shaders.h"
 #include "platform/vk.h"
-#include "tests/testutil.h"
+#include "testutil.h"
 
 static void test_memory(ember_vk *vk)
 {

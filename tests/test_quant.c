@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/gguf.h"
-#include "engine/quant.h"
+#include "engine/model/gguf.h"
+#include "engine/model/quant.h"
 
 /* ---- half floats ------------------------------------------------------------------ */
 

@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "engine/sampler.h"
-#include "tests/testutil.h"
+#include "testutil.h"
 
 #define N_DRAWS 200000
 

@@ -13,7 +13,7 @@
 
 #include "engine/speculative.h"
 #include "ember.h"
-#include "tests/testutil.h"
+#include "testutil.h"
 
 static void test_ngram(void)
 {

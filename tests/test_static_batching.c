@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "ember.h"
-#include "tests/testutil.h"
+#include "testutil.h"
 
 #define MAXTOK 128
 #define NREQ 16

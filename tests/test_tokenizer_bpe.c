@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/tokenizer_internal.h" /* the pre-tokenizer, checked on its own */
+#include "engine/tokenizer/pretokenize.h" /* the pre-tokenizer, checked on its own */
 
 #define FFFD "\xef\xbf\xbd"
 

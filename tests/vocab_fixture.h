@@ -8,8 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/gguf.h"
-#include "engine/tokenizer.h"
+#include "engine/model/gguf_write.h"
+#include "engine/tokenizer/detok.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "testutil.h"
 
 /* A vocabulary under construction; every string is owned. Zero-initialize, then add. */

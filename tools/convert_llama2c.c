@@ -37,7 +37,7 @@
 
 #include "commands.h"
 #include "convert_llama2c.h"
-#include "engine/gguf.h"
+#include "engine/model/gguf_write.h"
 
 #define AK42_MAGIC 0x616b3432u
 #define AK42_HEADER 256

@@ -4,7 +4,7 @@
 #ifndef EMBER_CONVERT_LLAMA2C_H
 #define EMBER_CONVERT_LLAMA2C_H
 
-#include "engine/error.h"
+#include "common/error.h"
 
 /* Reads the checkpoint ckpt (legacy version 0, or "ak42" version 1 fp32 / version 2
  * int8, which is dequantized) and the tokenizer tok, checks that every size agrees

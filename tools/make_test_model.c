@@ -15,8 +15,8 @@
 
 #include "cli.h"
 #include "commands.h"
-#include "engine/gguf.h"
-#include "engine/quant.h"
+#include "engine/model/gguf_write.h"
+#include "engine/model/quant.h"
 
 #define SPACE_MARK "\xe2\x96\x81" /* U+2581 */
 #define PIECE_MAX 32

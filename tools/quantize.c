@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "commands.h"
-#include "engine/gguf.h"
-#include "engine/quant.h"
+#include "engine/model/gguf_write.h"
+#include "engine/model/quant.h"
 
 static bool wants_q8_0(const ember_gguf_tensor *t)
 {

@@ -1,0 +1,265 @@
+/* chat.c — chat templates applied to a model: ember_chat_apply, and ember_chat, a
+ * conversation kept as token ids so that every turn's prompt extends the last one and
+ * the engine's prefix cache serves the earlier turns (docs/chat.md). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "chat_template.h"
+#include "engine/model_handle.h"
+
+/* ---- the model's template ---------------------------------------------------------- */
+
+/* The piece text of token id (NULL when the vocabulary has no such token). */
+static char *piece_text(const ember_gguf *g, uint32_t id)
+{
+    const ember_gguf_kv *kv = ember_gguf_find(g, "tokenizer.ggml.tokens");
+    if (id == EMBER_TOKEN_NONE || !kv || kv->type != EMBER_GGUF_ARRAY || kv->arr_type != EMBER_GGUF_STRING ||
+        id >= kv->arr_n)
+        return NULL;
+    ember_gguf_str s = kv->arr_str[id];
+    char *p = malloc(s.len + 1);
+    if (p) {
+        memcpy(p, s.ptr, s.len);
+        p[s.len] = 0;
+    }
+    return p;
+}
+
+/* The template named (or, for NULL, the model's tokenizer.chat_template), with the
+ * vocabulary's BOS and EOS text as bos_token / eos_token. */
+static ember_status model_template(const ember_model *m, const char *name, ember_chat_template *t, ember_err *err)
+{
+    if (!m || !m->gguf || !m->tok) return ember_fail(err, EMBER_ERR_INVALID_ARG, "model not loaded");
+    const ember_gguf_kv *kv = ember_gguf_find(m->gguf, "tokenizer.chat_template");
+    bool found = kv && kv->type == EMBER_GGUF_STRING;
+    char *bos = piece_text(m->gguf, ember_tokenizer_bos(m->tok));
+    char *eos = piece_text(m->gguf, ember_tokenizer_eos(m->tok));
+    ember_status s = ember_chat_template_init(t, name, found ? kv->v.str.ptr : NULL, found ? kv->v.str.len : 0,
+                                              bos, eos, err);
+    free(bos);
+    free(eos);
+    return s;
+}
+
+ember_status ember_chat_apply(ember_model *model, const char *template_name, const ember_chat_message *msgs,
+                              size_t n, int add_generation_prompt, char *buf, size_t cap, size_t *len)
+{
+    if (!model) return EMBER_ERR_INVALID_ARG;
+    ember_chat_template t;
+    ember_status s = model_template(model, template_name, &t, &model->err);
+    if (s != EMBER_OK) return s;
+    char *text = NULL;
+    size_t n_text = 0;
+    s = ember_chat_render(&t, msgs, n, 0, add_generation_prompt != 0, &text, &n_text, &model->err);
+    ember_chat_template_free(&t);
+    if (s != EMBER_OK) return s;
+    if (buf && cap) {
+        size_t k = n_text < cap ? n_text : cap;
+        memcpy(buf, text, k);
+        if (k < cap) buf[k] = 0;
+    }
+    if (len) *len = n_text;
+    free(text);
+    return EMBER_OK;
+}
+
+/* ---- the conversation -------------------------------------------------------------- */
+
+struct ember_chat {
+    ember_err err;
+    ember_model *model;
+    ember_chat_template tmpl;
+    bool tmpl_ok;
+    ember_chat_message *msgs;  /* role: a static string; content: owned */
+    size_t n_msgs, cap_msgs;
+    uint32_t *ids;             /* the conversation; past base_ids, the pending prompt */
+    size_t n_ids, cap_ids;
+    size_t base_msgs, base_ids; /* fixed part: the messages through the last reply, their ids */
+    bool reply_eog;            /* the last reply ended with an end-of-generation token */
+    bool prompted;             /* ids end with a prompt for the messages after base_msgs */
+};
+
+ember_status ember_chat_create(ember_model *model, const char *template_name, ember_chat **out)
+{
+    ember_chat *c = calloc(1, sizeof *c);
+    *out = c;
+    if (!c) return EMBER_ERR_OUT_OF_MEMORY;
+    c->model = model;
+    ember_status s = model_template(model, template_name, &c->tmpl, &c->err);
+    c->tmpl_ok = s == EMBER_OK;
+    return s;
+}
+
+void ember_chat_free(ember_chat *c)
+{
+    if (!c) return;
+    for (size_t i = 0; i < c->n_msgs; i++) free((char *)c->msgs[i].content);
+    free(c->msgs);
+    free(c->ids);
+    if (c->tmpl_ok) ember_chat_template_free(&c->tmpl);
+    free(c);
+}
+
+const char *ember_chat_error(const ember_chat *c) { return c ? c->err.msg : "out of memory"; }
+
+const char *ember_chat_template_name(const ember_chat *c)
+{
+    return c && c->tmpl_ok ? ember_chat_template_family(&c->tmpl) : "";
+}
+
+static ember_status oom(ember_chat *c) { return ember_fail(&c->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory"); }
+
+static bool reserve_ids(ember_chat *c, size_t need)
+{
+    if (need <= c->cap_ids) return true;
+    size_t cap = c->cap_ids ? c->cap_ids : 256;
+    while (cap < need) cap *= 2;
+    uint32_t *p = realloc(c->ids, cap * sizeof *p);
+    if (!p) return false;
+    c->ids = p, c->cap_ids = cap;
+    return true;
+}
+
+/* Takes ownership of content (malloc'd). */
+static ember_status push_msg(ember_chat *c, const char *role, char *content)
+{
+    if (c->n_msgs == c->cap_msgs) {
+        size_t cap = c->cap_msgs ? 2 * c->cap_msgs : 8;
+        ember_chat_message *p = realloc(c->msgs, cap * sizeof *p);
+        if (!p) {
+            free(content);
+            return oom(c);
+        }
+        c->msgs = p, c->cap_msgs = cap;
+    }
+    c->msgs[c->n_msgs++] = (ember_chat_message){role, content};
+    return EMBER_OK;
+}
+
+ember_status ember_chat_add(ember_chat *c, const char *role, const char *content)
+{
+    static const char *const roles[] = {"system", "user", "assistant"};
+    if (!c->tmpl_ok) return ember_fail(&c->err, EMBER_ERR_INVALID_ARG, "the chat has no template");
+    const char *r = NULL;
+    for (int i = 0; i < 3 && role; i++)
+        if (strcmp(role, roles[i]) == 0) r = roles[i];
+    if (!r || !content)
+        return ember_fail(&c->err, EMBER_ERR_INVALID_ARG, "chat message with role '%s' and %s content",
+                          role ? role : "(null)", content ? "some" : "no");
+    size_t n = strlen(content) + 1;
+    char *copy = malloc(n);
+    if (!copy) return oom(c);
+    memcpy(copy, content, n);
+    c->prompted = false;  /* a prompt made before this message is stale */
+    return push_msg(c, r, copy);
+}
+
+/* Tokenizes text[0..len) into a malloc'd array. */
+static ember_status tokenize(ember_chat *c, const char *text, size_t len, unsigned flags, uint32_t **out,
+                             size_t *n)
+{
+    const ember_tokenizer *tok = c->model->tok;
+    *out = NULL;
+    ember_status s = ember_tokenizer_encode_ex(tok, text, len, flags, NULL, 0, n, &c->err);
+    if (s != EMBER_OK) return s;
+    if (!(*out = malloc((*n ? *n : 1) * sizeof **out))) return oom(c);
+    s = ember_tokenizer_encode_ex(tok, text, len, flags, *out, *n, n, &c->err);
+    if (s != EMBER_OK) {
+        free(*out);
+        *out = NULL;
+    }
+    return s;
+}
+
+/* The last reply ended with end-of-generation token r, and the new part (ids[0..n))
+ * starts with the text that closes the assistant's turn. If r is one of that text's
+ * tokens (the model wrote <|im_end|> where the template has "<|im_end|>\n"), r stays as
+ * generated and the new part goes on after its copy of r: returns how many of its ids
+ * to skip. Otherwise (another end token, e.g. </s> under ChatML) r is dropped — it was
+ * never computed into the KV cache, being the last token — and the new part is taken
+ * whole: *keep becomes base_ids - 1. */
+static ember_status join_reply_end(ember_chat *c, const uint32_t *ids, size_t n, size_t *keep, size_t *skip)
+{
+    uint32_t r = c->ids[c->base_ids - 1];
+    char *end = ember_chat_render_end(&c->tmpl);
+    if (!end) return oom(c);
+    uint32_t *e = NULL;
+    size_t ne = 0;
+    ember_status s = tokenize(c, end, strlen(end), EMBER_TOKENIZE_PARSE_SPECIAL, &e, &ne);
+    free(end);
+    if (s != EMBER_OK) return s;
+    *keep = c->base_ids - 1;
+    *skip = 0;
+    for (size_t p = 0; p < ne; p++) {
+        if (e[p] != r) continue;
+        if (p < n && memcmp(ids, e, (p + 1) * sizeof *e) == 0) *keep = c->base_ids, *skip = p + 1;
+        break;
+    }
+    free(e);
+    return EMBER_OK;
+}
+
+ember_status ember_chat_prompt(ember_chat *c, const uint32_t **tokens, size_t *n_tokens)
+{
+    if (!c->tmpl_ok) return ember_fail(&c->err, EMBER_ERR_INVALID_ARG, "the chat has no template");
+    char *text = NULL;
+    size_t len = 0;
+    ember_status s = ember_chat_render(&c->tmpl, c->msgs, c->n_msgs, c->base_msgs, true, &text, &len, &c->err);
+    if (s != EMBER_OK) return s;
+    unsigned flags = EMBER_TOKENIZE_PARSE_SPECIAL;
+    if (c->base_ids == 0 && ember_tokenizer_add_bos(c->model->tok)) flags |= EMBER_TOKENIZE_ADD_BOS;
+    uint32_t *ids = NULL;
+    size_t n = 0, keep = c->base_ids, skip = 0;
+    s = tokenize(c, text, len, flags, &ids, &n);
+    free(text);
+    if (s == EMBER_OK && c->reply_eog) s = join_reply_end(c, ids, n, &keep, &skip);
+    if (s == EMBER_OK && keep + (n - skip) == 0)
+        s = ember_fail(&c->err, EMBER_ERR_INVALID_ARG, "the conversation is empty");
+    if (s == EMBER_OK && !reserve_ids(c, keep + (n - skip))) s = oom(c);
+    if (s == EMBER_OK) {
+        memcpy(c->ids + keep, ids + skip, (n - skip) * sizeof *ids);
+        c->n_ids = keep + (n - skip);
+        c->prompted = true;
+        *tokens = c->ids;
+        *n_tokens = c->n_ids;
+    }
+    free(ids);
+    return s;
+}
+
+/* The reply's text, for the assistant message (control tokens give ""). */
+static char *reply_text(const ember_tokenizer *tok, const uint32_t *ids, size_t n)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) total += ember_tokenizer_decode(tok, ids[i], NULL, 0);
+    char *s = malloc(total + 1);
+    if (!s) return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) o += ember_tokenizer_decode(tok, ids[i], s + o, total - o);
+    s[o] = 0;
+    return s;
+}
+
+ember_status ember_chat_add_reply(ember_chat *c, const uint32_t *tokens, size_t n)
+{
+    if (!c->prompted)
+        return ember_fail(&c->err, EMBER_ERR_INVALID_ARG, "a reply needs a prompt (ember_chat_prompt) before it");
+    const ember_tokenizer *tok = c->model->tok;
+    for (size_t i = 0; i < n; i++)
+        if (tokens[i] >= ember_tokenizer_n_vocab(tok))
+            return ember_fail(&c->err, EMBER_ERR_INVALID_ARG, "reply token %u outside the vocabulary", tokens[i]);
+    char *text = reply_text(tok, tokens, n);
+    if (!text || !reserve_ids(c, c->n_ids + n)) {
+        free(text);
+        return oom(c);
+    }
+    ember_status s = push_msg(c, "assistant", text);
+    if (s != EMBER_OK) return s;
+    if (n) memcpy(c->ids + c->n_ids, tokens, n * sizeof *tokens);
+    c->n_ids += n;
+    c->base_msgs = c->n_msgs;
+    c->base_ids = c->n_ids;
+    c->reply_eog = n > 0 && ember_tokenizer_is_eog(tok, tokens[n - 1]);
+    c->prompted = false;
+    return EMBER_OK;
+}

@@ -1,0 +1,280 @@
+/* reference.c — the plain-C forward pass of the llama and qwen2 architectures (llama2.c
+ * style): Q/K/V biases when the model has them, normal or NeoX RoPE with optional
+ * frequency factors and linear position scaling (docs/models.md).
+ *
+ * This is the oracle the GPU path is tested against, so it is written to be obviously
+ * right rather than fast: one token at a time, plain loops, dot products and norms
+ * accumulated in double, weights of any type dequantized on the fly (quant.c). */
+#include "reference.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/model/quant.h"
+
+struct ember_ref {
+    const ember_llama *m;
+    uint32_t q_dim, kv_dim;  /* n_heads * head_dim, n_kv_heads * head_dim */
+    float *x;                /* residual stream (dim) */
+    float *xn;               /* normed input of a block (dim) */
+    float *q, *k, *v;        /* projections of the current token */
+    float *att_out;          /* attention output before wo (q_dim) */
+    float *gate, *up;        /* FFN hidden (ffn_dim) */
+    float *proj;             /* output of wo / w_down before the residual add (dim) */
+    float *scores;           /* attention scores over positions (ctx_len) */
+    float *key_cache;        /* [n_layers][ctx_len][kv_dim] */
+    float *value_cache;
+};
+
+/* ---- building blocks ------------------------------------------------------------- */
+
+static size_t cache_index(const ember_ref *r, uint32_t layer, uint32_t pos)
+{
+    return ((size_t)layer * r->m->hp.ctx_len + pos) * r->kv_dim;
+}
+
+/* y = W x for a weight tensor with ne = {n, rows}. */
+static void matvec(const ember_gguf_tensor *w, const float *x, float *y)
+{
+    ember_matvec_host(w->type, w->data, x, y, (size_t)w->ne[1], (size_t)w->ne[0]);
+}
+
+static void rmsnorm(float *out, const float *x, const ember_gguf_tensor *w, uint32_t n, float eps)
+{
+    const float *weight = w->data; /* norm weights are F32 (checked by ember_llama_load) */
+    double ss = 0.0;
+    for (uint32_t i = 0; i < n; i++)
+        ss += (double)x[i] * x[i];
+    double scale = 1.0 / sqrt(ss / n + eps);
+    for (uint32_t i = 0; i < n; i++)
+        out[i] = (float)(x[i] * scale * weight[i]);
+}
+
+/* The angle of rotation pair i at position pos (model.h):
+ *   theta_i = (pos / rope_scale) * rope_base^(-2i/rope_dim) / freq_factor[i] */
+static double rope_theta(const ember_llama *m, uint32_t pos, uint32_t i)
+{
+    const ember_hparams *hp = &m->hp;
+    double scale = hp->rope_scale > 0 ? hp->rope_scale : 1.0; /* 0: a hand-built hp */
+    double theta = pos / scale * pow((double)hp->rope_base, -2.0 * i / hp->rope_dim);
+    if (m->rope_freqs) /* F32, rope_dim/2 positive values (checked by ember_llama_load) */
+        theta /= ((const float *)m->rope_freqs->data)[i];
+    return theta;
+}
+
+/* Rotates rope_dim/2 pairs of each head; the rest of each head is left alone. Pair i is
+ * (2i, 2i+1) in the normal style, (i, i + rope_dim/2) in the NeoX style: the same
+ * rotation applied to a permutation of the head's elements. */
+static void rope(float *vec, uint32_t n_heads, const ember_llama *m, uint32_t pos)
+{
+    const ember_hparams *hp = &m->hp;
+    uint32_t half = hp->rope_dim / 2;
+    bool neox = hp->rope_style == EMBER_ROPE_NEOX;
+    for (uint32_t h = 0; h < n_heads; h++) {
+        float *head = vec + (size_t)h * hp->head_dim;
+        for (uint32_t i = 0; i < half; i++) {
+            double theta = rope_theta(m, pos, i);
+            double c = cos(theta), s = sin(theta);
+            float *a = neox ? &head[i] : &head[2 * i];
+            float *b = neox ? &head[i + half] : &head[2 * i + 1];
+            double x = *a, y = *b;
+            *a = (float)(x * c - y * s);
+            *b = (float)(x * s + y * c);
+        }
+    }
+}
+
+/* y += b for an optional F32 bias of y's length (checked by ember_llama_load). */
+static void add_bias(float *y, const ember_gguf_tensor *b)
+{
+    if (!b)
+        return;
+    const float *v = b->data;
+    for (uint64_t i = 0; i < b->ne[0]; i++)
+        y[i] += v[i];
+}
+
+static void softmax(float *x, uint32_t n)
+{
+    float max = x[0];
+    for (uint32_t i = 1; i < n; i++)
+        if (x[i] > max)
+            max = x[i];
+    double sum = 0.0;
+    for (uint32_t i = 0; i < n; i++)
+        sum += exp((double)x[i] - max);
+    for (uint32_t i = 0; i < n; i++)
+        x[i] = (float)(exp((double)x[i] - max) / sum);
+}
+
+static float silu(float x) { return (float)(x / (1.0 + exp(-(double)x))); }
+
+/* ---- one layer ------------------------------------------------------------------- */
+
+/* Causal attention of the current token (at pos, its K/V already cached) over positions
+ * 0..pos. Query head h reads KV head h / (n_heads / n_kv_heads). */
+static void attention(ember_ref *r, uint32_t layer, uint32_t pos)
+{
+    const ember_hparams *hp = &r->m->hp;
+    uint32_t group = hp->n_heads / hp->n_kv_heads;
+    double scale = 1.0 / sqrt((double)hp->head_dim);
+    for (uint32_t h = 0; h < hp->n_heads; h++) {
+        const float *q = r->q + (size_t)h * hp->head_dim;
+        size_t kv_off = (size_t)(h / group) * hp->head_dim;
+        for (uint32_t t = 0; t <= pos; t++) {
+            const float *k = r->key_cache + cache_index(r, layer, t) + kv_off;
+            double dot = 0.0;
+            for (uint32_t i = 0; i < hp->head_dim; i++)
+                dot += (double)q[i] * k[i];
+            r->scores[t] = (float)(dot * scale);
+        }
+        softmax(r->scores, pos + 1);
+        float *out = r->att_out + (size_t)h * hp->head_dim;
+        for (uint32_t i = 0; i < hp->head_dim; i++) {
+            double acc = 0.0;
+            for (uint32_t t = 0; t <= pos; t++)
+                acc += (double)r->scores[t] * r->value_cache[cache_index(r, layer, t) + kv_off + i];
+            out[i] = (float)acc;
+        }
+    }
+}
+
+static void attention_block(ember_ref *r, uint32_t layer, uint32_t pos)
+{
+    const ember_hparams *hp = &r->m->hp;
+    const ember_layer_tensors *L = &r->m->layers[layer];
+    rmsnorm(r->xn, r->x, L->attn_norm, hp->dim, hp->rms_eps);
+    matvec(L->wq, r->xn, r->q);
+    matvec(L->wk, r->xn, r->k);
+    matvec(L->wv, r->xn, r->v);
+    add_bias(r->q, L->bq);
+    add_bias(r->k, L->bk);
+    add_bias(r->v, L->bv);
+    rope(r->q, hp->n_heads, r->m, pos);
+    rope(r->k, hp->n_kv_heads, r->m, pos);
+    memcpy(r->key_cache + cache_index(r, layer, pos), r->k, r->kv_dim * sizeof(float));
+    memcpy(r->value_cache + cache_index(r, layer, pos), r->v, r->kv_dim * sizeof(float));
+    attention(r, layer, pos);
+    matvec(L->wo, r->att_out, r->proj);
+    for (uint32_t i = 0; i < hp->dim; i++)
+        r->x[i] += r->proj[i];
+}
+
+/* x += down(silu(gate(xn)) * up(xn)) */
+static void ffn_block(ember_ref *r, uint32_t layer)
+{
+    const ember_hparams *hp = &r->m->hp;
+    const ember_layer_tensors *L = &r->m->layers[layer];
+    rmsnorm(r->xn, r->x, L->ffn_norm, hp->dim, hp->rms_eps);
+    matvec(L->w_gate, r->xn, r->gate);
+    matvec(L->w_up, r->xn, r->up);
+    for (uint32_t i = 0; i < hp->ffn_dim; i++)
+        r->gate[i] = silu(r->gate[i]) * r->up[i];
+    matvec(L->w_down, r->gate, r->proj);
+    for (uint32_t i = 0; i < hp->dim; i++)
+        r->x[i] += r->proj[i];
+}
+
+/* ---- the whole pass -------------------------------------------------------------- */
+
+static void embed(ember_ref *r, uint32_t token)
+{
+    const ember_gguf_tensor *e = r->m->tok_embd;
+    ember_dequantize_span(e->type, e->data, (uint64_t)token * r->m->hp.dim, r->m->hp.dim, r->x);
+}
+
+static void lm_head(ember_ref *r, float *logits)
+{
+    const ember_hparams *hp = &r->m->hp;
+    rmsnorm(r->xn, r->x, r->m->output_norm, hp->dim, hp->rms_eps);
+    const ember_gguf_tensor *out = r->m->output;
+    ember_matvec_host(out->type, out->data, r->xn, logits, hp->n_vocab, hp->dim);
+}
+
+ember_status ember_ref_forward(ember_ref *r, const uint32_t *tokens, uint32_t n, uint32_t pos0,
+                               float *logits, int all_logits, ember_err *err)
+{
+    const ember_hparams *hp = &r->m->hp;
+    if (n == 0)
+        return EMBER_OK;
+    if (pos0 > hp->ctx_len || n > hp->ctx_len - pos0)
+        return ember_fail(err, EMBER_ERR_CONTEXT_FULL,
+                          "positions %u..%u do not fit the context of %u tokens", pos0,
+                          pos0 + n - 1, hp->ctx_len);
+    for (uint32_t i = 0; i < n; i++)
+        if (tokens[i] >= hp->n_vocab)
+            return ember_fail(err, EMBER_ERR_INVALID_ARG, "token %u is not below the vocabulary "
+                              "size %u", tokens[i], hp->n_vocab);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t pos = pos0 + i;
+        embed(r, tokens[i]);
+        for (uint32_t l = 0; l < hp->n_layers; l++) {
+            attention_block(r, l, pos);
+            ffn_block(r, l);
+        }
+        if (logits && all_logits)
+            lm_head(r, logits + (size_t)i * hp->n_vocab);
+        else if (logits && i == n - 1)
+            lm_head(r, logits);
+    }
+    return EMBER_OK;
+}
+
+/* ---- lifetime -------------------------------------------------------------------- */
+
+static float *alloc_floats(size_t n, bool *ok)
+{
+    float *p = calloc(n ? n : 1, sizeof(float));
+    if (!p)
+        *ok = false;
+    return p;
+}
+
+ember_status ember_ref_create(const ember_llama *m, ember_ref **out, ember_err *err)
+{
+    const ember_hparams *hp = &m->hp;
+    *out = NULL;
+    if (hp->n_heads == 0 || hp->n_kv_heads == 0 || hp->n_heads % hp->n_kv_heads != 0 ||
+        hp->ctx_len == 0 || hp->head_dim == 0)
+        return ember_fail(err, EMBER_ERR_INVALID_ARG, "reference: bad hyper-parameters");
+    ember_ref *r = calloc(1, sizeof *r);
+    if (!r)
+        return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "reference: out of memory");
+    r->m = m;
+    r->q_dim = hp->n_heads * hp->head_dim;
+    r->kv_dim = hp->n_kv_heads * hp->head_dim;
+    size_t cache = (size_t)hp->n_layers * hp->ctx_len * r->kv_dim;
+    bool ok = cache / hp->ctx_len / r->kv_dim == hp->n_layers || hp->n_layers == 0;
+    r->x = alloc_floats(hp->dim, &ok);
+    r->xn = alloc_floats(hp->dim, &ok);
+    r->q = alloc_floats(r->q_dim, &ok);
+    r->k = alloc_floats(r->kv_dim, &ok);
+    r->v = alloc_floats(r->kv_dim, &ok);
+    r->att_out = alloc_floats(r->q_dim, &ok);
+    r->gate = alloc_floats(hp->ffn_dim, &ok);
+    r->up = alloc_floats(hp->ffn_dim, &ok);
+    r->proj = alloc_floats(hp->dim, &ok);
+    r->scores = alloc_floats(hp->ctx_len, &ok);
+    if (ok) {
+        r->key_cache = alloc_floats(cache, &ok);
+        r->value_cache = alloc_floats(cache, &ok);
+    }
+    if (!ok) {
+        ember_ref_free(r);
+        return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "reference: out of memory for a KV "
+                          "cache of %u layers x %u positions", hp->n_layers, hp->ctx_len);
+    }
+    *out = r;
+    return EMBER_OK;
+}
+
+void ember_ref_free(ember_ref *r)
+{
+    if (!r)
+        return;
+    free(r->x), free(r->xn), free(r->q), free(r->k), free(r->v), free(r->att_out);
+    free(r->gate), free(r->up), free(r->proj), free(r->scores);
+    free(r->key_cache), free(r->value_cache);
+    free(r);
+}

@@ -1,0 +1,310 @@
+/* forward.c — one step of the transformer on the GPU, recorded into one command buffer:
+ *
+ *   embed -> per layer: rmsnorm, QKV, rope+store K/V into blocks, paged attention,
+ *            output projection (+residual), rmsnorm, gate/up+SiLU, down (+residual)
+ *         -> final rmsnorm of the rows that need logits -> LM head -> argmax
+ *
+ * 8 dispatches per layer plus 4; a barrier between dependent dispatches. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "forward.h"
+
+#include "engine/kv_layout.h"
+#include "kernels_attention.h"
+#include "kernels_linear.h"
+#include "kernels_rows.h"
+
+typedef struct step_inputs {  /* host-visible, written by the CPU before each submit */
+    ember_vk_span tokens, pos, seq, block_tables, logit_rows;
+} step_inputs;
+
+struct ember_forward {
+    ember_gpu_model *g;
+    ember_forward_opts o;
+    ember_vk_arena *arena;
+    ember_vk_cmd *cmd;
+    step_inputs in;
+    ember_vk_span x, xn, qkv, att, ffn, xl;    /* activations (device) */
+    ember_vk_span logits, argmax;              /* outputs (host-visible) */
+    ember_vk_span *kcache, *vcache;            /* per layer */
+    uint32_t max_logits;                       /* logits rows per step */
+    ember_attn_shape shape;
+};
+
+static ember_status alloc(ember_forward *f, uint64_t bytes, ember_vk_mem kind, ember_vk_span *out,
+                          ember_err *err)
+{
+    return ember_vk_alloc(f->arena, bytes, kind, out, err);
+}
+
+static ember_status alloc_buffers(ember_forward *f, ember_err *err)
+{
+    const ember_hparams *hp = &f->g->hp;
+    const ember_vk_caps *caps = ember_vk_get_caps(f->g->vk);
+    uint64_t T = f->o.max_tokens, hd = hp->head_dim, f4 = sizeof(float), u4 = sizeof(uint32_t);
+    uint64_t qkv_w = (hp->n_heads + 2ull * hp->n_kv_heads) * hd;
+    uint64_t row_bytes = hp->n_vocab * f4;
+    f->max_logits = (uint32_t)(caps->max_storage_range / row_bytes < T ? caps->max_storage_range / row_bytes : T);
+    if (f->max_logits == 0)
+        return ember_fail(err, EMBER_ERR_UNSUPPORTED, "a logits row (%u floats) exceeds one storage binding",
+                          hp->n_vocab);
+    ember_status s = EMBER_OK;
+    ember_vk_mem H = EMBER_VK_MEM_HOST, D = EMBER_VK_MEM_DEVICE;
+    struct { ember_vk_span *span; uint64_t bytes; ember_vk_mem kind; } want[] = {
+        {&f->in.tokens, T * u4, H}, {&f->in.pos, T * u4, H}, {&f->in.seq, T * u4, H},
+        {&f->in.block_tables, (uint64_t)f->o.max_seqs * f->o.max_blocks_per_seq * u4, H},
+        {&f->in.logit_rows, T * u4, H},
+        {&f->x, T * hp->dim * f4, D}, {&f->xn, T * hp->dim * f4, D}, {&f->qkv, T * qkv_w * f4, D},
+        {&f->att, T * hp->n_heads * hd * f4, D}, {&f->ffn, T * hp->ffn_dim * f4, D},
+        {&f->xl, (uint64_t)f->max_logits * hp->dim * f4, D},
+        {&f->logits, (uint64_t)f->max_logits * row_bytes, H}, {&f->argmax, T * u4, H},
+    };
+    for (size_t i = 0; s == EMBER_OK && i < sizeof want / sizeof want[0]; i++) {
+        if (want[i].bytes > caps->max_storage_range)
+            return ember_fail(err, EMBER_ERR_UNSUPPORTED,
+                              "an activation buffer of %llu bytes exceeds one storage binding; lower max tokens",
+                              (unsigned long long)want[i].bytes);
+        s = alloc(f, want[i].bytes, want[i].kind, want[i].span, err);
+    }
+    return s;
+}
+
+/* Texel views of the linear inputs: the kernels read x through them where they can. */
+static ember_status input_views(ember_forward *f, ember_err *err)
+{
+    ember_vk_span *in[] = {&f->xn, &f->att, &f->ffn, &f->xl};
+    ember_status s = EMBER_OK;
+    for (size_t i = 0; s == EMBER_OK && i < sizeof in / sizeof in[0]; i++)
+        s = ember_kernels_input_view(f->g->kernels, f->arena, in[i], err);
+    return s;
+}
+
+static ember_status alloc_kv(ember_forward *f, ember_err *err)
+{
+    const ember_hparams *hp = &f->g->hp;
+    uint64_t bytes = (uint64_t)f->o.n_blocks * f->o.block_size * hp->n_kv_heads *
+                     ember_kv_row_bytes(hp->head_dim, f->o.kv_type);
+    if (bytes > ember_vk_get_caps(f->g->vk)->max_storage_range)
+        return ember_fail(err, EMBER_ERR_UNSUPPORTED,
+                          "KV pool of %u blocks needs %llu bytes per layer, more than one storage binding",
+                          f->o.n_blocks, (unsigned long long)bytes);
+    f->kcache = calloc(hp->n_layers, sizeof *f->kcache);
+    f->vcache = calloc(hp->n_layers, sizeof *f->vcache);
+    if (!f->kcache || !f->vcache) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    ember_status s = EMBER_OK;
+    for (uint32_t l = 0; s == EMBER_OK && l < hp->n_layers; l++) {
+        s = alloc(f, bytes, EMBER_VK_MEM_DEVICE, &f->kcache[l], err);
+        if (s == EMBER_OK) s = alloc(f, bytes, EMBER_VK_MEM_DEVICE, &f->vcache[l], err);
+        /* Attention reads K and V through texel views where the device allows. */
+        if (s == EMBER_OK) s = ember_kernels_kv_view(f->g->kernels, f->arena, f->o.kv_type, &f->kcache[l], err);
+        if (s == EMBER_OK) s = ember_kernels_kv_view(f->g->kernels, f->arena, f->o.kv_type, &f->vcache[l], err);
+    }
+    return s;
+}
+
+ember_status ember_forward_create(ember_gpu_model *g, const ember_forward_opts *o, ember_forward **out,
+                                  ember_err *err)
+{
+    *out = NULL;
+    if (!o->max_tokens || !o->max_seqs || !o->n_blocks || !o->block_size || !o->max_blocks_per_seq)
+        return ember_fail(err, EMBER_ERR_INVALID_ARG, "forward pass options must all be non-zero");
+    ember_forward *f = calloc(1, sizeof *f);
+    if (!f) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    f->g = g;
+    f->o = *o;
+    f->shape = (ember_attn_shape){g->hp.n_heads, g->hp.n_kv_heads, g->hp.head_dim, g->hp.rope_dim,
+                                  g->hp.rope_base, o->block_size, o->max_blocks_per_seq,
+                                  g->hp.rope_style, ember_rope_pos_scale(&g->hp), o->kv_type};
+    ember_status s = ember_kernels_check_attn(g->kernels, &f->shape, err);
+    if (s == EMBER_OK) s = ember_vk_arena_create(g->vk, &f->arena, err);
+    if (s == EMBER_OK) s = alloc_buffers(f, err);
+    if (s == EMBER_OK) s = input_views(f, err);
+    if (s == EMBER_OK) s = alloc_kv(f, err);
+    if (s == EMBER_OK) s = ember_vk_cmd_create(g->vk, &f->cmd, err);
+    if (s != EMBER_OK) {
+        ember_forward_free(f);
+        return s;
+    }
+    *out = f;
+    return EMBER_OK;
+}
+
+void ember_forward_free(ember_forward *f)
+{
+    if (!f) return;
+    ember_vk_cmd_destroy(f->cmd);
+    ember_vk_arena_destroy(f->arena);
+    free(f->kcache);
+    free(f->vcache);
+    free(f);
+}
+
+/* ---- one step -------------------------------------------------------------------- */
+
+static ember_status check_batch(const ember_forward *f, const ember_batch *b, ember_err *err)
+{
+    if (b->n_tokens == 0 || b->n_tokens > f->o.max_tokens)
+        return ember_fail(err, EMBER_ERR_INVALID_ARG, "batch of %u tokens (limit %u)", b->n_tokens, f->o.max_tokens);
+    if (b->n_logits > f->max_logits)
+        return ember_fail(err, EMBER_ERR_INVALID_ARG, "%u logits rows requested (limit %u)", b->n_logits,
+                          f->max_logits);
+    uint64_t max_pos = (uint64_t)f->o.block_size * f->o.max_blocks_per_seq;
+    for (uint32_t i = 0; i < b->n_tokens; i++) {
+        if (b->tokens[i] >= f->g->hp.n_vocab)
+            return ember_fail(err, EMBER_ERR_INVALID_ARG, "token id %u outside the vocabulary", b->tokens[i]);
+        if (b->seq[i] >= f->o.max_seqs || b->pos[i] >= max_pos)
+            return ember_fail(err, EMBER_ERR_INVALID_ARG, "token %u: sequence slot %u / position %u out of range",
+                              i, b->seq[i], b->pos[i]);
+        uint32_t blk = b->block_tables[b->seq[i] * f->o.max_blocks_per_seq + b->pos[i] / f->o.block_size];
+        if (blk >= f->o.n_blocks)
+            return ember_fail(err, EMBER_ERR_INVALID_ARG, "token %u maps to KV block %u of %u", i, blk,
+                              f->o.n_blocks);
+    }
+    for (uint32_t i = 0; i < b->n_logits; i++)
+        if (b->logit_rows[i] >= b->n_tokens)
+            return ember_fail(err, EMBER_ERR_INVALID_ARG, "logits row %u outside the batch", b->logit_rows[i]);
+    return EMBER_OK;
+}
+
+static void write_inputs(ember_forward *f, const ember_batch *b)
+{
+    size_t n = b->n_tokens * sizeof(uint32_t);
+    memcpy(f->in.tokens.host, b->tokens, n);
+    memcpy(f->in.pos.host, b->pos, n);
+    memcpy(f->in.seq.host, b->seq, n);
+    memcpy(f->in.block_tables.host, b->block_tables, f->in.block_tables.size);
+    if (b->n_logits) memcpy(f->in.logit_rows.host, b->logit_rows, b->n_logits * sizeof(uint32_t));
+}
+
+/* Attention's dispatches: batch rows cut where runs of one token (decodes) meet longer
+ * runs of one sequence (prompt chunks, verifications), each segment with its longest run,
+ * so that decode rows get the small tile instead of paying for a large tile's pair slots
+ * (the tile never changes a bit). Past MAX_SEGS segments, one segment. */
+#define MAX_SEGS 4
+
+typedef struct att_seg {
+    uint32_t row0, n, max_run;
+} att_seg;
+
+static uint32_t attention_segments(const ember_batch *b, att_seg *seg)
+{
+    uint32_t n_seg = 0, longest = 1;
+    bool many = false;
+    for (uint32_t i = 0, j; i < b->n_tokens; i = j) {
+        for (j = i + 1; j < b->n_tokens && b->seq[j] == b->seq[i]; j++) {}
+        uint32_t run = j - i;
+        if (run > longest) longest = run;
+        att_seg *last = n_seg ? &seg[n_seg - 1] : NULL;
+        if (last && (last->max_run > 1) == (run > 1)) {
+            last->n += run;
+            if (run > last->max_run) last->max_run = run;
+        } else if (n_seg < MAX_SEGS) {
+            seg[n_seg++] = (att_seg){i, run, run};
+        } else {
+            many = true;
+        }
+    }
+    if (many || n_seg == 0) {
+        seg[0] = (att_seg){0, b->n_tokens, longest};
+        n_seg = 1;
+    }
+    return n_seg;
+}
+
+static void record_layer(ember_forward *f, uint32_t l, uint32_t T, const att_seg *seg, uint32_t n_seg)
+{
+    ember_vk_cmd *c = f->cmd;
+    const ember_kernels *k = f->g->kernels;
+    const ember_gpu_layer *L = &f->g->layers[l];
+    const ember_hparams *hp = &f->g->hp;
+
+    ember_k_rmsnorm(c, k, f->x, L->attn_norm, f->xn, NULL, T, hp->dim, hp->rms_eps);
+    ember_vk_cmd_barrier(c);
+    ember_k_linear(c, k, &L->qkv, f->xn, f->qkv, T, EMBER_OUT_STORE);
+    ember_vk_cmd_barrier(c);
+    ember_rope_bufs rb = {L->bias_qkv, f->g->rope_freqs};
+    ember_k_rope_store(c, k, &f->shape, &rb, f->qkv, f->in.pos, f->in.seq, f->in.block_tables, f->kcache[l],
+                       f->vcache[l], T);
+    ember_vk_cmd_barrier(c);
+    for (uint32_t i = 0; i < n_seg; i++)
+        ember_k_attention_rows(c, k, &f->shape, f->qkv, f->in.pos, f->in.seq, f->in.block_tables, f->kcache[l],
+                               f->vcache[l], f->att, seg[i].row0, seg[i].n, seg[i].max_run);
+    ember_vk_cmd_barrier(c);
+    ember_k_linear(c, k, &L->wo, f->att, f->x, T, EMBER_OUT_ADD);
+    ember_vk_cmd_barrier(c);
+    ember_k_rmsnorm(c, k, f->x, L->ffn_norm, f->xn, NULL, T, hp->dim, hp->rms_eps);
+    ember_vk_cmd_barrier(c);
+    ember_k_linear(c, k, &L->gate_up, f->xn, f->ffn, T, EMBER_OUT_SWIGLU);
+    ember_vk_cmd_barrier(c);
+    ember_k_linear(c, k, &L->down, f->ffn, f->x, T, EMBER_OUT_ADD);
+    ember_vk_cmd_barrier(c);
+}
+
+static void record_step(ember_forward *f, const ember_batch *b)
+{
+    ember_vk_cmd *c = f->cmd;
+    const ember_kernels *k = f->g->kernels;
+    const ember_hparams *hp = &f->g->hp;
+    uint32_t T = b->n_tokens;
+
+    ember_vk_cmd_timestamp(c, 0);
+    ember_k_embed(c, k, &f->g->tok_embd, f->in.tokens, f->x, T);
+    ember_vk_cmd_barrier(c);
+    att_seg seg[MAX_SEGS];
+    uint32_t n_seg = attention_segments(b, seg);
+    for (uint32_t l = 0; l < hp->n_layers; l++) record_layer(f, l, T, seg, n_seg);
+    if (b->n_logits) {
+        ember_k_rmsnorm(c, k, f->x, f->g->output_norm, f->xl, &f->in.logit_rows, b->n_logits, hp->dim,
+                        hp->rms_eps);
+        ember_vk_cmd_barrier(c);
+        ember_k_linear(c, k, &f->g->output, f->xl, f->logits, b->n_logits, EMBER_OUT_STORE);
+        ember_vk_cmd_barrier(c);
+        ember_k_argmax(c, k, f->logits, f->argmax, b->n_logits, hp->n_vocab);
+    }
+    ember_vk_cmd_timestamp(c, 1);
+}
+
+ember_status ember_forward_run(ember_forward *f, const ember_batch *b, float *logits, uint32_t *argmax,
+                               double *gpu_ms, ember_err *err)
+{
+    ember_status s = check_batch(f, b, err);
+    if (s != EMBER_OK) return s;
+    if ((s = ember_vk_cmd_begin(f->cmd, err)) != EMBER_OK) return s;
+    write_inputs(f, b);
+    record_step(f, b);
+    if ((s = ember_vk_cmd_submit(f->cmd, err)) != EMBER_OK) return s;
+    if (logits) memcpy(logits, f->logits.host, (size_t)b->n_logits * f->g->hp.n_vocab * sizeof(float));
+    if (argmax) memcpy(argmax, f->argmax.host, b->n_logits * sizeof(uint32_t));
+    if (gpu_ms) {
+        double ns = ember_vk_cmd_elapsed_ns(f->cmd, 0, 1);
+        *gpu_ms = ns < 0 ? -1 : ns / 1e6;
+    }
+    return EMBER_OK;
+}
+
+uint32_t ember_forward_dispatches(const ember_forward *f) { return ember_vk_cmd_dispatch_count(f->cmd); }
+
+ember_status ember_forward_copy_blocks(ember_forward *f, const uint32_t *src, const uint32_t *dst, uint32_t n,
+                                       ember_err *err)
+{
+    if (!n) return EMBER_OK;
+    for (uint32_t i = 0; i < n; i++)
+        if (src[i] >= f->o.n_blocks || dst[i] >= f->o.n_blocks || src[i] == dst[i])
+            return ember_fail(err, EMBER_ERR_INVALID_ARG, "bad KV block copy %u -> %u", src[i], dst[i]);
+    /* A block is contiguous in each layer's K and V pool ([block][kv_head][slot][dim]). */
+    const ember_hparams *hp = &f->g->hp;
+    VkDeviceSize bb = (VkDeviceSize)f->o.block_size * hp->n_kv_heads * ember_kv_row_bytes(hp->head_dim, f->o.kv_type);
+    ember_status s = ember_vk_cmd_begin(f->cmd, err);
+    if (s != EMBER_OK) return s;
+    for (uint32_t l = 0; l < hp->n_layers; l++)
+        for (uint32_t i = 0; i < n; i++) {
+            const ember_vk_span *pools[2] = {&f->kcache[l], &f->vcache[l]};
+            for (int p = 0; p < 2; p++) {
+                ember_vk_span a = ember_vk_span_sub(*pools[p], src[i] * bb, bb);
+                ember_vk_span b = ember_vk_span_sub(*pools[p], dst[i] * bb, bb);
+                ember_vk_cmd_copy(f->cmd, &a, &b, bb);
+            }
+        }
+    return ember_vk_cmd_submit(f->cmd, err);
+}

@@ -1,0 +1,42 @@
+/* forward.h — the transformer forward pass on the GPU (forward.c).
+ *
+ * ember_forward holds what one engine needs per step: activations for up to max_tokens
+ * tokens, the paged KV pool, the step inputs and the read-back buffers, and one command
+ * buffer. One call to ember_forward_run = one command buffer = one submit: a ragged
+ * batch of tokens from any number of sequences, each reading its KV through its block
+ * table. Library-internal. */
+#ifndef EMBER_FORWARD_H
+#define EMBER_FORWARD_H
+
+#include "engine/batch.h"
+#include "gpu_model.h"
+
+typedef struct ember_forward_opts {
+    uint32_t max_tokens;          /* tokens per step */
+    uint32_t max_seqs;            /* sequence slots */
+    uint32_t n_blocks, block_size;/* the KV pool */
+    uint32_t max_blocks_per_seq;  /* block table width */
+    ember_kv_type kv_type;        /* how the pool stores K and V (default F32) */
+} ember_forward_opts;
+
+typedef struct ember_forward ember_forward;
+
+ember_status ember_forward_create(ember_gpu_model *g, const ember_forward_opts *o,
+                                  ember_forward **out, ember_err *err);
+void ember_forward_free(ember_forward *f);
+
+/* Runs one step. logits (n_logits x n_vocab floats) and argmax (n_logits ids) are
+ * optional outputs. *gpu_ms (optional) receives the GPU time of the step when the
+ * device has timestamps, else -1. */
+ember_status ember_forward_run(ember_forward *f, const ember_batch *b, float *logits,
+                               uint32_t *argmax, double *gpu_ms, ember_err *err);
+
+/* Copies KV blocks src[i] -> dst[i] (every layer, K and V) and waits: the copy on write
+ * of a shared block before a sequence writes into it. src and dst must be distinct. */
+ember_status ember_forward_copy_blocks(ember_forward *f, const uint32_t *src, const uint32_t *dst, uint32_t n,
+                                       ember_err *err);
+
+/* Dispatches recorded by the last run (to keep the count per token in view). */
+uint32_t ember_forward_dispatches(const ember_forward *f);
+
+#endif

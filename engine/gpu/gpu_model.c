@@ -1,0 +1,130 @@
+/* gpu_model.c — the model's weights in GPU memory. Q, K and V are stacked into one
+ * matrix and gate and up into another, so that each pair/triple is one dispatch; their
+ * biases, when the layer has any, into one row that rope_store adds. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_model.h"
+
+#include "engine/model/quant.h"
+
+static ember_status upload_vector(ember_gpu_model *g, const ember_gguf_tensor *t, ember_vk_span *out,
+                                  ember_err *err)
+{
+    ember_status s = ember_vk_alloc(g->arena, t->nbytes, EMBER_VK_MEM_DEVICE, out, err);
+    if (s == EMBER_OK) s = ember_vk_upload(g->vk, out, 0, t->data, t->nbytes, err);
+    return s;
+}
+
+/* Stacks tensors (same type and row length) by rows into one GPU weight. */
+static ember_status upload_stack(ember_gpu_model *g, const ember_gguf_tensor *const *t, uint32_t n,
+                                 uint64_t max_part, ember_gpu_weight *out, ember_err *err)
+{
+    const void *src[3];
+    uint32_t rows[3];
+    for (uint32_t i = 0; i < n; i++) {
+        if (t[i]->type != t[0]->type || t[i]->ne[0] != t[0]->ne[0])
+            return ember_fail(err, EMBER_ERR_UNSUPPORTED, "tensors %s and %s differ in type or row length",
+                              t[0]->name, t[i]->name);
+        src[i] = t[i]->data;
+        rows[i] = (uint32_t)t[i]->ne[1];
+    }
+    ember_status s = ember_gpu_weight_upload(g->vk, g->arena, t[0]->type, (uint32_t)t[0]->ne[0], src, rows, n,
+                                             max_part, out, err);
+    if (s != EMBER_OK) ember_fail_ctx(err, s, "uploading %s", t[0]->name);
+    return s;
+}
+
+/* One f32 row [bq | bk | bv] laid out like a qkv row, zeros for an absent bias: one
+ * buffer and one flag instead of three optional ones. Nothing when the layer has none. */
+static ember_status upload_bias(ember_gpu_model *g, const ember_layer_tensors *lt, ember_vk_span *out,
+                                ember_err *err)
+{
+    if (!lt->bq && !lt->bk && !lt->bv) return EMBER_OK;
+    const ember_hparams *hp = &g->hp;
+    size_t nq = (size_t)hp->n_heads * hp->head_dim, nkv = (size_t)hp->n_kv_heads * hp->head_dim;
+    float *row = calloc(nq + 2 * nkv, sizeof *row);
+    if (!row) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    /* ember_llama_load checked each: F32, one value per output row */
+    if (lt->bq) memcpy(row, lt->bq->data, nq * sizeof *row);
+    if (lt->bk) memcpy(row + nq, lt->bk->data, nkv * sizeof *row);
+    if (lt->bv) memcpy(row + nq + nkv, lt->bv->data, nkv * sizeof *row);
+    uint64_t bytes = (nq + 2 * nkv) * sizeof *row;
+    ember_status s = ember_vk_alloc(g->arena, bytes, EMBER_VK_MEM_DEVICE, out, err);
+    if (s == EMBER_OK) s = ember_vk_upload(g->vk, out, 0, row, bytes, err);
+    free(row);
+    return s;
+}
+
+static uint64_t bias_bytes(const ember_gguf_tensor *t) { return t ? t->nbytes : 0; }
+
+static uint64_t layer_bytes(const ember_layer_tensors *lt)
+{
+    return lt->attn_norm->nbytes + lt->ffn_norm->nbytes + lt->wq->nbytes + lt->wk->nbytes + lt->wv->nbytes +
+           lt->wo->nbytes + lt->w_gate->nbytes + lt->w_up->nbytes + lt->w_down->nbytes + bias_bytes(lt->bq) +
+           bias_bytes(lt->bk) + bias_bytes(lt->bv);
+}
+
+static ember_status upload_layer(ember_gpu_model *g, const ember_layer_tensors *lt, uint64_t max_part,
+                                 ember_gpu_layer *gl, ember_err *err)
+{
+    const ember_gguf_tensor *qkv[3] = {lt->wq, lt->wk, lt->wv};
+    const ember_gguf_tensor *gate_up[2] = {lt->w_gate, lt->w_up};
+    ember_status s = upload_vector(g, lt->attn_norm, &gl->attn_norm, err);
+    if (s == EMBER_OK) s = upload_vector(g, lt->ffn_norm, &gl->ffn_norm, err);
+    if (s == EMBER_OK) s = upload_bias(g, lt, &gl->bias_qkv, err);
+    if (s == EMBER_OK) s = upload_stack(g, qkv, 3, max_part, &gl->qkv, err);
+    if (s == EMBER_OK) s = upload_stack(g, &lt->wo, 1, max_part, &gl->wo, err);
+    if (s == EMBER_OK) s = upload_stack(g, gate_up, 2, max_part, &gl->gate_up, err);
+    if (s == EMBER_OK) s = upload_stack(g, &lt->w_down, 1, max_part, &gl->down, err);
+    return s;
+}
+
+static void report(const ember_progress *p, uint64_t done, uint64_t total)
+{
+    if (p && p->fn) p->fn(p->user, total ? (float)((double)done / (double)total) : 1.0f);
+}
+
+ember_status ember_gpu_model_create(ember_vk *vk, const ember_llama *m, uint64_t max_part_bytes,
+                                    const ember_progress *progress, ember_gpu_model **out, ember_err *err)
+{
+    *out = NULL;
+    ember_gpu_model *g = calloc(1, sizeof *g);
+    if (!g) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    g->vk = vk;
+    g->hp = m->hp;
+    g->layers = calloc(m->hp.n_layers, sizeof *g->layers);
+    ember_status s = g->layers ? EMBER_OK : ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    if (s == EMBER_OK) s = ember_kernels_create(vk, &g->kernels, err);
+    if (s == EMBER_OK) s = ember_vk_arena_create(vk, &g->arena, err);
+    if (s == EMBER_OK) s = upload_stack(g, &m->tok_embd, 1, max_part_bytes, &g->tok_embd, err);
+    if (s == EMBER_OK) s = upload_vector(g, m->output_norm, &g->output_norm, err);
+    if (s == EMBER_OK && m->rope_freqs) s = upload_vector(g, m->rope_freqs, &g->rope_freqs, err);
+    if (s == EMBER_OK) {
+        if (m->output == m->tok_embd) g->output = g->tok_embd;
+        else s = upload_stack(g, &m->output, 1, max_part_bytes, &g->output, err);
+    }
+    uint64_t total = m->tok_embd->nbytes + (m->output != m->tok_embd ? m->output->nbytes : 0), done = total;
+    for (uint32_t l = 0; l < m->hp.n_layers; l++) total += layer_bytes(&m->layers[l]);
+    report(progress, done, total);
+    for (uint32_t l = 0; s == EMBER_OK && l < m->hp.n_layers; l++) {
+        s = upload_layer(g, &m->layers[l], max_part_bytes, &g->layers[l], err);
+        done += layer_bytes(&m->layers[l]);
+        report(progress, done, total);
+    }
+    if (s != EMBER_OK) {
+        ember_gpu_model_free(g);
+        return s;
+    }
+    *out = g;
+    return EMBER_OK;
+}
+
+void ember_gpu_model_free(ember_gpu_model *g)
+{
+    if (!g) return;
+    ember_vk_arena_destroy(g->arena);
+    ember_kernels_destroy(g->kernels);
+    free(g->layers);
+    free(g);
+}

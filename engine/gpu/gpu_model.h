@@ -1,0 +1,40 @@
+/* gpu_model.h — a model's weights in GPU memory (gpu_model.c): Q/K/V stacked into one
+ * matrix and gate/up into another, so that each is one dispatch. Library-internal. */
+#ifndef EMBER_GPU_MODEL_H
+#define EMBER_GPU_MODEL_H
+
+#include "engine/model/model.h"
+#include "gpu_weight.h"
+#include "kernels.h"
+
+typedef struct ember_gpu_layer {
+    ember_vk_span attn_norm, ffn_norm;         /* f32 [dim] */
+    ember_vk_span bias_qkv;                    /* f32 [bq | bk | bv] (zeros for an absent
+                                                  one); size 0 when the layer has none */
+    ember_gpu_weight qkv, wo, gate_up, down;
+} ember_gpu_layer;
+
+typedef struct ember_gpu_model {
+    ember_vk *vk;                 /* borrowed */
+    ember_kernels *kernels;       /* owned */
+    ember_vk_arena *arena;        /* owned: all weights */
+    ember_hparams hp;
+    ember_gpu_weight tok_embd, output; /* output is a copy of tok_embd's descriptor if tied */
+    ember_vk_span output_norm;
+    ember_vk_span rope_freqs;     /* f32 [rope_dim / 2]; size 0 when the model has none */
+    ember_gpu_layer *layers;
+} ember_gpu_model;
+
+/* Reports upload progress (fraction of weight bytes done, 0..1); fn may be NULL. */
+typedef struct ember_progress {
+    void (*fn)(void *user, float fraction);
+    void *user;
+} ember_progress;
+
+/* Uploads m's weights. max_part_bytes bounds each binding (0 = device limit; tests use a
+ * small value to exercise tensors bound in parts). progress may be NULL. */
+ember_status ember_gpu_model_create(ember_vk *vk, const ember_llama *m, uint64_t max_part_bytes,
+                                    const ember_progress *progress, ember_gpu_model **out, ember_err *err);
+void ember_gpu_model_free(ember_gpu_model *g);
+
+#endif

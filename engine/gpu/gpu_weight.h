@@ -1,0 +1,38 @@
+/* gpu_weight.h — a weight matrix in GPU memory and its upload (gpu_weight.c).
+ * Library-internal. */
+#ifndef EMBER_GPU_WEIGHT_H
+#define EMBER_GPU_WEIGHT_H
+
+#include "engine/model/gguf.h"
+#include "platform/vk.h"
+
+#define EMBER_MAX_WEIGHT_PARTS 32
+
+/* A weight matrix (rows x cols, GGUF row-major) in GPU memory, cut by rows into parts
+ * that each fit one storage-buffer binding (and one texel view). Where the device can,
+ * the spans carry uniform texel views (data: RGBA32F for F32, RGBA32UI for F16 and Q8_0;
+ * scales: R16F), which the kernels prefer. */
+typedef struct ember_gpu_weight_part {
+    ember_vk_span data;     /* F32: floats; F16: halves; Q8_0: int8 quants, cols bytes/row */
+    ember_vk_span scales;   /* Q8_0 only: f16 scales, cols/32 per row */
+    uint32_t row0, n_rows;
+} ember_gpu_weight_part;
+
+typedef struct ember_gpu_weight {
+    ember_dtype type;
+    uint32_t rows, cols;
+    uint32_t n_parts;
+    ember_gpu_weight_part parts[EMBER_MAX_WEIGHT_PARTS];
+} ember_gpu_weight;
+
+/* Uploads n_src host matrices in GGUF layout (same type and cols), stacked by rows in the
+ * given order, as one GPU weight. Parts are at most max_part_bytes each (0 = the device's
+ * max_storage_range). Q8_0 is repacked into separate quant and scale arrays, never
+ * expanded to floats. */
+ember_status ember_gpu_weight_upload(ember_vk *vk, ember_vk_arena *arena, ember_dtype type,
+                                     uint32_t cols, const void *const *src,
+                                     const uint32_t *src_rows, uint32_t n_src,
+                                     uint64_t max_part_bytes, ember_gpu_weight *out,
+                                     ember_err *err);
+
+#endif

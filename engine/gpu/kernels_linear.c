@@ -1,0 +1,173 @@
+/* kernels_linear.c — ember_k_linear: y = W x in its three output modes, one dispatch per
+ * weight part (STORE/ADD) or per run of outputs whose gate and up rows each lie in one
+ * part (SWIGLU). See shaders/linear.glsl for how a dispatch reads its two weight bindings
+ * and why the choices made here (tile shape, tokens per workgroup, texel or storage
+ * reads) never change a result. */
+#include "kernels_linear.h"
+
+#include "kernels_internal.h"
+
+typedef struct linear_push {
+    uint32_t cols, n_tok, mode, ldy;
+    uint32_t out0, n_out, step, wgx;
+    uint32_t off0, lim0, off1, lim1;
+    uint32_t tpw, xrow0, yrow0;
+} linear_push;
+
+typedef struct launch {
+    const ember_vk_pipeline *p;
+    uint32_t rows;     /* rows per tile */
+    uint32_t per_wg;   /* tiles per workgroup */
+    uint32_t tpw;      /* tokens per workgroup */
+} launch;
+
+static int dt_slot(ember_dtype t)
+{
+    return t == EMBER_DTYPE_F32 ? DT_SLOT_F32 : t == EMBER_DTYPE_F16 ? DT_SLOT_F16 : DT_SLOT_Q8;
+}
+
+/* Columns per unit of the vector shaders; cols must be a multiple. */
+static uint32_t unit_cols(ember_dtype t)
+{
+    return t == EMBER_DTYPE_F32 ? 4 : t == EMBER_DTYPE_F16 ? 8 : 32;
+}
+
+/* Every part has the views the texel shader reads. */
+static bool weight_has_views(const ember_gpu_weight *w)
+{
+    for (uint32_t i = 0; i < w->n_parts; i++)
+        if (!w->parts[i].data.view || (w->type == EMBER_DTYPE_Q8_0 && !w->parts[i].scales.view)) return false;
+    return true;
+}
+
+/* The tile shape for n_tok: among the shapes open to n_tok (min_tok), fewest loads,
+ * counting per token group tn weight loads and tm x loads per unit. Decode batches end
+ * up in one workgroup row (the weights are read once, the token groups loop over them
+ * from cache); prefill spreads 64 tokens per workgroup row. */
+static int choose_shape(const ember_kernels *k, uint32_t n_tok)
+{
+    int best = 0;
+    uint64_t best_cost = UINT64_MAX;
+    for (int i = 0; i < LIN_SHAPES; i++) {
+        const ember_lin_shape *l = &k->lin[i];
+        if (k->force_tm) {
+            if (l->tm == k->force_tm) return i;
+            continue;
+        }
+        if (n_tok < l->min_tok) continue;
+        uint64_t cost = (uint64_t)ember_k_ceil(n_tok, l->tm) * (l->tn + l->tm);
+        if (cost < best_cost) best = i, best_cost = cost;
+    }
+    return best;
+}
+
+static uint32_t tokens_per_wg(const ember_kernels *k, uint32_t tm, uint32_t n_tok)
+{
+    uint32_t tpw = k->force_tpw ? k->force_tpw : n_tok <= 64 ? n_tok : 64;
+    return ember_k_ceil(tpw, tm) * tm;
+}
+
+static launch choose(const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span x, uint32_t n_tok)
+{
+    int d = dt_slot(w->type);
+    if (w->cols % unit_cols(w->type) != 0) {
+        const ember_lin_shape *l = &k->lin[LIN_SHAPES - 1];
+        return (launch){k->linear_generic[d], l->tn, l->ng, tokens_per_wg(k, l->tm, n_tok)};
+    }
+    int i = choose_shape(k, n_tok);
+    const ember_lin_shape *l = &k->lin[i];
+    bool texel = k->texel && x.view && weight_has_views(w);
+    return (launch){k->linear[d][texel ? LIN_TEXEL : LIN_STORAGE][i], l->tn, l->ng, tokens_per_wg(k, l->tm, n_tok)};
+}
+
+static void dispatch(ember_vk_cmd *c, const ember_kernels *k, const launch *l, const ember_vk_span b[6],
+                     linear_push *pc)
+{
+    uint32_t tiles = ember_k_ceil(pc->n_out, pc->step);
+    uint32_t n_wg = ember_k_ceil(tiles, l->per_wg);
+    uint32_t gy = ember_k_ceil(pc->n_tok, l->tpw);
+    uint32_t gx, gz;
+    ember_k_grid(n_wg, k->caps.max_wg_count[0], &gx, &gz);
+    pc->wgx = gx;
+    ember_vk_cmd_dispatch(c, l->p, b, pc, gx, gy, gz);
+}
+
+static void bind_weights(ember_vk_span b[6], const ember_gpu_weight *w, const ember_gpu_weight_part *p0,
+                         const ember_gpu_weight_part *p1)
+{
+    bool q8 = w->type == EMBER_DTYPE_Q8_0;
+    b[2] = p0->data;
+    b[3] = q8 ? p0->scales : p0->data; /* unused by F32/F16 but every binding is filled */
+    b[4] = p1->data;
+    b[5] = q8 ? p1->scales : p1->data;
+}
+
+static const ember_gpu_weight_part *part_of(const ember_gpu_weight *w, uint32_t row)
+{
+    for (uint32_t i = 0; i + 1 < w->n_parts; i++)
+        if (row < w->parts[i].row0 + w->parts[i].n_rows) return &w->parts[i];
+    return &w->parts[w->n_parts - 1];
+}
+
+/* STORE/ADD: each part is its own dispatch writing columns row0.. of y. */
+static void linear_rows(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, const launch *l,
+                        ember_vk_span b[6], linear_push pc)
+{
+    pc.step = l->rows;
+    for (uint32_t i = 0; i < w->n_parts; i++) {
+        const ember_gpu_weight_part *p = &w->parts[i];
+        bind_weights(b, w, p, p);
+        pc.out0 = p->row0;
+        pc.n_out = p->n_rows;
+        pc.off0 = 0;
+        pc.off1 = l->rows / 2;
+        pc.lim0 = pc.lim1 = p->n_rows;
+        dispatch(c, k, l, b, &pc);
+    }
+}
+
+/* SWIGLU: output i needs gate row i and up row i + h, which may sit in different parts;
+ * each dispatch covers a run of outputs over which both stay within one part. */
+static void linear_swiglu(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, const launch *l,
+                          ember_vk_span b[6], linear_push pc)
+{
+    uint32_t h = w->rows / 2;
+    pc.step = l->rows / 2;
+    for (uint32_t i = 0; i < h;) {
+        const ember_gpu_weight_part *g = part_of(w, i), *u = part_of(w, i + h);
+        uint32_t end = g->row0 + g->n_rows;
+        if (u->row0 + u->n_rows - h < end) end = u->row0 + u->n_rows - h;
+        if (end > h) end = h;
+        bind_weights(b, w, g, u);
+        pc.out0 = i;
+        pc.n_out = end - i;
+        pc.off0 = i - g->row0;
+        pc.lim0 = g->n_rows;
+        pc.off1 = i + h - u->row0;
+        pc.lim1 = u->n_rows;
+        dispatch(c, k, l, b, &pc);
+        i = end;
+    }
+}
+
+void ember_k_linear_rows(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span x,
+                         uint32_t x_row0, ember_vk_span y, uint32_t y_row0, uint32_t n_tok, ember_out_mode mode)
+{
+    if (n_tok == 0 || w->n_parts == 0) return;
+    launch l = choose(k, w, x, n_tok);
+    uint32_t ldy = mode == EMBER_OUT_SWIGLU ? w->rows / 2 : w->rows;
+    ember_vk_span b[6];
+    /* Offset 0: the texel view (which starts at the span's first byte) is kept. */
+    b[0] = ember_vk_span_sub(x, 0, (VkDeviceSize)(x_row0 + n_tok) * w->cols * sizeof(float));
+    b[1] = ember_vk_span_sub(y, 0, (VkDeviceSize)(y_row0 + n_tok) * ldy * sizeof(float));
+    linear_push pc = {.cols = w->cols, .n_tok = n_tok, .mode = (uint32_t)mode, .ldy = ldy, .tpw = l.tpw,
+                      .xrow0 = x_row0, .yrow0 = y_row0};
+    if (mode == EMBER_OUT_SWIGLU) linear_swiglu(c, k, w, &l, b, pc);
+    else linear_rows(c, k, w, &l, b, pc);
+}
+
+void ember_k_linear(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span x,
+                    ember_vk_span y, uint32_t n_tok, ember_out_mode mode)
+{
+    ember_k_linear_rows(c, k, w, x, 0, y, 0, n_tok, mode);
+}

@@ -1,0 +1,32 @@
+/* kernels_linear.h — matrix products with the weights (kernels_linear.c).
+ * Library-internal. */
+#ifndef EMBER_KERNELS_LINEAR_H
+#define EMBER_KERNELS_LINEAR_H
+
+#include "gpu_weight.h"
+#include "kernels.h"
+
+typedef enum ember_out_mode {
+    EMBER_OUT_STORE = 0,  /* y[t][r] = W[r].x[t] */
+    EMBER_OUT_ADD = 1,    /* y[t][r] += W[r].x[t]          (residual folded in) */
+    EMBER_OUT_SWIGLU = 2, /* W has 2h rows: gate rows 0..h-1, up rows h..2h-1;
+                             y[t][i] = silu(gate_i) * up_i, y has h columns */
+} ember_out_mode;
+
+/* y = W x for n_tok rows of x (cols wide), one dispatch per weight part. The tile shape
+ * follows n_tok (mat-vec for decode batches, where a batch costs about one weight read;
+ * mat-mat for prefill), but every output is bit-identical whatever n_tok, the token's
+ * row in the batch and the shape: its reduction order is a fixed function of cols
+ * (docs/kernels.md). The weights and x are read through texel views when the kernels use
+ * them and both have views (ember_kernels_input_view), else from storage buffers. */
+void ember_k_linear(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w,
+                    ember_vk_span x, ember_vk_span y, uint32_t n_tok, ember_out_mode mode);
+
+/* The same for tokens whose x rows start at row x_row0 of x and whose y rows start at row
+ * y_row0 of y (row offsets are push constants: sub-spans could break the binding offset
+ * alignment). Bit-identical to the rows ember_k_linear computes. */
+void ember_k_linear_rows(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w,
+                         ember_vk_span x, uint32_t x_row0, ember_vk_span y, uint32_t y_row0,
+                         uint32_t n_tok, ember_out_mode mode);
+
+#endif

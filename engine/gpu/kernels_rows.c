@@ -1,0 +1,57 @@
+/* kernels_rows.c — the row-at-a-time jobs: ember_k_embed, ember_k_rmsnorm and
+ * ember_k_argmax. Each gives a workgroup to one row. */
+#include "kernels_rows.h"
+
+#include "kernels_internal.h"
+
+typedef struct embed_push {
+    uint32_t cols, n_tok, row0, n_rows;
+    uint32_t dtype, wgx;
+} embed_push;
+
+typedef struct rmsnorm_push {
+    uint32_t n, dim, use_rows, wgx;
+    float eps;
+} rmsnorm_push;
+
+typedef struct argmax_push {
+    uint32_t n_rows, n_cols, wgx;
+} argmax_push;
+
+/* One dispatch per part of the table: a token is written by the part holding its row. */
+void ember_k_embed(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *emb,
+                   ember_vk_span tokens, ember_vk_span x, uint32_t n_tok)
+{
+    if (n_tok == 0) return;
+    uint32_t gx, gy;
+    ember_k_grid(n_tok, k->caps.max_wg_count[0], &gx, &gy);
+    for (uint32_t i = 0; i < emb->n_parts; i++) {
+        const ember_gpu_weight_part *p = &emb->parts[i];
+        embed_push pc = {emb->cols, n_tok, p->row0, p->n_rows, (uint32_t)emb->type, gx};
+        ember_vk_span b[4] = {tokens, x, p->data, emb->type == EMBER_DTYPE_Q8_0 ? p->scales : p->data};
+        ember_vk_cmd_dispatch(c, k->embed, b, &pc, gx, gy, 1);
+    }
+}
+
+void ember_k_rmsnorm(ember_vk_cmd *c, const ember_kernels *k, ember_vk_span x, ember_vk_span w,
+                     ember_vk_span y, const ember_vk_span *rows, uint32_t n, uint32_t dim, float eps)
+{
+    if (n == 0) return;
+    uint32_t gx, gy;
+    ember_k_grid(n, k->caps.max_wg_count[0], &gx, &gy);
+    rmsnorm_push pc = {n, dim, rows != NULL, gx, eps};
+    /* Without indirection binding 3 is unused; x stands in for it. */
+    ember_vk_span b[4] = {x, w, y, rows ? *rows : x};
+    ember_vk_cmd_dispatch(c, k->rmsnorm, b, &pc, gx, gy, 1);
+}
+
+void ember_k_argmax(ember_vk_cmd *c, const ember_kernels *k, ember_vk_span logits,
+                    ember_vk_span out, uint32_t n_rows, uint32_t n_cols)
+{
+    if (n_rows == 0 || n_cols == 0) return;
+    uint32_t gx, gy;
+    ember_k_grid(n_rows, k->caps.max_wg_count[0], &gx, &gy);
+    argmax_push pc = {n_rows, n_cols, gx};
+    ember_vk_span b[2] = {logits, out};
+    ember_vk_cmd_dispatch(c, k->argmax, b, &pc, gx, gy, 1);
+}

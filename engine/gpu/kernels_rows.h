@@ -1,0 +1,22 @@
+/* kernels_rows.h — the per-row jobs: embedding lookup, RMSNorm, argmax
+ * (kernels_rows.c). Library-internal. */
+#ifndef EMBER_KERNELS_ROWS_H
+#define EMBER_KERNELS_ROWS_H
+
+#include "gpu_weight.h"
+#include "kernels.h"
+
+/* y[i] = x[r] / sqrt(mean(x[r]^2) + eps) * w, r = rows ? rows[i] : i (uint32), i < n. */
+void ember_k_rmsnorm(ember_vk_cmd *c, const ember_kernels *k, ember_vk_span x, ember_vk_span w,
+                     ember_vk_span y, const ember_vk_span *rows, uint32_t n, uint32_t dim,
+                     float eps);
+
+/* x[t] = row tokens[t] (uint32) of the embedding table, as f32. */
+void ember_k_embed(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *emb,
+                   ember_vk_span tokens, ember_vk_span x, uint32_t n_tok);
+
+/* out[i] (uint32) = index of the largest of logits[i][0..n_cols) (lowest index on ties). */
+void ember_k_argmax(ember_vk_cmd *c, const ember_kernels *k, ember_vk_span logits,
+                    ember_vk_span out, uint32_t n_rows, uint32_t n_cols);
+
+#endif

@@ -1,0 +1,15 @@
+/* kv_layout.c — the bytes of a KV cache row (kv_layout.h). */
+#include "kv_layout.h"
+
+uint32_t ember_kv_q8_group(uint32_t head_dim)
+{
+    uint32_t low = head_dim & (~head_dim + 1u); /* lowest set bit */
+    return low < 32 ? low : 32;
+}
+
+uint64_t ember_kv_row_bytes(uint32_t head_dim, ember_kv_type type)
+{
+    if (type != EMBER_KV_Q8_0) return (uint64_t)head_dim * sizeof(float);
+    uint32_t groups = head_dim / ember_kv_q8_group(head_dim);
+    return head_dim + 4ull * ((groups + 1) / 2); /* quants, then f16 scales two per word */
+}

@@ -1,0 +1,18 @@
+/* kv_layout.h — how the KV cache stores one token's K (or V) of one KV head: the bytes
+ * of a cache row, which the engine sizes its pool by and the kernels address
+ * (kv_layout.c; the row format is described at ember_attn_shape in
+ * gpu/kernels_attention.h). Library-internal. */
+#ifndef EMBER_KV_LAYOUT_H
+#define EMBER_KV_LAYOUT_H
+
+#include <stdint.h>
+
+#include "ember.h"
+
+/* Values per scale of an EMBER_KV_Q8_0 row: 32, or the largest power of two dividing
+ * head_dim when that is smaller (head_dim is a multiple of 4). */
+uint32_t ember_kv_q8_group(uint32_t head_dim);
+/* Bytes of one cache row (one token, one KV head, K or V) of the given type. */
+uint64_t ember_kv_row_bytes(uint32_t head_dim, ember_kv_type type);
+
+#endif

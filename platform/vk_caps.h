@@ -1,0 +1,49 @@
+/* vk_caps.h — what a physical device can do: features, limits, formats (vk_caps.c). */
+#ifndef EMBER_VK_CAPS_H
+#define EMBER_VK_CAPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <vulkan/vulkan.h>
+
+#include "common/error.h"
+
+typedef struct ember_vk_caps {
+    char device_name[256];
+    uint32_t vendor_id, device_id;
+    VkPhysicalDeviceType device_type;
+    uint32_t api_version, driver_version;
+    bool is_cpu;                        /* lavapipe / llvmpipe / SwiftShader */
+    /* features */
+    bool fp16_arith;                    /* shaderFloat16 */
+    bool int8_arith;                    /* shaderInt8 */
+    bool storage8, storage16;           /* 8/16-bit storage buffer access */
+    bool int_dot;                       /* shaderIntegerDotProduct */
+    bool coop_matrix;                   /* VK_KHR_cooperative_matrix present */
+    uint32_t subgroup_size;             /* default subgroup size */
+    bool subgroup_arith;                /* subgroupAdd etc. in compute */
+    bool subgroup_shuffle;
+    bool subgroup_size_control;         /* can require a full subgroup size */
+    /* limits */
+    uint64_t max_storage_range;         /* maxStorageBufferRange */
+    uint64_t max_alloc;                 /* maxMemoryAllocationSize */
+    uint32_t max_shared;                /* maxComputeSharedMemorySize */
+    uint32_t max_push;                  /* maxPushConstantsSize */
+    uint32_t max_wg_invocations;
+    uint32_t max_wg_count[3];
+    uint32_t max_texel_elements;        /* maxTexelBufferElements */
+    uint64_t min_texel_align;           /* minTexelBufferOffsetAlignment */
+    uint32_t max_uniform_range;         /* maxUniformBufferRange */
+    uint64_t min_uniform_align;         /* minUniformBufferOffsetAlignment */
+    uint64_t min_storage_align;         /* minStorageBufferOffsetAlignment */
+    /* formats usable as uniform texel buffers (VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) */
+    bool texel_rgba32f, texel_rgba32ui, texel_r16f, texel_r32ui;
+    uint64_t device_local_bytes;        /* largest device-local heap */
+    bool unified_memory;                /* device-local memory is also host-visible */
+    float timestamp_period_ns;          /* 0 when timestamps are unsupported */
+} ember_vk_caps;
+
+/* Fills caps for one physical device (used by device listing and creation). */
+void ember_vk_query_caps(VkPhysicalDevice phys, ember_vk_caps *caps);
+
+#endif

@@ -1,0 +1,37 @@
+/* vk_cmd.h — recording dispatches into a command buffer and submitting it (vk_cmd.c). */
+#ifndef EMBER_VK_CMD_H
+#define EMBER_VK_CMD_H
+
+#include "vk_memory.h"
+#include "vk_pipeline.h"
+
+typedef struct ember_vk_cmd ember_vk_cmd;
+
+ember_status ember_vk_cmd_create(ember_vk *vk, ember_vk_cmd **out, ember_err *err);
+void ember_vk_cmd_destroy(ember_vk_cmd *c);
+/* Starts a new recording (waits for the previous submission if still running). */
+ember_status ember_vk_cmd_begin(ember_vk_cmd *c, ember_err *err);
+/* Binds bindings[0..n_bindings-1] as the pipeline declares them (storage: span <=
+ * max_storage_range and aligned; texel: the span's view, which must exist; uniform: span
+ * <= max_uniform_range and aligned), pushes push (push_size bytes as declared) and
+ * dispatches groups. */
+void ember_vk_cmd_dispatch(ember_vk_cmd *c, const ember_vk_pipeline *p,
+                           const ember_vk_span *bindings, const void *push,
+                           uint32_t gx, uint32_t gy, uint32_t gz);
+/* Compute-to-compute (and transfer) memory barrier: later dispatches see earlier writes. */
+void ember_vk_cmd_barrier(ember_vk_cmd *c);
+void ember_vk_cmd_copy(ember_vk_cmd *c, const ember_vk_span *src, const ember_vk_span *dst,
+                       VkDeviceSize bytes);
+void ember_vk_cmd_fill(ember_vk_cmd *c, const ember_vk_span *dst, uint32_t value);
+/* Writes a GPU timestamp into slot i (0..63); read after completion. No-op without
+ * timestamp support. */
+void ember_vk_cmd_timestamp(ember_vk_cmd *c, uint32_t i);
+/* Ends, submits and waits. Returns the first recording error if any. */
+ember_status ember_vk_cmd_submit(ember_vk_cmd *c, ember_err *err);
+/* Nanoseconds between timestamp slots a and b of the last completed submission
+ * (negative when unavailable). */
+double ember_vk_cmd_elapsed_ns(ember_vk_cmd *c, uint32_t a, uint32_t b);
+/* Dispatches recorded in the last recording. */
+uint32_t ember_vk_cmd_dispatch_count(const ember_vk_cmd *c);
+
+#endif
