@@ -1,10 +1,14 @@
 /* batch.h — one step's input: a ragged batch of tokens from any number of sequences,
  * each reading its KV cache through its block table. What the engine hands a backend
- * (step.h) and both backends (gpu/forward.c, cpu/reference.c) take. Library-internal. */
+ * (step.h) and both backends (gpu/forward.c, cpu/reference.c) take; and the host buffers
+ * a batch is laid out in and read back into (batch.c). Library-internal. */
 #ifndef EMBER_BATCH_H
 #define EMBER_BATCH_H
 
+#include <stdbool.h>
 #include <stdint.h>
+
+#include "common/error.h"
 
 /* One step's input, in host memory. Token i is at position pos[i] of sequence slot
  * seq[i]; block_tables is [max_seqs][max_blocks_per_seq] (only the rows of slots used in
@@ -16,5 +20,23 @@ typedef struct ember_batch {
     uint32_t n_logits;
     const uint32_t *logit_rows;
 } ember_batch;
+
+/* Room for one step, reused step after step: max_tokens rows of input and of read-back,
+ * a block-table row for each of max_seqs slots, and logits rows grown on demand. */
+typedef struct ember_batch_buf {
+    uint32_t *tokens, *pos, *seq;  /* max_tokens each: the rows */
+    uint32_t *rows, *argmax;       /* max_tokens each: logits rows and their argmax */
+    uint32_t *block_tables;        /* max_seqs x max_blocks_per_seq */
+    float *logits;                 /* logits_rows x n_vocab */
+    uint32_t max_tokens, max_blocks_per_seq, n_vocab, logits_rows;
+} ember_batch_buf;
+
+ember_status ember_batch_buf_init(ember_batch_buf *b, uint32_t max_tokens, uint32_t max_seqs,
+                                  uint32_t max_blocks_per_seq, uint32_t n_vocab, ember_err *err);
+void ember_batch_buf_free(ember_batch_buf *b);
+/* Makes room for rows rows of logits; false when out of memory. */
+bool ember_batch_buf_logits(ember_batch_buf *b, uint32_t rows);
+/* The batch of the first n_tokens rows and n_logits logits rows. */
+ember_batch ember_batch_of(const ember_batch_buf *b, uint32_t n_tokens, uint32_t n_logits);
 
 #endif

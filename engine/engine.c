@@ -1,11 +1,12 @@
 /* engine.c — the public ember_engine: requests in, tokens out.
  *
  * A step: finish cancelled requests; let the scheduler choose this step's work (decode
- * tokens first, then prompt chunks, then newly admitted requests); run it as one ragged
- * batch through the forward pass (or the CPU reference, one sequence at a time); sample
- * the requests whose chunk produced logits; hand text to callbacks; finish what is done,
- * freeing its blocks at once. Under static batching a member that finishes is delivered
- * at once but stays in its batch as a padding row until the batch ends (scheduler.h).
+ * tokens first, then prompt chunks, then newly admitted requests); place speculative
+ * drafts; run it as one ragged batch through the model's step (step.h: the GPU forward
+ * pass or the CPU reference, the same batch either way); sample the requests whose chunk
+ * produced logits; hand text to callbacks; finish what is done, freeing its blocks at
+ * once. Static batching (static_batch.c) is a hook of the scheduler: its padding comes
+ * back as filler items, computed and counted, never delivered.
  *
  * Thread safety: one recursive mutex guards the engine, so ember_submit/ember_cancel may
  * be called from any thread — and from inside callbacks — while a worker thread (or the
@@ -16,11 +17,46 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine_internal.h"
+#include "batch.h"
+#include "engine_spec.h"
+#include "kv_layout.h"
+#include "model_handle.h"
+#include "sampler.h"
+#include "scheduler.h"
+#include "static_batch.h"
+#include "step.h"
 #include "text_out.h"
 
+struct ember_engine {
+    ember_err err;
+    ember_model *model;
+    ember_engine_opts o;
+    uint32_t max_blocks_per_seq;
+    ember_step *step;             /* the model's step on its backend */
+    ember_spec *spec;             /* speculative decoding: draft step, verification */
+    ember_kv_cache *kv;
+    ember_static *fixed;          /* static batching's scheduler hook, or NULL */
+    ember_sched *sched;
+    ember_request_id next_id;
+    uint32_t n_pending;
+    /* step scratch */
+    ember_sched_item *items;      /* 2 * max_seqs */
+    request **stuck;              /* max_seqs */
+    uint32_t *row_of;             /* per item: its first logits row */
+    ember_batch_buf buf;          /* max_batch_tokens + STEP_SPARE rows */
+    uint64_t steps, tokens_computed;
+    uint64_t filler_tokens;       /* rows of no request (static batching's padding) */
+    /* threading */
+    pthread_mutex_t mu;
+    pthread_cond_t work, idle;
+    pthread_t worker;
+    bool worker_running, stop;
+};
 
-double ember_now_ms(void)
+/* Token rows a step may hold beyond max_batch_tokens: a draft model's catch-up. */
+#define STEP_SPARE(max_seqs) (2u * (max_seqs))
+
+static double now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -40,13 +76,12 @@ static uint64_t block_bytes(const ember_hparams *hp, uint32_t bs, ember_kv_type 
     return 2ull * hp->n_layers * bs * kv_layer_token_bytes(hp, t);
 }
 
-/* One layer's K (or V) pool of model m must fit one storage binding. */
+/* The pool must fit what a step of model m can hold. */
 static void cap_blocks(const ember_model *m, ember_engine_opts *o)
 {
-    if (!m || !m->vk || !m->llama_loaded) return;
-    uint64_t per_block = o->kv_block_size * kv_layer_token_bytes(&m->llama.hp, o->kv_type);
-    uint64_t max = per_block ? ember_vk_get_caps(m->vk)->max_storage_range / per_block : 0;
-    if (per_block && o->kv_blocks > max) o->kv_blocks = (uint32_t)max;
+    if (!m || !m->llama_loaded) return;
+    uint32_t max = ember_step_max_blocks(m, o->kv_block_size, o->kv_type);
+    if (o->kv_blocks > max) o->kv_blocks = max;
 }
 
 static void choose_sizes(ember_engine *e)
@@ -70,32 +105,29 @@ static void choose_sizes(ember_engine *e)
 
 static ember_status alloc_scratch(ember_engine *e)
 {
-    uint32_t S = e->o.max_seqs, V = e->model->llama.hp.n_vocab;
-    uint32_t T = e->o.max_batch_tokens + EMBER_STEP_SPARE(S);
-    e->items = calloc(S, sizeof *e->items);
+    uint32_t S = e->o.max_seqs;
+    e->items = calloc(2 * S, sizeof *e->items);
     e->stuck = calloc(S, sizeof *e->stuck);
-    e->row_of = calloc(S, sizeof *e->row_of);
-    e->tokens = calloc(T, sizeof *e->tokens);
-    e->pos = calloc(T, sizeof *e->pos);
-    e->seq = calloc(T, sizeof *e->seq);
-    e->rows = calloc(T, sizeof *e->rows);
-    e->argmax = calloc(T, sizeof *e->argmax);
-    e->block_tables = calloc((size_t)S * e->max_blocks_per_seq, sizeof *e->block_tables);
-    e->scratch = malloc((size_t)V * sizeof *e->scratch);
-    if (!e->items || !e->stuck || !e->row_of || !e->tokens || !e->pos || !e->seq || !e->rows || !e->argmax ||
-        !e->block_tables || !e->scratch || !ember_engine_logits_room(e, S))
-        return ember_fail(&e->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
-    return EMBER_OK;
+    e->row_of = calloc(2 * S, sizeof *e->row_of);
+    if (!e->items || !e->stuck || !e->row_of) return ember_fail(&e->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    return ember_batch_buf_init(&e->buf, e->o.max_batch_tokens + STEP_SPARE(S), S, e->max_blocks_per_seq,
+                                e->model->llama.hp.n_vocab, &e->err);
 }
 
-bool ember_engine_logits_room(ember_engine *e, uint32_t rows)
+static ember_step_opts step_opts(const ember_engine *e, uint32_t max_tokens)
 {
-    if (rows <= e->logits_rows) return true;
-    float *l = realloc(e->logits, (size_t)rows * e->model->llama.hp.n_vocab * sizeof *l);
-    if (!l) return false;
-    e->logits = l;
-    e->logits_rows = rows;
-    return true;
+    return (ember_step_opts){.max_tokens = max_tokens, .max_seqs = e->o.max_seqs, .n_blocks = e->o.kv_blocks,
+                             .block_size = e->o.kv_block_size, .max_blocks_per_seq = e->max_blocks_per_seq,
+                             .kv_type = e->o.kv_type};
+}
+
+/* Static batching: the scheduler's hook. */
+static ember_status create_fixed(ember_engine *e)
+{
+    if (e->o.batching == EMBER_BATCHING_CONTINUOUS) return EMBER_OK;
+    ember_static_opts so = {.pad_prompts = e->o.batching == EMBER_BATCHING_STATIC, .max_seqs = e->o.max_seqs,
+                            .max_blocks_per_seq = e->max_blocks_per_seq, .ctx_len = e->model->llama.hp.ctx_len};
+    return ember_static_create(&so, e->kv, &e->fixed, &e->err);
 }
 
 static ember_status create_parts(ember_engine *e)
@@ -104,26 +136,20 @@ static ember_status create_parts(ember_engine *e)
         return ember_fail(&e->err, EMBER_ERR_INVALID_ARG, "unknown batching mode %d", (int)e->o.batching);
     if (e->o.kv_type != EMBER_KV_F32 && e->o.kv_type != EMBER_KV_Q8_0)
         return ember_fail(&e->err, EMBER_ERR_INVALID_ARG, "unknown KV cache type %d", (int)e->o.kv_type);
-    if (e->o.kv_type != EMBER_KV_F32 && !e->model->gpu)
-        return ember_fail(&e->err, EMBER_ERR_UNSUPPORTED,
-                          "a Q8_0 KV cache needs the Vulkan backend (the CPU reference keeps K and V in F32)");
     ember_status s = alloc_scratch(e);
     if (s == EMBER_OK) s = ember_kv_create(e->o.kv_blocks, e->o.kv_block_size, &e->kv, &e->err);
+    if (s == EMBER_OK) s = create_fixed(e);
     ember_sched_opts so = {.max_seqs = e->o.max_seqs, .max_batch_tokens = e->o.max_batch_tokens,
-                           .max_blocks_per_seq = e->max_blocks_per_seq,
-                           .prefix_cache = !e->o.no_prefix_cache && e->model->backend == EMBER_BACKEND_VULKAN,
-                           .static_batching = e->o.batching != EMBER_BATCHING_CONTINUOUS,
-                           .pad_prompts = e->o.batching == EMBER_BATCHING_STATIC,
-                           .contiguous_kv = e->o.kv_layout == EMBER_KV_CONTIGUOUS,
-                           .ctx_len = e->model->llama.hp.ctx_len, .chunk_ctx = e->o.chunk_ctx};
+                           .max_blocks_per_seq = e->max_blocks_per_seq, .prefix_cache = !e->o.no_prefix_cache,
+                           .contiguous_kv = e->o.kv_layout == EMBER_KV_CONTIGUOUS, .chunk_ctx = e->o.chunk_ctx,
+                           .hook = e->fixed ? ember_static_hook(e->fixed) : NULL};
     if (s == EMBER_OK) s = ember_sched_create(&so, e->kv, &e->sched, &e->err);
-    if (s == EMBER_OK && e->model->gpu) {
-        ember_forward_opts fo = {.max_tokens = e->o.max_batch_tokens, .max_seqs = e->o.max_seqs,
-                                 .n_blocks = e->o.kv_blocks, .block_size = e->o.kv_block_size,
-                                 .max_blocks_per_seq = e->max_blocks_per_seq, .kv_type = e->o.kv_type};
-        s = ember_forward_create(e->model->gpu, &fo, &e->fwd, &e->err);
-    }
-    if (s == EMBER_OK && e->o.draft) s = ember_spec_init(e);
+    ember_step_opts to = step_opts(e, e->o.max_batch_tokens);
+    if (s == EMBER_OK) s = ember_step_create(e->model, &to, &e->step, &e->err);
+    ember_spec_opts po = {.target = e->model, .draft = e->o.draft,
+                          .draft_step = step_opts(e, e->o.max_batch_tokens + STEP_SPARE(e->o.max_seqs)),
+                          .max_batch_tokens = e->o.max_batch_tokens};
+    if (s == EMBER_OK) s = ember_spec_create(&po, &e->spec, &e->err);
     return s;
 }
 
@@ -156,36 +182,25 @@ static void free_request(request *r)
 {
     ember_sampler_free(r->sampler);
     ember_sampler_free(r->draft_sampler);
-    ember_ref_free(r->draft_ref);
     free(r->q);
-    ember_text_free(&r->out);
-    ember_ref_free(r->ref);
+    ember_text_free(r->out);
     free(r->blocks);
     free(r->hashes);
     free(r->tokens);
     free(r);
 }
 
-/* Ends r: releases its blocks at once and reports. Under static batching r may instead
- * stay in its batch as a padding row: it is reported now all the same (a streaming
- * server's view; docs/serving.md), and freed when the scheduler lets it go. */
+/* Ends r: out of the scheduler (its blocks released at once, or kept by static batching
+ * as a padding row), reported and freed. */
 static void finish(ember_engine *e, request *r, ember_finish why)
 {
-    bool padding = ember_sched_pad(e->sched, r);
-    if (!padding) ember_sched_remove(e->sched, r);
+    ember_sched_remove(e->sched, r);
     r->m.n_prompt = r->n_prompt;
-    r->m.e2e_ms = ember_now_ms() - r->t_submit;
+    r->m.e2e_ms = now_ms() - r->t_submit;
     if (r->m.n_gen > 1) r->m.tpot_ms = (r->t_last_token - r->t_first_token) / (r->m.n_gen - 1);
     if (r->on_done) r->on_done(r->user, r->id, why, &r->m);
-    if (!padding) free_request(r);
+    free_request(r);
     if (--e->n_pending == 0) pthread_cond_broadcast(&e->idle);
-}
-
-/* Frees the padding rows the scheduler let go of. Only between steps: a row let go of
- * during a step may still be one of its items. */
-static void reap_padding(ember_engine *e)
-{
-    for (request *r; (r = ember_sched_reap(e->sched));) free_request(r);
 }
 
 static ember_status tokenize_prompt(ember_engine *e, const ember_request_desc *d, request *r)
@@ -252,7 +267,7 @@ static ember_status setup_speculation(ember_engine *e, const ember_request_desc 
     if (!x->draft_k) return EMBER_OK;
     if (x->draft_k > EMBER_MAX_DRAFT)
         return ember_fail(&e->err, EMBER_ERR_INVALID_ARG, "draft_k %u exceeds %d", x->draft_k, EMBER_MAX_DRAFT);
-    if (!x->ngram && !e->draft)
+    if (!x->ngram && !ember_spec_has_draft(e->spec))
         return ember_fail(&e->err, EMBER_ERR_INVALID_ARG, "speculation asks for a draft model but the engine has none");
     r->spec_k = r->spec_k_max = x->draft_k;
     if (x->adaptive) r->spec_k_max = EMBER_MAX_DRAFT;
@@ -288,7 +303,7 @@ static ember_status build_request(ember_engine *e, const ember_request_desc *d, 
                                 d->sampling.frequency_penalty, d->sampling.presence_penalty,
                                 d->sampling.penalty_last_n, d->sampling.seed};
     uint32_t V = e->model->llama.hp.n_vocab;
-    ember_status s = ember_text_init(&r->out, d->stop, &e->err);
+    ember_status s = ember_text_create(d->stop, &r->out, &e->err);
     if (s == EMBER_OK) s = ember_sampler_create(&sp, V, &r->sampler, &e->err);
     if (s == EMBER_OK) s = tokenize_prompt(e, d, r);
     if (s == EMBER_OK) s = check_fits(e, r);
@@ -311,7 +326,7 @@ ember_status ember_submit(ember_engine *e, const ember_request_desc *desc, ember
     ember_status s = build_request(e, desc, r);
     if (s == EMBER_OK) {
         r->id = e->next_id++;
-        r->t_submit = ember_now_ms();
+        r->t_submit = now_ms();
         r->m.n_prompt = r->n_prompt;
         ember_sched_enqueue(e->sched, r);
         e->n_pending++;
@@ -328,7 +343,7 @@ static request *find(ember_engine *e, ember_request_id id)
     uint32_t n;
     request **run = ember_sched_running(e->sched, &n);
     for (uint32_t i = 0; i < n; i++)
-        if (run[i]->id == id && !run[i]->padding) return run[i]; /* padding: already done */
+        if (run[i]->id == id) return run[i];
     for (request *r = ember_sched_waiting(e->sched); r; r = r->next)
         if (r->id == id) return r;
     return NULL;
@@ -359,14 +374,12 @@ static void drop_cancelled(ember_engine *e)
     uint32_t n;
     request **run = ember_sched_running(e->sched, &n);
     for (uint32_t i = 0; i < n;) {
-        if (!run[i]->cancelled || run[i]->padding) {
+        if (!run[i]->cancelled) {
             i++;
             continue;
         }
-        ember_request_id id = run[i]->id;
-        finish(e, run[i], EMBER_FINISH_CANCELLED); /* shifts the running array ... */
+        finish(e, run[i], EMBER_FINISH_CANCELLED); /* shifts the running array */
         run = ember_sched_running(e->sched, &n);
-        if (i < n && run[i]->id == id) i++;        /* ... unless it stayed on as padding */
     }
     for (request *r = ember_sched_waiting(e->sched), *next; r; r = next) {
         next = r->next;
@@ -378,85 +391,46 @@ static void drop_cancelled(ember_engine *e)
  * draft), else the last token when its chunk ends the known tokens. */
 static uint32_t logits_rows(const ember_sched_item *it)
 {
-    return it->r->n_draft ? it->n : it->logits ? 1 : 0;
+    return it->r && it->r->n_draft ? it->n : it->logits ? 1 : 0;
 }
 
-/* Lays the items out as one ragged batch. */
-static void build_batch(ember_engine *e, uint32_t n_items, ember_batch *b)
+/* Lays the items out as one ragged batch: a request's rows are its tokens from
+ * n_computed on, filler rows repeat their token. */
+static ember_batch build_batch(ember_engine *e, uint32_t n_items)
 {
+    ember_batch_buf *b = &e->buf;
     uint32_t T = 0, n_logits = 0, W = e->max_blocks_per_seq;
     for (uint32_t i = 0; i < n_items; i++) {
         const ember_sched_item *it = &e->items[i];
         const request *r = it->r;
-        memcpy(e->block_tables + (size_t)r->slot * W, r->blocks, r->n_blocks * sizeof *r->blocks);
+        uint32_t slot = r ? r->slot : it->fill.slot, pos0 = r ? r->n_computed : it->fill.pos0;
+        const uint32_t *blocks = r ? r->blocks : it->fill.blocks;
+        memcpy(b->block_tables + (size_t)slot * W, blocks, (r ? r->n_blocks : it->fill.n_blocks) * sizeof *blocks);
         e->row_of[i] = n_logits;
-        for (uint32_t j = 0; j < it->n; j++) {
-            e->tokens[T] = r->padding ? r->pad_token : r->tokens[r->n_computed + j];
-            e->pos[T] = r->n_computed + j;
-            e->seq[T] = r->slot;
-            T++;
+        for (uint32_t j = 0; j < it->n; j++, T++) {
+            b->tokens[T] = r ? r->tokens[pos0 + j] : it->fill.token;
+            b->pos[T] = pos0 + j;
+            b->seq[T] = slot;
         }
-        for (uint32_t j = logits_rows(it); j > 0; j--) e->rows[n_logits++] = T - j;
-        /* Prompt padding: the prompt's last token again, at positions past the prompt
-         * that the request's own tokens overwrite before anything reads them. */
-        for (uint32_t j = 0; j < it->n_pad; j++) {
-            e->tokens[T] = r->tokens[r->n_prefill - 1];
-            e->pos[T] = r->n_prefill + r->n_pad_rows + j;
-            e->seq[T] = r->slot;
-            T++;
-        }
+        for (uint32_t j = logits_rows(it); j > 0; j--) b->rows[n_logits++] = T - j;
     }
-    *b = (ember_batch){T, e->tokens, e->pos, e->seq, e->block_tables, n_logits, e->rows};
-}
-
-static uint32_t argmax_row(const float *row, uint32_t n)
-{
-    uint32_t best = 0;
-    for (uint32_t j = 1; j < n; j++)
-        if (row[j] > row[best]) best = j;
-    return best;
-}
-
-/* CPU backend: each sequence through the reference pass on its own, reading the rows
- * build_batch laid out (item i's tokens, then its prompt padding rows). */
-static ember_status run_reference(ember_engine *e, uint32_t n_items, uint32_t n_logits)
-{
-    uint32_t V = e->model->llama.hp.n_vocab, T = 0;
-    if (!ember_engine_logits_room(e, n_logits)) return ember_fail(&e->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
-    for (uint32_t i = 0; i < n_items; i++) {
-        const ember_sched_item *it = &e->items[i];
-        request *r = it->r;
-        uint32_t rows = logits_rows(it), n_lead = it->n - rows;
-        ember_status s = r->ref ? EMBER_OK : ember_ref_create(&e->model->llama, &r->ref, &e->err);
-        const uint32_t *t = e->tokens + T, *pos = e->pos + T;
-        if (s == EMBER_OK && n_lead) s = ember_ref_forward(r->ref, t, n_lead, pos[0], NULL, 0, &e->err);
-        float *out = e->logits + (size_t)e->row_of[i] * V;
-        if (s == EMBER_OK && rows) s = ember_ref_forward(r->ref, t + n_lead, rows, pos[n_lead], out, 1, &e->err);
-        if (s == EMBER_OK && it->n_pad)
-            s = ember_ref_forward(r->ref, t + it->n, it->n_pad, pos[it->n], NULL, 0, &e->err);
-        if (s != EMBER_OK) return s;
-        for (uint32_t j = 0; j < rows; j++) e->argmax[e->row_of[i] + j] = argmax_row(out + (size_t)j * V, V);
-        T += it->n + it->n_pad;
-    }
-    return EMBER_OK;
+    return ember_batch_of(b, T, n_logits);
 }
 
 static ember_status run_items(ember_engine *e, uint32_t n_items)
 {
-    ember_batch b;
-    build_batch(e, n_items, &b);
-    if (!e->fwd) return run_reference(e, n_items, b.n_logits);
-    bool need_logits = false;
-    for (uint32_t i = 0; i < n_items; i++) {
-        const request *r = e->items[i].r;
-        need_logits |= logits_rows(&e->items[i]) && !r->greedy && !r->padding; /* padding: argmax */
-    }
-    if (need_logits && !ember_engine_logits_room(e, b.n_logits))
+    ember_batch b = build_batch(e, n_items);
+    bool need_logits = false; /* greedy requests and filler rows take the argmax */
+    for (uint32_t i = 0; i < n_items; i++)
+        need_logits |= e->items[i].r && logits_rows(&e->items[i]) && !e->items[i].r->greedy;
+    if (need_logits && !ember_batch_buf_logits(&e->buf, b.n_logits))
         return ember_fail(&e->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
-    return ember_forward_run(e->fwd, &b, need_logits ? e->logits : NULL, e->argmax, NULL, &e->err);
+    return ember_step_run(e->step, &b, need_logits ? e->buf.logits : NULL, e->buf.argmax, &e->err);
 }
 
-bool ember_engine_emit(ember_engine *e, request *r, uint32_t tok, double t)
+/* Appends token tok to r and hands out its text; returns true when r finished (and was
+ * freed). */
+static bool emit(ember_engine *e, request *r, uint32_t tok, double t)
 {
     r->tokens[r->n_tokens++] = tok;
     r->m.n_gen++;
@@ -467,35 +441,28 @@ bool ember_engine_emit(ember_engine *e, request *r, uint32_t tok, double t)
     r->t_last_token = t;
     ember_sampler_accept(r->sampler, tok);
     if (r->draft_sampler) ember_sampler_accept(r->draft_sampler, tok);
-    int stop = ember_text_push(&r->out, e->model->tok, tok);
+    int stop = ember_text_push(r->out, e->model->tok, tok);
     int done = -1; /* or an ember_finish */
     if (stop < 0) done = EMBER_FINISH_ERROR;
     else if (stop > 0) done = EMBER_FINISH_STOP;
     else if (!r->ignore_eos && ember_tokenizer_is_eog(e->model->tok, tok)) done = EMBER_FINISH_EOS;
     else if (r->m.n_gen >= r->max_tokens || r->n_tokens >= e->model->llama.hp.ctx_len) done = EMBER_FINISH_LENGTH;
-    if (done >= 0) ember_text_finish(&r->out);
+    if (done >= 0) ember_text_finish(r->out);
     const char *text;
-    size_t len = ember_text_take(&r->out, &text);
+    size_t len = ember_text_take(r->out, &text);
     if (r->on_token && r->on_token(r->user, r->id, tok, text, len) != 0 && done < 0) done = EMBER_FINISH_CANCELLED;
     if (done < 0) return false;
     finish(e, r, (ember_finish)done);
     return true;
 }
 
-/* Rows computed only for static batching's fixed shape: counted, never delivered. */
-static void count_padding(ember_engine *e, uint32_t n)
+/* Verifies a speculative item and delivers what was kept. */
+static void finish_speculation(ember_engine *e, request *r, uint32_t row, double t)
 {
-    e->tokens_computed += n;
-    e->padding_tokens += n;
-}
-
-/* A padding row computed one token nobody sees: it feeds its greedy choice back next
- * step, so that it keeps computing an ordinary continuation; only its cost is counted. */
-static void pad_step(ember_engine *e, const ember_sched_item *it, uint32_t row)
-{
-    count_padding(e, it->n);
-    ember_sched_advance(e->sched, it->r, it->n);
-    it->r->pad_token = e->argmax[row];
+    uint32_t out[EMBER_MAX_DRAFT + 1];
+    uint32_t n_out = ember_spec_verify(e->spec, e->sched, r, &e->buf, row, out);
+    for (uint32_t j = 0; j < n_out; j++)
+        if (emit(e, r, out[j], t)) return; /* finished: r is gone */
 }
 
 static void after_step(ember_engine *e, uint32_t n_items, double t0, double t1)
@@ -504,28 +471,24 @@ static void after_step(ember_engine *e, uint32_t n_items, double t0, double t1)
     for (uint32_t i = 0; i < n_items; i++) {
         ember_sched_item *it = &e->items[i];
         request *r = it->r;
-        if (r->padding) {
-            pad_step(e, it, e->row_of[i]);
+        uint32_t row = e->row_of[i];
+        e->tokens_computed += it->n;
+        if (!r) { /* filler: counted, its argmax fed back */
+            e->filler_tokens += it->n;
+            if (it->logits) *it->fill.next = e->buf.argmax[row];
             continue;
         }
-        if (it->n_pad) { /* counted first: the tokens below may finish (and free) r */
-            count_padding(e, it->n_pad);
-            ember_sched_advance_padding(e->sched, r, it->n_pad);
-        }
-        if (!it->n) continue;
         if (r->n_computed < r->n_prompt) r->m.prefill_ms += t1 - t0;
         else r->m.decode_ms += t1 - t0;
-        e->tokens_computed += it->n;
         if (r->m.n_gen) r->m.n_decode_steps++;
         if (r->n_draft) {
-            ember_spec_finish(e, it, e->row_of[i], t1);
+            finish_speculation(e, r, row, t1);
             continue;
         }
         ember_sched_advance(e->sched, r, it->n);
         if (!it->logits) continue;
-        uint32_t row = e->row_of[i];
-        uint32_t tok = r->greedy ? e->argmax[row] : ember_sampler_sample(r->sampler, e->logits + (size_t)row * V);
-        ember_engine_emit(e, r, tok, t1);
+        uint32_t tok = r->greedy ? e->buf.argmax[row] : ember_sampler_sample(r->sampler, e->buf.logits + (size_t)row * V);
+        emit(e, r, tok, t1);
     }
 }
 
@@ -535,19 +498,15 @@ static ember_status apply_copies(ember_engine *e)
 {
     const uint32_t *src, *dst;
     uint32_t n = ember_sched_copies(e->sched, &src, &dst);
-    ember_status s = EMBER_OK;
-    if (n && e->fwd) s = ember_forward_copy_blocks(e->fwd, src, dst, n, &e->err);
-    if (n && s == EMBER_OK && e->draft_fwd) s = ember_forward_copy_blocks(e->draft_fwd, src, dst, n, &e->err);
+    ember_status s = n ? ember_step_copy_blocks(e->step, src, dst, n, &e->err) : EMBER_OK;
+    if (s == EMBER_OK) s = ember_spec_copy_blocks(e->spec, src, dst, n, &e->err);
     return s;
 }
 
 static void fail_items(ember_engine *e, uint32_t n_items)
 {
-    for (uint32_t i = 0; i < n_items; i++) {
-        request *r = e->items[i].r;
-        if (r->padding) ember_sched_drop_padding(e->sched, r); /* nothing to report */
-        else finish(e, r, EMBER_FINISH_ERROR);
-    }
+    for (uint32_t i = 0; i < n_items; i++)
+        if (e->items[i].r) finish(e, e->items[i].r, EMBER_FINISH_ERROR);
 }
 
 ember_status ember_engine_step(ember_engine *e)
@@ -555,32 +514,31 @@ ember_status ember_engine_step(ember_engine *e)
     pthread_mutex_lock(&e->mu);
     drop_cancelled(e);
     uint32_t n_stuck = 0;
-    ember_sched_set_reserve(e->sched, ember_spec_reserve(e));
+    ember_sched_set_reserve(e->sched, ember_spec_reserve(e->sched));
     uint32_t n_items = ember_sched_plan(e->sched, e->items, e->stuck, &n_stuck);
     for (uint32_t i = 0; i < n_stuck; i++) {
-        ember_text_finish(&e->stuck[i]->out);
+        ember_text_finish(e->stuck[i]->out);
         finish(e, e->stuck[i], EMBER_FINISH_LENGTH);
     }
     ember_status s = n_items ? EMBER_OK : EMBER_ERR_BUSY;
-    double t0 = ember_now_ms();
+    double t0 = now_ms();
     for (uint32_t i = 0; i < n_items; i++) {
         request *r = e->items[i].r;
-        if (r->t_first_sched == 0) {
+        if (r && r->t_first_sched == 0) {
             r->t_first_sched = t0;
             r->m.queue_ms = t0 - r->t_submit;
         }
     }
     if (n_items) s = apply_copies(e);
-    if (n_items && s == EMBER_OK) s = ember_spec_propose(e, n_items);
+    if (n_items && s == EMBER_OK) s = ember_spec_propose(e->spec, e->sched, e->items, n_items, &e->buf, &e->err);
     if (n_items && s == EMBER_OK) s = run_items(e, n_items);
     if (s == EMBER_OK) {
         e->steps++;
-        after_step(e, n_items, t0, ember_now_ms());
+        after_step(e, n_items, t0, now_ms());
         ember_sched_end_step(e->sched);
     } else if (s != EMBER_ERR_BUSY) {
         fail_items(e, n_items);
     }
-    reap_padding(e);
     pthread_mutex_unlock(&e->mu);
     return s;
 }
@@ -657,46 +615,35 @@ void ember_engine_get_stats(ember_engine *e, ember_engine_stats *st)
         .kv_blocks_used = ember_kv_n_used(e->kv), .kv_peak_blocks_used = ss->peak_blocks,
         .kv_peak_tokens = (uint64_t)llround(ss->peak_fill * ss->peak_blocks * e->o.kv_block_size),
         .prefix_hit_tokens = ss->prefix_hit_tokens, .preemptions = ss->preemptions,
-        .steps = e->steps, .tokens_computed = e->tokens_computed, .padding_tokens = e->padding_tokens,
+        .steps = e->steps, .tokens_computed = e->tokens_computed, .padding_tokens = e->filler_tokens,
         .cow_copies = ss->cow_copies,
         .kv_type = e->o.kv_type,
         .kv_bytes_per_token = 2ull * hp->n_layers * kv_layer_token_bytes(hp, e->o.kv_type)};
     pthread_mutex_unlock(&e->mu);
 }
 
-/* The first running request that is not padding, or NULL. */
-static request *first_member(ember_engine *e)
+static request *first_running(ember_engine *e)
 {
     uint32_t n;
     request **run = ember_sched_running(e->sched, &n);
-    for (uint32_t i = 0; i < n; i++)
-        if (!run[i]->padding) return run[i];
-    return NULL;
+    return n ? run[0] : NULL;
 }
 
 void ember_engine_destroy(ember_engine *e)
 {
     if (!e) return;
     ember_engine_stop(e);
-    for (request *r; e->sched && (r = first_member(e));) finish(e, r, EMBER_FINISH_CANCELLED);
-    while (e->sched && ember_sched_waiting(e->sched)) finish(e, ember_sched_waiting(e->sched), EMBER_FINISH_CANCELLED);
-    if (e->sched) reap_padding(e); /* the last member's finish let its batch's padding go */
-    ember_forward_free(e->fwd);
-    ember_forward_free(e->draft_fwd);
+    for (request *r; e->sched && (r = first_running(e));) finish(e, r, EMBER_FINISH_CANCELLED);
+    for (request *r; e->sched && (r = ember_sched_waiting(e->sched));) finish(e, r, EMBER_FINISH_CANCELLED);
+    ember_step_free(e->step);
+    ember_spec_free(e->spec);
     ember_sched_free(e->sched);
+    ember_static_free(e->fixed); /* its padding rows' blocks go back to the pool */
     ember_kv_free(e->kv);
     free(e->items);
     free(e->stuck);
-    free(e->tokens);
-    free(e->pos);
-    free(e->seq);
-    free(e->rows);
-    free(e->argmax);
-    free(e->block_tables);
-    free(e->logits);
     free(e->row_of);
-    free(e->probs);
-    free(e->scratch);
+    ember_batch_buf_free(&e->buf);
     pthread_cond_destroy(&e->work);
     pthread_cond_destroy(&e->idle);
     pthread_mutex_destroy(&e->mu);

@@ -235,3 +235,15 @@ uint32_t ember_kv_n_blocks(const ember_kv_cache *kv) { return kv->n_blocks; }
 uint32_t ember_kv_n_available(const ember_kv_cache *kv) { return kv->n_free + kv->n_lru; }
 uint32_t ember_kv_n_used(const ember_kv_cache *kv) { return kv->n_used; }
 uint32_t ember_kv_refcount(const ember_kv_cache *kv, uint32_t i) { return i < kv->n_blocks ? kv->b[i].refs : 0; }
+
+void ember_kv_count_fill(const ember_kv_cache *kv, const uint32_t *blocks, uint32_t n_blocks, uint32_t n_tokens,
+                         double *filled, double *slots)
+{
+    uint32_t bs = kv->block_size;
+    for (uint32_t j = 0; j < n_blocks; j++) {
+        double w = 1.0 / ember_kv_refcount(kv, blocks[j]);
+        int64_t fill = (int64_t)n_tokens - (int64_t)j * bs;
+        *filled += w * (double)(fill < 0 ? 0 : fill > bs ? bs : fill);
+        *slots += w * bs;
+    }
+}

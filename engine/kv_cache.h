@@ -56,5 +56,10 @@ uint32_t ember_kv_n_available(const ember_kv_cache *kv);
 /* Blocks with a reference count above zero. */
 uint32_t ember_kv_n_used(const ember_kv_cache *kv);
 uint32_t ember_kv_refcount(const ember_kv_cache *kv, uint32_t block);
+/* Adds to *filled the positions of blocks[0..n_blocks) that hold the first n_tokens
+ * tokens of a sequence, and to *slots their positions, each block weighted 1/k when k
+ * sequences hold it (for the fill of the blocks in use). */
+void ember_kv_count_fill(const ember_kv_cache *kv, const uint32_t *blocks, uint32_t n_blocks, uint32_t n_tokens,
+                         double *filled, double *slots);
 
 #endif

@@ -12,13 +12,10 @@ struct ember_sched {
     request *head, *tail;        /* waiting, in order */
     request **running;           /* n_running of max_seqs, in admission order */
     uint32_t n_running;
-    bool *slot_used;
+    bool *slot_used;             /* by a running request or by the hook */
+    uint32_t n_slots_used;
     uint64_t admissions;
-    bool batch_open;             /* static batching: the current batch still forming */
-    uint32_t batch_prompt;       /* ... padded prompts: the longest prefill of its members */
     uint32_t reserve;            /* budget kept for speculative drafts this step */
-    uint32_t n_padding;          /* static batching: running rows that are padding */
-    request *retired;            /* padding rows let go of, not yet reaped */
     /* copy on write planned this step: copy_src[i] -> copy_dst[i]; the old blocks'
      * references are dropped at the next plan, after the copies ran */
     uint32_t *copy_src, *copy_dst, n_copies;
@@ -88,148 +85,97 @@ static request *pop_front(ember_sched *s)
     return r;
 }
 
+static void unlink_waiting(ember_sched *s, request *r)
+{
+    request **p = &s->head, *prev = NULL;
+    while (*p && *p != r) prev = *p, p = &(*p)->next;
+    if (!*p) return;
+    *p = r->next;
+    if (s->tail == r) s->tail = prev;
+}
+
 static void release_blocks(ember_sched *s, request *r)
 {
     for (uint32_t i = 0; i < r->n_blocks; i++) ember_kv_release(s->kv, r->blocks[i]);
     r->n_blocks = r->n_published = 0;
 }
 
-/* Publishes the partly filled block r ends in, so that a request continuing r's tokens
- * (the next turn of a chat, the same prompt again) finds all of them. Padding rows hold
- * tokens nobody recorded, and draft-model requests would need the draft's K/V complete
- * too: neither publishes. */
-static void publish_tail(ember_sched *s, request *r)
+static uint32_t take_slot(ember_sched *s)
 {
-    uint32_t bs = ember_kv_block_size(s->kv), j = r->n_computed / bs, fill = r->n_computed % bs;
-    if (!s->o.prefix_cache || r->padding || r->spec_draft || !fill || j >= r->n_blocks || j != r->n_published)
-        return;
-    ember_kv_publish_n(s->kv, r->blocks[j], j ? r->hashes[j - 1] : r->hash_seed, r->tokens + (size_t)j * bs, fill);
+    for (uint32_t i = 0; i < s->o.max_seqs; i++)
+        if (!s->slot_used[i]) {
+            s->slot_used[i] = true;
+            s->n_slots_used++;
+            return i;
+        }
+    return UINT32_MAX;
 }
 
-static void unrun(ember_sched *s, request *r)
+void ember_sched_release_slot(ember_sched *s, uint32_t slot)
+{
+    if (!s->slot_used[slot]) return;
+    s->slot_used[slot] = false;
+    s->n_slots_used--;
+}
+
+uint32_t ember_sched_free_slots(const ember_sched *s) { return s->o.max_seqs - s->n_slots_used; }
+
+/* Takes r out of the running set; its slot too unless keep_slot (the hook took it). */
+static void unrun(ember_sched *s, request *r, bool keep_slot)
 {
     for (uint32_t i = 0; i < s->n_running; i++) {
         if (s->running[i] != r) continue;
         memmove(&s->running[i], &s->running[i + 1], (s->n_running - i - 1) * sizeof *s->running);
         s->n_running--;
-        s->slot_used[r->slot] = false;
+        if (!keep_slot) ember_sched_release_slot(s, r->slot);
         return;
     }
 }
 
-/* ---- static batching: padding rows ------------------------------------------------- */
-
-static request *last_padding(ember_sched *s)
+static void left(ember_sched *s)
 {
-    for (uint32_t i = s->n_running; i-- > 0;)
-        if (s->running[i]->padding) return s->running[i];
-    return NULL;
+    if (s->o.hook) s->o.hook->left(s->o.hook->ctx, s);
 }
 
-/* Lets padding row p go: out of the batch, blocks back to the pool, onto the retired
- * list (the engine frees it after the step, so items planned with it stay valid). */
-static void retire(ember_sched *s, request *p)
+/* Publishes the partly filled block r ends in, so that a request continuing r's tokens
+ * (the next turn of a chat, the same prompt again) finds all of them. Draft-model
+ * requests would need the draft's K/V complete too: they do not publish. */
+static void publish_tail(ember_sched *s, request *r)
 {
-    unrun(s, p);
-    release_blocks(s, p);
-    p->state = REQ_RETIRED;
-    s->n_padding--;
-    p->next = s->retired;
-    s->retired = p;
-}
-
-/* A batch ends when its last real member leaves: its padding rows go with it. */
-static void end_batch_if_done(ember_sched *s)
-{
-    if (!s->n_padding) return;
-    for (uint32_t i = 0; i < s->n_running; i++)
-        if (!s->running[i]->padding) return;
-    while (s->n_padding) retire(s, last_padding(s));
-}
-
-bool ember_sched_pad(ember_sched *s, request *r)
-{
-    if (!s->o.static_batching || r->state != REQ_RUNNING || r->padding) return false;
-    if (s->n_running - s->n_padding < 2) return false; /* r is the last member */
-    r->padding = true;
-    r->pad_token = r->tokens[r->n_tokens - 1];
-    r->n_draft = 0;
-    s->n_padding++;
-    return true;
-}
-
-void ember_sched_drop_padding(ember_sched *s, request *r)
-{
-    if (r->padding && r->state == REQ_RUNNING) retire(s, r);
-}
-
-/* ---- static batching: padded prompts ----------------------------------------------- */
-
-/* Prompt padding rows member r has still to compute: every member of a fixed-shape batch
- * prefills as many rows as the batch's longest prompt. */
-static uint32_t pad_left(const ember_sched *s, const request *r)
-{
-    uint32_t done = r->n_prefill + r->n_pad_rows;
-    return s->o.pad_prompts && !r->padding && s->batch_prompt > done ? s->batch_prompt - done : 0;
-}
-
-/* A fixed-shape batch decodes only after its prefill: while members may still join or
- * one of them has prompt or padding rows left, nobody decodes. */
-static bool prefilling(const ember_sched *s)
-{
-    if (!s->o.pad_prompts || !s->n_running) return false;
-    if (s->batch_open) return true;
-    for (uint32_t i = 0; i < s->n_running; i++) {
-        const request *r = s->running[i];
-        if (!r->padding && (r->n_computed < r->n_prefill || pad_left(s, r))) return true;
-    }
-    return false;
-}
-
-void ember_sched_advance_padding(ember_sched *s, request *r, uint32_t n)
-{
-    (void)s;
-    r->n_pad_rows += n;
-}
-
-request *ember_sched_reap(ember_sched *s)
-{
-    request *r = s->retired;
-    if (r) {
-        s->retired = r->next;
-        r->next = NULL;
-    }
-    return r;
+    uint32_t bs = ember_kv_block_size(s->kv), j = r->n_computed / bs, fill = r->n_computed % bs;
+    if (!s->o.prefix_cache || r->spec_draft || !fill || j >= r->n_blocks || j != r->n_published) return;
+    ember_kv_publish_n(s->kv, r->blocks[j], j ? r->hashes[j - 1] : r->hash_seed, r->tokens + (size_t)j * bs, fill);
 }
 
 void ember_sched_remove(ember_sched *s, request *r)
 {
     if (r->state == REQ_RUNNING) {
-        publish_tail(s, r);
-        unrun(s, r);
-    } else if (r->state == REQ_WAITING) {
-        request **p = &s->head, *prev = NULL;
-        while (*p && *p != r) prev = *p, p = &(*p)->next;
-        if (*p) {
-            *p = r->next;
-            if (s->tail == r) s->tail = prev;
+        const ember_sched_hook *h = s->o.hook;
+        if (h && h->keep(h->ctx, s, r)) {
+            unrun(s, r, true);
+            r->n_blocks = r->n_published = 0; /* the hook's now */
+            left(s);
+            return;
         }
+        publish_tail(s, r);
+        unrun(s, r, false);
+    } else {
+        unlink_waiting(s, r);
     }
     release_blocks(s, r);
-    end_batch_if_done(s);
+    left(s);
 }
 
 static void preempt(ember_sched *s, request *r)
 {
-    unrun(s, r);
+    unrun(s, r, false);
     release_blocks(s, r);
     r->n_computed = 0;
     r->draft_computed = 0;
-    r->n_pad_rows = 0;
     r->m.preemptions++;
     s->stats.preemptions++;
     push_front(s, r);
-    end_batch_if_done(s);
+    left(s);
 }
 
 /* ---- blocks ------------------------------------------------------------------------ */
@@ -249,32 +195,13 @@ static bool grow_to(ember_sched *s, request *r, uint32_t end)
     return true;
 }
 
-/* Static batching, padded prompts: members through their prefill give back the blocks
- * past their next position, which only prompt padding rows wrote. True if any did. */
-static bool drop_padding_blocks(ember_sched *s)
+/* grow_to, and when the pool runs dry the hook gives its blocks up first, so that what
+ * it holds never makes a request wait or be preempted. */
+static bool grow(ember_sched *s, request *r, uint32_t end)
 {
-    bool freed = false;
-    if (!s->o.pad_prompts) return false;
-    for (uint32_t i = 0; i < s->n_running; i++) {
-        request *q = s->running[i];
-        if (q->padding || !q->n_pad_rows || q->n_computed < q->n_prefill) continue;
-        uint32_t n = q->n_blocks;
-        ember_sched_trim(s, q);
-        freed |= q->n_blocks < n;
-    }
-    return freed;
-}
-
-/* grow_to for a real request: padding rows give their blocks up first, so that padding
- * never makes a real request wait or be preempted. Without padding (continuous batching)
- * it is grow_to. */
-static bool grow_real(ember_sched *s, request *r, uint32_t end)
-{
-    while (!grow_to(s, r, end)) {
-        request *p = last_padding(s);
-        if (p) retire(s, p);
-        else if (!drop_padding_blocks(s)) return false;
-    }
+    const ember_sched_hook *h = s->o.hook;
+    while (!grow_to(s, r, end))
+        if (!h || !h->reclaim(h->ctx, s)) return false;
     return true;
 }
 
@@ -318,8 +245,7 @@ void ember_sched_advance(ember_sched *s, request *r, uint32_t n)
 {
     uint32_t bs = ember_kv_block_size(s->kv);
     r->n_computed += n;
-    /* A padding row's tokens are not recorded, so its blocks are never shared. */
-    if (!s->o.prefix_cache || r->padding) return;
+    if (!s->o.prefix_cache) return;
     while ((r->n_published + 1) * bs <= r->n_computed && r->n_published < r->n_blocks) {
         uint32_t j = r->n_published;
         uint64_t parent = j ? r->hashes[j - 1] : r->hash_seed;
@@ -364,39 +290,6 @@ uint32_t ember_sched_copies(const ember_sched *s, const uint32_t **src, const ui
     return s->n_copies;
 }
 
-/* ---- planning --------------------------------------------------------------------- */
-
-static request *newest_running(ember_sched *s)
-{
-    return s->n_running ? s->running[s->n_running - 1] : NULL;
-}
-
-/* The first running request admitted after `after` (running is in admission order):
- * the planning loops walk the running set this way because retiring a padding row or
- * preempting a request shifts the array under them. */
-static request *next_running(ember_sched *s, uint64_t after)
-{
-    for (uint32_t i = 0; i < s->n_running; i++)
-        if (s->running[i]->admitted > after) return s->running[i];
-    return NULL;
-}
-
-/* A decoding request needs one block more: preempt the newest others until it fits.
- * Returns false if r itself had to go (preempted, or stuck when it is alone). */
-static bool make_room(ember_sched *s, request *r, request **stuck, uint32_t *n_stuck)
-{
-    while (!grow_real(s, r, r->n_computed + 1)) {
-        request *victim = newest_running(s);
-        if (victim == r && s->n_running == 1) {
-            stuck[(*n_stuck)++] = r;
-            return false;
-        }
-        preempt(s, victim);
-        if (victim == r) return false;
-    }
-    return true;
-}
-
 /* ---- chunk sizes ----------------------------------------------------------------- */
 
 /* Budget that rows p0 .. p0+n-1 of a prompt take: n, plus with chunk_ctx the attention
@@ -425,44 +318,74 @@ static void spend(const ember_sched *s, uint32_t *budget, uint32_t p0, uint32_t 
     *budget = c >= *budget ? 0 : *budget - (uint32_t)c;
 }
 
-static uint32_t plan_running(ember_sched *s, ember_sched_item *items, uint32_t *budget, request **stuck,
-                             uint32_t *n_stuck, bool hold)
+/* ---- planning --------------------------------------------------------------------- */
+
+static ember_sched_item item(request *r, uint32_t n)
 {
-    uint32_t n_items = 0;
-    /* Decodes first, oldest first: a decoder never waits behind a prompt. Victims of
-     * preemption are newer than r, so none of them has been planned yet. A request that
-     * could not get its block was preempted or is stuck (the caller finishes it). While
-     * a fixed-shape batch prefills (hold), only prompt rows are planned: a 1-token rest
-     * of a prompt here, longer chunks below. */
+    return (ember_sched_item){.r = r, .n = n, .logits = r->n_computed + n == r->n_tokens};
+}
+
+/* The first running request admitted after `after` (running is in admission order):
+ * the planning loops walk the running set this way because preempting a request shifts
+ * the array under them. */
+static request *next_running(ember_sched *s, uint64_t after)
+{
+    for (uint32_t i = 0; i < s->n_running; i++)
+        if (s->running[i]->admitted > after) return s->running[i];
+    return NULL;
+}
+
+/* r needs a block for position n_computed: preempt the newest others until it has one.
+ * Returns false if r itself had to go (preempted, or stuck when it is alone). */
+static bool make_room(ember_sched *s, request *r, request **stuck, uint32_t *n_stuck)
+{
+    while (!grow(s, r, r->n_computed + 1)) {
+        request *victim = s->running[s->n_running - 1];
+        if (victim == r && s->n_running == 1) {
+            stuck[(*n_stuck)++] = r;
+            return false;
+        }
+        preempt(s, victim);
+        if (victim == r) return false;
+    }
+    return true;
+}
+
+uint32_t ember_sched_budget(const ember_sched *s, uint32_t keep)
+{
+    uint32_t kept = s->reserve + keep, budget = s->o.max_batch_tokens > kept ? s->o.max_batch_tokens - kept : 0;
+    return budget > s->n_running ? budget : s->n_running; /* every decoder gets its token */
+}
+
+uint32_t ember_sched_plan_running(ember_sched *s, ember_sched_item *items, uint32_t n_items, uint32_t *budget,
+                                  request **stuck, uint32_t *n_stuck, bool prefill_only)
+{
+    /* Decoders first, oldest first. Victims of preemption are newer than r, so none of
+     * them has been planned yet. A request that could not get its block was preempted or
+     * is stuck (the caller finishes it). With prefill_only, a 1-token rest of a prompt is
+     * planned here and longer chunks below. */
     for (request *r = next_running(s, 0); r; r = next_running(s, r->admitted)) {
-        bool decodes = r->n_tokens - r->n_computed == 1 && !(hold && r->n_computed >= r->n_prefill);
-        if (r->padding || !decodes || !make_room(s, r, stuck, n_stuck)) continue;
-        items[n_items++] = (ember_sched_item){r, 1, true, 0};
+        bool decodes = r->n_tokens - r->n_computed == 1 && !(prefill_only && r->n_computed >= r->n_prefill);
+        if (!decodes || !make_room(s, r, stuck, n_stuck)) continue;
+        items[n_items++] = item(r, 1);
         (*budget)--;
     }
-    /* Then prompt chunks of running sequences, oldest first, as the budget allows. */
+    /* Then prompt chunks, oldest first, as the budget allows: whatever blocks the pool
+     * has (a decoder will free more), or with prefill_only what preemption makes. */
+    uint32_t bs = ember_kv_block_size(s->kv);
     for (request *r = next_running(s, 0); r && *budget; r = next_running(s, r->admitted)) {
         uint32_t left = r->n_tokens - r->n_computed;
-        if (r->padding || left == 1) continue; /* decoding: planned above */
-        uint32_t n = chunk_rows(s, r->n_computed, left, *budget), bs = ember_kv_block_size(s->kv);
-        grow_real(s, r, r->n_computed + n);
-        /* A fixed-shape batch in its prefill has no decoder that would free a block:
-         * the newest members make room (preempted) instead. */
-        if (hold && r->n_blocks * bs <= r->n_computed && !make_room(s, r, stuck, n_stuck)) continue;
+        if (left == 1) continue; /* a decoder: planned above */
+        uint32_t n = chunk_rows(s, r->n_computed, left, *budget);
+        grow(s, r, r->n_computed + n);
+        if (prefill_only && r->n_blocks * bs <= r->n_computed && !make_room(s, r, stuck, n_stuck)) continue;
         uint32_t room = r->n_blocks * bs - r->n_computed;
         if (n > room) n = room;
         if (!n) continue;
-        items[n_items++] = (ember_sched_item){r, n, r->n_computed + n == r->n_tokens, 0};
+        items[n_items++] = item(r, n);
         spend(s, budget, r->n_computed, n);
     }
     return n_items;
-}
-
-static uint32_t free_slot(ember_sched *s)
-{
-    for (uint32_t i = 0; i < s->o.max_seqs; i++)
-        if (!s->slot_used[i]) return i;
-    return UINT32_MAX;
 }
 
 /* Admits the queue's head if it can make progress now; false to stop admitting. */
@@ -473,7 +396,7 @@ static bool admit_one(ember_sched *s, ember_sched_item *items, uint32_t *n_items
     if (s->o.prefix_cache) match_prefix(s, r);
     uint32_t n = chunk_rows(s, r->n_computed, r->n_tokens - r->n_computed, *budget);
     uint32_t want = s->o.contiguous_kv ? s->o.max_blocks_per_seq * bs : r->n_computed + n;
-    bool stuck = !grow_real(s, r, want) && (s->o.contiguous_kv || r->n_blocks * bs <= r->n_computed);
+    bool stuck = !grow(s, r, want) && (s->o.contiguous_kv || r->n_blocks * bs <= r->n_computed);
     if (stuck || !own_block(s, r)) {
         release_blocks(s, r);
         r->n_computed = 0;
@@ -485,114 +408,42 @@ static bool admit_one(ember_sched *s, ember_sched_item *items, uint32_t *n_items
     s->stats.prefix_hit_tokens += r->n_computed;
     if (r->m.preemptions == 0) r->m.n_cached = r->n_computed;
     r->state = REQ_RUNNING;
-    r->slot = free_slot(s);
-    s->slot_used[r->slot] = true;
+    r->slot = take_slot(s);
     r->admitted = ++s->admissions;
-    s->running[s->n_running++] = r;
-    items[(*n_items)++] = (ember_sched_item){r, n, r->n_computed + n == r->n_tokens, 0};
-    spend(s, budget, r->n_computed, n);
     r->n_prefill = r->n_tokens;
-    r->n_pad_rows = 0;
-    if (s->o.static_batching && r->n_tokens > s->batch_prompt) s->batch_prompt = r->n_tokens;
+    s->running[s->n_running++] = r;
+    items[(*n_items)++] = item(r, n);
+    spend(s, budget, r->n_computed, n);
     return true;
 }
 
-/* Padding rows last, so that real work has first pick of the blocks: each computes its
- * next throw-away token, or is let go of when it reached the context's end or no block
- * is left for it (padding never preempts). */
-static uint32_t plan_padding(ember_sched *s, ember_sched_item *items, uint32_t n_items)
+uint32_t ember_sched_admit(ember_sched *s, ember_sched_item *items, uint32_t n_items, uint32_t *budget)
 {
-    uint32_t bs = ember_kv_block_size(s->kv);
-    for (request *r = next_running(s, 0); r && s->n_padding; r = next_running(s, r->admitted)) {
-        if (!r->padding) continue;
-        bool room = r->n_computed < s->o.ctx_len && grow_to(s, r, r->n_computed + 1) &&
-                    r->n_blocks * bs > r->n_computed;
-        if (room) items[n_items++] = (ember_sched_item){r, 1, true, 0};
-        else retire(s, r);
-    }
-    return n_items;
-}
-
-static ember_sched_item *item_of(ember_sched_item *items, uint32_t n_items, const request *r)
-{
-    for (uint32_t i = 0; i < n_items; i++)
-        if (items[i].r == r) return &items[i];
-    return NULL;
-}
-
-/* Prompt padding, after all real work, as the budget allows: a member whose prompt is
- * through by the end of this step computes padding rows after its item's tokens (or as
- * an item of its own). A member that cannot get a block for them gives its padding up:
- * padding never makes a real request wait. */
-static uint32_t plan_prompt_padding(ember_sched *s, ember_sched_item *items, uint32_t n_items, uint32_t *budget)
-{
-    uint32_t bs = ember_kv_block_size(s->kv);
-    if (!s->o.pad_prompts) return n_items;
-    for (request *r = next_running(s, 0); r && *budget; r = next_running(s, r->admitted)) {
-        uint32_t left = pad_left(s, r);
-        if (!left) continue;
-        ember_sched_item *it = item_of(items, n_items, r);
-        if (r->n_computed + (it ? it->n : 0) < r->n_prefill) continue;
-        uint32_t start = r->n_prefill + r->n_pad_rows, n = left < *budget ? left : *budget;
-        grow_to(s, r, start + n);
-        uint32_t room = r->n_blocks * bs > start ? r->n_blocks * bs - start : 0;
-        if (n > room) n = room;
-        if (!n) {
-            r->n_pad_rows += left;
-            continue;
-        }
-        if (it) it->n_pad = n;
-        else items[n_items++] = (ember_sched_item){r, 0, false, n};
-        *budget -= n;
-    }
+    while (s->head && *budget && ember_sched_free_slots(s) && admit_one(s, items, &n_items, budget)) {}
     return n_items;
 }
 
 uint32_t ember_sched_plan(ember_sched *s, ember_sched_item *items, request **stuck, uint32_t *n_stuck)
 {
-    uint32_t budget = s->o.max_batch_tokens;
     *n_stuck = 0;
     release_copied(s); /* the last step's copies have run */
-    budget = budget > s->reserve ? budget - s->reserve : 0;
-    if (budget < s->n_running) budget = s->n_running; /* every decoder gets its token */
-    budget -= s->n_padding; /* ... and every padding row (planned last) its own */
-    bool hold = prefilling(s);
-    uint32_t n_items = plan_running(s, items, &budget, stuck, n_stuck, hold);
-    /* Static batching admits only while a batch forms: from the moment nothing runs
-     * until the batch is full, the queue is empty or the KV pool cannot take the next. */
-    if (s->o.static_batching && s->n_running == 0) {
-        s->batch_open = true;
-        s->batch_prompt = 0;
-    }
-    bool may_admit = !s->o.static_batching || s->batch_open;
-    while (may_admit && s->head && budget && s->n_running < s->o.max_seqs) {
-        if (admit_one(s, items, &n_items, &budget)) continue;
-        if (s->n_running) s->batch_open = false;
-        break;
-    }
-    if (!s->head || s->n_running == s->o.max_seqs) s->batch_open = false;
-    n_items = plan_prompt_padding(s, items, n_items, &budget);
-    /* Padding given up for want of blocks can end the prefill with nothing planned: the
-     * batch decodes at once rather than the step coming back empty. */
-    if (hold && !n_items && !prefilling(s)) n_items = plan_running(s, items, &budget, stuck, n_stuck, false);
-    return plan_padding(s, items, n_items);
+    const ember_sched_hook *h = s->o.hook;
+    if (h) return h->plan(h->ctx, s, items, stuck, n_stuck);
+    uint32_t budget = ember_sched_budget(s, 0);
+    uint32_t n_items = ember_sched_plan_running(s, items, 0, &budget, stuck, n_stuck, false);
+    return ember_sched_admit(s, items, n_items, &budget);
 }
 
 void ember_sched_end_step(ember_sched *s)
 {
-    uint32_t used = ember_kv_n_used(s->kv), bs = ember_kv_block_size(s->kv);
+    uint32_t used = ember_kv_n_used(s->kv);
     if (used <= s->stats.peak_blocks) return;
-    /* Fill of the blocks in use; a block shared by k sequences counts 1/k from each. */
     double filled = 0, slots = 0;
     for (uint32_t i = 0; i < s->n_running; i++) {
         const request *r = s->running[i];
-        for (uint32_t j = 0; j < r->n_blocks; j++) {
-            double w = 1.0 / ember_kv_refcount(s->kv, r->blocks[j]);
-            int64_t fill = (int64_t)r->n_computed - (int64_t)j * bs;
-            filled += w * (double)(fill < 0 ? 0 : fill > bs ? bs : fill);
-            slots += w * bs;
-        }
+        ember_kv_count_fill(s->kv, r->blocks, r->n_blocks, r->n_computed, &filled, &slots);
     }
+    if (s->o.hook) s->o.hook->count_fill(s->o.hook->ctx, s->kv, &filled, &slots);
     s->stats.peak_blocks = used;
     s->stats.peak_fill = slots > 0 ? filled / slots : 1.0;
 }

@@ -5,9 +5,9 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "batch.h"
 #include "model_handle.h"
-#include "engine/cpu/reference.h"
-#include "engine/gpu/forward.h"
+#include "step.h"
 
 #define CHUNK 64
 
@@ -21,51 +21,43 @@ static double nll_of(const float *row, uint32_t n_vocab, uint32_t target)
     return log(sum) - ((double)row[target] - max);
 }
 
+/* One sequence in slot 0 whose window of ctx positions owns blocks 0, 1, 2, ... */
 typedef struct scorer {
     ember_model *m;
-    ember_forward *fwd;       /* Vulkan backend */
-    ember_ref *ref;           /* CPU backend */
-    uint32_t *block_table, *pos, *seq, *rows;
-    float *logits;
+    ember_step *step;
+    ember_batch_buf buf;
 } scorer;
 
 static ember_status scorer_init(scorer *sc, ember_model *m, uint32_t ctx)
 {
-    const uint32_t bs = 16, n_blocks = (ctx + bs - 1) / bs, V = m->llama.hp.n_vocab;
+    const uint32_t bs = 16, n_blocks = (ctx + bs - 1) / bs;
     sc->m = m;
-    sc->block_table = malloc(n_blocks * sizeof *sc->block_table);
-    sc->pos = malloc(CHUNK * sizeof *sc->pos);
-    sc->seq = calloc(CHUNK, sizeof *sc->seq);
-    sc->rows = malloc(CHUNK * sizeof *sc->rows);
-    sc->logits = malloc((size_t)CHUNK * V * sizeof *sc->logits);
-    if (!sc->block_table || !sc->pos || !sc->seq || !sc->rows || !sc->logits)
-        return ember_fail(&m->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
-    for (uint32_t i = 0; i < n_blocks; i++) sc->block_table[i] = i;
-    for (uint32_t i = 0; i < CHUNK; i++) sc->rows[i] = i;
-    if (!m->gpu) return ember_ref_create(&m->llama, &sc->ref, &m->err);
-    ember_forward_opts fo = {.max_tokens = CHUNK, .max_seqs = 1, .n_blocks = n_blocks, .block_size = bs,
-                             .max_blocks_per_seq = n_blocks};
-    return ember_forward_create(m->gpu, &fo, &sc->fwd, &m->err);
+    ember_status s = ember_batch_buf_init(&sc->buf, CHUNK, 1, n_blocks, m->llama.hp.n_vocab, &m->err);
+    if (s == EMBER_OK && !ember_batch_buf_logits(&sc->buf, CHUNK))
+        s = ember_fail(&m->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    if (s != EMBER_OK) return s;
+    for (uint32_t i = 0; i < n_blocks; i++) sc->buf.block_tables[i] = i;
+    for (uint32_t i = 0; i < CHUNK; i++) sc->buf.rows[i] = i;
+    ember_step_opts so = {.max_tokens = CHUNK, .max_seqs = 1, .n_blocks = n_blocks, .block_size = bs,
+                          .max_blocks_per_seq = n_blocks};
+    return ember_step_create(m, &so, &sc->step, &m->err);
 }
 
 static void scorer_free(scorer *sc)
 {
-    ember_forward_free(sc->fwd);
-    ember_ref_free(sc->ref);
-    free(sc->block_table);
-    free(sc->pos);
-    free(sc->seq);
-    free(sc->rows);
-    free(sc->logits);
+    ember_step_free(sc->step);
+    ember_batch_buf_free(&sc->buf);
 }
 
 /* Logits for tokens[0..n) at positions pos0.. of the current window. */
 static ember_status run_chunk(scorer *sc, const uint32_t *tokens, uint32_t n, uint32_t pos0)
 {
-    if (sc->ref) return ember_ref_forward(sc->ref, tokens, n, pos0, sc->logits, 1, &sc->m->err);
-    for (uint32_t i = 0; i < n; i++) sc->pos[i] = pos0 + i;
-    ember_batch b = {n, tokens, sc->pos, sc->seq, sc->block_table, n, sc->rows};
-    return ember_forward_run(sc->fwd, &b, sc->logits, NULL, NULL, &sc->m->err);
+    for (uint32_t i = 0; i < n; i++) {
+        sc->buf.tokens[i] = tokens[i];
+        sc->buf.pos[i] = pos0 + i;
+    }
+    ember_batch b = ember_batch_of(&sc->buf, n, n);
+    return ember_step_run(sc->step, &b, sc->buf.logits, NULL, &sc->m->err);
 }
 
 static ember_status score_window(scorer *sc, const uint32_t *t, uint32_t n, double *nll, size_t *n_scored)
@@ -75,7 +67,7 @@ static ember_status score_window(scorer *sc, const uint32_t *t, uint32_t n, doub
         uint32_t k = n - 1 - p < CHUNK ? n - 1 - p : CHUNK; /* rows p..p+k-1 predict p+1..p+k */
         ember_status s = run_chunk(sc, t + p, k, p);
         if (s != EMBER_OK) return s;
-        for (uint32_t i = 0; i < k; i++) *nll += nll_of(sc->logits + (size_t)i * V, V, t[p + i + 1]);
+        for (uint32_t i = 0; i < k; i++) *nll += nll_of(sc->buf.logits + (size_t)i * V, V, t[p + i + 1]);
         *n_scored += k;
     }
     return EMBER_OK;

@@ -1,17 +1,32 @@
 /* text_out.c — see text_out.h. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "text_out.h"
 
-ember_status ember_text_init(text_out *o, const char *const *stop, ember_err *err)
+#include "engine/tokenizer/detok.h"
+
+struct ember_text_out {
+    char *text;                 /* generated text so far (valid UTF-8) */
+    size_t len, cap;
+    size_t sent;                /* bytes already handed to the token callback */
+    char *stop[EMBER_MAX_STOP]; /* owned copies */
+    uint32_t n_stop;
+    bool final;                 /* finished: nothing is held back any more */
+    ember_detok detok;
+};
+
+ember_status ember_text_create(const char *const *stop, ember_text_out **out, ember_err *err)
 {
-    memset(o, 0, sizeof *o);
+    ember_text_out *o = *out = calloc(1, sizeof *o);
+    if (!o) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     ember_detok_init(&o->detok);
     for (uint32_t i = 0; stop && i < EMBER_MAX_STOP && stop[i]; i++) {
         if (!stop[i][0]) continue;
         if (!(o->stop[o->n_stop] = strdup(stop[i]))) {
             ember_text_free(o);
+            *out = NULL;
             return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
         }
         o->n_stop++;
@@ -19,14 +34,15 @@ ember_status ember_text_init(text_out *o, const char *const *stop, ember_err *er
     return EMBER_OK;
 }
 
-void ember_text_free(text_out *o)
+void ember_text_free(ember_text_out *o)
 {
+    if (!o) return;
     for (uint32_t i = 0; i < o->n_stop; i++) free(o->stop[i]);
     free(o->text);
-    memset(o, 0, sizeof *o);
+    free(o);
 }
 
-static bool reserve(text_out *o, size_t extra)
+static bool reserve(ember_text_out *o, size_t extra)
 {
     if (o->len + extra + 1 <= o->cap) return true;
     size_t cap = o->cap ? o->cap : 256;
@@ -39,7 +55,7 @@ static bool reserve(text_out *o, size_t extra)
 }
 
 /* Cuts the text at the earliest stop string that ends in the new bytes [from, len). */
-static bool find_stop(text_out *o, size_t from)
+static bool find_stop(ember_text_out *o, size_t from)
 {
     size_t cut = SIZE_MAX;
     for (uint32_t i = 0; i < o->n_stop; i++) {
@@ -55,7 +71,7 @@ static bool find_stop(text_out *o, size_t from)
     return true;
 }
 
-int ember_text_push(text_out *o, const ember_tokenizer *t, uint32_t id)
+int ember_text_push(ember_text_out *o, const ember_tokenizer *t, uint32_t id)
 {
     size_t need = ember_detok_max(t);
     if (!reserve(o, need)) return -1;
@@ -65,7 +81,7 @@ int ember_text_push(text_out *o, const ember_tokenizer *t, uint32_t id)
     return find_stop(o, from) ? 1 : 0;
 }
 
-int ember_text_finish(text_out *o)
+int ember_text_finish(ember_text_out *o)
 {
     if (!reserve(o, 16)) return -1;
     o->len += ember_detok_flush(&o->detok, o->text + o->len, o->cap - o->len - 1);
@@ -76,7 +92,7 @@ int ember_text_finish(text_out *o)
 
 /* Length of the longest suffix of the unsent text that is a proper prefix of a stop
  * string: it may still become one. */
-static size_t held_back(const text_out *o)
+static size_t held_back(const ember_text_out *o)
 {
     size_t hold = 0;
     for (uint32_t i = 0; !o->final && i < o->n_stop; i++) {
@@ -90,7 +106,7 @@ static size_t held_back(const text_out *o)
     return hold;
 }
 
-size_t ember_text_take(text_out *o, const char **p)
+size_t ember_text_take(ember_text_out *o, const char **p)
 {
     size_t end = o->len - held_back(o);
     *p = o->text ? o->text + o->sent : "";

@@ -4,7 +4,12 @@
  *
  * This is the oracle the GPU path is tested against, so it is written to be obviously
  * right rather than fast: one token at a time, plain loops, dot products and norms
- * accumulated in double, weights of any type dequantized on the fly (quant.c). */
+ * accumulated in double, weights of any type dequantized on the fly (quant.c).
+ *
+ * K and V live in blocks, as on the GPU: block b holds, per layer, block_size positions
+ * of kv_dim values ([n_blocks][n_layers][block_size][kv_dim]), and a token reaches the
+ * positions of its sequence through a block table. The single-sequence cache of
+ * ember_ref_create is one block of ctx_len positions. */
 #include "reference.h"
 
 #include <math.h>
@@ -23,15 +28,22 @@ struct ember_ref {
     float *gate, *up;        /* FFN hidden (ffn_dim) */
     float *proj;             /* output of wo / w_down before the residual add (dim) */
     float *scores;           /* attention scores over positions (ctx_len) */
-    float *key_cache;        /* [n_layers][ctx_len][kv_dim] */
+    float *row;              /* one row of logits (n_vocab), for argmax */
+    uint32_t n_blocks, block_size, max_blocks_per_seq;
+    float *key_cache;        /* [n_blocks][n_layers][block_size][kv_dim] */
     float *value_cache;
+    const uint32_t *table;   /* the block table of the token being computed */
 };
+
+/* The block table of the single-sequence cache: its one block. */
+static const uint32_t ONE_BLOCK[1] = {0};
 
 /* ---- building blocks ------------------------------------------------------------- */
 
 static size_t cache_index(const ember_ref *r, uint32_t layer, uint32_t pos)
 {
-    return ((size_t)layer * r->m->hp.ctx_len + pos) * r->kv_dim;
+    size_t block = r->table[pos / r->block_size], slot = pos % r->block_size;
+    return ((block * r->m->hp.n_layers + layer) * r->block_size + slot) * r->kv_dim;
 }
 
 /* y = W x for a weight tensor with ne = {n, rows}. */
@@ -192,12 +204,24 @@ static void lm_head(ember_ref *r, float *logits)
     ember_matvec_host(out->type, out->data, r->xn, logits, hp->n_vocab, hp->dim);
 }
 
+/* One token through every layer, its K/V stored at pos through r->table. */
+static void token_pass(ember_ref *r, uint32_t token, uint32_t pos)
+{
+    embed(r, token);
+    for (uint32_t l = 0; l < r->m->hp.n_layers; l++) {
+        attention_block(r, l, pos);
+        ffn_block(r, l);
+    }
+}
+
 ember_status ember_ref_forward(ember_ref *r, const uint32_t *tokens, uint32_t n, uint32_t pos0,
                                float *logits, int all_logits, ember_err *err)
 {
     const ember_hparams *hp = &r->m->hp;
     if (n == 0)
         return EMBER_OK;
+    if (r->n_blocks != 1 || r->block_size != hp->ctx_len)
+        return ember_fail(err, EMBER_ERR_INVALID_ARG, "reference: a paged cache runs batches (ember_ref_run)");
     if (pos0 > hp->ctx_len || n > hp->ctx_len - pos0)
         return ember_fail(err, EMBER_ERR_CONTEXT_FULL,
                           "positions %u..%u do not fit the context of %u tokens", pos0,
@@ -206,17 +230,82 @@ ember_status ember_ref_forward(ember_ref *r, const uint32_t *tokens, uint32_t n,
         if (tokens[i] >= hp->n_vocab)
             return ember_fail(err, EMBER_ERR_INVALID_ARG, "token %u is not below the vocabulary "
                               "size %u", tokens[i], hp->n_vocab);
+    r->table = ONE_BLOCK;
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t pos = pos0 + i;
-        embed(r, tokens[i]);
-        for (uint32_t l = 0; l < hp->n_layers; l++) {
-            attention_block(r, l, pos);
-            ffn_block(r, l);
-        }
+        token_pass(r, tokens[i], pos0 + i);
         if (logits && all_logits)
             lm_head(r, logits + (size_t)i * hp->n_vocab);
         else if (logits && i == n - 1)
             lm_head(r, logits);
+    }
+    return EMBER_OK;
+}
+
+/* ---- a ragged batch over the paged cache ------------------------------------------ */
+
+static uint32_t argmax_of(const float *row, uint32_t n)
+{
+    uint32_t best = 0;
+    for (uint32_t j = 1; j < n; j++)
+        if (row[j] > row[best])
+            best = j;
+    return best;
+}
+
+/* Token i's place in the batch is valid: a known token, inside the context, and every
+ * block its positions reach is in the pool. */
+static ember_status check_row(const ember_ref *r, const ember_batch *b, uint32_t i, ember_err *err)
+{
+    const ember_hparams *hp = &r->m->hp;
+    uint32_t pos = b->pos[i], last_block = pos / r->block_size;
+    if (b->tokens[i] >= hp->n_vocab)
+        return ember_fail(err, EMBER_ERR_INVALID_ARG, "token %u is not below the vocabulary size %u",
+                          b->tokens[i], hp->n_vocab);
+    if (pos >= hp->ctx_len || last_block >= r->max_blocks_per_seq)
+        return ember_fail(err, EMBER_ERR_CONTEXT_FULL, "position %u is past the context of %u tokens",
+                          pos, hp->ctx_len);
+    const uint32_t *table = b->block_tables + (size_t)b->seq[i] * r->max_blocks_per_seq;
+    for (uint32_t j = 0; j <= last_block; j++)
+        if (table[j] >= r->n_blocks)
+            return ember_fail(err, EMBER_ERR_INVALID_ARG, "block %u is outside the pool of %u", table[j],
+                              r->n_blocks);
+    return EMBER_OK;
+}
+
+ember_status ember_ref_run(ember_ref *r, const ember_batch *b, float *logits, uint32_t *argmax,
+                           ember_err *err)
+{
+    uint32_t V = r->m->hp.n_vocab;
+    for (uint32_t i = 0; i < b->n_tokens; i++) {
+        ember_status s = check_row(r, b, i, err);
+        if (s != EMBER_OK)
+            return s;
+        r->table = b->block_tables + (size_t)b->seq[i] * r->max_blocks_per_seq;
+        token_pass(r, b->tokens[i], b->pos[i]);
+        for (uint32_t j = 0; j < b->n_logits; j++) {
+            if (b->logit_rows[j] != i)
+                continue;
+            lm_head(r, r->row);
+            if (logits)
+                memcpy(logits + (size_t)j * V, r->row, V * sizeof *r->row);
+            if (argmax)
+                argmax[j] = argmax_of(r->row, V);
+        }
+    }
+    return EMBER_OK;
+}
+
+ember_status ember_ref_copy_blocks(ember_ref *r, const uint32_t *src, const uint32_t *dst, uint32_t n,
+                                   ember_err *err)
+{
+    size_t per_block = (size_t)r->m->hp.n_layers * r->block_size * r->kv_dim;
+    for (uint32_t i = 0; i < n; i++) {
+        if (src[i] >= r->n_blocks || dst[i] >= r->n_blocks || src[i] == dst[i])
+            return ember_fail(err, EMBER_ERR_INVALID_ARG, "copy of block %u to %u in a pool of %u", src[i],
+                              dst[i], r->n_blocks);
+        memcpy(r->key_cache + dst[i] * per_block, r->key_cache + src[i] * per_block, per_block * sizeof(float));
+        memcpy(r->value_cache + dst[i] * per_block, r->value_cache + src[i] * per_block,
+               per_block * sizeof(float));
     }
     return EMBER_OK;
 }
@@ -231,12 +320,13 @@ static float *alloc_floats(size_t n, bool *ok)
     return p;
 }
 
-ember_status ember_ref_create(const ember_llama *m, ember_ref **out, ember_err *err)
+ember_status ember_ref_create_paged(const ember_llama *m, uint32_t n_blocks, uint32_t block_size,
+                                    uint32_t max_blocks_per_seq, ember_ref **out, ember_err *err)
 {
     const ember_hparams *hp = &m->hp;
     *out = NULL;
     if (hp->n_heads == 0 || hp->n_kv_heads == 0 || hp->n_heads % hp->n_kv_heads != 0 ||
-        hp->ctx_len == 0 || hp->head_dim == 0)
+        hp->ctx_len == 0 || hp->head_dim == 0 || n_blocks == 0 || block_size == 0)
         return ember_fail(err, EMBER_ERR_INVALID_ARG, "reference: bad hyper-parameters");
     ember_ref *r = calloc(1, sizeof *r);
     if (!r)
@@ -244,8 +334,12 @@ ember_status ember_ref_create(const ember_llama *m, ember_ref **out, ember_err *
     r->m = m;
     r->q_dim = hp->n_heads * hp->head_dim;
     r->kv_dim = hp->n_kv_heads * hp->head_dim;
-    size_t cache = (size_t)hp->n_layers * hp->ctx_len * r->kv_dim;
-    bool ok = cache / hp->ctx_len / r->kv_dim == hp->n_layers || hp->n_layers == 0;
+    r->n_blocks = n_blocks;
+    r->block_size = block_size;
+    r->max_blocks_per_seq = max_blocks_per_seq;
+    size_t per_block = (size_t)hp->n_layers * block_size * r->kv_dim;
+    size_t cache = per_block * n_blocks;
+    bool ok = per_block == 0 || cache / per_block == n_blocks;
     r->x = alloc_floats(hp->dim, &ok);
     r->xn = alloc_floats(hp->dim, &ok);
     r->q = alloc_floats(r->q_dim, &ok);
@@ -256,6 +350,7 @@ ember_status ember_ref_create(const ember_llama *m, ember_ref **out, ember_err *
     r->up = alloc_floats(hp->ffn_dim, &ok);
     r->proj = alloc_floats(hp->dim, &ok);
     r->scores = alloc_floats(hp->ctx_len, &ok);
+    r->row = alloc_floats(hp->n_vocab, &ok);
     if (ok) {
         r->key_cache = alloc_floats(cache, &ok);
         r->value_cache = alloc_floats(cache, &ok);
@@ -263,10 +358,16 @@ ember_status ember_ref_create(const ember_llama *m, ember_ref **out, ember_err *
     if (!ok) {
         ember_ref_free(r);
         return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "reference: out of memory for a KV "
-                          "cache of %u layers x %u positions", hp->n_layers, hp->ctx_len);
+                          "cache of %u layers x %u blocks of %u positions", hp->n_layers, n_blocks,
+                          block_size);
     }
     *out = r;
     return EMBER_OK;
+}
+
+ember_status ember_ref_create(const ember_llama *m, ember_ref **out, ember_err *err)
+{
+    return ember_ref_create_paged(m, 1, m->hp.ctx_len, 1, out, err);
 }
 
 void ember_ref_free(ember_ref *r)
@@ -274,7 +375,7 @@ void ember_ref_free(ember_ref *r)
     if (!r)
         return;
     free(r->x), free(r->xn), free(r->q), free(r->k), free(r->v), free(r->att_out);
-    free(r->gate), free(r->up), free(r->proj), free(r->scores);
+    free(r->gate), free(r->up), free(r->proj), free(r->scores), free(r->row);
     free(r->key_cache), free(r->value_cache);
     free(r);
 }

@@ -1,8 +1,14 @@
-/* reference.h — the plain-C forward pass: the oracle the GPU path is tested against.
- * Clear rather than fast. One sequence, contiguous KV cache of ctx_len positions. */
+/* reference.h — the plain-C forward pass: the oracle the GPU path is tested against, and
+ * the CPU backend (--backend cpu). Clear rather than fast.
+ *
+ * Two ways to use it: one sequence with a contiguous cache of ctx_len positions
+ * (ember_ref_create + ember_ref_forward), or, as the engine does through step.h, ragged
+ * batches over a pool of KV blocks, the same batches the GPU forward pass takes
+ * (ember_ref_create_paged + ember_ref_run). */
 #ifndef EMBER_REFERENCE_H
 #define EMBER_REFERENCE_H
 
+#include "engine/batch.h"
 #include "engine/model/model.h"
 
 typedef struct ember_ref ember_ref;
@@ -16,5 +22,18 @@ void ember_ref_free(ember_ref *r);
  * last row (all_logits = 0). Fails with EMBER_ERR_CONTEXT_FULL past ctx_len. */
 ember_status ember_ref_forward(ember_ref *r, const uint32_t *tokens, uint32_t n, uint32_t pos0,
                                float *logits, int all_logits, ember_err *err);
+
+/* A pool of n_blocks KV blocks of block_size positions; batches give each sequence a
+ * block table of max_blocks_per_seq entries. */
+ember_status ember_ref_create_paged(const ember_llama *m, uint32_t n_blocks, uint32_t block_size,
+                                    uint32_t max_blocks_per_seq, ember_ref **out, ember_err *err);
+/* Runs batch b over the pool, token by token in batch order (a sequence's tokens come in
+ * order of position). logits (n_logits x n_vocab) and argmax (n_logits ids, lowest on
+ * ties) are optional outputs for the rows b->logit_rows lists. */
+ember_status ember_ref_run(ember_ref *r, const ember_batch *b, float *logits, uint32_t *argmax,
+                           ember_err *err);
+/* Copies K and V of blocks src[i] -> dst[i] (all layers). */
+ember_status ember_ref_copy_blocks(ember_ref *r, const uint32_t *src, const uint32_t *dst, uint32_t n,
+                                   ember_err *err);
 
 #endif

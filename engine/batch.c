@@ -1,0 +1,51 @@
+/* batch.c — the host buffers of a step (batch.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch.h"
+
+ember_status ember_batch_buf_init(ember_batch_buf *b, uint32_t max_tokens, uint32_t max_seqs,
+                                  uint32_t max_blocks_per_seq, uint32_t n_vocab, ember_err *err)
+{
+    memset(b, 0, sizeof *b);
+    b->max_tokens = max_tokens;
+    b->max_blocks_per_seq = max_blocks_per_seq;
+    b->n_vocab = n_vocab;
+    b->tokens = calloc(max_tokens, sizeof *b->tokens);
+    b->pos = calloc(max_tokens, sizeof *b->pos);
+    b->seq = calloc(max_tokens, sizeof *b->seq);
+    b->rows = calloc(max_tokens, sizeof *b->rows);
+    b->argmax = calloc(max_tokens, sizeof *b->argmax);
+    b->block_tables = calloc((size_t)max_seqs * max_blocks_per_seq, sizeof *b->block_tables);
+    if (!b->tokens || !b->pos || !b->seq || !b->rows || !b->argmax || !b->block_tables ||
+        !ember_batch_buf_logits(b, max_seqs))
+        return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    return EMBER_OK;
+}
+
+void ember_batch_buf_free(ember_batch_buf *b)
+{
+    free(b->tokens);
+    free(b->pos);
+    free(b->seq);
+    free(b->rows);
+    free(b->argmax);
+    free(b->block_tables);
+    free(b->logits);
+    memset(b, 0, sizeof *b);
+}
+
+bool ember_batch_buf_logits(ember_batch_buf *b, uint32_t rows)
+{
+    if (rows <= b->logits_rows) return true;
+    float *l = realloc(b->logits, (size_t)rows * b->n_vocab * sizeof *l);
+    if (!l) return false;
+    b->logits = l;
+    b->logits_rows = rows;
+    return true;
+}
+
+ember_batch ember_batch_of(const ember_batch_buf *b, uint32_t n_tokens, uint32_t n_logits)
+{
+    return (ember_batch){n_tokens, b->tokens, b->pos, b->seq, b->block_tables, n_logits, b->rows};
+}

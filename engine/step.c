@@ -1,0 +1,112 @@
+/* step.c — the step interface (step.h) over its two backends. */
+#include <stdlib.h>
+
+#include "step.h"
+
+#include "engine/cpu/reference.h"
+#include "engine/gpu/forward.h"
+#include "kv_layout.h"
+
+typedef struct step_ops {
+    ember_status (*run)(void *impl, const ember_batch *b, float *logits, uint32_t *argmax, ember_err *err);
+    ember_status (*copy_blocks)(void *impl, const uint32_t *src, const uint32_t *dst, uint32_t n, ember_err *err);
+    void (*free)(void *impl);
+} step_ops;
+
+struct ember_step {
+    const step_ops *ops;
+    void *impl;
+};
+
+/* ---- the GPU forward pass ------------------------------------------------------------- */
+
+static ember_status gpu_run(void *f, const ember_batch *b, float *logits, uint32_t *argmax, ember_err *err)
+{
+    return ember_forward_run(f, b, logits, argmax, NULL, err);
+}
+
+static ember_status gpu_copy(void *f, const uint32_t *src, const uint32_t *dst, uint32_t n, ember_err *err)
+{
+    return ember_forward_copy_blocks(f, src, dst, n, err);
+}
+
+static void gpu_free(void *f) { ember_forward_free(f); }
+
+static const step_ops GPU = {gpu_run, gpu_copy, gpu_free};
+
+static ember_status gpu_create(const ember_model *m, const ember_step_opts *o, void **out, ember_err *err)
+{
+    ember_forward_opts fo = {.max_tokens = o->max_tokens, .max_seqs = o->max_seqs, .n_blocks = o->n_blocks,
+                             .block_size = o->block_size, .max_blocks_per_seq = o->max_blocks_per_seq,
+                             .kv_type = o->kv_type};
+    return ember_forward_create(m->gpu, &fo, (ember_forward **)out, err);
+}
+
+/* ---- the CPU reference ---------------------------------------------------------------- */
+
+static ember_status cpu_run(void *r, const ember_batch *b, float *logits, uint32_t *argmax, ember_err *err)
+{
+    return ember_ref_run(r, b, logits, argmax, err);
+}
+
+static ember_status cpu_copy(void *r, const uint32_t *src, const uint32_t *dst, uint32_t n, ember_err *err)
+{
+    return ember_ref_copy_blocks(r, src, dst, n, err);
+}
+
+static void cpu_free(void *r) { ember_ref_free(r); }
+
+static const step_ops CPU = {cpu_run, cpu_copy, cpu_free};
+
+static ember_status cpu_create(const ember_model *m, const ember_step_opts *o, void **out, ember_err *err)
+{
+    if (o->kv_type != EMBER_KV_F32)
+        return ember_fail(err, EMBER_ERR_UNSUPPORTED,
+                          "a Q8_0 KV cache needs the Vulkan backend (the CPU reference keeps K and V in F32)");
+    return ember_ref_create_paged(&m->llama, o->n_blocks, o->block_size, o->max_blocks_per_seq,
+                                  (ember_ref **)out, err);
+}
+
+/* ---- the interface -------------------------------------------------------------------- */
+
+ember_status ember_step_create(const ember_model *m, const ember_step_opts *o, ember_step **out, ember_err *err)
+{
+    *out = NULL;
+    ember_step *s = calloc(1, sizeof *s);
+    if (!s) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    s->ops = m->gpu ? &GPU : &CPU;
+    ember_status st = m->gpu ? gpu_create(m, o, &s->impl, err) : cpu_create(m, o, &s->impl, err);
+    if (st != EMBER_OK) {
+        free(s);
+        return st;
+    }
+    *out = s;
+    return EMBER_OK;
+}
+
+void ember_step_free(ember_step *s)
+{
+    if (!s) return;
+    s->ops->free(s->impl);
+    free(s);
+}
+
+ember_status ember_step_run(ember_step *s, const ember_batch *b, float *logits, uint32_t *argmax, ember_err *err)
+{
+    return s->ops->run(s->impl, b, logits, argmax, err);
+}
+
+ember_status ember_step_copy_blocks(ember_step *s, const uint32_t *src, const uint32_t *dst, uint32_t n,
+                                    ember_err *err)
+{
+    return s->ops->copy_blocks(s->impl, src, dst, n, err);
+}
+
+uint32_t ember_step_max_blocks(const ember_model *m, uint32_t block_size, ember_kv_type t)
+{
+    const ember_hparams *hp = &m->llama.hp;
+    uint64_t per_block = (uint64_t)block_size * hp->n_kv_heads * ember_kv_row_bytes(hp->head_dim, t);
+    if (!m->vk || !per_block) return UINT32_MAX;
+    uint64_t max = ember_vk_get_caps(m->vk)->max_storage_range / per_block;
+    return max < UINT32_MAX ? (uint32_t)max : UINT32_MAX;
+}

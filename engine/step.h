@@ -1,0 +1,40 @@
+/* step.h — the one interface a model's step runs through: a ragged batch in, logits and
+ * argmax out, over a pool of KV blocks (step.c). The engine, the speculative draft and
+ * ember_score use it alike; behind it is the GPU forward pass (gpu/forward.c) for the
+ * Vulkan backend and the plain-C reference (cpu/reference.c) for the CPU backend, both
+ * taking the same batch and the same block tables. Library-internal. */
+#ifndef EMBER_STEP_H
+#define EMBER_STEP_H
+
+#include "batch.h"
+#include "model_handle.h"
+
+typedef struct ember_step_opts {
+    uint32_t max_tokens;          /* tokens per step */
+    uint32_t max_seqs;            /* sequence slots (block-table rows) */
+    uint32_t n_blocks, block_size;/* the KV pool */
+    uint32_t max_blocks_per_seq;  /* block-table width */
+    ember_kv_type kv_type;        /* how the pool stores K and V (the CPU: F32 only) */
+} ember_step_opts;
+
+typedef struct ember_step ember_step;
+
+/* A step of model m on its backend; m must outlive it. */
+ember_status ember_step_create(const ember_model *m, const ember_step_opts *o, ember_step **out,
+                               ember_err *err);
+void ember_step_free(ember_step *s);
+
+/* Runs batch b (at most max_tokens tokens). logits (b->n_logits x n_vocab floats) and
+ * argmax (b->n_logits ids) are optional outputs for the rows b->logit_rows lists. */
+ember_status ember_step_run(ember_step *s, const ember_batch *b, float *logits, uint32_t *argmax,
+                            ember_err *err);
+/* Copies KV blocks src[i] -> dst[i] (every layer, K and V): the copy on write of a shared
+ * block before a sequence writes into it. src and dst must be distinct. */
+ember_status ember_step_copy_blocks(ember_step *s, const uint32_t *src, const uint32_t *dst, uint32_t n,
+                                    ember_err *err);
+
+/* The most KV blocks of block_size positions and type t that a step of model m can hold:
+ * on a GPU one layer's K (or V) pool must fit one storage binding; the CPU has no limit. */
+uint32_t ember_step_max_blocks(const ember_model *m, uint32_t block_size, ember_kv_type t);
+
+#endif
