@@ -40,6 +40,7 @@ const char *ember_status_name(ember_status s)
 {
     switch (s) {
     case EMBER_OK: return "EMBER_OK";
+    case EMBER_IDLE: return "EMBER_IDLE";
     case EMBER_ERR_INVALID_ARG: return "EMBER_ERR_INVALID_ARG";
     case EMBER_ERR_IO: return "EMBER_ERR_IO";
     case EMBER_ERR_FORMAT: return "EMBER_ERR_FORMAT";
@@ -50,7 +51,7 @@ const char *ember_status_name(ember_status s)
     case EMBER_ERR_DEVICE_LOST: return "EMBER_ERR_DEVICE_LOST";
     case EMBER_ERR_VULKAN: return "EMBER_ERR_VULKAN";
     case EMBER_ERR_CONTEXT_FULL: return "EMBER_ERR_CONTEXT_FULL";
-    case EMBER_ERR_BUSY: return "EMBER_ERR_BUSY";
+    case EMBER_ERR_NOT_FOUND: return "EMBER_ERR_NOT_FOUND";
     }
     return "EMBER_ERR_UNKNOWN";
 }

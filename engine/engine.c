@@ -355,7 +355,7 @@ ember_status ember_cancel(ember_engine *e, ember_request_id id)
     request *r = find(e, id);
     if (r) r->cancelled = true;
     pthread_mutex_unlock(&e->mu);
-    return r ? EMBER_OK : ember_fail(&e->err, EMBER_ERR_BUSY, "no pending request %llu", (unsigned long long)id);
+    return r ? EMBER_OK : ember_fail(&e->err, EMBER_ERR_NOT_FOUND, "no pending request %llu", (unsigned long long)id);
 }
 
 uint32_t ember_engine_pending(ember_engine *e)
@@ -520,7 +520,7 @@ ember_status ember_engine_step(ember_engine *e)
         ember_text_finish(e->stuck[i]->out);
         finish(e, e->stuck[i], EMBER_FINISH_LENGTH);
     }
-    ember_status s = n_items ? EMBER_OK : EMBER_ERR_BUSY;
+    ember_status s = n_items ? EMBER_OK : EMBER_IDLE;
     double t0 = now_ms();
     for (uint32_t i = 0; i < n_items; i++) {
         request *r = e->items[i].r;
@@ -536,7 +536,7 @@ ember_status ember_engine_step(ember_engine *e)
         e->steps++;
         after_step(e, n_items, t0, now_ms());
         ember_sched_end_step(e->sched);
-    } else if (s != EMBER_ERR_BUSY) {
+    } else if (s != EMBER_IDLE) {
         fail_items(e, n_items);
     }
     pthread_mutex_unlock(&e->mu);
@@ -555,7 +555,7 @@ static void *worker_main(void *arg)
             continue;
         }
         ember_status s = ember_engine_step(e);
-        if (s == EMBER_ERR_BUSY) {
+        if (s == EMBER_IDLE) {
             /* Pending work that cannot run yet: wait for a submit or a cancel. */
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);

@@ -1,5 +1,9 @@
 /* embed.c — the smallest program that embeds Ember: load a model, serve one prompt,
- * print the tokens as they stream. Build: cc embed.c -lember; run: ./embed MODEL.gguf */
+ * print the tokens as they stream.
+ * Build, against an installed Ember (cmake --install build --prefix P; then
+ * PKG_CONFIG_PATH=P/lib/pkgconfig, or P/lib/<multiarch>/pkgconfig when P is /usr):
+ *     cc embed.c $(pkg-config --cflags --libs ember) -o embed
+ * Run: ./embed MODEL.gguf [PROMPT] */
 #include <stdio.h>
 
 #include "ember.h"
@@ -43,9 +47,10 @@ int main(int argc, char **argv)
         .user = &done,
     };
     ember_status s = ember_submit(engine, &req, NULL);
-    while (s == EMBER_OK && !done) s = ember_engine_step(engine); /* e.g. once per game frame */
-    if (s != EMBER_OK) fprintf(stderr, "error: %s\n", ember_engine_error(engine));
+    /* e.g. once per game frame; EMBER_IDLE (nothing to run) is not an error */
+    while (s >= 0 && !done) s = ember_engine_step(engine);
+    if (s < 0) fprintf(stderr, "error: %s\n", ember_engine_error(engine));
     ember_engine_destroy(engine);
     ember_model_free(model);
-    return s == EMBER_OK ? 0 : 1;
+    return s < 0 ? 1 : 0;
 }

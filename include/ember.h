@@ -1,15 +1,27 @@
 /* ember.h — the public C API of Ember, a portable LLM inference engine.
  *
  * Conventions (SQLite-like):
- *  - Opaque handles; every call returns an ember_status.
+ *  - Opaque handles. Every call that can fail returns an ember_status: EMBER_OK, the
+ *    non-error EMBER_IDLE (ember_engine_step only), or an error, which is negative.
+ *    The calls that cannot fail return what they look up instead: the destructors
+ *    (ember_model_free, ember_engine_destroy, ember_chat_free), ember_engine_stop and
+ *    ember_engine_wait_idle, the getters (ember_version, ember_status_name,
+ *    ember_model_error, ember_engine_error, ember_chat_error, ember_chat_template_name,
+ *    ember_model_get_info, ember_engine_get_stats, ember_engine_pending,
+ *    ember_model_validation_messages) and ember_token_to_text.
  *  - Options structs are zero-initialised for defaults: `ember_model_opts o = {0};`.
  *  - A failed ember_model_load / ember_engine_create still returns a handle in *out
  *    (unless memory ran out, then *out is NULL) so that the message can be read with
  *    ember_model_error / ember_engine_error; the caller frees it as usual.
+ *  - Ownership: what a call returns through a pointer belongs to the handle it came
+ *    from (messages, names, prompts) unless the call says otherwise; what the caller
+ *    passes in is copied unless it says "borrowed".
  *  - The library never prints, aborts or exits.
  *  - No global state: handles may be used from different threads, one thread at a
  *    time per handle.
- */
+ *
+ * Build against it with pkg-config (`cc app.c $(pkg-config --cflags --libs ember)`) or
+ * CMake (`find_package(ember)`, target ember::ember or ember::ember_static). */
 #ifndef EMBER_H
 #define EMBER_H
 
@@ -20,28 +32,83 @@
 extern "C" {
 #endif
 
+/* The version of this header; ember_version() gives the library's. */
+#define EMBER_VERSION_MAJOR 0
+#define EMBER_VERSION_MINOR 2
+#define EMBER_VERSION_PATCH 0
+#define EMBER_VERSION_STRING "0.2.0"
+
+/* Marks the functions libember exports; everything else in the library is hidden. */
+#if defined(_WIN32) && defined(EMBER_BUILD)
+#define EMBER_API __declspec(dllexport)
+#elif defined(__GNUC__) || defined(__clang__)
+#define EMBER_API __attribute__((visibility("default")))
+#else
+#define EMBER_API
+#endif
+
 typedef enum ember_status {
     EMBER_OK = 0,
-    EMBER_ERR_INVALID_ARG,   /* a caller passed something the call cannot use */
-    EMBER_ERR_IO,            /* a file could not be opened, read or written */
-    EMBER_ERR_FORMAT,        /* a file is malformed (bad GGUF, bad shapes, ...) */
-    EMBER_ERR_UNSUPPORTED,   /* valid input that Ember does not handle (yet) */
-    EMBER_ERR_OUT_OF_MEMORY, /* host memory */
-    EMBER_ERR_DEVICE_MEMORY, /* GPU memory */
-    EMBER_ERR_NO_DEVICE,     /* no usable Vulkan device */
-    EMBER_ERR_DEVICE_LOST,   /* the GPU was lost; the handle must be destroyed */
-    EMBER_ERR_VULKAN,        /* any other Vulkan failure */
-    EMBER_ERR_CONTEXT_FULL,  /* the sequence reached the context length / KV space */
-    EMBER_ERR_BUSY,          /* nothing to do / request unknown */
+    EMBER_IDLE = 1,               /* not an error: ember_engine_step had nothing it could
+                                     run (no request pending, or all wait for KV blocks) */
+    EMBER_ERR_INVALID_ARG = -1,   /* a caller passed something the call cannot use */
+    EMBER_ERR_IO = -2,            /* a file could not be opened, read or written */
+    EMBER_ERR_FORMAT = -3,        /* a file is malformed (bad GGUF, bad shapes, ...) */
+    EMBER_ERR_UNSUPPORTED = -4,   /* valid input that Ember does not handle (yet) */
+    EMBER_ERR_OUT_OF_MEMORY = -5, /* host memory */
+    EMBER_ERR_DEVICE_MEMORY = -6, /* GPU memory */
+    EMBER_ERR_NO_DEVICE = -7,     /* no usable Vulkan device */
+    EMBER_ERR_DEVICE_LOST = -8,   /* the GPU was lost; the handle must be destroyed */
+    EMBER_ERR_VULKAN = -9,        /* any other Vulkan failure */
+    EMBER_ERR_CONTEXT_FULL = -10, /* the sequence reached the context length / KV space */
+    EMBER_ERR_NOT_FOUND = -11,    /* no such request (ember_cancel) */
 } ember_status;
 
-/* A short English name for a status ("EMBER_ERR_FORMAT"). Never NULL. */
-const char *ember_status_name(ember_status s);
+/* The library's version, "MAJOR.MINOR.PATCH" (EMBER_VERSION_STRING when the header and the
+ * library match). Never NULL; static storage. */
+EMBER_API const char *ember_version(void);
+
+/* A short English name for a status ("EMBER_ERR_FORMAT"). Never NULL; static storage. */
+EMBER_API const char *ember_status_name(ember_status s);
 
 typedef enum ember_backend {
     EMBER_BACKEND_VULKAN = 0, /* default */
     EMBER_BACKEND_CPU = 1,    /* plain-C reference forward pass (slow; the test oracle) */
 } ember_backend;
+
+/* -------------------------------------------------------------- devices ---- */
+
+typedef enum ember_device_type {
+    EMBER_DEVICE_OTHER = 0,
+    EMBER_DEVICE_DISCRETE,
+    EMBER_DEVICE_INTEGRATED,
+    EMBER_DEVICE_VIRTUAL,
+    EMBER_DEVICE_CPU,        /* a software rasterizer: lavapipe, SwiftShader */
+} ember_device_type;
+
+/* One Vulkan device, with what decides Ember's shader variants and buffer sizes. */
+typedef struct ember_device_info {
+    char name[256];
+    ember_device_type type;
+    uint32_t vendor_id, device_id, driver_version;
+    uint32_t api_major, api_minor, api_patch;   /* Vulkan version it supports */
+    int fp16, int8, storage8, storage16;        /* shaderFloat16, shaderInt8, 8/16-bit storage */
+    int int_dot, coop_matrix;                   /* integer dot product, cooperative matrix */
+    uint32_t subgroup_size;
+    int subgroup_arith, subgroup_shuffle, subgroup_size_control;
+    uint64_t max_storage_range, max_alloc;      /* bytes: one binding, one allocation */
+    uint32_t max_shared, max_push, max_workgroup_invocations;
+    uint64_t device_local_bytes;                /* the largest device-local heap */
+    int unified_memory;                         /* device-local memory is host-visible */
+    int timestamps;                             /* GPU timestamps in compute queues */
+} ember_device_info;
+
+/* Lists the Vulkan devices in the order ember_model_opts.device_index counts them (device
+ * i is device_index i + 1). Writes at most cap entries to out; *n gets the count. No
+ * device at all is EMBER_OK with *n = 0. On failure a message is written to msg (at most
+ * msg_cap bytes with its NUL; msg may be NULL). */
+EMBER_API ember_status ember_list_devices(ember_device_info *out, size_t cap, size_t *n,
+                                          char *msg, size_t msg_cap);
 
 /* ---------------------------------------------------------------- model ---- */
 
@@ -58,33 +125,35 @@ typedef struct ember_model_opts {
 
 /* Loads a GGUF model. On success *out owns the file mapping and the GPU weights.
  * On failure *out (if not NULL) holds the error message; free it with ember_model_free. */
-ember_status ember_model_load(const char *gguf_path, const ember_model_opts *opts,
-                              ember_model **out);
-void ember_model_free(ember_model *model);
+EMBER_API ember_status ember_model_load(const char *gguf_path, const ember_model_opts *opts,
+                                        ember_model **out);
+EMBER_API void ember_model_free(ember_model *model);
 /* The message of the last failed call on this model; "" when none. Owned by the model. */
-const char *ember_model_error(const ember_model *model);
+EMBER_API const char *ember_model_error(const ember_model *model);
 
 typedef struct ember_model_info {
     const char *arch;       /* "llama" or "qwen2" */
     uint32_t n_vocab, dim, n_layers, n_heads, n_kv_heads, ffn_dim, ctx_len;
     const char *device_name; /* Vulkan device, or "cpu" */
 } ember_model_info;
-void ember_model_get_info(const ember_model *model, ember_model_info *info);
+EMBER_API void ember_model_get_info(const ember_model *model, ember_model_info *info);
 
 /* Vulkan validation-layer messages seen so far (0 unless enable_validation was set and
  * the layer is installed); the first message is copied into first (may be NULL). */
-uint32_t ember_model_validation_messages(const ember_model *model, char *first, size_t cap);
+EMBER_API uint32_t ember_model_validation_messages(const ember_model *model, char *first,
+                                                   size_t cap);
 
 /* Tokenizes UTF-8 text (control-token text is not parsed: it stays plain text). add_bos:
  * 1 = prepend BOS when the vocabulary asks for it (tokenizer.ggml.add_bos_token), 0 =
  * never. Writes at most cap ids; *n_tokens receives the full count
  * (so a call with cap too small tells how much room is needed). */
-ember_status ember_tokenize(ember_model *model, const char *text, size_t len, int add_bos,
-                            uint32_t *tokens, size_t cap, size_t *n_tokens);
+EMBER_API ember_status ember_tokenize(ember_model *model, const char *text, size_t len, int add_bos,
+                                      uint32_t *tokens, size_t cap, size_t *n_tokens);
 /* The bytes of one token (SentencePiece space marker and GPT-2 byte mapping undone; may
  * be part of a UTF-8 character; control tokens give "").
  * Writes at most cap bytes; returns the full length. */
-size_t ember_token_to_text(const ember_model *model, uint32_t token, char *buf, size_t cap);
+EMBER_API size_t ember_token_to_text(const ember_model *model, uint32_t token, char *buf,
+                                     size_t cap);
 
 /* --------------------------------------------------------------- engine ---- */
 
@@ -136,11 +205,11 @@ typedef struct ember_engine_opts {
     ember_model *draft;
 } ember_engine_opts;
 
-ember_status ember_engine_create(ember_model *model, const ember_engine_opts *opts,
-                                 ember_engine **out);
+EMBER_API ember_status ember_engine_create(ember_model *model, const ember_engine_opts *opts,
+                                           ember_engine **out);
 /* Cancels what is left (done callbacks run with EMBER_FINISH_CANCELLED) and frees. */
-void ember_engine_destroy(ember_engine *engine);
-const char *ember_engine_error(const ember_engine *engine);
+EMBER_API void ember_engine_destroy(ember_engine *engine);
+EMBER_API const char *ember_engine_error(const ember_engine *engine);
 
 typedef struct ember_request_metrics {
     uint32_t n_prompt, n_gen;
@@ -218,25 +287,26 @@ typedef struct ember_request_desc {
 } ember_request_desc;
 
 /* Queues a request. Thread-safe when the engine runs its own worker thread. */
-ember_status ember_submit(ember_engine *engine, const ember_request_desc *desc,
-                          ember_request_id *id);
+EMBER_API ember_status ember_submit(ember_engine *engine, const ember_request_desc *desc,
+                                    ember_request_id *id);
 /* One bounded scheduler iteration: at most one forward pass over at most
- * max_batch_tokens tokens. EMBER_ERR_BUSY means there was no work. Not to be mixed with
- * ember_engine_start. */
-ember_status ember_engine_step(ember_engine *engine);
+ * max_batch_tokens tokens. EMBER_OK: it ran a step; EMBER_IDLE: nothing could run (no
+ * request pending, or every pending one waits); an error: the step failed and its
+ * requests finished with EMBER_FINISH_ERROR. Not to be mixed with ember_engine_start. */
+EMBER_API ember_status ember_engine_step(ember_engine *engine);
 /* Ends a request at the next step (its done callback says EMBER_FINISH_CANCELLED).
- * Thread-safe. EMBER_ERR_BUSY when no such request is pending. */
-ember_status ember_cancel(ember_engine *engine, ember_request_id id);
+ * Thread-safe. EMBER_ERR_NOT_FOUND when no such request is pending. */
+EMBER_API ember_status ember_cancel(ember_engine *engine, ember_request_id id);
 /* Requests not yet finished. Thread-safe. */
-uint32_t ember_engine_pending(ember_engine *engine);
+EMBER_API uint32_t ember_engine_pending(ember_engine *engine);
 
 /* Worker-thread mode: the engine steps on its own thread while work is pending;
  * callbacks run on that thread. ember_engine_stop waits for the thread to end (work
  * left stays queued). */
-ember_status ember_engine_start(ember_engine *engine);
-void ember_engine_stop(ember_engine *engine);
+EMBER_API ember_status ember_engine_start(ember_engine *engine);
+EMBER_API void ember_engine_stop(ember_engine *engine);
 /* Blocks until no request is pending (worker-thread mode). */
-void ember_engine_wait_idle(ember_engine *engine);
+EMBER_API void ember_engine_wait_idle(ember_engine *engine);
 
 typedef struct ember_engine_stats {
     uint32_t kv_block_size, kv_blocks_total, kv_blocks_used, kv_peak_blocks_used;
@@ -253,14 +323,14 @@ typedef struct ember_engine_stats {
     uint64_t cow_copies;          /* KV blocks shared through the prefix cache that were
                                      copied before a request wrote into them */
 } ember_engine_stats;
-void ember_engine_get_stats(ember_engine *engine, ember_engine_stats *stats);
+EMBER_API void ember_engine_get_stats(ember_engine *engine, ember_engine_stats *stats);
 
 /* Scores a token sequence for perplexity: the sequence is cut into consecutive windows
  * of ctx tokens (0 = the model's context length); in each window every token after the
  * first is predicted from the tokens before it in that window. *nll receives the sum of
  * -log p over the predicted tokens, *n_scored their count. */
-ember_status ember_score(ember_model *model, const uint32_t *tokens, size_t n, uint32_t ctx,
-                         double *nll, size_t *n_scored);
+EMBER_API ember_status ember_score(ember_model *model, const uint32_t *tokens, size_t n, uint32_t ctx,
+                                   double *nll, size_t *n_scored);
 
 /* ----------------------------------------------------------------- chat ---- */
 /* One message of a conversation. role: "system", "user" or "assistant". */
@@ -278,9 +348,9 @@ typedef struct ember_chat_message {
  * Writes at most cap bytes plus a NUL when there is room; *len gets the full length.
  * An unknown template is EMBER_ERR_UNSUPPORTED; the message (ember_model_error) names it
  * and lists the known names. */
-ember_status ember_chat_apply(ember_model *model, const char *template_name,
-                              const ember_chat_message *msgs, size_t n, int add_generation_prompt,
-                              char *buf, size_t cap, size_t *len);
+EMBER_API ember_status ember_chat_apply(ember_model *model, const char *template_name,
+                                        const ember_chat_message *msgs, size_t n, int add_generation_prompt,
+                                        char *buf, size_t cap, size_t *len);
 
 /* A conversation kept as token ids, so that each turn's prompt extends the previous one
  * and the engine's prefix cache serves the earlier turns:
@@ -295,21 +365,23 @@ typedef struct ember_chat ember_chat;
 
 /* template_name as for ember_chat_apply. On failure *out (if not NULL) holds the message;
  * free it with ember_chat_free. The model must outlive the chat. */
-ember_status ember_chat_create(ember_model *model, const char *template_name, ember_chat **out);
-void ember_chat_free(ember_chat *chat);
+EMBER_API ember_status ember_chat_create(ember_model *model, const char *template_name,
+                                         ember_chat **out);
+EMBER_API void ember_chat_free(ember_chat *chat);
 /* The message of the last failed call; "" when none. */
-const char *ember_chat_error(const ember_chat *chat);
+EMBER_API const char *ember_chat_error(const ember_chat *chat);
 /* The template family in use ("chatml", "llama3", ...). */
-const char *ember_chat_template_name(const ember_chat *chat);
+EMBER_API const char *ember_chat_template_name(const ember_chat *chat);
 /* Appends a message (copied). "assistant" messages added here are text (for history
  * given in advance); replies generated by the engine go through ember_chat_add_reply. */
-ember_status ember_chat_add(ember_chat *chat, const char *role, const char *content);
+EMBER_API ember_status ember_chat_add(ember_chat *chat, const char *role, const char *content);
 /* The whole conversation as token ids, ending with the generation prompt: what to submit.
  * Valid until the next call on chat. */
-ember_status ember_chat_prompt(ember_chat *chat, const uint32_t **tokens, size_t *n_tokens);
+EMBER_API ember_status ember_chat_prompt(ember_chat *chat, const uint32_t **tokens,
+                                         size_t *n_tokens);
 /* Appends the assistant's reply to the last prompt: the ids the engine generated,
  * including an end-of-generation token that ended it. */
-ember_status ember_chat_add_reply(ember_chat *chat, const uint32_t *tokens, size_t n);
+EMBER_API ember_status ember_chat_add_reply(ember_chat *chat, const uint32_t *tokens, size_t n);
 
 #ifdef __cplusplus
 }

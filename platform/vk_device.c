@@ -127,11 +127,11 @@ static int type_rank(VkPhysicalDeviceType t)
 static ember_status pick_device(ember_vk *vk, int index, ember_err *err)
 {
     uint32_t n = 0;
-    VkPhysicalDevice devs[16];
+    VkPhysicalDevice devs[EMBER_VK_MAX_DEVICES];
     ember_status s = ember_vk_check(vkEnumeratePhysicalDevices(vk->instance, &n, NULL), err,
                                     "vkEnumeratePhysicalDevices");
     if (s != EMBER_OK) return s;
-    if (n > 16) n = 16;
+    if (n > EMBER_VK_MAX_DEVICES) n = EMBER_VK_MAX_DEVICES;
     if (vkEnumeratePhysicalDevices(vk->instance, &n, devs) < 0 || n == 0)
         return ember_fail(err, EMBER_ERR_NO_DEVICE, "no Vulkan device found");
     if (index > 0 && (uint32_t)index > n)
@@ -235,9 +235,9 @@ ember_status ember_vk_list_devices(ember_vk_caps *out, uint32_t cap, uint32_t *n
     ember_status s = create_instance(NULL, false, &inst, &none, err);
     if (s != EMBER_OK) return s;
     uint32_t count = 0;
-    VkPhysicalDevice devs[16];
+    VkPhysicalDevice devs[EMBER_VK_MAX_DEVICES];
     vkEnumeratePhysicalDevices(inst, &count, NULL);
-    if (count > 16) count = 16;
+    if (count > EMBER_VK_MAX_DEVICES) count = EMBER_VK_MAX_DEVICES;
     if (vkEnumeratePhysicalDevices(inst, &count, devs) < 0) count = 0;
     for (uint32_t i = 0; i < count && i < cap; i++) ember_vk_query_caps(devs[i], &out[i]);
     *n = count < cap ? count : cap;

@@ -11,6 +11,9 @@ typedef struct ember_vk_opts {
     bool validation;         /* enable VK_LAYER_KHRONOS_validation when installed */
 } ember_vk_opts;
 
+/* Devices beyond this many are not listed. */
+#define EMBER_VK_MAX_DEVICES 16
+
 /* The caps of every physical device, in enumeration order. Writes up to cap entries,
  * returns the count in *n. Needs no logical device. */
 ember_status ember_vk_list_devices(ember_vk_caps *out, uint32_t cap, uint32_t *n, ember_err *err);

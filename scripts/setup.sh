@@ -8,7 +8,7 @@ PACKAGES=(
   build-essential cmake pkg-config
   libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   glslc glslang-tools spirv-tools
-  libpcre2-dev curl
+  libpcre2-dev curl python3
 )
 
 missing=()

@@ -143,7 +143,7 @@ static void serve(ember_model *m, ember_model *draft, int n_req, ember_speculati
         CHECKF(s == EMBER_OK, "%s", ember_engine_error(e));
     }
     while (s == EMBER_OK) s = ember_engine_step(e);
-    CHECKF(s == EMBER_ERR_BUSY, "%s", ember_engine_error(e));
+    CHECKF(s == EMBER_IDLE, "%s", ember_engine_error(e));
     ember_engine_destroy(e);
 }
 

@@ -124,7 +124,7 @@ static int serve(ember_model *m, char **lines, size_t n, const ember_request_des
     }
     while (st == EMBER_OK) st = ember_engine_step(e);
     int code = 0;
-    if (st != EMBER_ERR_BUSY) {
+    if (st != EMBER_IDLE) {
         fprintf(stderr, "ember: %s\n", e ? ember_engine_error(e) : "out of memory");
         code = 1;
     } else {

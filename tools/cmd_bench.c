@@ -208,10 +208,10 @@ static ember_status drive(ember_engine *e, workload *w)
             if (s != EMBER_OK) return s;
         }
         ember_status s = ember_engine_step(e);
-        if (s == EMBER_ERR_BUSY && next < w->n) {
+        if (s == EMBER_IDLE && next < w->n) {
             double wait = w->r[next].arrival_s - (now_ms() - w->t0) / 1e3;
             if (wait > 0) usleep((useconds_t)(wait * 1e6));
-        } else if (s != EMBER_OK && s != EMBER_ERR_BUSY) {
+        } else if (s != EMBER_OK && s != EMBER_IDLE) {
             return s;
         }
         uint32_t done = 0;

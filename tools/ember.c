@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "ember.h"
 
 typedef struct command {
     const char *name;
@@ -25,7 +26,7 @@ static const command commands[] = {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: ember COMMAND [options]\n\ncommands:\n");
+    fprintf(f, "usage: ember COMMAND [options]   (ember %s; ember --version)\n\ncommands:\n", ember_version());
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-16s %s\n", commands[i].name, commands[i].help);
 }
@@ -35,6 +36,10 @@ int main(int argc, char **argv)
     if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("ember %s\n", ember_version());
+        return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
