@@ -33,14 +33,6 @@ static const spv EMBED = SPV(embed);
 static const spv ROPE = SPV(rope_store);
 static const spv ROPE_Q8 = SPV(rope_store_q8);
 
-/* Push-constant sizes, matching the Push blocks of the shaders. */
-#define PUSH_LINEAR 60
-#define PUSH_EMBED 24
-#define PUSH_RMSNORM 20
-#define PUSH_ROPE 48
-#define PUSH_ATTENTION 48
-#define PUSH_ARGMAX 12
-
 void ember_k_grid(uint32_t n, uint32_t lim_a, uint32_t *a, uint32_t *b)
 {
     *a = n < lim_a ? n : lim_a;
@@ -121,7 +113,7 @@ static ember_status make_linear_one(ember_kernels *k, int d, int kind, int shape
     char name[64];
     snprintf(name, sizeof name, "linear_%s%s_m%u", names[d], kind == LIN_TEXEL ? "_tx" : "", l->tm);
     return ember_vk_pipeline_create_ex(k->vk, name, code.code, *code.bytes, 6, kind == LIN_TEXEL ? texel : NULL,
-                                       PUSH_LINEAR, sp, 5, out, err);
+                                       sizeof(linear_push), sp, 5, out, err);
 }
 
 static ember_status make_linear(ember_kernels *k, ember_err *err)
@@ -151,11 +143,11 @@ static ember_status make_others(ember_kernels *k, ember_err *err)
 {
     ember_vk_spec wg64[] = {{0, 64}};
     ember_vk_spec rows[] = {{0, row_wg(k)}};
-    ember_status s = make(k, "embed", EMBED, 4, PUSH_EMBED, wg64, 1, &k->embed, err);
-    if (s == EMBER_OK) s = make(k, "rmsnorm", RMSNORM[k->subgroup], 4, PUSH_RMSNORM, rows, 1, &k->rmsnorm, err);
-    if (s == EMBER_OK) s = make(k, "rope_store", ROPE, 8, PUSH_ROPE, wg64, 1, &k->rope, err);
-    if (s == EMBER_OK) s = make(k, "rope_store_q8", ROPE_Q8, 8, PUSH_ROPE, wg64, 1, &k->rope_q8, err);
-    if (s == EMBER_OK) s = make(k, "argmax", ARGMAX[k->subgroup], 2, PUSH_ARGMAX, rows, 1, &k->argmax, err);
+    ember_status s = make(k, "embed", EMBED, 4, sizeof(embed_push), wg64, 1, &k->embed, err);
+    if (s == EMBER_OK) s = make(k, "rmsnorm", RMSNORM[k->subgroup], 4, sizeof(rmsnorm_push), rows, 1, &k->rmsnorm, err);
+    if (s == EMBER_OK) s = make(k, "rope_store", ROPE, 8, sizeof(rope_push), wg64, 1, &k->rope, err);
+    if (s == EMBER_OK) s = make(k, "rope_store_q8", ROPE_Q8, 8, sizeof(rope_push), wg64, 1, &k->rope_q8, err);
+    if (s == EMBER_OK) s = make(k, "argmax", ARGMAX[k->subgroup], 2, sizeof(argmax_push), rows, 1, &k->argmax, err);
     return s;
 }
 
@@ -173,7 +165,7 @@ static ember_status make_attention_one(ember_kernels *k, int t, int kind, uint32
     snprintf(name, sizeof name, "%s%s_c%u_s%u", names[t], kind == ATT_TEXEL ? "_tx" : "", k->attn_cpl[cls],
              k->attn_slots[cls][tile]);
     return ember_vk_pipeline_create_ex(k->vk, name, code.code, *code.bytes, 7, kind == ATT_TEXEL ? texel : NULL,
-                                       PUSH_ATTENTION, sp, 4, &k->attention[t][kind][cls][tile], err);
+                                       sizeof(attention_push), sp, 4, &k->attention[t][kind][cls][tile], err);
 }
 
 /* Attention per cache type, binding kind (the texel kind, K and V as uniform texel

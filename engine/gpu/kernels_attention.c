@@ -10,20 +10,6 @@
 
 enum { ROPE_BIAS = 1, ROPE_FREQS = 2, ROPE_NEOX = 4 }; /* rope_store.comp's FLAG_* */
 
-typedef struct rope_push {
-    uint32_t n_heads, n_kv_heads, head_dim, rope_dim;
-    uint32_t block_size, max_blocks, n_tok, wgx;
-    float log2_base, pos_scale;
-    uint32_t flags, group;
-} rope_push;
-
-typedef struct attention_push {
-    uint32_t n_heads, n_kv_heads, head_dim, block_size;
-    uint32_t max_blocks, n_tok, wgx;
-    float scale;
-    uint32_t group_log2, tile_tok, tile_heads, row0;
-} attention_push;
-
 void ember_k_rope_store(ember_vk_cmd *c, const ember_kernels *k, const ember_attn_shape *s,
                         const ember_rope_bufs *rb, ember_vk_span qkv, ember_vk_span pos,
                         ember_vk_span seq, ember_vk_span block_table, ember_vk_span kcache,

@@ -54,6 +54,51 @@ struct ember_kernels {
     uint32_t attn_slots[ATT_CLASSES][ATT_TILES]; /* per class: (token, head) pairs per tile */
 };
 
+/* Push constants, field for field the Push blocks of the shaders (4-byte scalars, no
+ * padding); the pipelines are created with their sizes. Each size is asserted against
+ * its shader's block, counted by hand, so a struct changed alone stops the build; a
+ * shader block grown alone is a validation-layer error in the tests. */
+typedef struct linear_push {
+    uint32_t cols, n_tok, mode, ldy;
+    uint32_t out0, n_out, step, wgx;
+    uint32_t off0, lim0, off1, lim1;
+    uint32_t tpw, xrow0, yrow0;
+} linear_push;
+_Static_assert(sizeof(linear_push) == 60, "linear_push: the Push block of shaders/linear.glsl");
+
+typedef struct embed_push {
+    uint32_t cols, n_tok, row0, n_rows;
+    uint32_t dtype, wgx;
+} embed_push;
+_Static_assert(sizeof(embed_push) == 24, "embed_push: the Push block of shaders/embed.comp");
+
+typedef struct rmsnorm_push {
+    uint32_t n, dim, use_rows, wgx;
+    float eps;
+} rmsnorm_push;
+_Static_assert(sizeof(rmsnorm_push) == 20, "rmsnorm_push: the Push block of shaders/rmsnorm.comp");
+
+typedef struct argmax_push {
+    uint32_t n_rows, n_cols, wgx;
+} argmax_push;
+_Static_assert(sizeof(argmax_push) == 12, "argmax_push: the Push block of shaders/argmax.comp");
+
+typedef struct rope_push {
+    uint32_t n_heads, n_kv_heads, head_dim, rope_dim;
+    uint32_t block_size, max_blocks, n_tok, wgx;
+    float log2_base, pos_scale;
+    uint32_t flags, group;
+} rope_push;
+_Static_assert(sizeof(rope_push) == 48, "rope_push: the Push block of shaders/rope_store.comp");
+
+typedef struct attention_push {
+    uint32_t n_heads, n_kv_heads, head_dim, block_size;
+    uint32_t max_blocks, n_tok, wgx;
+    float scale;
+    uint32_t group_log2, tile_tok, tile_heads, row0;
+} attention_push;
+_Static_assert(sizeof(attention_push) == 48, "attention_push: the Push block of shaders/attention.comp");
+
 /* Spreads n workgroups over two grid dimensions: *a <= lim_a, *a * *b >= n. Shaders
  * rebuild the linear index as b_id * a + a_id and skip what lies past n. A *b over its
  * limit is caught by ember_vk_cmd_dispatch and reported at submit. */

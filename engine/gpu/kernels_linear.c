@@ -7,13 +7,6 @@
 
 #include "kernels_internal.h"
 
-typedef struct linear_push {
-    uint32_t cols, n_tok, mode, ldy;
-    uint32_t out0, n_out, step, wgx;
-    uint32_t off0, lim0, off1, lim1;
-    uint32_t tpw, xrow0, yrow0;
-} linear_push;
-
 typedef struct launch {
     const ember_vk_pipeline *p;
     uint32_t rows;     /* rows per tile */

@@ -4,20 +4,6 @@
 
 #include "kernels_internal.h"
 
-typedef struct embed_push {
-    uint32_t cols, n_tok, row0, n_rows;
-    uint32_t dtype, wgx;
-} embed_push;
-
-typedef struct rmsnorm_push {
-    uint32_t n, dim, use_rows, wgx;
-    float eps;
-} rmsnorm_push;
-
-typedef struct argmax_push {
-    uint32_t n_rows, n_cols, wgx;
-} argmax_push;
-
 /* One dispatch per part of the table: a token is written by the part holding its row. */
 void ember_k_embed(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *emb,
                    ember_vk_span tokens, ember_vk_span x, uint32_t n_tok)
