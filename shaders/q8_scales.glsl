@@ -1,5 +1,5 @@
 // q8_scales.glsl — where the f16 scale of Q8_0 block b of a weight row sits in a part's
-// scales binding (written by engine/gpu_weight.c, which must agree). The scales of a row
+// scales binding (written by engine/gpu/gpu_weight.c, which must agree). The scales of a row
 // are grouped by lane of linear.comp's 8-lane groups: lane p, which takes blocks p, p+8,
 // p+16, ..., finds its scales adjacent, eight per 16-byte texel, so one fetch serves
 // eight of its blocks instead of one. A row has nb = cols/32 blocks; each lane gets

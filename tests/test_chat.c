@@ -1,4 +1,4 @@
-/* test_chat.c — conversations with a model (engine/chat.c) and `ember chat`:
+/* test_chat.c — conversations with a model (engine/chat/chat.c) and `ember chat`:
  *  - a test model rewritten with ChatML control tokens and SmolLM2's chat_template: the
  *    template is found and detected, the prompt's markers become control tokens, and a
  *    reply is kept as generated — its <|im_end|> is not doubled, another end token

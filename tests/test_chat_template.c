@@ -1,4 +1,4 @@
-/* test_chat_template.c — chat template detection and rendering (engine/chat_template.c),
+/* test_chat_template.c — chat template detection and rendering (engine/chat/chat_template.c),
  * no model needed:
  *  - a real chat_template of each family (Qwen2.5, SmolLM2, Llama 2, Llama 3, Llama 3.1,
  *    Mistral v0.2, TinyLlama, Gemma, Phi-3; shortened where they have tool-calling

@@ -2,7 +2,7 @@
  *  - batch serves every line at once and returns results in input order, each equal to
  *    the same prompt generated alone (greedy), also with n-gram speculation;
  *  - bench completes its workload in every mode (continuous, static and static-ragged
- *    batching, paged/contiguous KV, speculation) and prints the fields DESIGN.md names;
+ *    batching, paged/contiguous KV, speculation) and prints the fields docs/architecture.md names;
  *    padded prompts add padding rows; an unknown batching mode is refused. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* test_generate.c — `ember generate` end to end, through the command line:
  *  - 48 greedy tokens identical between --backend cpu and --backend vulkan for an F32 and
  *    a Q8_0 grouped-query-attention model, with a prompt of 48+ tokens;
- *  - --json carries the fields DESIGN.md names;
+ *  - --json carries the fields docs/architecture.md names;
  *  - a model whose 300 MB embedding table exceeds one storage binding loads and runs
  *    (bound in parts), giving the CPU's tokens;
  *  - the stories260K model from ../shared gives the expected greedy story on the GPU. */

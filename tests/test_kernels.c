@@ -4,7 +4,7 @@
  * storage-buffer reads. The CPU side computes in double from the same dequantized values
  * the GPU reads, so tolerances stay tight for every dtype.
  *
- * Batch invariance (DESIGN.md): every linear output, attention output and normalized row
+ * Batch invariance (docs/architecture.md): every linear output, attention output and normalized row
  * of a token is compared bit for bit (memcmp) between the token computed alone and the
  * same token inside batches of other sizes at other rows, and across the variants.
  *

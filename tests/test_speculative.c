@@ -203,6 +203,22 @@ static void test_engine(void)
     printf("draft model, 8 together: identical %d/8\n", same(plain, spec, 8));
     CHECK(same(plain, spec, 8) == 8);
 
+    /* The CPU backend runs the draft model through the same step interface. */
+    ember_model_opts co = {.backend = EMBER_BACKEND_CPU};
+    ember_model *ct = NULL, *cd = NULL;
+    CHECK(ember_model_load(target, &co, &ct) == EMBER_OK && ember_model_load(draft, &co, &cd) == EMBER_OK);
+    if (ct && cd) {
+        static out cpu_plain[2], cpu_spec[2];
+        serve(ct, NULL, 2, (ember_speculation){0}, cpu_plain);
+        serve(ct, cd, 2, (ember_speculation){.draft_k = 3}, cpu_spec);
+        printf("draft model, cpu backend: identical %d/2 (and %d/2 to vulkan), acceptance %u/%u\n",
+               same(cpu_plain, cpu_spec, 2), same(cpu_plain, plain, 2), cpu_spec[0].m.n_accepted,
+               cpu_spec[0].m.n_drafted);
+        CHECK(same(cpu_plain, cpu_spec, 2) == 2 && cpu_spec[0].m.n_accepted > 0);
+    }
+    ember_model_free(cd);
+    ember_model_free(ct);
+
     ember_engine_opts eo = {.draft = mx};
     ember_engine *e = NULL;
     CHECK(ember_engine_create(mt, &eo, &e) == EMBER_ERR_INVALID_ARG);

@@ -4,7 +4,10 @@
  *            output projection (+residual), rmsnorm, gate/up+SiLU, down (+residual)
  *         -> final rmsnorm of the rows that need logits -> LM head -> argmax
  *
- * 8 dispatches per layer plus 4; a barrier between dependent dispatches. */
+ * A layer is 8 dispatches when its weights each fit one binding and attention has one
+ * run of rows (decode rows and prompt chunks get a dispatch each; a weight bound in parts
+ * a dispatch per part), plus embed, norm, LM head and argmax per step; a barrier between
+ * dependent dispatches. ember_forward_dispatches counts the last step's. */
 #include <stdlib.h>
 #include <string.h>
 
