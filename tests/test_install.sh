@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # test_install.sh — `cmake --install` into a fresh prefix gives an application everything
 # it needs: the header, libember.so and libember.a, the ember program, ember.pc and the
-# CMake package. examples/embed.c is then built the three ways an application would
-# (pkg-config with the shared library, pkg-config --static, find_package) and each build
-# runs a prompt on a test model.
+# CMake package. examples/embed.c is then built the four ways an application would
+# (pkg-config with the shared and with the static library, find_package with either);
+# the pkg-config shared build and the find_package static one run a prompt on a test
+# model (a run costs a model load), the other two are checked for what they link.
 set -euo pipefail
 tmp=${EMBER_TEST_TMP:-/tmp}/install
 rm -rf "$tmp"
@@ -47,7 +48,6 @@ check "embed loads libember.so" grep -q libember.so <(LD_LIBRARY_PATH=$libdir ld
 # Static: Libs.private / Requires.private bring Vulkan, PCRE2, threads and libm.
 static_libs=$(pkg-config --static --libs ember | sed 's/-lember/-Wl,-Bstatic -lember -Wl,-Bdynamic/')
 check "cc embed.c with pkg-config --static" cc "$embed_c" $(pkg-config --cflags ember) $static_libs -o "$tmp/embed_static"
-check "embed (libember.a) runs" runs "$tmp/embed_static"
 check "embed (libember.a) needs no libember.so" bash -c "! ldd '$tmp/embed_static' | grep -q libember"
 
 # CMake: find_package(ember), ember::ember and ember::ember_static.
@@ -55,7 +55,7 @@ consumer=$tmp/consumer
 check "find_package(ember) configures" cmake -S "$EMBER_SOURCE_DIR/tests/install_consumer" -B "$consumer" \
   -DCMAKE_PREFIX_PATH="$prefix" -DEMBED_C="$embed_c" -DCMAKE_BUILD_TYPE=Release -Wno-dev >/dev/null
 check "the consumer builds" cmake --build "$consumer" -j2 >/dev/null
-check "ember::ember runs" runs "$consumer/embed_shared"
+check "ember::ember links libember.so" grep -q libember.so <(LD_LIBRARY_PATH=$libdir ldd "$consumer/embed_shared")
 check "ember::ember_static runs" runs "$consumer/embed_static"
 
 echo "test_install: $pass passed, $fail failed"

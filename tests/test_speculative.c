@@ -129,7 +129,8 @@ static void on_done(void *u, ember_request_id id, ember_finish why, const ember_
 /* Prompts that repeat themselves, so that n-gram lookup finds proposals. */
 static uint32_t prompts[8][60];
 
-static void serve(ember_model *m, ember_model *draft, int n_req, ember_speculation spec, out *o)
+static void serve_sampled(ember_model *m, ember_model *draft, int n_req, ember_speculation spec, ember_sampling samp,
+                          out *o)
 {
     ember_engine_opts eo = {.max_seqs = 8, .draft = draft};
     ember_engine *e = NULL;
@@ -138,13 +139,19 @@ static void serve(ember_model *m, ember_model *draft, int n_req, ember_speculati
     for (int i = 0; s == EMBER_OK && i < n_req; i++) {
         memset(&o[i], 0, sizeof o[i]);
         ember_request_desc d = {.tokens = prompts[i], .n_tokens = 60, .max_tokens = 96, .ignore_eos = 1,
-                                .on_token = on_tok, .on_done = on_done, .user = &o[i], .spec = spec};
+                                .on_token = on_tok, .on_done = on_done, .user = &o[i], .spec = spec,
+                                .sampling = samp};
         s = ember_submit(e, &d, NULL);
         CHECKF(s == EMBER_OK, "%s", ember_engine_error(e));
     }
     while (s == EMBER_OK) s = ember_engine_step(e);
     CHECKF(s == EMBER_IDLE, "%s", ember_engine_error(e));
     ember_engine_destroy(e);
+}
+
+static void serve(ember_model *m, ember_model *draft, int n_req, ember_speculation spec, out *o)
+{
+    serve_sampled(m, draft, n_req, spec, (ember_sampling){0}, o);
 }
 
 static int same(const out *a, const out *b, int n)
@@ -202,6 +209,17 @@ static void test_engine(void)
     serve(mt, md, 8, (ember_speculation){.draft_k = 3}, spec);
     printf("draft model, 8 together: identical %d/8\n", same(plain, spec, 8));
     CHECK(same(plain, spec, 8) == 8);
+
+    /* N-gram drafts through the sampling path (temperature, top-k 1 so that the text
+     * repeats like greedy text and drafts are proposed): the rejection rule needs the
+     * target's probabilities (this crashed when only an engine with a draft model had
+     * the buffer for them), and the tokens equal plain greedy decoding's. */
+    serve_sampled(mt, NULL, 2, (ember_speculation){.draft_k = 4, .ngram = 2}, (ember_sampling){.temperature = 0.8f,
+                  .top_k = 1, .seed = 5}, spec);
+    serve(mt, NULL, 2, (ember_speculation){0}, plain);
+    printf("n-gram, temperature 0.8 top-k 1: identical %d/2, drafted %u, accepted %u\n", same(plain, spec, 2),
+           spec[0].m.n_drafted + spec[1].m.n_drafted, spec[0].m.n_accepted + spec[1].m.n_accepted);
+    CHECK(same(plain, spec, 2) == 2 && spec[0].m.n_drafted + spec[1].m.n_drafted > 0);
 
     /* The CPU backend runs the draft model through the same step interface. */
     ember_model_opts co = {.backend = EMBER_BACKEND_CPU};
