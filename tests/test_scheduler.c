@@ -101,19 +101,28 @@ static void step(fixture *f)
     ember_sched_end_step(f->s);
 }
 
+static uint32_t n_running(fixture *f)
+{
+    uint32_t n;
+    ember_sched_running(f->s, &n);
+    return n;
+}
+
+/* Plans and steps until nothing runs. */
+static void run_to_end(fixture *f)
+{
+    for (uint32_t steps = 0; n_running(f) && steps < 1000; steps++) {
+        plan(f);
+        step(f);
+    }
+}
+
 /* The item of request r in the last plan, or NULL. */
 static const ember_sched_item *item_of(const fixture *f, const request *r)
 {
     for (uint32_t i = 0; i < f->n_items; i++)
         if (f->items[i].r == r) return &f->items[i];
     return NULL;
-}
-
-static uint32_t n_running(fixture *f)
-{
-    uint32_t n;
-    ember_sched_running(f->s, &n);
-    return n;
 }
 
 /* Three requests, two slots: the first two are admitted with their whole prompts, the
@@ -137,10 +146,7 @@ static void test_admission(void)
     CHECK(ember_sched_waiting(f.s) == NULL && ember_kv_n_used(f.kv) == 2 + 2);
     step(&f);
     step(&f);
-    while (n_running(&f)) {
-        plan(&f);
-        step(&f);
-    }
+    run_to_end(&f);
     CHECK(ember_kv_n_used(f.kv) == 0 && ember_sched_free_slots(f.s) == 2);
     close_fixture(&f);
 }
@@ -170,10 +176,7 @@ static void test_chunking(void)
     }
     CHECKF(n_chunks == 3 && chunks[0] == 7 && chunks[1] == 7 && chunks[2] == 6, "chunks %u: %u %u %u", n_chunks,
            chunks[0], chunks[1], chunks[2]);
-    while (n_running(&f)) {
-        plan(&f);
-        step(&f);
-    }
+    run_to_end(&f);
     close_fixture(&f);
 }
 
