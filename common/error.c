@@ -41,6 +41,7 @@ const char *ember_status_name(ember_status s)
     switch (s) {
     case EMBER_OK: return "EMBER_OK";
     case EMBER_IDLE: return "EMBER_IDLE";
+    case EMBER_NOT_READY: return "EMBER_NOT_READY";
     case EMBER_ERR_INVALID_ARG: return "EMBER_ERR_INVALID_ARG";
     case EMBER_ERR_IO: return "EMBER_ERR_IO";
     case EMBER_ERR_FORMAT: return "EMBER_ERR_FORMAT";

@@ -8,9 +8,15 @@
  * once. Static batching (static_batch.c) is a hook of the scheduler: its padding comes
  * back as filler items, computed and counted, never delivered.
  *
- * Thread safety: one recursive mutex guards the engine, so ember_submit/ember_cancel may
- * be called from any thread — and from inside callbacks — while a worker thread (or the
- * game loop) steps. */
+ * A step is two halves: begin plans it and submits it to the device; end waits for it
+ * (or only polls) and delivers its tokens. ember_engine_step is both, waited for.
+ *
+ * Threads: the inbox (inbox.c) is the only state other threads touch: ember_submit
+ * builds its request outside any lock and pushes it, ember_cancel flags an id, pending
+ * and stats read counters and a snapshot. Everything else belongs to whoever steps the
+ * engine (step_mu keeps two steppers apart); the stepping thread takes new requests and
+ * cancel flags from the inbox at the start of a step, so callbacks run with no lock that
+ * another thread calling Ember could need. */
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -19,6 +25,7 @@
 
 #include "batch.h"
 #include "engine_spec.h"
+#include "inbox.h"
 #include "kv_layout.h"
 #include "model_handle.h"
 #include "sampler.h"
@@ -37,8 +44,8 @@ struct ember_engine {
     ember_kv_cache *kv;
     ember_static *fixed;          /* static batching's scheduler hook, or NULL */
     ember_sched *sched;
-    ember_request_id next_id;
-    uint32_t n_pending;
+    ember_inbox *inbox;           /* the thread-safe front */
+    ember_err step_err;           /* errors of the stepping thread, copied to err */
     /* step scratch */
     ember_sched_item *items;      /* 2 * max_seqs */
     request **stuck;              /* max_seqs */
@@ -46,11 +53,14 @@ struct ember_engine {
     ember_batch_buf buf;          /* max_batch_tokens + STEP_SPARE rows */
     uint64_t steps, tokens_computed;
     uint64_t filler_tokens;       /* rows of no request (static batching's padding) */
+    /* the step in flight (begin done, end not yet) */
+    bool in_flight;
+    uint32_t n_items;
+    double t0;
     /* threading */
-    pthread_mutex_t mu;
-    pthread_cond_t work, idle;
+    pthread_mutex_t step_mu;      /* held by the thread inside a step */
     pthread_t worker;
-    bool worker_running, stop;
+    bool worker_started;          /* by ember_engine_start, joined by ember_engine_stop */
 };
 
 /* Token rows a step may hold beyond max_batch_tokens: a draft model's catch-up. */
@@ -153,42 +163,37 @@ static ember_status create_parts(ember_engine *e)
     return s;
 }
 
+static void publish_stats(ember_engine *e);
+
 ember_status ember_engine_create(ember_model *model, const ember_engine_opts *opts, ember_engine **out)
 {
     ember_engine *e = calloc(1, sizeof *e);
     *out = e;
     if (!e) return EMBER_ERR_OUT_OF_MEMORY;
-    pthread_mutexattr_t ma;
-    pthread_mutexattr_init(&ma);
-    pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
-    pthread_mutex_init(&e->mu, &ma);
-    pthread_mutexattr_destroy(&ma);
-    pthread_cond_init(&e->work, NULL);
-    pthread_cond_init(&e->idle, NULL);
+    pthread_mutex_init(&e->step_mu, NULL);
+    ember_status s = ember_inbox_create(&e->inbox, &e->err);
+    if (s != EMBER_OK) return s;
     if (!model || !model->llama_loaded)
         return ember_fail(&e->err, EMBER_ERR_INVALID_ARG, "engine needs a loaded model");
     e->model = model;
     e->o = opts ? *opts : (ember_engine_opts){0};
-    e->next_id = 1;
     choose_sizes(e);
-    return create_parts(e);
+    s = create_parts(e);
+    if (s == EMBER_OK) publish_stats(e);
+    return s;
+}
+
+/* A failed step's message becomes the engine's (under the inbox lock: other threads
+ * write it too). */
+static ember_status report(ember_engine *e, ember_status s)
+{
+    if (s < 0) ember_inbox_store_error(e->inbox, &e->err, &e->step_err);
+    return s;
 }
 
 const char *ember_engine_error(const ember_engine *e) { return e ? e->err.msg : "out of memory"; }
 
 /* ---- requests ------------------------------------------------------------------------ */
-
-static void free_request(request *r)
-{
-    ember_sampler_free(r->sampler);
-    ember_sampler_free(r->draft_sampler);
-    free(r->q);
-    ember_text_free(r->out);
-    free(r->blocks);
-    free(r->hashes);
-    free(r->tokens);
-    free(r);
-}
 
 /* Ends r: out of the scheduler (its blocks released at once, or kept by static batching
  * as a padding row), reported and freed. */
@@ -198,175 +203,60 @@ static void finish(ember_engine *e, request *r, ember_finish why)
     r->m.n_prompt = r->n_prompt;
     r->m.e2e_ms = now_ms() - r->t_submit;
     if (r->m.n_gen > 1) r->m.tpot_ms = (r->t_last_token - r->t_first_token) / (r->m.n_gen - 1);
-    if (r->on_done) r->on_done(r->user, r->id, why, &r->m);
-    free_request(r);
-    if (--e->n_pending == 0) pthread_cond_broadcast(&e->idle);
-}
-
-static ember_status tokenize_prompt(ember_engine *e, const ember_request_desc *d, request *r)
-{
-    size_t n = 0;
-    const ember_tokenizer *tok = e->model->tok;
-    unsigned flags = (d->no_bos || !ember_tokenizer_add_bos(tok) ? 0 : EMBER_TOKENIZE_ADD_BOS) |
-                     (d->parse_special ? EMBER_TOKENIZE_PARSE_SPECIAL : 0);
-    if (d->prompt) {
-        /* A text gives at most one token per byte plus BOS and a dummy prefix, so one
-         * pass fills the buffer; the second pass is only a safety net. */
-        size_t len = strlen(d->prompt), room = len + 4;
-        ember_status s = EMBER_OK;
-        for (int pass = 0; pass < 2 && s == EMBER_OK; pass++) {
-            uint32_t *t = realloc(r->tokens, (room + r->max_tokens + 1) * sizeof *t);
-            if (!t) goto oom;
-            r->tokens = t;
-            s = ember_tokenizer_encode_ex(tok, d->prompt, len, flags, r->tokens, room, &n, &e->err);
-            if (n <= room) break;
-            room = n;
-        }
-        if (s != EMBER_OK) return s;
-        if (n == 0) return ember_fail(&e->err, EMBER_ERR_INVALID_ARG, "empty prompt (and no BOS)");
-        r->cap = (uint32_t)(room + r->max_tokens + 1);
-        r->n_prompt = (uint32_t)n;
-        return EMBER_OK;
-    }
-    if (!d->tokens || !d->n_tokens)
-        return ember_fail(&e->err, EMBER_ERR_INVALID_ARG, "request has neither prompt text nor tokens");
-    n = d->n_tokens;
-    r->cap = (uint32_t)n + r->max_tokens + 1;
-    if (!(r->tokens = malloc(r->cap * sizeof *r->tokens))) goto oom;
-    memcpy(r->tokens, d->tokens, n * sizeof *r->tokens);
-    r->n_prompt = (uint32_t)n;
-    for (size_t i = 0; i < n; i++)
-        if (r->tokens[i] >= e->model->llama.hp.n_vocab)
-            return ember_fail(&e->err, EMBER_ERR_INVALID_ARG, "prompt token %u outside the vocabulary", r->tokens[i]);
-    return EMBER_OK;
-oom:
-    return ember_fail(&e->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
-}
-
-static ember_status check_fits(ember_engine *e, const request *r)
-{
-    uint32_t ctx = e->model->llama.hp.ctx_len, bs = e->o.kv_block_size;
-    if (r->n_prompt >= ctx)
-        return ember_fail(&e->err, EMBER_ERR_CONTEXT_FULL, "prompt of %u tokens does not fit the context of %u",
-                          r->n_prompt, ctx);
-    if ((r->n_prompt + bs) / bs > e->o.kv_blocks)
-        return ember_fail(&e->err, EMBER_ERR_CONTEXT_FULL, "prompt of %u tokens needs more than the %u KV blocks",
-                          r->n_prompt, e->o.kv_blocks);
-    return EMBER_OK;
-}
-
-/* Drafts from a model share the target's block ids but keep their own K/V; blocks they
- * publish carry a different hash chain, so a request only reuses blocks whose draft K/V
- * is as complete as its own. */
-#define DRAFT_HASH_SEED 0xD4AF7000D4AF7001ull
-
-static ember_status setup_speculation(ember_engine *e, const ember_request_desc *d, request *r,
-                                      const ember_sampling_params *sp)
-{
-    const ember_speculation *x = &d->spec;
-    if (!x->draft_k) return EMBER_OK;
-    if (x->draft_k > EMBER_MAX_DRAFT)
-        return ember_fail(&e->err, EMBER_ERR_INVALID_ARG, "draft_k %u exceeds %d", x->draft_k, EMBER_MAX_DRAFT);
-    if (!x->ngram && !ember_spec_has_draft(e->spec))
-        return ember_fail(&e->err, EMBER_ERR_INVALID_ARG, "speculation asks for a draft model but the engine has none");
-    r->spec_k = r->spec_k_max = x->draft_k;
-    if (x->adaptive) r->spec_k_max = EMBER_MAX_DRAFT;
-    r->spec_ngram = x->ngram;
-    r->spec_adaptive = x->adaptive != 0;
-    r->spec_draft = !x->ngram;
-    r->cap += EMBER_MAX_DRAFT; /* drafts sit after the tokens while they are checked */
-    uint32_t *t = realloc(r->tokens, r->cap * sizeof *t);
-    if (!t) return ember_fail(&e->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
-    r->tokens = t;
-    if (!r->spec_draft) return EMBER_OK;
-    r->hash_seed = DRAFT_HASH_SEED;
-    uint32_t V = e->model->llama.hp.n_vocab;
-    ember_sampling_params dp = *sp;
-    dp.seed = sp->seed ^ 0x5EEDD4AF75EEDull; /* the draft draws its own random numbers */
-    ember_status s = ember_sampler_create(&dp, V, &r->draft_sampler, &e->err);
-    if (s == EMBER_OK && !r->greedy && !(r->q = malloc((size_t)r->spec_k_max * V * sizeof *r->q)))
-        s = ember_fail(&e->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
-    for (uint32_t i = 0; s == EMBER_OK && i < r->n_prompt; i++) ember_sampler_accept(r->draft_sampler, r->tokens[i]);
-    return s;
-}
-
-static ember_status build_request(ember_engine *e, const ember_request_desc *d, request *r)
-{
-    r->max_tokens = d->max_tokens ? d->max_tokens : 128;
-    r->ignore_eos = d->ignore_eos != 0;
-    r->greedy = d->sampling.temperature <= 0.0f;
-    r->on_token = d->on_token;
-    r->on_done = d->on_done;
-    r->user = d->user;
-    ember_sampling_params sp = {d->sampling.temperature, d->sampling.top_k, d->sampling.top_p,
-                                d->sampling.min_p, d->sampling.repetition_penalty,
-                                d->sampling.frequency_penalty, d->sampling.presence_penalty,
-                                d->sampling.penalty_last_n, d->sampling.seed};
-    uint32_t V = e->model->llama.hp.n_vocab;
-    ember_status s = ember_text_create(d->stop, &r->out, &e->err);
-    if (s == EMBER_OK) s = ember_sampler_create(&sp, V, &r->sampler, &e->err);
-    if (s == EMBER_OK) s = tokenize_prompt(e, d, r);
-    if (s == EMBER_OK) s = check_fits(e, r);
-    if (s != EMBER_OK) return s;
-    r->n_tokens = r->n_prompt;
-    if ((s = setup_speculation(e, d, r, &sp)) != EMBER_OK) return s;
-    r->blocks = malloc(e->max_blocks_per_seq * sizeof *r->blocks);
-    r->hashes = malloc(e->max_blocks_per_seq * sizeof *r->hashes);
-    if (!r->blocks || !r->hashes) return ember_fail(&e->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
-    for (uint32_t i = 0; i < r->n_prompt; i++) ember_sampler_accept(r->sampler, r->tokens[i]);
-    return EMBER_OK;
+    ember_request_id id = r->id;
+    if (r->on_done) r->on_done(r->user, id, why, &r->m);
+    ember_request_free(r);
+    ember_inbox_done(e->inbox, id);
 }
 
 ember_status ember_submit(ember_engine *e, const ember_request_desc *desc, ember_request_id *id)
 {
-    if (!desc) return ember_fail(&e->err, EMBER_ERR_INVALID_ARG, "no request");
-    request *r = calloc(1, sizeof *r);
-    if (!r) return ember_fail(&e->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
-    pthread_mutex_lock(&e->mu);
-    ember_status s = build_request(e, desc, r);
+    ember_request_env env = {.model = e->model, .kv_block_size = e->o.kv_block_size, .kv_blocks = e->o.kv_blocks,
+                             .max_blocks_per_seq = e->max_blocks_per_seq, .has_draft = ember_spec_has_draft(e->spec)};
+    ember_err err = {0};
+    request *r;
+    ember_status s = ember_request_build(&env, desc, &r, &err);
     if (s == EMBER_OK) {
-        r->id = e->next_id++;
         r->t_submit = now_ms();
-        r->m.n_prompt = r->n_prompt;
-        ember_sched_enqueue(e->sched, r);
-        e->n_pending++;
-        if (id) *id = r->id;
-        pthread_cond_signal(&e->work);
+        ember_request_id got = ember_inbox_push(e->inbox, r);
+        if (!got) {
+            ember_request_free(r);
+            s = ember_fail(&err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+        } else if (id) {
+            *id = got;
+        }
     }
-    pthread_mutex_unlock(&e->mu);
-    if (s != EMBER_OK) free_request(r);
+    if (s != EMBER_OK) ember_inbox_store_error(e->inbox, &e->err, &err);
     return s;
-}
-
-static request *find(ember_engine *e, ember_request_id id)
-{
-    uint32_t n;
-    request **run = ember_sched_running(e->sched, &n);
-    for (uint32_t i = 0; i < n; i++)
-        if (run[i]->id == id) return run[i];
-    for (request *r = ember_sched_waiting(e->sched); r; r = r->next)
-        if (r->id == id) return r;
-    return NULL;
 }
 
 ember_status ember_cancel(ember_engine *e, ember_request_id id)
 {
-    pthread_mutex_lock(&e->mu);
-    request *r = find(e, id);
-    if (r) r->cancelled = true;
-    pthread_mutex_unlock(&e->mu);
-    return r ? EMBER_OK : ember_fail(&e->err, EMBER_ERR_NOT_FOUND, "no pending request %llu", (unsigned long long)id);
+    if (ember_inbox_cancel(e->inbox, id)) return EMBER_OK;
+    ember_err err;
+    ember_status s = ember_fail(&err, EMBER_ERR_NOT_FOUND, "no pending request %llu", (unsigned long long)id);
+    ember_inbox_store_error(e->inbox, &e->err, &err);
+    return s;
 }
 
-uint32_t ember_engine_pending(ember_engine *e)
-{
-    pthread_mutex_lock(&e->mu);
-    uint32_t n = e->n_pending;
-    pthread_mutex_unlock(&e->mu);
-    return n;
-}
+uint32_t ember_engine_pending(ember_engine *e) { return ember_inbox_pending(e->inbox); }
 
 /* ---- one step ------------------------------------------------------------------------ */
+
+/* New requests join the scheduler's queue; cancel flags reach their requests. */
+static void take_inbox(ember_engine *e, bool *cancels)
+{
+    for (request *r = ember_inbox_take(e->inbox, cancels), *next; r; r = next) {
+        next = r->next;
+        ember_sched_enqueue(e->sched, r);
+    }
+    if (!*cancels) return;
+    uint32_t n;
+    request **run = ember_sched_running(e->sched, &n);
+    for (uint32_t i = 0; i < n; i++) run[i]->cancelled |= ember_inbox_cancelled(e->inbox, run[i]->id);
+    for (request *r = ember_sched_waiting(e->sched); r; r = r->next)
+        r->cancelled |= ember_inbox_cancelled(e->inbox, r->id);
+}
 
 /* Cancelled requests leave first, so their blocks serve this very step. */
 static void drop_cancelled(ember_engine *e)
@@ -417,15 +307,15 @@ static ember_batch build_batch(ember_engine *e, uint32_t n_items)
     return ember_batch_of(b, T, n_logits);
 }
 
-static ember_status run_items(ember_engine *e, uint32_t n_items)
+static ember_status submit_items(ember_engine *e, uint32_t n_items)
 {
     ember_batch b = build_batch(e, n_items);
     bool need_logits = false; /* greedy requests and filler rows take the argmax */
     for (uint32_t i = 0; i < n_items; i++)
         need_logits |= e->items[i].r && logits_rows(&e->items[i]) && !e->items[i].r->greedy;
     if (need_logits && !ember_batch_buf_logits(&e->buf, b.n_logits))
-        return ember_fail(&e->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
-    return ember_step_run(e->step, &b, need_logits ? e->buf.logits : NULL, e->buf.argmax, &e->err);
+        return ember_fail(&e->step_err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    return ember_step_submit(e->step, &b, need_logits ? e->buf.logits : NULL, e->buf.argmax, &e->step_err);
 }
 
 /* Appends token tok to r and hands out its text; returns true when r finished (and was
@@ -498,8 +388,8 @@ static ember_status apply_copies(ember_engine *e)
 {
     const uint32_t *src, *dst;
     uint32_t n = ember_sched_copies(e->sched, &src, &dst);
-    ember_status s = n ? ember_step_copy_blocks(e->step, src, dst, n, &e->err) : EMBER_OK;
-    if (s == EMBER_OK) s = ember_spec_copy_blocks(e->spec, src, dst, n, &e->err);
+    ember_status s = n ? ember_step_copy_blocks(e->step, src, dst, n, &e->step_err) : EMBER_OK;
+    if (s == EMBER_OK) s = ember_spec_copy_blocks(e->spec, src, dst, n, &e->step_err);
     return s;
 }
 
@@ -509,10 +399,12 @@ static void fail_items(ember_engine *e, uint32_t n_items)
         if (e->items[i].r) finish(e, e->items[i].r, EMBER_FINISH_ERROR);
 }
 
-ember_status ember_engine_step(ember_engine *e)
+/* The first half of a step: plan, then hand the batch to the device. */
+static ember_status begin_step(ember_engine *e)
 {
-    pthread_mutex_lock(&e->mu);
-    drop_cancelled(e);
+    bool cancels;
+    take_inbox(e, &cancels);
+    if (cancels) drop_cancelled(e);
     uint32_t n_stuck = 0;
     ember_sched_set_reserve(e->sched, ember_spec_reserve(e->sched));
     uint32_t n_items = ember_sched_plan(e->sched, e->items, e->stuck, &n_stuck);
@@ -520,7 +412,10 @@ ember_status ember_engine_step(ember_engine *e)
         ember_text_finish(e->stuck[i]->out);
         finish(e, e->stuck[i], EMBER_FINISH_LENGTH);
     }
-    ember_status s = n_items ? EMBER_OK : EMBER_IDLE;
+    if (!n_items) {
+        publish_stats(e);
+        return EMBER_IDLE;
+    }
     double t0 = now_ms();
     for (uint32_t i = 0; i < n_items; i++) {
         request *r = e->items[i].r;
@@ -529,18 +424,91 @@ ember_status ember_engine_step(ember_engine *e)
             r->m.queue_ms = t0 - r->t_submit;
         }
     }
-    if (n_items) s = apply_copies(e);
-    if (n_items && s == EMBER_OK) s = ember_spec_propose(e->spec, e->sched, e->items, n_items, &e->buf, &e->err);
-    if (n_items && s == EMBER_OK) s = run_items(e, n_items);
+    ember_status s = apply_copies(e);
+    if (s == EMBER_OK) s = ember_spec_propose(e->spec, e->sched, e->items, n_items, &e->buf, &e->step_err);
+    if (s == EMBER_OK) s = submit_items(e, n_items);
+    if (s != EMBER_OK) {
+        fail_items(e, n_items);
+        publish_stats(e);
+        return report(e, s);
+    }
+    e->in_flight = true;
+    e->n_items = n_items;
+    e->t0 = t0;
+    return EMBER_OK;
+}
+
+/* The second half: wait for the device at most timeout_ns, then deliver. */
+static ember_status end_step(ember_engine *e, uint64_t timeout_ns)
+{
+    if (!e->in_flight) return EMBER_IDLE;
+    ember_status s = ember_step_wait(e->step, timeout_ns, &e->step_err);
+    if (s == EMBER_NOT_READY) return s;
+    e->in_flight = false;
     if (s == EMBER_OK) {
         e->steps++;
-        after_step(e, n_items, t0, now_ms());
+        after_step(e, e->n_items, e->t0, now_ms());
         ember_sched_end_step(e->sched);
-    } else if (s != EMBER_IDLE) {
-        fail_items(e, n_items);
+    } else {
+        fail_items(e, e->n_items);
     }
-    pthread_mutex_unlock(&e->mu);
+    publish_stats(e);
+    return report(e, s);
+}
+
+ember_status ember_engine_step_begin(ember_engine *e)
+{
+    pthread_mutex_lock(&e->step_mu);
+    ember_status s = e->in_flight ? EMBER_NOT_READY : begin_step(e);
+    pthread_mutex_unlock(&e->step_mu);
     return s;
+}
+
+static uint64_t us_to_ns(uint64_t us) { return us >= UINT64_MAX / 1000 ? UINT64_MAX : us * 1000; }
+
+ember_status ember_engine_step_end(ember_engine *e, uint64_t timeout_us)
+{
+    pthread_mutex_lock(&e->step_mu);
+    ember_status s = end_step(e, us_to_ns(timeout_us));
+    pthread_mutex_unlock(&e->step_mu);
+    return s;
+}
+
+ember_status ember_engine_step(ember_engine *e)
+{
+    pthread_mutex_lock(&e->step_mu);
+    ember_status s = EMBER_OK;
+    if (e->in_flight) s = end_step(e, UINT64_MAX); /* a step begun without its end */
+    if (s >= EMBER_OK) s = begin_step(e);
+    if (s == EMBER_OK) s = end_step(e, UINT64_MAX);
+    pthread_mutex_unlock(&e->step_mu);
+    return s;
+}
+
+/* Finishes what is ready and starts the next step, while the budget lasts. After a
+ * finished step the next one starts at once, so that the device works between frames. */
+ember_status ember_engine_run_for(ember_engine *e, double budget_ms)
+{
+    double deadline = now_ms() + (budget_ms > 0 ? budget_ms : 0);
+    bool did = false;
+    pthread_mutex_lock(&e->step_mu);
+    ember_status s = EMBER_OK;
+    for (;;) {
+        if (e->in_flight) {
+            double left = deadline - now_ms();
+            s = end_step(e, left > 0 ? (uint64_t)(left * 1e6) : 0);
+            if (s == EMBER_NOT_READY || s < 0) break;
+            did = true;
+        }
+        s = begin_step(e);
+        if (s != EMBER_OK) break; /* EMBER_IDLE or an error */
+        did = true;
+        if (now_ms() >= deadline) break;
+    }
+    pthread_mutex_unlock(&e->step_mu);
+    if (s < 0) return s;
+    if (e->in_flight || s == EMBER_OK) return did ? EMBER_OK : EMBER_NOT_READY;
+    return did ? EMBER_OK : EMBER_IDLE;
 }
 
 /* ---- worker thread -------------------------------------------------------------------- */
@@ -548,69 +516,47 @@ ember_status ember_engine_step(ember_engine *e)
 static void *worker_main(void *arg)
 {
     ember_engine *e = arg;
-    pthread_mutex_lock(&e->mu);
-    while (!e->stop) {
-        if (e->n_pending == 0) {
-            pthread_cond_wait(&e->work, &e->mu);
-            continue;
-        }
-        ember_status s = ember_engine_step(e);
-        if (s == EMBER_IDLE) {
-            /* Pending work that cannot run yet: wait for a submit or a cancel. */
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += 10 * 1000 * 1000;
-            if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
-            pthread_cond_timedwait(&e->work, &e->mu, &ts);
-        }
-        /* Let submitters and cancellers in between steps. */
-        pthread_mutex_unlock(&e->mu);
-        pthread_mutex_lock(&e->mu);
-    }
-    pthread_mutex_unlock(&e->mu);
+    bool idle = false;
+    /* When pending work cannot run yet, wait for a submit, a cancel or 10 ms. */
+    while (ember_inbox_wait_work(e->inbox, idle ? 10 : 0)) idle = ember_engine_step(e) == EMBER_IDLE;
+    ember_inbox_worker_end(e->inbox);
     return NULL;
 }
 
 ember_status ember_engine_start(ember_engine *e)
 {
-    pthread_mutex_lock(&e->mu);
-    ember_status s = EMBER_OK;
-    if (!e->worker_running) {
-        e->stop = false;
-        if (pthread_create(&e->worker, NULL, worker_main, e) != 0)
-            s = ember_fail(&e->err, EMBER_ERR_OUT_OF_MEMORY, "cannot start the worker thread");
-        else e->worker_running = true;
+    if (!ember_inbox_worker_begin(e->inbox)) return EMBER_OK; /* running already */
+    if (pthread_create(&e->worker, NULL, worker_main, e) != 0) {
+        ember_inbox_worker_end(e->inbox);
+        ember_err err;
+        ember_status s = ember_fail(&err, EMBER_ERR_OUT_OF_MEMORY, "cannot start the worker thread");
+        ember_inbox_store_error(e->inbox, &e->err, &err);
+        return s;
     }
-    pthread_mutex_unlock(&e->mu);
-    return s;
+    e->worker_started = true;
+    return EMBER_OK;
 }
 
 void ember_engine_stop(ember_engine *e)
 {
-    pthread_mutex_lock(&e->mu);
-    bool running = e->worker_running;
-    e->stop = true;
-    pthread_cond_broadcast(&e->work);
-    pthread_mutex_unlock(&e->mu);
-    if (running) pthread_join(e->worker, NULL);
-    e->worker_running = false;
+    ember_inbox_stop(e->inbox);
+    if (e->worker_started) pthread_join(e->worker, NULL);
+    e->worker_started = false;
 }
 
-void ember_engine_wait_idle(ember_engine *e)
-{
-    pthread_mutex_lock(&e->mu);
-    while (e->n_pending > 0 && e->worker_running) pthread_cond_wait(&e->idle, &e->mu);
-    pthread_mutex_unlock(&e->mu);
-}
+void ember_engine_wait_idle(ember_engine *e) { ember_inbox_wait_idle(e->inbox); }
 
 /* ---- stats and teardown ----------------------------------------------------------------- */
 
-void ember_engine_get_stats(ember_engine *e, ember_engine_stats *st)
+/* The snapshot other threads read: taken by the stepping thread after every change. */
+static void publish_stats(ember_engine *e)
 {
-    pthread_mutex_lock(&e->mu);
     const ember_sched_stats *ss = ember_sched_get_stats(e->sched);
     const ember_hparams *hp = &e->model->llama.hp;
-    *st = (ember_engine_stats){
+    uint32_t n_run, n_wait = 0;
+    ember_sched_running(e->sched, &n_run);
+    for (request *r = ember_sched_waiting(e->sched); r; r = r->next) n_wait++;
+    ember_engine_stats st = {
         .kv_block_size = e->o.kv_block_size, .kv_blocks_total = e->o.kv_blocks,
         .kv_blocks_used = ember_kv_n_used(e->kv), .kv_peak_blocks_used = ss->peak_blocks,
         .kv_peak_tokens = (uint64_t)llround(ss->peak_fill * ss->peak_blocks * e->o.kv_block_size),
@@ -618,9 +564,12 @@ void ember_engine_get_stats(ember_engine *e, ember_engine_stats *st)
         .steps = e->steps, .tokens_computed = e->tokens_computed, .padding_tokens = e->filler_tokens,
         .cow_copies = ss->cow_copies,
         .kv_type = e->o.kv_type,
-        .kv_bytes_per_token = 2ull * hp->n_layers * kv_layer_token_bytes(hp, e->o.kv_type)};
-    pthread_mutex_unlock(&e->mu);
+        .kv_bytes_per_token = 2ull * hp->n_layers * kv_layer_token_bytes(hp, e->o.kv_type),
+        .requests_running = n_run, .requests_waiting = n_wait, .kv_blocks_max = e->o.kv_blocks};
+    ember_inbox_publish(e->inbox, &st);
 }
+
+void ember_engine_get_stats(ember_engine *e, ember_engine_stats *st) { ember_inbox_stats(e->inbox, st); }
 
 static request *first_running(ember_engine *e)
 {
@@ -632,7 +581,10 @@ static request *first_running(ember_engine *e)
 void ember_engine_destroy(ember_engine *e)
 {
     if (!e) return;
-    ember_engine_stop(e);
+    if (e->inbox) ember_engine_stop(e);
+    if (e->in_flight) end_step(e, UINT64_MAX); /* its tokens are delivered, then all is cancelled */
+    bool cancels;
+    if (e->sched && e->inbox) take_inbox(e, &cancels);
     for (request *r; e->sched && (r = first_running(e));) finish(e, r, EMBER_FINISH_CANCELLED);
     for (request *r; e->sched && (r = ember_sched_waiting(e->sched));) finish(e, r, EMBER_FINISH_CANCELLED);
     ember_step_free(e->step);
@@ -644,8 +596,8 @@ void ember_engine_destroy(ember_engine *e)
     free(e->stuck);
     free(e->row_of);
     ember_batch_buf_free(&e->buf);
-    pthread_cond_destroy(&e->work);
-    pthread_cond_destroy(&e->idle);
-    pthread_mutex_destroy(&e->mu);
+    ember_inbox_free(e->inbox);
+    pthread_mutex_destroy(&e->step_mu);
     free(e);
 }
+

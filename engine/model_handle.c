@@ -15,10 +15,15 @@ static ember_status load(ember_model *m, const char *path, const ember_model_opt
     m->llama_loaded = true;
     if ((s = ember_tokenizer_load(m->gguf, &m->tok, &m->err)) != EMBER_OK) return s;
     if (m->backend == EMBER_BACKEND_CPU) return EMBER_OK;
-    ember_vk_opts vo = {.device_index = o->device_index, .validation = o->enable_validation != 0};
+    ember_vk_opts vo = {.device_index = o->device_index, .validation = o->enable_validation != 0,
+                        .host = o->vulkan};
     if ((s = ember_vk_create(&vo, &m->vk, &m->err)) != EMBER_OK) return s;
+    ember_vk_set_memory_budget(m->vk, (uint64_t)o->memory_budget_mib << 20);
     ember_progress pr = {o->progress, o->progress_user};
     s = ember_gpu_model_create(m->vk, &m->llama, 0, &pr, &m->gpu, &m->err);
+    if (s == EMBER_ERR_DEVICE_MEMORY && o->memory_budget_mib)
+        return ember_fail_ctx(&m->err, s, "the model's weights do not fit the memory budget");
+    m->weight_bytes = ember_vk_memory_used(m->vk);
     /* Where the device cannot attend over the whole context (lavapipe stops long shader
      * loops), the model's context is what the device can serve: longer requests are then
      * refused as too long instead of coming back wrong. */
@@ -66,6 +71,8 @@ void ember_model_get_info(const ember_model *m, ember_model_info *info)
     info->ffn_dim = hp->ffn_dim;
     info->ctx_len = hp->ctx_len;
     info->device_name = m->vk ? ember_vk_get_caps(m->vk)->device_name : "cpu";
+    info->device_bytes = m->vk ? ember_vk_memory_used(m->vk) : 0;
+    info->budget_bytes = m->vk ? ember_vk_memory_budget(m->vk) : 0;
 }
 
 uint32_t ember_model_validation_messages(const ember_model *m, char *first, size_t cap)
@@ -86,4 +93,15 @@ ember_status ember_tokenize(ember_model *m, const char *text, size_t len, int ad
 size_t ember_token_to_text(const ember_model *m, uint32_t token, char *buf, size_t cap)
 {
     return m->tok ? ember_tokenizer_decode(m->tok, token, buf, cap) : 0;
+}
+
+ember_status ember_model_set_memory_budget(ember_model *m, uint32_t mib)
+{
+    uint64_t bytes = (uint64_t)mib << 20;
+    if (!m->vk) return EMBER_OK; /* the CPU backend holds no device memory */
+    if (bytes && bytes < m->weight_bytes)
+        return ember_fail(&m->err, EMBER_ERR_DEVICE_MEMORY,
+                          "a budget of %u MiB is less than the weights' %.1f MiB", mib, m->weight_bytes / 1048576.0);
+    ember_vk_set_memory_budget(m->vk, bytes);
+    return EMBER_OK;
 }

@@ -15,6 +15,7 @@ struct ember_model {
     ember_tokenizer *tok;
     ember_vk *vk;              /* NULL for the CPU backend */
     ember_gpu_model *gpu;
+    uint64_t weight_bytes;     /* device memory of the weights (the budget's floor) */
 };
 
 #endif

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ember.h"
+#include "common/error.h"
 
 typedef enum request_state {
     REQ_WAITING,
@@ -52,5 +52,19 @@ typedef struct request {
     ember_request_metrics m;
     struct request *next;       /* in the waiting queue */
 } request;
+
+/* What a request is checked against when it is made. */
+typedef struct ember_request_env {
+    const ember_model *model;
+    uint32_t kv_block_size, kv_blocks;  /* the largest pool the engine may have */
+    uint32_t max_blocks_per_seq;
+    bool has_draft;                     /* the engine has a draft model */
+} ember_request_env;
+
+/* Makes a request from d (tokenized, checked, samplers made); *out is the caller's, freed
+ * with ember_request_free. Thread-safe: reads the model only. */
+ember_status ember_request_build(const ember_request_env *env, const ember_request_desc *d, request **out,
+                                 ember_err *err);
+void ember_request_free(request *r);
 
 #endif

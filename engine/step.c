@@ -8,7 +8,8 @@
 #include "kv_layout.h"
 
 typedef struct step_ops {
-    ember_status (*run)(void *impl, const ember_batch *b, float *logits, uint32_t *argmax, ember_err *err);
+    ember_status (*submit)(void *impl, const ember_batch *b, float *logits, uint32_t *argmax, ember_err *err);
+    ember_status (*wait)(void *impl, uint64_t timeout_ns, ember_err *err);
     ember_status (*copy_blocks)(void *impl, const uint32_t *src, const uint32_t *dst, uint32_t n, ember_err *err);
     void (*free)(void *impl);
 } step_ops;
@@ -16,13 +17,15 @@ typedef struct step_ops {
 struct ember_step {
     const step_ops *ops;
     void *impl;
+    float *logits;       /* where the step in flight delivers (GPU) */
+    uint32_t *argmax;
 };
 
 /* ---- the GPU forward pass ------------------------------------------------------------- */
 
-static ember_status gpu_run(void *f, const ember_batch *b, float *logits, uint32_t *argmax, ember_err *err)
+static ember_status gpu_submit(void *f, const ember_batch *b, float *logits, uint32_t *argmax, ember_err *err)
 {
-    return ember_forward_run(f, b, logits, argmax, NULL, err);
+    return ember_forward_submit(f, b, err);
 }
 
 static ember_status gpu_copy(void *f, const uint32_t *src, const uint32_t *dst, uint32_t n, ember_err *err)
@@ -32,7 +35,7 @@ static ember_status gpu_copy(void *f, const uint32_t *src, const uint32_t *dst, 
 
 static void gpu_free(void *f) { ember_forward_free(f); }
 
-static const step_ops GPU = {gpu_run, gpu_copy, gpu_free};
+static const step_ops GPU = {gpu_submit, NULL, gpu_copy, gpu_free};
 
 static ember_status gpu_create(const ember_model *m, const ember_step_opts *o, void **out, ember_err *err)
 {
@@ -44,10 +47,13 @@ static ember_status gpu_create(const ember_model *m, const ember_step_opts *o, v
 
 /* ---- the CPU reference ---------------------------------------------------------------- */
 
-static ember_status cpu_run(void *r, const ember_batch *b, float *logits, uint32_t *argmax, ember_err *err)
+/* The CPU computes the whole step when it is submitted: there is nothing to wait for. */
+static ember_status cpu_submit(void *r, const ember_batch *b, float *logits, uint32_t *argmax, ember_err *err)
 {
     return ember_ref_run(r, b, logits, argmax, err);
 }
+
+static ember_status cpu_wait(void *r, uint64_t timeout_ns, ember_err *err) { return EMBER_OK; }
 
 static ember_status cpu_copy(void *r, const uint32_t *src, const uint32_t *dst, uint32_t n, ember_err *err)
 {
@@ -56,7 +62,7 @@ static ember_status cpu_copy(void *r, const uint32_t *src, const uint32_t *dst, 
 
 static void cpu_free(void *r) { ember_ref_free(r); }
 
-static const step_ops CPU = {cpu_run, cpu_copy, cpu_free};
+static const step_ops CPU = {cpu_submit, cpu_wait, cpu_copy, cpu_free};
 
 static ember_status cpu_create(const ember_model *m, const ember_step_opts *o, void **out, ember_err *err)
 {
@@ -91,9 +97,24 @@ void ember_step_free(ember_step *s)
     free(s);
 }
 
+ember_status ember_step_submit(ember_step *s, const ember_batch *b, float *logits, uint32_t *argmax,
+                               ember_err *err)
+{
+    s->logits = logits;
+    s->argmax = argmax;
+    return s->ops->submit(s->impl, b, logits, argmax, err);
+}
+
+ember_status ember_step_wait(ember_step *s, uint64_t timeout_ns, ember_err *err)
+{
+    if (s->ops->wait) return s->ops->wait(s->impl, timeout_ns, err);
+    return ember_forward_collect(s->impl, timeout_ns, s->logits, s->argmax, err);
+}
+
 ember_status ember_step_run(ember_step *s, const ember_batch *b, float *logits, uint32_t *argmax, ember_err *err)
 {
-    return s->ops->run(s->impl, b, logits, argmax, err);
+    ember_status st = ember_step_submit(s, b, logits, argmax, err);
+    return st == EMBER_OK ? ember_step_wait(s, UINT64_MAX, err) : st;
 }
 
 ember_status ember_step_copy_blocks(ember_step *s, const uint32_t *src, const uint32_t *dst, uint32_t n,

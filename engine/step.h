@@ -28,6 +28,13 @@ void ember_step_free(ember_step *s);
  * argmax (b->n_logits ids) are optional outputs for the rows b->logit_rows lists. */
 ember_status ember_step_run(ember_step *s, const ember_batch *b, float *logits, uint32_t *argmax,
                             ember_err *err);
+/* The same in two halves: submit hands the step to the device and returns (the CPU
+ * backend computes it right there); wait waits at most timeout_ns (UINT64_MAX: until
+ * done) and returns EMBER_NOT_READY while it is still running, EMBER_OK once logits and
+ * argmax (the pointers given to submit, which must stay valid) are written. */
+ember_status ember_step_submit(ember_step *s, const ember_batch *b, float *logits, uint32_t *argmax,
+                               ember_err *err);
+ember_status ember_step_wait(ember_step *s, uint64_t timeout_ns, ember_err *err);
 /* Copies KV blocks src[i] -> dst[i] (every layer, K and V): the copy on write of a shared
  * block before a sequence writes into it. src and dst must be distinct. */
 ember_status ember_step_copy_blocks(ember_step *s, const uint32_t *src, const uint32_t *dst, uint32_t n,

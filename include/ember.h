@@ -18,7 +18,9 @@
  *    passes in is copied unless it says "borrowed".
  *  - The library never prints, aborts or exits.
  *  - No global state: handles may be used from different threads, one thread at a
- *    time per handle.
+ *    time per handle, except where a call says "thread-safe" (the engine's submit,
+ *    cancel, pending, stats and memory budget calls: they return in microseconds
+ *    whatever the GPU is doing).
  *
  * Build against it with pkg-config (`cc app.c $(pkg-config --cflags --libs ember)`) or
  * CMake (`find_package(ember)`, target ember::ember or ember::ember_static). */
@@ -34,9 +36,9 @@ extern "C" {
 
 /* The version of this header; ember_version() gives the library's. */
 #define EMBER_VERSION_MAJOR 0
-#define EMBER_VERSION_MINOR 2
+#define EMBER_VERSION_MINOR 3
 #define EMBER_VERSION_PATCH 0
-#define EMBER_VERSION_STRING "0.2.0"
+#define EMBER_VERSION_STRING "0.3.0"
 
 /* Marks the functions libember exports; everything else in the library is hidden. */
 #if defined(_WIN32) && defined(EMBER_BUILD)
@@ -51,6 +53,8 @@ typedef enum ember_status {
     EMBER_OK = 0,
     EMBER_IDLE = 1,               /* not an error: ember_engine_step had nothing it could
                                      run (no request pending, or all wait for KV blocks) */
+    EMBER_NOT_READY = 2,          /* not an error: the step in flight is still running on
+                                     the GPU (ember_engine_step_end, ember_engine_run_for) */
     EMBER_ERR_INVALID_ARG = -1,   /* a caller passed something the call cannot use */
     EMBER_ERR_IO = -2,            /* a file could not be opened, read or written */
     EMBER_ERR_FORMAT = -3,        /* a file is malformed (bad GGUF, bad shapes, ...) */
@@ -114,6 +118,32 @@ EMBER_API ember_status ember_list_devices(ember_device_info *out, size_t cap, si
 
 typedef struct ember_model ember_model;
 
+/* The application's own Vulkan device, for Ember to run on (a game hands over the device
+ * it renders with, so that there is one device and one pool of VRAM). The handles are
+ * Vulkan's, passed as pointers so that this header needs no vulkan.h. Ember creates no
+ * instance or device then and never destroys these: they must outlive the model.
+ * The device must support Vulkan 1.2 and the queue family compute; Ember reads which
+ * optional features the application enabled (16-bit and 8-bit storage, shaderFloat16,
+ * shaderInt8) from enabled_features and uses only those. docs/embedding.md. */
+typedef struct ember_vulkan_device {
+    void *instance;               /* VkInstance */
+    void *physical_device;        /* VkPhysicalDevice */
+    void *device;                 /* VkDevice */
+    uint32_t queue_family;        /* a family with VK_QUEUE_COMPUTE_BIT */
+    uint32_t queue_index;         /* the queue of that family Ember submits to */
+    uint32_t api_version;         /* the instance's VkApplicationInfo.apiVersion; 0 = 1.2 */
+    /* The VkPhysicalDeviceFeatures2 chain the device was created with (read during
+     * ember_model_load only); NULL = no optional feature. */
+    const void *enabled_features;
+    /* Called around each of Ember's vkQueueSubmit calls on that queue, from whichever
+     * thread steps an engine: Vulkan requires submissions to one queue to be serialised,
+     * so an application that submits to the same queue from its own thread locks the same
+     * mutex around its own submissions. NULL = Ember serialises only its own. */
+    void (*lock_queue)(void *user);
+    void (*unlock_queue)(void *user);
+    void *queue_user;
+} ember_vulkan_device;
+
 typedef struct ember_model_opts {
     ember_backend backend;
     int device_index;       /* 0 = automatic choice; N > 0 picks Vulkan device N-1 */
@@ -121,6 +151,14 @@ typedef struct ember_model_opts {
     /* Called now and then while weights are uploaded, with the fraction done (0..1). */
     void (*progress)(void *user, float fraction);
     void *progress_user;
+    /* Run on the application's Vulkan device instead of creating one (device_index and
+     * enable_validation are then unused). Borrowed: read during ember_model_load. */
+    const ember_vulkan_device *vulkan;
+    /* The most device memory Ember may allocate for this model and its engines, in MiB
+     * (weights, KV caches, activations); 0 = no limit. A model whose weights do not fit
+     * is refused with the numbers; engines size their KV pools to what is left.
+     * ember_model_set_memory_budget changes it while the application runs. */
+    uint32_t memory_budget_mib;
 } ember_model_opts;
 
 /* Loads a GGUF model. On success *out owns the file mapping and the GPU weights.
@@ -135,8 +173,17 @@ typedef struct ember_model_info {
     const char *arch;       /* "llama" or "qwen2" */
     uint32_t n_vocab, dim, n_layers, n_heads, n_kv_heads, ffn_dim, ctx_len;
     const char *device_name; /* Vulkan device, or "cpu" */
+    uint64_t device_bytes;   /* device memory Ember holds now for the model and its engines */
+    uint64_t budget_bytes;   /* the memory budget; 0 = none */
 } ember_model_info;
 EMBER_API void ember_model_get_info(const ember_model *model, ember_model_info *info);
+
+/* Changes the device-memory budget (0 = no limit). Thread-safe. Engines apply it at their
+ * next step: a lower budget shrinks their KV pools, preempting the newest requests when
+ * the blocks in use do not fit (they are recomputed later; nothing is lost); a higher one
+ * lets the pools grow back to the size they were created with. EMBER_ERR_DEVICE_MEMORY
+ * when the weights alone exceed mib (the budget is then unchanged). */
+EMBER_API ember_status ember_model_set_memory_budget(ember_model *model, uint32_t mib);
 
 /* Vulkan validation-layer messages seen so far (0 unless enable_validation was set and
  * the layer is installed); the first message is copied into first (may be NULL). */
@@ -234,12 +281,17 @@ typedef enum ember_finish {
     EMBER_FINISH_ERROR,
 } ember_finish;
 
-/* Called once per generated token, from the thread running the engine, with the text
+/* Called once per generated token, on the thread that steps the engine (the caller of
+ * ember_engine_step, ember_engine_step_end or ember_engine_run_for, or the worker thread),
+ * with the text
  * that became final with it (may be empty: incomplete UTF-8 characters and what might
  * start a stop string are held back). Return non-zero to stop the request. */
 typedef int (*ember_token_cb)(void *user, ember_request_id id, uint32_t token,
                               const char *text, size_t text_len);
-/* Called exactly once when the request ends, with its metrics. When it ends at a token
+/* Callbacks may call ember_submit, ember_cancel, ember_engine_pending,
+ * ember_engine_get_stats and ember_model_set_memory_budget (on any engine), and may wait
+ * for other threads that call them; they must not step, stop or destroy the engine.
+ * Called exactly once when the request ends, with its metrics. When it ends at a token
  * (length, end-of-generation, stop string) that token's callback carried all the
  * remaining text; text still held back when a request is cancelled is dropped. */
 typedef void (*ember_done_cb)(void *user, ember_request_id id, ember_finish why,
@@ -286,18 +338,41 @@ typedef struct ember_request_desc {
     void *user;
 } ember_request_desc;
 
-/* Queues a request. Thread-safe when the engine runs its own worker thread. */
+/* Queues a request. Thread-safe: the prompt is tokenized on the calling thread and the
+ * engine's lock is held only to add the request to the queue. */
 EMBER_API ember_status ember_submit(ember_engine *engine, const ember_request_desc *desc,
                                     ember_request_id *id);
 /* One bounded scheduler iteration: at most one forward pass over at most
- * max_batch_tokens tokens. EMBER_OK: it ran a step; EMBER_IDLE: nothing could run (no
- * request pending, or every pending one waits); an error: the step failed and its
- * requests finished with EMBER_FINISH_ERROR. Not to be mixed with ember_engine_start. */
+ * max_batch_tokens tokens, waited for. EMBER_OK: it ran a step; EMBER_IDLE: nothing could
+ * run (no request pending, or every pending one waits); an error: the step failed and its
+ * requests finished with EMBER_FINISH_ERROR. The same as ember_engine_step_begin followed
+ * by ember_engine_step_end(engine, UINT64_MAX). Not to be mixed with ember_engine_start. */
 EMBER_API ember_status ember_engine_step(ember_engine *engine);
+
+/* Non-blocking steps, for a loop that must not stall (a game's frame):
+ * ember_engine_step_begin plans a step, records and submits it to the GPU and returns
+ * without waiting: EMBER_OK (a step is in flight), EMBER_IDLE (nothing to run), or an
+ * error; when a step is already in flight it returns EMBER_NOT_READY and starts nothing
+ * (the next step is planned only after the previous one finished).
+ * ember_engine_step_end finishes the step in flight once the GPU is done, running the
+ * token and done callbacks on the calling thread; it waits at most timeout_us
+ * microseconds (0 = poll): EMBER_OK (finished), EMBER_NOT_READY (still running; call
+ * again), EMBER_IDLE (no step in flight) or an error (the step's requests ended with
+ * EMBER_FINISH_ERROR). What begin cannot hand to the GPU runs inside it: the CPU backend's
+ * whole pass, a draft model's proposals, copies of shared KV blocks. */
+EMBER_API ember_status ember_engine_step_begin(ember_engine *engine);
+EMBER_API ember_status ember_engine_step_end(ember_engine *engine, uint64_t timeout_us);
+/* The frame-budget helper: call it once per frame with what the frame can spare. It
+ * finishes the step in flight if the GPU is done, starts the next one, and repeats while
+ * time is left, never waiting for the GPU beyond budget_ms (0 = only poll, finish and
+ * start). EMBER_OK: it finished or started a step; EMBER_NOT_READY: a step is still
+ * running; EMBER_IDLE: nothing pending; or an error as ember_engine_step_end. */
+EMBER_API ember_status ember_engine_run_for(ember_engine *engine, double budget_ms);
+
 /* Ends a request at the next step (its done callback says EMBER_FINISH_CANCELLED).
  * Thread-safe. EMBER_ERR_NOT_FOUND when no such request is pending. */
 EMBER_API ember_status ember_cancel(ember_engine *engine, ember_request_id id);
-/* Requests not yet finished. Thread-safe. */
+/* Requests not yet finished (their done callback has not returned). Thread-safe. */
 EMBER_API uint32_t ember_engine_pending(ember_engine *engine);
 
 /* Worker-thread mode: the engine steps on its own thread while work is pending;
@@ -305,7 +380,8 @@ EMBER_API uint32_t ember_engine_pending(ember_engine *engine);
  * left stays queued). */
 EMBER_API ember_status ember_engine_start(ember_engine *engine);
 EMBER_API void ember_engine_stop(ember_engine *engine);
-/* Blocks until no request is pending (worker-thread mode). */
+/* Blocks until no request is pending or the worker thread stops (worker-thread mode;
+ * returns at once without a worker). Thread-safe. */
 EMBER_API void ember_engine_wait_idle(ember_engine *engine);
 
 typedef struct ember_engine_stats {
@@ -322,7 +398,10 @@ typedef struct ember_engine_stats {
                                      0 when continuous */
     uint64_t cow_copies;          /* KV blocks shared through the prefix cache that were
                                      copied before a request wrote into them */
+    uint32_t requests_running, requests_waiting; /* scheduled, and queued behind them */
+    uint32_t kv_blocks_max;       /* the pool's size without a memory budget */
 } ember_engine_stats;
+/* A snapshot taken at the end of the last step (and at submit). Thread-safe. */
 EMBER_API void ember_engine_get_stats(ember_engine *engine, ember_engine_stats *stats);
 
 /* Scores a token sequence for perplexity: the sequence is cut into consecutive windows

@@ -13,6 +13,7 @@
 #include "vk_cmd.h"
 #include "vk_device.h"
 #include "vk_memory.h"
+#include "vk_queue.h"
 #include "vk_pipeline.h"
 #include "vk_texel.h"
 #include "vk_transfer.h"

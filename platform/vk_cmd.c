@@ -9,6 +9,7 @@
 #include "vk_cmd.h"
 #include "vk_internal.h"
 #include "vk_pipeline_internal.h"
+#include "vk_queue.h"
 #include "vk_result.h"
 
 #define SETS_PER_POOL 1024
@@ -82,21 +83,12 @@ ember_status ember_vk_cmd_create(ember_vk *vk, ember_vk_cmd **out, ember_err *er
     return EMBER_OK;
 }
 
-static ember_status wait_idle(ember_vk_cmd *c, ember_err *err)
-{
-    if (!c->in_flight) return EMBER_OK;
-    c->in_flight = false;
-    VkResult r = vkWaitForFences(c->vk->device, 1, &c->fence, VK_TRUE, WAIT_NS);
-    if (r == VK_TIMEOUT) return ember_fail(err, EMBER_ERR_DEVICE_LOST, "GPU work did not finish in 600 s");
-    return ember_vk_check(r, err, "vkWaitForFences");
-}
-
 void ember_vk_cmd_destroy(ember_vk_cmd *c)
 {
     if (!c) return;
     VkDevice d = c->vk->device;
     ember_err ignored;
-    wait_idle(c, &ignored);
+    ember_vk_cmd_wait(c, UINT64_MAX, &ignored);
     for (uint32_t i = 0; i < c->n_dpools; i++) vkDestroyDescriptorPool(d, c->dpools[i], NULL);
     if (c->queries) vkDestroyQueryPool(d, c->queries, NULL);
     if (c->fence) vkDestroyFence(d, c->fence, NULL);
@@ -106,7 +98,7 @@ void ember_vk_cmd_destroy(ember_vk_cmd *c)
 
 ember_status ember_vk_cmd_begin(ember_vk_cmd *c, ember_err *err)
 {
-    ember_status s = wait_idle(c, err);
+    ember_status s = ember_vk_cmd_wait(c, UINT64_MAX, err);
     if (s != EMBER_OK) return s;
     VkDevice d = c->vk->device;
     for (uint32_t i = 0; i < c->n_dpools; i++) vkResetDescriptorPool(d, c->dpools[i], 0);
@@ -260,7 +252,7 @@ void ember_vk_cmd_timestamp(ember_vk_cmd *c, uint32_t i)
     c->ts_written |= 1ull << i;
 }
 
-ember_status ember_vk_cmd_submit(ember_vk_cmd *c, ember_err *err)
+ember_status ember_vk_cmd_submit_nowait(ember_vk_cmd *c, ember_err *err)
 {
     if (!c->recording) return ember_fail(err, EMBER_ERR_INVALID_ARG, "submit without begin");
     c->recording = false;
@@ -279,13 +271,30 @@ ember_status ember_vk_cmd_submit(ember_vk_cmd *c, ember_err *err)
     VkDevice d = c->vk->device;
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &c->cb};
     s = ember_vk_check(vkResetFences(d, 1, &c->fence), err, "vkResetFences");
-    if (s == EMBER_OK) s = ember_vk_check(vkQueueSubmit(c->vk->queue, 1, &si, c->fence), err, "vkQueueSubmit");
+    if (s == EMBER_OK) s = ember_vk_check(ember_vk_queue_submit(c->vk, &si, c->fence), err, "vkQueueSubmit");
     if (s != EMBER_OK) return s;
     c->in_flight = true;
     c->last_n_dispatch = c->n_dispatch;
-    s = wait_idle(c, err);
+    c->ts_done = 0;
+    return EMBER_OK;
+}
+
+ember_status ember_vk_cmd_wait(ember_vk_cmd *c, uint64_t timeout_ns, ember_err *err)
+{
+    if (!c->in_flight) return EMBER_OK;
+    VkResult r = vkWaitForFences(c->vk->device, 1, &c->fence, VK_TRUE, timeout_ns < WAIT_NS ? timeout_ns : WAIT_NS);
+    if (r == VK_TIMEOUT && timeout_ns < WAIT_NS) return EMBER_NOT_READY;
+    c->in_flight = false;
+    if (r == VK_TIMEOUT) return ember_fail(err, EMBER_ERR_DEVICE_LOST, "GPU work did not finish in 600 s");
+    ember_status s = ember_vk_check(r, err, "vkWaitForFences");
     c->ts_done = s == EMBER_OK ? c->ts_written : 0;
     return s;
+}
+
+ember_status ember_vk_cmd_submit(ember_vk_cmd *c, ember_err *err)
+{
+    ember_status s = ember_vk_cmd_submit_nowait(c, err);
+    return s == EMBER_OK ? ember_vk_cmd_wait(c, UINT64_MAX, err) : s;
 }
 
 double ember_vk_cmd_elapsed_ns(ember_vk_cmd *c, uint32_t a, uint32_t b)

@@ -28,6 +28,12 @@ void ember_vk_cmd_fill(ember_vk_cmd *c, const ember_vk_span *dst, uint32_t value
 void ember_vk_cmd_timestamp(ember_vk_cmd *c, uint32_t i);
 /* Ends, submits and waits. Returns the first recording error if any. */
 ember_status ember_vk_cmd_submit(ember_vk_cmd *c, ember_err *err);
+/* Ends and submits without waiting; ember_vk_cmd_wait (or the next begin) waits. */
+ember_status ember_vk_cmd_submit_nowait(ember_vk_cmd *c, ember_err *err);
+/* Waits at most timeout_ns for the submission (UINT64_MAX: until done, up to a 600 s
+ * limit that becomes EMBER_ERR_DEVICE_LOST): EMBER_OK when done or nothing was
+ * submitted, EMBER_NOT_READY when the time ran out first. */
+ember_status ember_vk_cmd_wait(ember_vk_cmd *c, uint64_t timeout_ns, ember_err *err);
 /* Nanoseconds between timestamp slots a and b of the last completed submission
  * (negative when unavailable). */
 double ember_vk_cmd_elapsed_ns(ember_vk_cmd *c, uint32_t a, uint32_t b);

@@ -185,15 +185,101 @@ static ember_status create_device(ember_vk *vk, ember_err *err)
     return EMBER_OK;
 }
 
+/* ---- the application's device --------------------------------------------------------- */
+
+/* Clears the optional features the application did not enable on its device: Ember may
+ * only use what vkCreateDevice was given. Vulkan offers no query for that, so the
+ * application passes its VkPhysicalDeviceFeatures2 chain. */
+static void mask_enabled_features(ember_vk_caps *c, const void *chain)
+{
+    bool fp16 = false, int8 = false, s8 = false, s16 = false;
+    for (const VkBaseInStructure *p = chain; p; p = p->pNext) {
+        switch (p->sType) {
+        case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES:
+            s16 |= ((const VkPhysicalDeviceVulkan11Features *)p)->storageBuffer16BitAccess;
+            break;
+        case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES: {
+            const VkPhysicalDeviceVulkan12Features *f = (const void *)p;
+            fp16 |= f->shaderFloat16;
+            int8 |= f->shaderInt8;
+            s8 |= f->storageBuffer8BitAccess;
+            break;
+        }
+        case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES:
+            s16 |= ((const VkPhysicalDevice16BitStorageFeatures *)p)->storageBuffer16BitAccess;
+            break;
+        case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES:
+            s8 |= ((const VkPhysicalDevice8BitStorageFeatures *)p)->storageBuffer8BitAccess;
+            break;
+        case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES: {
+            const VkPhysicalDeviceShaderFloat16Int8Features *f = (const void *)p;
+            fp16 |= f->shaderFloat16;
+            int8 |= f->shaderInt8;
+            break;
+        }
+        default: break;
+        }
+    }
+    c->fp16_arith &= fp16;
+    c->int8_arith &= int8;
+    c->storage8 &= s8;
+    c->storage16 &= s16;
+}
+
+static ember_status adopt_host_device(ember_vk *vk, const ember_vulkan_device *h, ember_err *err)
+{
+    if (!h->instance || !h->physical_device || !h->device)
+        return ember_fail(err, EMBER_ERR_INVALID_ARG, "the application's Vulkan device needs instance, "
+                                                       "physical_device and device");
+    vk->borrowed = true;
+    vk->instance = h->instance;
+    vk->phys = h->physical_device;
+    vk->device = h->device;
+    ember_vk_query_caps(vk->phys, &vk->caps);
+    uint32_t api = h->api_version ? h->api_version : VK_API_VERSION_1_2;
+    if (api < VK_API_VERSION_1_2 || vk->caps.api_version < VK_API_VERSION_1_2)
+        return ember_fail(err, EMBER_ERR_NO_DEVICE, "the application's Vulkan device (%s) lacks Vulkan 1.2: "
+                          "device %u.%u, instance %u.%u", vk->caps.device_name,
+                          VK_API_VERSION_MAJOR(vk->caps.api_version), VK_API_VERSION_MINOR(vk->caps.api_version),
+                          VK_API_VERSION_MAJOR(api), VK_API_VERSION_MINOR(api));
+    uint32_t n = 0;
+    VkQueueFamilyProperties q[64];
+    vkGetPhysicalDeviceQueueFamilyProperties(vk->phys, &n, NULL);
+    if (n > 64) n = 64;
+    vkGetPhysicalDeviceQueueFamilyProperties(vk->phys, &n, q);
+    if (h->queue_family >= n || !(q[h->queue_family].queueFlags & VK_QUEUE_COMPUTE_BIT))
+        return ember_fail(err, EMBER_ERR_NO_DEVICE, "queue family %u of %s has no compute support",
+                          h->queue_family, vk->caps.device_name);
+    if (h->queue_index >= q[h->queue_family].queueCount)
+        return ember_fail(err, EMBER_ERR_INVALID_ARG, "queue %u of family %u does not exist (it has %u)",
+                          h->queue_index, h->queue_family, q[h->queue_family].queueCount);
+    if (!q[h->queue_family].timestampValidBits) vk->caps.timestamp_period_ns = 0;
+    mask_enabled_features(&vk->caps, h->enabled_features);
+    vk->queue_family = h->queue_family;
+    vkGetDeviceQueue(vk->device, vk->queue_family, h->queue_index, &vk->queue);
+    vkGetPhysicalDeviceMemoryProperties(vk->phys, &vk->mem_props);
+    vk->lock_queue = h->lock_queue;
+    vk->unlock_queue = h->unlock_queue;
+    vk->queue_user = h->queue_user;
+    return EMBER_OK;
+}
+
 ember_status ember_vk_create(const ember_vk_opts *opts, ember_vk **out, ember_err *err)
 {
     ember_vk_opts o = opts ? *opts : (ember_vk_opts){0};
     *out = NULL;
     ember_vk *vk = calloc(1, sizeof *vk);
     if (!vk) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
-    ember_status s = create_instance(vk, o.validation, &vk->instance, &vk->messenger, err);
-    if (s == EMBER_OK) s = pick_device(vk, o.device_index, err);
-    if (s == EMBER_OK) s = create_device(vk, err);
+    pthread_mutex_init(&vk->queue_mu, NULL);
+    pthread_mutex_init(&vk->xfer_mu, NULL);
+    ember_status s;
+    if (o.host) {
+        s = adopt_host_device(vk, o.host, err);
+    } else {
+        s = create_instance(vk, o.validation, &vk->instance, &vk->messenger, err);
+        if (s == EMBER_OK) s = pick_device(vk, o.device_index, err);
+        if (s == EMBER_OK) s = create_device(vk, err);
+    }
     if (s != EMBER_OK) {
         ember_vk_destroy(vk);
         return s;
@@ -205,7 +291,9 @@ ember_status ember_vk_create(const ember_vk_opts *opts, ember_vk **out, ember_er
 void ember_vk_destroy(ember_vk *vk)
 {
     if (!vk) return;
-    if (vk->device) {
+    if (vk->borrowed) { /* Ember's own objects were waited for and freed by their owners */
+        ember_vk_transfer_free(vk->xfer);
+    } else if (vk->device) {
         vkDeviceWaitIdle(vk->device);
         ember_vk_transfer_free(vk->xfer);
         vkDestroyDevice(vk->device, NULL);
@@ -215,7 +303,9 @@ void ember_vk_destroy(ember_vk *vk)
             vkGetInstanceProcAddr(vk->instance, "vkDestroyDebugUtilsMessengerEXT");
         if (destroy) destroy(vk->instance, vk->messenger, NULL);
     }
-    if (vk->instance) vkDestroyInstance(vk->instance, NULL);
+    if (vk->instance && !vk->borrowed) vkDestroyInstance(vk->instance, NULL);
+    pthread_mutex_destroy(&vk->queue_mu);
+    pthread_mutex_destroy(&vk->xfer_mu);
     free(vk);
 }
 

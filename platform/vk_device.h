@@ -9,6 +9,9 @@ typedef struct ember_vk_opts {
     int device_index;        /* 0 = automatic (discrete > integrated > virtual > cpu);
                                 N > 0 = the N-th device in enumeration order */
     bool validation;         /* enable VK_LAYER_KHRONOS_validation when installed */
+    /* The application's instance and device to run on (borrowed: never destroyed);
+     * NULL = create our own. */
+    const ember_vulkan_device *host;
 } ember_vk_opts;
 
 /* Devices beyond this many are not listed. */

@@ -3,6 +3,8 @@
 #ifndef EMBER_VK_INTERNAL_H
 #define EMBER_VK_INTERNAL_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <vulkan/vulkan.h>
 
 #include "vk_caps.h"
@@ -21,8 +23,21 @@ struct ember_vk {
      * the offending Vulkan call). */
     uint32_t n_validation;
     char first_validation[1024];
-    /* Transfers for memory that the host cannot map: made on first use (vk_transfer.c). */
+    /* Transfers for memory that the host cannot map: made on first use (vk_transfer.c),
+     * one at a time (xfer_mu): engines on one model may upload from different threads. */
     struct ember_vk_transfer *xfer;
+    pthread_mutex_t xfer_mu;
+    /* Submissions to the one queue are serialised (Vulkan requires it): queue_mu between
+     * Ember's threads, and the application's lock when the device is the application's. */
+    pthread_mutex_t queue_mu;
+    void (*lock_queue)(void *user);
+    void (*unlock_queue)(void *user);
+    void *queue_user;
+    bool borrowed;              /* the instance and device are the application's */
+    /* Device memory held by every arena of this device, and the most it may hold (0 = no
+     * limit): the model's memory budget. */
+    _Atomic uint64_t mem_bytes;
+    _Atomic uint64_t mem_budget;
 };
 
 #endif

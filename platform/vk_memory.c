@@ -47,6 +47,7 @@ void ember_vk_arena_destroy(ember_vk_arena *a)
         if (a->chunks[i].map) vkUnmapMemory(d, a->chunks[i].memory);
         vkFreeMemory(d, a->chunks[i].memory, NULL);
     }
+    atomic_fetch_sub(&a->vk->mem_bytes, a->bytes);
     free(a->chunks);
     free(a);
 }
@@ -99,6 +100,17 @@ static int find_memory_type(const VkPhysicalDeviceMemoryProperties *mp, uint32_t
     return -1;
 }
 
+/* Counts size against the device's memory budget, or says by how much it is exceeded. */
+static ember_status reserve_budget(ember_vk *vk, VkDeviceSize size, ember_err *err)
+{
+    uint64_t used = atomic_fetch_add(&vk->mem_bytes, size), budget = atomic_load(&vk->mem_budget);
+    if (!budget || used + size <= budget) return EMBER_OK;
+    atomic_fetch_sub(&vk->mem_bytes, size);
+    return ember_fail(err, EMBER_ERR_DEVICE_MEMORY,
+                      "device-memory budget of %.1f MiB exceeded: %.1f MiB in use, %.1f MiB more asked for",
+                      budget / 1048576.0, used / 1048576.0, size / 1048576.0);
+}
+
 static ember_status new_chunk(ember_vk_arena *a, VkDeviceSize size, ember_vk_mem kind, ember_err *err)
 {
     ember_vk *vk = a->vk;
@@ -120,6 +132,10 @@ static ember_status new_chunk(ember_vk_arena *a, VkDeviceSize size, ember_vk_mem
     if (s != EMBER_OK) return s;
     VkMemoryRequirements req;
     vkGetBufferMemoryRequirements(vk->device, ch.buffer, &req);
+    if ((s = reserve_budget(vk, req.size, err)) != EMBER_OK) {
+        vkDestroyBuffer(vk->device, ch.buffer, NULL);
+        return s;
+    }
 
     /* Try each acceptable memory type in order of preference until one allocates. */
     VkResult r = VK_ERROR_OUT_OF_DEVICE_MEMORY;
@@ -132,6 +148,7 @@ static ember_status new_chunk(ember_vk_arena *a, VkDeviceSize size, ember_vk_mem
         r = vkAllocateMemory(vk->device, &ai, NULL, &ch.memory);
     }
     if (r != VK_SUCCESS) {
+        atomic_fetch_sub(&vk->mem_bytes, req.size);
         vkDestroyBuffer(vk->device, ch.buffer, NULL);
         if (type < 0 && r == VK_ERROR_OUT_OF_DEVICE_MEMORY && kind == EMBER_VK_MEM_HOST)
             return ember_fail(err, EMBER_ERR_VULKAN, "no host-visible memory type");
@@ -143,6 +160,7 @@ static ember_status new_chunk(ember_vk_arena *a, VkDeviceSize size, ember_vk_mem
         (flags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT))
         s = ember_vk_check(vkMapMemory(vk->device, ch.memory, 0, VK_WHOLE_SIZE, 0, &ch.map), err, "vkMapMemory");
     if (s != EMBER_OK) {
+        atomic_fetch_sub(&vk->mem_bytes, req.size);
         vkDestroyBuffer(vk->device, ch.buffer, NULL);
         vkFreeMemory(vk->device, ch.memory, NULL);
         return s;
@@ -197,3 +215,9 @@ ember_vk_span ember_vk_span_sub(ember_vk_span s, VkDeviceSize offset, VkDeviceSi
                        offset == 0 ? s.view : VK_NULL_HANDLE};
     return r;
 }
+
+uint64_t ember_vk_memory_used(const ember_vk *vk) { return atomic_load(&vk->mem_bytes); }
+
+uint64_t ember_vk_memory_budget(const ember_vk *vk) { return atomic_load(&vk->mem_budget); }
+
+void ember_vk_set_memory_budget(ember_vk *vk, uint64_t bytes) { atomic_store(&vk->mem_budget, bytes); }

@@ -46,4 +46,10 @@ ember_vk_span ember_vk_span_sub(ember_vk_span s, VkDeviceSize offset, VkDeviceSi
 ember_vk *ember_vk_arena_device(const ember_vk_arena *a);
 ember_status ember_vk_arena_own_view(ember_vk_arena *a, VkBufferView view, ember_err *err);
 
+/* Device memory held by all arenas of vk, and the budget (0 = none). Setting a budget
+ * below what is held is allowed: later allocations fail until enough is freed. */
+uint64_t ember_vk_memory_used(const ember_vk *vk);
+uint64_t ember_vk_memory_budget(const ember_vk *vk);
+void ember_vk_set_memory_budget(ember_vk *vk, uint64_t bytes);
+
 #endif

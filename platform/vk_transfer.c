@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "vk_internal.h"
+#include "vk_queue.h"
 #include "vk_result.h"
 #include "vk_transfer.h"
 
@@ -87,7 +88,7 @@ static ember_status copy_and_wait(ember_vk *vk, ember_vk_transfer *x, VkBuffer s
                        .pCommandBuffers = &x->cb};
     if (s == EMBER_OK) s = ember_vk_check(vkResetFences(vk->device, 1, &x->fence), err, "vkResetFences");
     if (s == EMBER_OK)
-        s = ember_vk_check(vkQueueSubmit(vk->queue, 1, &si, x->fence), err, "vkQueueSubmit");
+        s = ember_vk_check(ember_vk_queue_submit(vk, &si, x->fence), err, "vkQueueSubmit");
     if (s == EMBER_OK)
         s = ember_vk_check(vkWaitForFences(vk->device, 1, &x->fence, VK_TRUE, UINT64_MAX), err,
                            "vkWaitForFences");
@@ -112,7 +113,8 @@ ember_status ember_vk_upload(ember_vk *vk, const ember_vk_span *dst, VkDeviceSiz
         return EMBER_OK;
     }
     ember_vk_transfer *x;
-    if ((s = transfer_of(vk, &x, err)) != EMBER_OK) return s;
+    pthread_mutex_lock(&vk->xfer_mu); /* one staging buffer per device */
+    s = transfer_of(vk, &x, err);
     for (size_t done = 0; done < n && s == EMBER_OK;) {
         size_t k = n - done < STAGING_BYTES ? n - done : STAGING_BYTES;
         memcpy(x->staging.host, (const char *)src + done, k);
@@ -120,6 +122,7 @@ ember_status ember_vk_upload(ember_vk *vk, const ember_vk_span *dst, VkDeviceSiz
                           k, err);
         done += k;
     }
+    pthread_mutex_unlock(&vk->xfer_mu);
     return s;
 }
 
@@ -133,7 +136,8 @@ ember_status ember_vk_download(ember_vk *vk, const ember_vk_span *src, VkDeviceS
         return EMBER_OK;
     }
     ember_vk_transfer *x;
-    if ((s = transfer_of(vk, &x, err)) != EMBER_OK) return s;
+    pthread_mutex_lock(&vk->xfer_mu);
+    s = transfer_of(vk, &x, err);
     for (size_t done = 0; done < n && s == EMBER_OK;) {
         size_t k = n - done < STAGING_BYTES ? n - done : STAGING_BYTES;
         s = copy_and_wait(vk, x, src->buffer, src->offset + offset + done, x->staging.buffer, x->staging.offset,
@@ -141,5 +145,6 @@ ember_status ember_vk_download(ember_vk *vk, const ember_vk_span *src, VkDeviceS
         if (s == EMBER_OK) memcpy((char *)dst + done, x->staging.host, k);
         done += k;
     }
+    pthread_mutex_unlock(&vk->xfer_mu);
     return s;
 }

@@ -32,6 +32,7 @@ struct ember_forward {
     ember_vk_span logits, argmax;              /* outputs (host-visible) */
     ember_vk_span *kcache, *vcache;            /* per layer */
     uint32_t max_logits;                       /* logits rows per step */
+    uint32_t n_logits_in_flight;               /* rows the submitted step reads back */
     ember_attn_shape shape;
 };
 
@@ -268,22 +269,38 @@ static void record_step(ember_forward *f, const ember_batch *b)
     ember_vk_cmd_timestamp(c, 1);
 }
 
-ember_status ember_forward_run(ember_forward *f, const ember_batch *b, float *logits, uint32_t *argmax,
-                               double *gpu_ms, ember_err *err)
+ember_status ember_forward_submit(ember_forward *f, const ember_batch *b, ember_err *err)
 {
     ember_status s = check_batch(f, b, err);
     if (s != EMBER_OK) return s;
     if ((s = ember_vk_cmd_begin(f->cmd, err)) != EMBER_OK) return s;
     write_inputs(f, b);
     record_step(f, b);
-    if ((s = ember_vk_cmd_submit(f->cmd, err)) != EMBER_OK) return s;
-    if (logits) memcpy(logits, f->logits.host, (size_t)b->n_logits * f->g->hp.n_vocab * sizeof(float));
-    if (argmax) memcpy(argmax, f->argmax.host, b->n_logits * sizeof(uint32_t));
-    if (gpu_ms) {
+    f->n_logits_in_flight = b->n_logits;
+    return ember_vk_cmd_submit_nowait(f->cmd, err);
+}
+
+ember_status ember_forward_collect(ember_forward *f, uint64_t timeout_ns, float *logits, uint32_t *argmax,
+                                   ember_err *err)
+{
+    ember_status s = ember_vk_cmd_wait(f->cmd, timeout_ns, err);
+    if (s != EMBER_OK) return s;
+    uint32_t n = f->n_logits_in_flight;
+    if (logits) memcpy(logits, f->logits.host, (size_t)n * f->g->hp.n_vocab * sizeof(float));
+    if (argmax) memcpy(argmax, f->argmax.host, n * sizeof(uint32_t));
+    return EMBER_OK;
+}
+
+ember_status ember_forward_run(ember_forward *f, const ember_batch *b, float *logits, uint32_t *argmax,
+                               double *gpu_ms, ember_err *err)
+{
+    ember_status s = ember_forward_submit(f, b, err);
+    if (s == EMBER_OK) s = ember_forward_collect(f, UINT64_MAX, logits, argmax, err);
+    if (s == EMBER_OK && gpu_ms) {
         double ns = ember_vk_cmd_elapsed_ns(f->cmd, 0, 1);
         *gpu_ms = ns < 0 ? -1 : ns / 1e6;
     }
-    return EMBER_OK;
+    return s;
 }
 
 uint32_t ember_forward_dispatches(const ember_forward *f) { return ember_vk_cmd_dispatch_count(f->cmd); }

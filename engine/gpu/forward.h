@@ -31,6 +31,13 @@ void ember_forward_free(ember_forward *f);
 ember_status ember_forward_run(ember_forward *f, const ember_batch *b, float *logits,
                                uint32_t *argmax, double *gpu_ms, ember_err *err);
 
+/* The same in two halves, so that a caller need not wait: submit records and submits the
+ * step; collect waits at most timeout_ns for it (EMBER_NOT_READY when it is still
+ * running) and then copies the outputs. The batch may be freed after submit. */
+ember_status ember_forward_submit(ember_forward *f, const ember_batch *b, ember_err *err);
+ember_status ember_forward_collect(ember_forward *f, uint64_t timeout_ns, float *logits, uint32_t *argmax,
+                                   ember_err *err);
+
 /* Copies KV blocks src[i] -> dst[i] (every layer, K and V) and waits: the copy on write
  * of a shared block before a sequence writes into it. src and dst must be distinct. */
 ember_status ember_forward_copy_blocks(ember_forward *f, const uint32_t *src, const uint32_t *dst, uint32_t n,

@@ -1,0 +1,156 @@
+/* request.c — a request made from its description: the prompt tokenized, checked
+ * against the context and the KV pool, its samplers, stop strings and speculation set
+ * up. Runs on the submitting thread, outside the engine's lock. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "request.h"
+
+#include "model_handle.h"
+#include "sampler.h"
+#include "text_out.h"
+
+void ember_request_free(request *r)
+{
+    ember_sampler_free(r->sampler);
+    ember_sampler_free(r->draft_sampler);
+    free(r->q);
+    ember_text_free(r->out);
+    free(r->blocks);
+    free(r->hashes);
+    free(r->tokens);
+    free(r);
+}
+
+static ember_status tokenize_prompt(const ember_request_env *env, const ember_request_desc *d, request *r,
+                                   ember_err *err)
+{
+    size_t n = 0;
+    const ember_tokenizer *tok = env->model->tok;
+    unsigned flags = (d->no_bos || !ember_tokenizer_add_bos(tok) ? 0 : EMBER_TOKENIZE_ADD_BOS) |
+                     (d->parse_special ? EMBER_TOKENIZE_PARSE_SPECIAL : 0);
+    if (d->prompt) {
+        /* A text gives at most one token per byte plus BOS and a dummy prefix, so one
+         * pass fills the buffer; the second pass is only a safety net. */
+        size_t len = strlen(d->prompt), room = len + 4;
+        ember_status s = EMBER_OK;
+        for (int pass = 0; pass < 2 && s == EMBER_OK; pass++) {
+            uint32_t *t = realloc(r->tokens, (room + r->max_tokens + 1) * sizeof *t);
+            if (!t) goto oom;
+            r->tokens = t;
+            s = ember_tokenizer_encode_ex(tok, d->prompt, len, flags, r->tokens, room, &n, err);
+            if (n <= room) break;
+            room = n;
+        }
+        if (s != EMBER_OK) return s;
+        if (n == 0) return ember_fail(err, EMBER_ERR_INVALID_ARG, "empty prompt (and no BOS)");
+        r->cap = (uint32_t)(room + r->max_tokens + 1);
+        r->n_prompt = (uint32_t)n;
+        return EMBER_OK;
+    }
+    if (!d->tokens || !d->n_tokens)
+        return ember_fail(err, EMBER_ERR_INVALID_ARG, "request has neither prompt text nor tokens");
+    n = d->n_tokens;
+    r->cap = (uint32_t)n + r->max_tokens + 1;
+    if (!(r->tokens = malloc(r->cap * sizeof *r->tokens))) goto oom;
+    memcpy(r->tokens, d->tokens, n * sizeof *r->tokens);
+    r->n_prompt = (uint32_t)n;
+    for (size_t i = 0; i < n; i++)
+        if (r->tokens[i] >= env->model->llama.hp.n_vocab)
+            return ember_fail(err, EMBER_ERR_INVALID_ARG, "prompt token %u outside the vocabulary", r->tokens[i]);
+    return EMBER_OK;
+oom:
+    return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+}
+
+static ember_status check_fits(const ember_request_env *env, const request *r, ember_err *err)
+{
+    uint32_t ctx = env->model->llama.hp.ctx_len, bs = env->kv_block_size;
+    if (r->n_prompt >= ctx)
+        return ember_fail(err, EMBER_ERR_CONTEXT_FULL, "prompt of %u tokens does not fit the context of %u",
+                          r->n_prompt, ctx);
+    if ((r->n_prompt + bs) / bs > env->kv_blocks)
+        return ember_fail(err, EMBER_ERR_CONTEXT_FULL, "prompt of %u tokens needs more than the %u KV blocks",
+                          r->n_prompt, env->kv_blocks);
+    return EMBER_OK;
+}
+
+/* Drafts from a model share the target's block ids but keep their own K/V; blocks they
+ * publish carry a different hash chain, so a request only reuses blocks whose draft K/V
+ * is as complete as its own. */
+#define DRAFT_HASH_SEED 0xD4AF7000D4AF7001ull
+
+static ember_status setup_speculation(const ember_request_env *env, const ember_request_desc *d, request *r,
+                                      const ember_sampling_params *sp, ember_err *err)
+{
+    const ember_speculation *x = &d->spec;
+    if (!x->draft_k) return EMBER_OK;
+    if (x->draft_k > EMBER_MAX_DRAFT)
+        return ember_fail(err, EMBER_ERR_INVALID_ARG, "draft_k %u exceeds %d", x->draft_k, EMBER_MAX_DRAFT);
+    if (!x->ngram && !env->has_draft)
+        return ember_fail(err, EMBER_ERR_INVALID_ARG, "speculation asks for a draft model but the engine has none");
+    r->spec_k = r->spec_k_max = x->draft_k;
+    if (x->adaptive) r->spec_k_max = EMBER_MAX_DRAFT;
+    r->spec_ngram = x->ngram;
+    r->spec_adaptive = x->adaptive != 0;
+    r->spec_draft = !x->ngram;
+    r->cap += EMBER_MAX_DRAFT; /* drafts sit after the tokens while they are checked */
+    uint32_t *t = realloc(r->tokens, r->cap * sizeof *t);
+    if (!t) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    r->tokens = t;
+    if (!r->spec_draft) return EMBER_OK;
+    r->hash_seed = DRAFT_HASH_SEED;
+    uint32_t V = env->model->llama.hp.n_vocab;
+    ember_sampling_params dp = *sp;
+    dp.seed = sp->seed ^ 0x5EEDD4AF75EEDull; /* the draft draws its own random numbers */
+    ember_status s = ember_sampler_create(&dp, V, &r->draft_sampler, err);
+    if (s == EMBER_OK && !r->greedy && !(r->q = malloc((size_t)r->spec_k_max * V * sizeof *r->q)))
+        s = ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    for (uint32_t i = 0; s == EMBER_OK && i < r->n_prompt; i++) ember_sampler_accept(r->draft_sampler, r->tokens[i]);
+    return s;
+}
+
+static ember_status build(const ember_request_env *env, const ember_request_desc *d, request *r, ember_err *err)
+{
+    r->max_tokens = d->max_tokens ? d->max_tokens : 128;
+    r->ignore_eos = d->ignore_eos != 0;
+    r->greedy = d->sampling.temperature <= 0.0f;
+    r->on_token = d->on_token;
+    r->on_done = d->on_done;
+    r->user = d->user;
+    ember_sampling_params sp = {d->sampling.temperature, d->sampling.top_k, d->sampling.top_p,
+                                d->sampling.min_p, d->sampling.repetition_penalty,
+                                d->sampling.frequency_penalty, d->sampling.presence_penalty,
+                                d->sampling.penalty_last_n, d->sampling.seed};
+    uint32_t V = env->model->llama.hp.n_vocab;
+    ember_status s = ember_text_create(d->stop, &r->out, err);
+    if (s == EMBER_OK) s = ember_sampler_create(&sp, V, &r->sampler, err);
+    if (s == EMBER_OK) s = tokenize_prompt(env, d, r, err);
+    if (s == EMBER_OK) s = check_fits(env, r, err);
+    if (s != EMBER_OK) return s;
+    r->n_tokens = r->n_prompt;
+    if ((s = setup_speculation(env, d, r, &sp, err)) != EMBER_OK) return s;
+    r->blocks = malloc(env->max_blocks_per_seq * sizeof *r->blocks);
+    r->hashes = malloc(env->max_blocks_per_seq * sizeof *r->hashes);
+    if (!r->blocks || !r->hashes) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    for (uint32_t i = 0; i < r->n_prompt; i++) ember_sampler_accept(r->sampler, r->tokens[i]);
+    return EMBER_OK;
+}
+
+
+ember_status ember_request_build(const ember_request_env *env, const ember_request_desc *d, request **out,
+                                 ember_err *err)
+{
+    *out = NULL;
+    if (!d) return ember_fail(err, EMBER_ERR_INVALID_ARG, "no request");
+    request *r = calloc(1, sizeof *r);
+    if (!r) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    ember_status s = build(env, d, r, err);
+    if (s != EMBER_OK) {
+        ember_request_free(r);
+        return s;
+    }
+    r->m.n_prompt = r->n_prompt;
+    *out = r;
+    return EMBER_OK;
+}

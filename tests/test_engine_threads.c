@@ -1,0 +1,389 @@
+/* test_engine_threads.c — what an application that must not stall relies on:
+ *  - the non-blocking step: ember_engine_step_begin returns before the step is done,
+ *    ember_engine_step_end polls (EMBER_NOT_READY) and finishes it, the tokens are those
+ *    of the blocking step; ember_engine_run_for serves everything within its budgets;
+ *  - submit, cancel, pending and stats from 4 threads while a worker runs long steps:
+ *    each returns in a small fraction of a step, every done callback runs exactly once;
+ *  - callbacks that call the engine, and one that waits for another thread to submit;
+ *  - ember_engine_stop while another thread waits in ember_engine_wait_idle;
+ *  - two engines of one model stepped from two threads at once (one queue, serialised).
+ * Times are only compared with the length of a step measured in the same run. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ember.h"
+#include "testutil.h"
+
+#define MAXTOK 48
+#define NREQ 6
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+typedef struct result {
+    uint32_t tokens[MAXTOK];
+    uint32_t n;
+    atomic_int done;
+    ember_finish why;
+} result;
+
+static int on_token(void *user, ember_request_id id, uint32_t tok, const char *text, size_t len)
+{
+    result *r = user;
+    if (r->n < MAXTOK) r->tokens[r->n++] = tok;
+    return 0;
+}
+
+static void on_done(void *user, ember_request_id id, ember_finish why, const ember_request_metrics *m)
+{
+    result *r = user;
+    r->why = why;
+    atomic_fetch_add(&r->done, 1);
+}
+
+static uint32_t prompts[NREQ][160];
+static uint32_t plen[NREQ];
+
+static ember_request_desc desc_for(int i, uint32_t max_tokens, result *r)
+{
+    memset(r, 0, sizeof *r);
+    return (ember_request_desc){.tokens = prompts[i], .n_tokens = plen[i], .max_tokens = max_tokens,
+                                .ignore_eos = 1, .on_token = on_token, .on_done = on_done, .user = r};
+}
+
+static ember_engine *engine(ember_model *m, uint32_t max_batch_tokens)
+{
+    ember_engine_opts o = {.max_batch_tokens = max_batch_tokens};
+    ember_engine *e = NULL;
+    ember_status s = ember_engine_create(m, &o, &e);
+    CHECKF(s == EMBER_OK, "engine: %s", ember_engine_error(e));
+    if (s == EMBER_OK) return e;
+    ember_engine_destroy(e);
+    return NULL;
+}
+
+/* The reference: every request served with the blocking step. */
+static void run_blocking(ember_model *m, result *res, uint32_t n_gen)
+{
+    ember_engine *e = engine(m, 0);
+    if (!e) return;
+    for (int i = 0; i < NREQ; i++) {
+        ember_request_desc d = desc_for(i, n_gen, &res[i]);
+        CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+    }
+    while (ember_engine_step(e) == EMBER_OK) {}
+    ember_engine_destroy(e);
+}
+
+static bool same_tokens(const result *a, const result *b, uint32_t n)
+{
+    return atomic_load(&a->done) == 1 && a->n == n && b->n == n && memcmp(a->tokens, b->tokens, n * 4) == 0;
+}
+
+static void test_begin_end(ember_model *m, const result *ref, uint32_t n_gen)
+{
+    static result res[NREQ];
+    ember_engine *e = engine(m, 0);
+    if (!e) return;
+    CHECK(ember_engine_step_end(e, 0) == EMBER_IDLE);     /* nothing in flight */
+    CHECK(ember_engine_step_begin(e) == EMBER_IDLE);      /* nothing to run */
+    for (int i = 0; i < NREQ; i++) {
+        ember_request_desc d = desc_for(i, n_gen, &res[i]);
+        CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+    }
+    uint32_t steps = 0, not_ready = 0, second_begin = 0;
+    double begin_ms = 0, step_ms = 0;
+    for (;;) {
+        double t0 = now_ms();
+        ember_status s = ember_engine_step_begin(e);
+        double t1 = now_ms();
+        if (s == EMBER_IDLE) break;
+        CHECKF(s == EMBER_OK, "begin: %s", ember_engine_error(e));
+        if (s != EMBER_OK) break;
+        second_begin += ember_engine_step_begin(e) == EMBER_NOT_READY;
+        while ((s = ember_engine_step_end(e, 0)) == EMBER_NOT_READY) not_ready++;
+        CHECKF(s == EMBER_OK, "end: %s", ember_engine_error(e));
+        begin_ms += t1 - t0;
+        step_ms += now_ms() - t0;
+        steps++;
+    }
+    int same = 0;
+    for (int i = 0; i < NREQ; i++) same += same_tokens(&res[i], &ref[i], n_gen);
+    printf("begin/end: %u steps, %d/%d requests identical to the blocking step; begin %.2f ms of a %.2f ms "
+           "step on average; polled not-ready %u times\n", steps, same, NREQ, begin_ms / steps, step_ms / steps,
+           not_ready);
+    CHECK(same == NREQ && second_begin == steps);
+    ember_engine_destroy(e);
+}
+
+static void test_run_for(ember_model *m, const result *ref, uint32_t n_gen)
+{
+    static result res[NREQ];
+    ember_engine *e = engine(m, 0);
+    if (!e) return;
+    for (int i = 0; i < NREQ; i++) {
+        ember_request_desc d = desc_for(i, n_gen, &res[i]);
+        CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+    }
+    ember_status s;
+    uint32_t frames = 0;
+    while ((s = ember_engine_run_for(e, 2.0)) == EMBER_OK || s == EMBER_NOT_READY) frames++;
+    CHECKF(s == EMBER_IDLE, "run_for: %s", ember_engine_error(e));
+    int same = 0;
+    for (int i = 0; i < NREQ; i++) same += same_tokens(&res[i], &ref[i], n_gen);
+    printf("run_for(2 ms): %u frames, %d/%d requests identical\n", frames, same, NREQ);
+    CHECK(same == NREQ);
+    CHECK(ember_engine_pending(e) == 0);
+    ember_engine_destroy(e);
+}
+
+/* ---- threads against a worker ---------------------------------------------------------- */
+
+typedef struct stress {
+    ember_engine *e;
+    int thread;
+    result res[8];
+    double worst_ms;     /* the longest submit / cancel / pending / stats call */
+} stress;
+
+static void *stress_main(void *arg)
+{
+    stress *st = arg;
+    for (int k = 0; k < 8; k++) {
+        ember_request_desc d = desc_for((st->thread + k) % NREQ, 24, &st->res[k]);
+        ember_request_id id = 0;
+        double t0 = now_ms();
+        CHECK(ember_submit(st->e, &d, &id) == EMBER_OK);
+        double t1 = now_ms();
+        ember_engine_pending(st->e);
+        ember_engine_stats s;
+        ember_engine_get_stats(st->e, &s);
+        double t2 = now_ms();
+        struct timespec pause = {0, 20 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+        double t3 = now_ms();
+        if (k % 2) ember_cancel(st->e, id); /* may have finished already: NOT_FOUND is fine */
+        double t4 = now_ms();
+        double w = t1 - t0 > t2 - t1 ? t1 - t0 : t2 - t1;
+        if (t4 - t3 > w) w = t4 - t3;
+        if (w > st->worst_ms) st->worst_ms = w;
+    }
+    return NULL;
+}
+
+static void test_threads(ember_model *m)
+{
+    ember_engine *e = engine(m, 512);
+    if (!e) return;
+    /* How long one full step of this engine takes. */
+    static result warm[NREQ];
+    for (int i = 0; i < NREQ; i++) {
+        ember_request_desc d = desc_for(i, 2, &warm[i]);
+        ember_submit(e, &d, NULL);
+    }
+    double t0 = now_ms();
+    ember_engine_step(e);
+    double step_ms = now_ms() - t0;
+    while (ember_engine_step(e) == EMBER_OK) {}
+    CHECK(ember_engine_start(e) == EMBER_OK);
+    static stress st[4];
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) {
+        st[i] = (stress){.e = e, .thread = i};
+        pthread_create(&t[i], NULL, stress_main, &st[i]);
+    }
+    for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+    ember_engine_wait_idle(e);
+    ember_engine_stop(e);
+    double worst = 0;
+    int once = 0;
+    for (int i = 0; i < 4; i++) {
+        if (st[i].worst_ms > worst) worst = st[i].worst_ms;
+        for (int k = 0; k < 8; k++) once += atomic_load(&st[i].res[k].done) == 1;
+    }
+    ember_engine_stats s;
+    ember_engine_get_stats(e, &s);
+    printf("threads: 32 requests from 4 threads against the worker: %d done exactly once; the longest submit, "
+           "cancel, pending or stats call took %.2f ms, a full step %.1f ms; %u KV blocks in use after\n",
+           once, worst, step_ms, s.kv_blocks_used);
+    CHECK(once == 32 && s.kv_blocks_used == 0 && ember_engine_pending(e) == 0);
+    /* Not a speed: the calls must not wait for a step. A generous bound, relative to the
+     * step measured in this very run. */
+    CHECKF(worst < step_ms / 2 + 5, "a call waited %.2f ms behind a %.1f ms step", worst, step_ms);
+    ember_engine_destroy(e);
+}
+
+/* ---- callbacks that call the engine ------------------------------------------------------ */
+
+typedef struct helper {
+    ember_engine *e;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool asked, answered;
+    result extra;
+} helper;
+
+/* Another thread that submits when asked: the callback waits for it. */
+static void *helper_main(void *arg)
+{
+    helper *h = arg;
+    pthread_mutex_lock(&h->mu);
+    while (!h->asked) pthread_cond_wait(&h->cv, &h->mu);
+    pthread_mutex_unlock(&h->mu);
+    ember_request_desc d = desc_for(1, 4, &h->extra);
+    CHECK(ember_submit(h->e, &d, NULL) == EMBER_OK);
+    ember_engine_stats s;
+    ember_engine_get_stats(h->e, &s);
+    pthread_mutex_lock(&h->mu);
+    h->answered = true;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
+
+static void done_waits_for_helper(void *user, ember_request_id id, ember_finish why, const ember_request_metrics *m)
+{
+    helper *h = user;
+    CHECK(ember_engine_pending(h->e) >= 1);
+    CHECK(ember_cancel(h->e, id + 1000) == EMBER_ERR_NOT_FOUND);
+    pthread_mutex_lock(&h->mu);
+    h->asked = true;
+    pthread_cond_broadcast(&h->cv);
+    while (!h->answered) pthread_cond_wait(&h->cv, &h->mu);
+    pthread_mutex_unlock(&h->mu);
+}
+
+static void test_callbacks(ember_model *m)
+{
+    ember_engine *e = engine(m, 0);
+    if (!e) return;
+    helper h = {.e = e};
+    pthread_mutex_init(&h.mu, NULL);
+    pthread_cond_init(&h.cv, NULL);
+    pthread_t t;
+    pthread_create(&t, NULL, helper_main, &h);
+    ember_request_desc d = {.tokens = prompts[0], .n_tokens = plen[0], .max_tokens = 3, .ignore_eos = 1,
+                            .on_done = done_waits_for_helper, .user = &h};
+    CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+    CHECK(ember_engine_start(e) == EMBER_OK);
+    ember_engine_wait_idle(e);
+    ember_engine_stop(e);
+    pthread_join(t, NULL);
+    printf("callbacks: a done callback that waits for another thread's submit finished; that request %s\n",
+           atomic_load(&h.extra.done) == 1 ? "ran too" : "did not run");
+    CHECK(h.answered && atomic_load(&h.extra.done) == 1 && h.extra.n == 4);
+    pthread_mutex_destroy(&h.mu);
+    pthread_cond_destroy(&h.cv);
+    ember_engine_destroy(e);
+}
+
+/* ---- stop while another thread waits ------------------------------------------------------ */
+
+static void *wait_idle_main(void *arg)
+{
+    ember_engine_wait_idle(arg);
+    return NULL;
+}
+
+static void test_stop_wakes_waiter(ember_model *m)
+{
+    ember_engine *e = engine(m, 0);
+    if (!e) return;
+    static result r;
+    ember_request_desc d = desc_for(2, MAXTOK, &r);
+    d.max_tokens = 4000; /* longer than the test waits */
+    d.ignore_eos = 1;
+    CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+    CHECK(ember_engine_start(e) == EMBER_OK);
+    pthread_t t;
+    pthread_create(&t, NULL, wait_idle_main, e);
+    struct timespec pause = {0, 50 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    ember_engine_stop(e);
+    /* The waiter must return now that no worker runs; a hang is the test timing out. */
+    pthread_join(t, NULL);
+    CHECK(ember_engine_pending(e) == 1);
+    ember_engine_destroy(e); /* cancels the request */
+    CHECK(atomic_load(&r.done) == 1 && r.why == EMBER_FINISH_CANCELLED);
+    printf("stop: a thread in wait_idle returned when the worker stopped\n");
+}
+
+/* ---- two engines on one model ------------------------------------------------------------- */
+
+typedef struct twin {
+    ember_model *m;
+    result res[NREQ];
+    uint32_t n_gen;
+} twin;
+
+static void *twin_main(void *arg)
+{
+    twin *tw = arg;
+    ember_engine *e = engine(tw->m, 0);
+    if (!e) return NULL;
+    for (int i = 0; i < NREQ; i++) {
+        ember_request_desc d = desc_for(i, tw->n_gen, &tw->res[i]);
+        ember_submit(e, &d, NULL);
+    }
+    while (ember_engine_run_for(e, 1.0) != EMBER_IDLE) {}
+    ember_engine_destroy(e);
+    return NULL;
+}
+
+static void test_two_engines(ember_model *m, const result *ref, uint32_t n_gen)
+{
+    static twin tw[2];
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) {
+        tw[i] = (twin){.m = m, .n_gen = n_gen};
+        pthread_create(&t[i], NULL, twin_main, &tw[i]);
+    }
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    int same = 0;
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < NREQ; i++) same += same_tokens(&tw[k].res[i], &ref[i], n_gen);
+    printf("two engines of one model on two threads: %d/%d requests identical\n", same, 2 * NREQ);
+    CHECK(same == 2 * NREQ);
+}
+
+int main(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/threads_model.gguf", tu_tmp_dir());
+    tu_make_model(path, "--dim 128 --layers 3 --heads 4 --kv-heads 2 --ffn 256 --vocab 512 --ctx 256 "
+                        "--type q8_0 --seed 5");
+    ember_model_opts mo = {.enable_validation = tu_validation()};
+    ember_model *m = NULL;
+    if (ember_model_load(path, &mo, &m) != EMBER_OK) {
+        fprintf(stderr, "%s\n", ember_model_error(m));
+        ember_model_free(m);
+        return tu_skip("cannot load the test model on a Vulkan device");
+    }
+    tu_rng rng = {77};
+    for (int i = 0; i < NREQ; i++) {
+        plen[i] = 40 + 20 * (uint32_t)i;
+        for (uint32_t j = 0; j < plen[i]; j++) prompts[i][j] = 3 + (uint32_t)(tu_next(&rng) % 509);
+    }
+    static result ref[NREQ];
+    const uint32_t n_gen = 16;
+    run_blocking(m, ref, n_gen);
+    test_begin_end(m, ref, n_gen);
+    test_run_for(m, ref, n_gen);
+    test_threads(m);
+    test_callbacks(m);
+    test_stop_wakes_waiter(m);
+    test_two_engines(m, ref, n_gen);
+    char first[512];
+    uint32_t nv = ember_model_validation_messages(m, first, sizeof first);
+    CHECKF(nv == 0, "%u validation messages: %s", nv, first);
+    ember_model_free(m);
+    return tu_finish("test_engine_threads");
+}
