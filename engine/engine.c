@@ -45,6 +45,8 @@ struct ember_engine {
     ember_static *fixed;          /* static batching's scheduler hook, or NULL */
     ember_sched *sched;
     ember_inbox *inbox;           /* the thread-safe front */
+    uint32_t kv_now;              /* blocks in the pool now (o.kv_blocks: the most) */
+    uint32_t *kv_map, *kv_src, *kv_dst; /* o.kv_blocks each: resizing the pool */
     ember_err step_err;           /* errors of the stepping thread, copied to err */
     /* step scratch */
     ember_sched_item *items;      /* 2 * max_seqs */
@@ -115,18 +117,22 @@ static void choose_sizes(ember_engine *e)
 
 static ember_status alloc_scratch(ember_engine *e)
 {
-    uint32_t S = e->o.max_seqs;
+    uint32_t S = e->o.max_seqs, B = e->o.kv_blocks;
     e->items = calloc(2 * S, sizeof *e->items);
     e->stuck = calloc(S, sizeof *e->stuck);
     e->row_of = calloc(2 * S, sizeof *e->row_of);
-    if (!e->items || !e->stuck || !e->row_of) return ember_fail(&e->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    e->kv_map = calloc(B, sizeof *e->kv_map);
+    e->kv_src = calloc(B, sizeof *e->kv_src);
+    e->kv_dst = calloc(B, sizeof *e->kv_dst);
+    if (!e->items || !e->stuck || !e->row_of || !e->kv_map || !e->kv_src || !e->kv_dst)
+        return ember_fail(&e->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     return ember_batch_buf_init(&e->buf, e->o.max_batch_tokens + STEP_SPARE(S), S, e->max_blocks_per_seq,
                                 e->model->llama.hp.n_vocab, &e->err);
 }
 
 static ember_step_opts step_opts(const ember_engine *e, uint32_t max_tokens)
 {
-    return (ember_step_opts){.max_tokens = max_tokens, .max_seqs = e->o.max_seqs, .n_blocks = e->o.kv_blocks,
+    return (ember_step_opts){.max_tokens = max_tokens, .max_seqs = e->o.max_seqs, .n_blocks = e->kv_now,
                              .block_size = e->o.kv_block_size, .max_blocks_per_seq = e->max_blocks_per_seq,
                              .kv_type = e->o.kv_type};
 }
@@ -147,7 +153,7 @@ static ember_status create_parts(ember_engine *e)
     if (e->o.kv_type != EMBER_KV_F32 && e->o.kv_type != EMBER_KV_Q8_0)
         return ember_fail(&e->err, EMBER_ERR_INVALID_ARG, "unknown KV cache type %d", (int)e->o.kv_type);
     ember_status s = alloc_scratch(e);
-    if (s == EMBER_OK) s = ember_kv_create(e->o.kv_blocks, e->o.kv_block_size, &e->kv, &e->err);
+    if (s == EMBER_OK) s = ember_kv_create(e->kv_now, e->o.kv_block_size, &e->kv, &e->err);
     if (s == EMBER_OK) s = create_fixed(e);
     ember_sched_opts so = {.max_seqs = e->o.max_seqs, .max_batch_tokens = e->o.max_batch_tokens,
                            .max_blocks_per_seq = e->max_blocks_per_seq, .prefix_cache = !e->o.no_prefix_cache,
@@ -165,6 +171,77 @@ static ember_status create_parts(ember_engine *e)
 
 static void publish_stats(ember_engine *e);
 
+/* ---- the memory budget --------------------------------------------------------------- */
+
+/* The static baselines keep their pool: their padding rows hold blocks of their own. */
+static bool budgeted(const ember_engine *e)
+{
+    return e->model->vk && !e->fixed && e->o.batching == EMBER_BATCHING_CONTINUOUS &&
+           ember_vk_memory_budget(e->model->vk) != 0;
+}
+
+/* The pool never shrinks below one sequence of the whole context: a request that was
+ * admitted can always finish. */
+static uint32_t kv_floor(const ember_engine *e)
+{
+    return e->max_blocks_per_seq < e->o.kv_blocks ? e->max_blocks_per_seq : e->o.kv_blocks;
+}
+
+/* Blocks the budget leaves this engine: what remains after everything else on the
+ * device, in blocks of what ours cost (target and draft pools). */
+static uint32_t budget_blocks(const ember_engine *e)
+{
+    if (!budgeted(e)) return e->o.kv_blocks;
+    ember_vk *vk = e->model->vk;
+    uint64_t budget = ember_vk_memory_budget(vk), mine = ember_step_kv_bytes(e->step) + ember_spec_kv_bytes(e->spec);
+    uint64_t per_block = mine / e->kv_now, others = ember_vk_memory_used(vk) - mine;
+    uint64_t n = budget > others && per_block ? (budget - others) / per_block : 0;
+    if (n > e->o.kv_blocks) n = e->o.kv_blocks;
+    return n < kv_floor(e) ? kv_floor(e) : (uint32_t)n;
+}
+
+/* The KV blocks that move below the new size, copied in both pools. */
+static ember_status move_blocks(ember_engine *e, uint32_t old_n)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < old_n; i++)
+        if (e->kv_map[i] != EMBER_NO_BLOCK && e->kv_map[i] != i) {
+            e->kv_src[n] = i;
+            e->kv_dst[n++] = e->kv_map[i];
+        }
+    ember_status s = n ? ember_step_copy_blocks(e->step, e->kv_src, e->kv_dst, n, &e->step_err) : EMBER_OK;
+    if (s == EMBER_OK) s = ember_spec_copy_blocks(e->spec, e->kv_src, e->kv_dst, n, &e->step_err);
+    return s;
+}
+
+/* Brings the pool to the size the budget allows: growing makes the device pools first;
+ * shrinking preempts the newest requests until the blocks in use fit, moves blocks from
+ * the end down, then remakes the device pools smaller. */
+static ember_status apply_budget(ember_engine *e)
+{
+    uint32_t n = budget_blocks(e), old_n = e->kv_now;
+    if (n == old_n) return EMBER_OK;
+    ember_status s = EMBER_OK;
+    if (n > old_n) {
+        s = ember_step_resize_kv(e->step, n, &e->step_err);
+        if (s == EMBER_OK) s = ember_spec_resize_kv(e->spec, n, &e->step_err);
+        if (s == EMBER_OK) s = ember_kv_resize(e->kv, n, e->kv_map, &e->step_err);
+        if (s == EMBER_OK) e->kv_now = n;
+        return s;
+    }
+    while (ember_kv_n_used(e->kv) > n && ember_sched_preempt_newest(e->sched)) {}
+    if (ember_kv_n_used(e->kv) > n) n = ember_kv_n_used(e->kv); /* copies on write still hold some */
+    if (n >= old_n) return EMBER_OK;
+    s = ember_kv_resize(e->kv, n, e->kv_map, &e->step_err);
+    if (s != EMBER_OK) return s;
+    e->kv_now = n;
+    ember_sched_rename_blocks(e->sched, e->kv_map);
+    s = move_blocks(e, old_n);
+    if (s == EMBER_OK) s = ember_step_resize_kv(e->step, n, &e->step_err);
+    if (s == EMBER_OK) s = ember_spec_resize_kv(e->spec, n, &e->step_err);
+    return s;
+}
+
 ember_status ember_engine_create(ember_model *model, const ember_engine_opts *opts, ember_engine **out)
 {
     ember_engine *e = calloc(1, sizeof *e);
@@ -178,8 +255,13 @@ ember_status ember_engine_create(ember_model *model, const ember_engine_opts *op
     e->model = model;
     e->o = opts ? *opts : (ember_engine_opts){0};
     choose_sizes(e);
+    /* Under a memory budget the pool starts at its floor and grows to what the budget
+     * leaves once the rest of the engine exists. */
+    e->kv_now = budgeted(e) ? kv_floor(e) : e->o.kv_blocks;
     s = create_parts(e);
+    if (s == EMBER_OK && budgeted(e)) s = apply_budget(e);
     if (s == EMBER_OK) publish_stats(e);
+    else if (e->step_err.msg[0]) e->err = e->step_err;
     return s;
 }
 
@@ -405,6 +487,8 @@ static ember_status begin_step(ember_engine *e)
     bool cancels;
     take_inbox(e, &cancels);
     if (cancels) drop_cancelled(e);
+    ember_status s = budgeted(e) || e->kv_now != e->o.kv_blocks ? apply_budget(e) : EMBER_OK;
+    if (s != EMBER_OK) return report(e, s);
     uint32_t n_stuck = 0;
     ember_sched_set_reserve(e->sched, ember_spec_reserve(e->sched));
     uint32_t n_items = ember_sched_plan(e->sched, e->items, e->stuck, &n_stuck);
@@ -424,7 +508,7 @@ static ember_status begin_step(ember_engine *e)
             r->m.queue_ms = t0 - r->t_submit;
         }
     }
-    ember_status s = apply_copies(e);
+    s = apply_copies(e);
     if (s == EMBER_OK) s = ember_spec_propose(e->spec, e->sched, e->items, n_items, &e->buf, &e->step_err);
     if (s == EMBER_OK) s = submit_items(e, n_items);
     if (s != EMBER_OK) {
@@ -557,7 +641,7 @@ static void publish_stats(ember_engine *e)
     ember_sched_running(e->sched, &n_run);
     for (request *r = ember_sched_waiting(e->sched); r; r = r->next) n_wait++;
     ember_engine_stats st = {
-        .kv_block_size = e->o.kv_block_size, .kv_blocks_total = e->o.kv_blocks,
+        .kv_block_size = e->o.kv_block_size, .kv_blocks_total = e->kv_now,
         .kv_blocks_used = ember_kv_n_used(e->kv), .kv_peak_blocks_used = ss->peak_blocks,
         .kv_peak_tokens = (uint64_t)llround(ss->peak_fill * ss->peak_blocks * e->o.kv_block_size),
         .prefix_hit_tokens = ss->prefix_hit_tokens, .preemptions = ss->preemptions,
@@ -595,6 +679,9 @@ void ember_engine_destroy(ember_engine *e)
     free(e->items);
     free(e->stuck);
     free(e->row_of);
+    free(e->kv_map);
+    free(e->kv_src);
+    free(e->kv_dst);
     ember_batch_buf_free(&e->buf);
     ember_inbox_free(e->inbox);
     pthread_mutex_destroy(&e->step_mu);

@@ -247,3 +247,67 @@ void ember_kv_count_fill(const ember_kv_cache *kv, const uint32_t *blocks, uint3
         *slots += w * bs;
     }
 }
+
+/* ---- resizing ----------------------------------------------------------------------- */
+
+/* New ids for the blocks that stay: every block in use, then cached blocks, most
+ * recently used first, while room is left. A block below n keeps its id; one at or
+ * above n takes the lowest id left free. */
+static void plan_resize(const ember_kv_cache *kv, uint32_t n, uint32_t *map, bool *taken)
+{
+    uint32_t room = n - kv->n_used;
+    for (uint32_t i = 0; i < kv->n_blocks; i++) map[i] = kv->b[i].refs ? i : NONE;
+    for (uint32_t i = kv->lru_tail; i != NONE && room; i = kv->b[i].lru_prev, room--) map[i] = i;
+    for (uint32_t i = 0; i < kv->n_blocks; i++)
+        if (map[i] != NONE && i < n) taken[i] = true;
+    uint32_t next = 0;
+    for (uint32_t i = n; i < kv->n_blocks; i++) {
+        if (map[i] == NONE) continue;
+        while (taken[next]) next++;
+        map[i] = next;
+        taken[next] = true;
+    }
+}
+
+ember_status ember_kv_resize(ember_kv_cache *kv, uint32_t n, uint32_t *map, ember_err *err)
+{
+    if (n == 0 || n < kv->n_used)
+        return ember_fail(err, EMBER_ERR_INVALID_ARG, "a pool of %u blocks cannot hold the %u in use", n, kv->n_used);
+    uint32_t cap = 16;
+    while (cap < 2 * n) cap *= 2;
+    block *b = calloc(n, sizeof *b);
+    uint32_t *tokens = malloc((size_t)n * kv->block_size * sizeof *tokens);
+    uint32_t *free_list = malloc((size_t)n * sizeof *free_list), *table = malloc((size_t)cap * sizeof *table);
+    bool *taken = calloc(n > kv->n_blocks ? n : kv->n_blocks, sizeof *taken);
+    if (!b || !tokens || !free_list || !table || !taken) {
+        free(b), free(tokens), free(free_list), free(table), free(taken);
+        return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    plan_resize(kv, n, map, taken);
+    for (uint32_t i = 0; i < kv->n_blocks; i++) {
+        if (map[i] == NONE) continue;
+        b[map[i]] = kv->b[i];
+        memcpy(tokens + (size_t)map[i] * kv->block_size, kv->tokens + (size_t)i * kv->block_size,
+               kv->block_size * sizeof *tokens);
+    }
+    uint32_t old_head = kv->lru_head, *old_map = map;
+    block *old = kv->b;
+    free(kv->tokens), free(kv->free_list), free(kv->table);
+    kv->b = b, kv->tokens = tokens, kv->free_list = free_list, kv->table = table;
+    kv->n_blocks = n;
+    kv->table_mask = cap - 1;
+    memset(table, 0xff, (size_t)cap * sizeof *table);
+    kv->n_live = kv->n_tomb = kv->n_free = kv->n_lru = 0;
+    kv->lru_head = kv->lru_tail = NONE;
+    for (uint32_t i = old_head; i != NONE; i = old[i].lru_next) /* the same order of use */
+        if (old_map[i] != NONE) lru_push(kv, old_map[i]);
+    for (uint32_t i = 0; i < n; i++) {
+        if (!taken[i]) b[i].published = false;
+        if (b[i].published) table_insert(kv, i, b[i].hash);
+    }
+    for (uint32_t i = n; i-- > 0;)
+        if (!taken[i]) kv->free_list[kv->n_free++] = i; /* hand out low ids first */
+    free(old);
+    free(taken);
+    return EMBER_OK;
+}

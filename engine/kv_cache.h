@@ -49,6 +49,13 @@ uint32_t ember_kv_lookup_n(ember_kv_cache *kv, uint64_t parent, const uint32_t *
  * sees: published, or referenced more than once. */
 bool ember_kv_is_shared(const ember_kv_cache *kv, uint32_t block);
 
+/* Makes the pool n blocks (the memory budget changed). Blocks in use stay (n must hold
+ * them), cached ones while room is left; blocks at or above n move below it. map (one
+ * entry per block of the old pool) receives each old block's new id, EMBER_NO_BLOCK for
+ * those dropped: the caller copies the K/V of every moved block and renames the blocks
+ * in its block tables. */
+ember_status ember_kv_resize(ember_kv_cache *kv, uint32_t n, uint32_t *map, ember_err *err);
+
 uint32_t ember_kv_block_size(const ember_kv_cache *kv);
 uint32_t ember_kv_n_blocks(const ember_kv_cache *kv);
 /* Blocks that ember_kv_alloc can still hand out (free + cached-unused). */

@@ -474,3 +474,24 @@ void ember_sched_trim(ember_sched *s, request *r)
     if (keep < r->n_published) keep = r->n_published;
     while (r->n_blocks > keep) ember_kv_release(s->kv, r->blocks[--r->n_blocks]);
 }
+
+/* ---- a pool that changes size -------------------------------------------------------- */
+
+bool ember_sched_preempt_newest(ember_sched *s)
+{
+    if (!s->n_running) return false;
+    preempt(s, s->running[s->n_running - 1]);
+    return true;
+}
+
+void ember_sched_rename_blocks(ember_sched *s, const uint32_t *map)
+{
+    for (uint32_t i = 0; i < s->n_running; i++) {
+        request *r = s->running[i];
+        for (uint32_t j = 0; j < r->n_blocks; j++) r->blocks[j] = map[r->blocks[j]];
+    }
+    for (uint32_t i = 0; i < s->n_copies; i++) {
+        s->copy_src[i] = map[s->copy_src[i]];
+        s->copy_dst[i] = map[s->copy_dst[i]];
+    }
+}

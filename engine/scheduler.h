@@ -98,6 +98,12 @@ uint32_t ember_sched_extend(ember_sched *s, request *r, uint32_t end);
 void ember_sched_trim(ember_sched *s, request *r);
 
 /* Running requests in admission order, and the waiting queue's head. */
+/* For a pool that shrinks: preempts the newest running request (false when none runs);
+ * rename_blocks gives every block the running requests hold its new id, map[old]
+ * (ember_kv_resize's map). */
+bool ember_sched_preempt_newest(ember_sched *s);
+void ember_sched_rename_blocks(ember_sched *s, const uint32_t *map);
+
 request **ember_sched_running(ember_sched *s, uint32_t *n);
 request *ember_sched_waiting(ember_sched *s);
 const ember_sched_stats *ember_sched_get_stats(const ember_sched *s);

@@ -123,6 +123,15 @@ ember_status ember_step_copy_blocks(ember_step *s, const uint32_t *src, const ui
     return s->ops->copy_blocks(s->impl, src, dst, n, err);
 }
 
+uint64_t ember_step_kv_bytes(const ember_step *s) { return s->ops == &GPU ? ember_forward_kv_bytes(s->impl) : 0; }
+
+ember_status ember_step_resize_kv(ember_step *s, uint32_t n, ember_err *err)
+{
+    if (s->ops != &GPU)
+        return ember_fail(err, EMBER_ERR_UNSUPPORTED, "the CPU backend's KV pool has a fixed size");
+    return ember_forward_resize_kv(s->impl, n, err);
+}
+
 uint32_t ember_step_max_blocks(const ember_model *m, uint32_t block_size, ember_kv_type t)
 {
     const ember_hparams *hp = &m->llama.hp;

@@ -40,6 +40,11 @@ ember_status ember_step_wait(ember_step *s, uint64_t timeout_ns, ember_err *err)
 ember_status ember_step_copy_blocks(ember_step *s, const uint32_t *src, const uint32_t *dst, uint32_t n,
                                     ember_err *err);
 
+/* The device memory of the KV pool (0 on the CPU), and remaking the pool at n blocks
+ * (GPU only; blocks below both sizes keep their K/V). */
+uint64_t ember_step_kv_bytes(const ember_step *s);
+ember_status ember_step_resize_kv(ember_step *s, uint32_t n, ember_err *err);
+
 /* The most KV blocks of block_size positions and type t that a step of model m can hold:
  * on a GPU one layer's K (or V) pool must fit one storage binding; the CPU has no limit. */
 uint32_t ember_step_max_blocks(const ember_model *m, uint32_t block_size, ember_kv_type t);

@@ -25,6 +25,7 @@ struct ember_vk_arena {
     uint32_t n, cap;
     uint64_t bytes;
     VkBufferView *views;   /* texel views over spans, destroyed before the buffers */
+    bool over_budget_ok;   /* counted, but not refused by the budget */
     uint32_t n_views, cap_views;
 };
 
@@ -53,6 +54,8 @@ void ember_vk_arena_destroy(ember_vk_arena *a)
 }
 
 uint64_t ember_vk_arena_bytes(const ember_vk_arena *a) { return a->bytes; }
+
+void ember_vk_arena_allow_over_budget(ember_vk_arena *a) { a->over_budget_ok = true; }
 
 ember_vk *ember_vk_arena_device(const ember_vk_arena *a) { return a->vk; }
 
@@ -101,10 +104,10 @@ static int find_memory_type(const VkPhysicalDeviceMemoryProperties *mp, uint32_t
 }
 
 /* Counts size against the device's memory budget, or says by how much it is exceeded. */
-static ember_status reserve_budget(ember_vk *vk, VkDeviceSize size, ember_err *err)
+static ember_status reserve_budget(ember_vk *vk, VkDeviceSize size, bool over_ok, ember_err *err)
 {
     uint64_t used = atomic_fetch_add(&vk->mem_bytes, size), budget = atomic_load(&vk->mem_budget);
-    if (!budget || used + size <= budget) return EMBER_OK;
+    if (!budget || over_ok || used + size <= budget) return EMBER_OK;
     atomic_fetch_sub(&vk->mem_bytes, size);
     return ember_fail(err, EMBER_ERR_DEVICE_MEMORY,
                       "device-memory budget of %.1f MiB exceeded: %.1f MiB in use, %.1f MiB more asked for",
@@ -132,7 +135,7 @@ static ember_status new_chunk(ember_vk_arena *a, VkDeviceSize size, ember_vk_mem
     if (s != EMBER_OK) return s;
     VkMemoryRequirements req;
     vkGetBufferMemoryRequirements(vk->device, ch.buffer, &req);
-    if ((s = reserve_budget(vk, req.size, err)) != EMBER_OK) {
+    if ((s = reserve_budget(vk, req.size, a->over_budget_ok, err)) != EMBER_OK) {
         vkDestroyBuffer(vk->device, ch.buffer, NULL);
         return s;
     }

@@ -36,6 +36,9 @@ ember_status ember_vk_alloc(ember_vk_arena *a, VkDeviceSize size, ember_vk_mem k
                             ember_vk_span *out, ember_err *err);
 /* Bytes currently allocated from the device by the arena. */
 uint64_t ember_vk_arena_bytes(const ember_vk_arena *a);
+/* Lets a's allocations pass the budget (still counted): for memory that replaces memory
+ * about to be freed, such as a KV pool remade at the size the budget allows. */
+void ember_vk_arena_allow_over_budget(ember_vk_arena *a);
 
 /* A sub-range of a span (no checks beyond an assert-free clamp to the span). The texel
  * view is kept when offset is 0 (texel indices then mean the same thing), else dropped. */

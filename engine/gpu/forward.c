@@ -26,6 +26,7 @@ struct ember_forward {
     ember_gpu_model *g;
     ember_forward_opts o;
     ember_vk_arena *arena;
+    ember_vk_arena *kv_arena;                  /* the K/V pools alone */
     ember_vk_cmd *cmd;
     step_inputs in;
     ember_vk_span x, xn, qkv, att, ffn, xl;    /* activations (device) */
@@ -84,27 +85,37 @@ static ember_status input_views(ember_forward *f, ember_err *err)
     return s;
 }
 
-static ember_status alloc_kv(ember_forward *f, ember_err *err)
+/* Each layer's K and V pools of n_blocks, in their own arena so that the pool can be
+ * remade at another size (the memory budget) without touching the rest. */
+static ember_status alloc_kv(ember_forward *f, uint32_t n_blocks, bool over_budget_ok, ember_vk_arena **arena,
+                             ember_vk_span *k, ember_vk_span *v, ember_err *err)
 {
     const ember_hparams *hp = &f->g->hp;
-    uint64_t bytes = (uint64_t)f->o.n_blocks * f->o.block_size * hp->n_kv_heads *
+    uint64_t bytes = (uint64_t)n_blocks * f->o.block_size * hp->n_kv_heads *
                      ember_kv_row_bytes(hp->head_dim, f->o.kv_type);
     if (bytes > ember_vk_get_caps(f->g->vk)->max_storage_range)
         return ember_fail(err, EMBER_ERR_UNSUPPORTED,
                           "KV pool of %u blocks needs %llu bytes per layer, more than one storage binding",
-                          f->o.n_blocks, (unsigned long long)bytes);
-    f->kcache = calloc(hp->n_layers, sizeof *f->kcache);
-    f->vcache = calloc(hp->n_layers, sizeof *f->vcache);
-    if (!f->kcache || !f->vcache) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
-    ember_status s = EMBER_OK;
+                          n_blocks, (unsigned long long)bytes);
+    ember_status s = ember_vk_arena_create(f->g->vk, arena, err);
+    if (s == EMBER_OK && over_budget_ok) ember_vk_arena_allow_over_budget(*arena);
     for (uint32_t l = 0; s == EMBER_OK && l < hp->n_layers; l++) {
-        s = alloc(f, bytes, EMBER_VK_MEM_DEVICE, &f->kcache[l], err);
-        if (s == EMBER_OK) s = alloc(f, bytes, EMBER_VK_MEM_DEVICE, &f->vcache[l], err);
+        s = ember_vk_alloc(*arena, bytes, EMBER_VK_MEM_DEVICE, &k[l], err);
+        if (s == EMBER_OK) s = ember_vk_alloc(*arena, bytes, EMBER_VK_MEM_DEVICE, &v[l], err);
         /* Attention reads K and V through texel views where the device allows. */
-        if (s == EMBER_OK) s = ember_kernels_kv_view(f->g->kernels, f->arena, f->o.kv_type, &f->kcache[l], err);
-        if (s == EMBER_OK) s = ember_kernels_kv_view(f->g->kernels, f->arena, f->o.kv_type, &f->vcache[l], err);
+        if (s == EMBER_OK) s = ember_kernels_kv_view(f->g->kernels, *arena, f->o.kv_type, &k[l], err);
+        if (s == EMBER_OK) s = ember_kernels_kv_view(f->g->kernels, *arena, f->o.kv_type, &v[l], err);
     }
     return s;
+}
+
+static ember_status create_kv(ember_forward *f, ember_err *err)
+{
+    uint32_t L = f->g->hp.n_layers;
+    f->kcache = calloc(L, sizeof *f->kcache);
+    f->vcache = calloc(L, sizeof *f->vcache);
+    if (!f->kcache || !f->vcache) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    return alloc_kv(f, f->o.n_blocks, false, &f->kv_arena, f->kcache, f->vcache, err);
 }
 
 ember_status ember_forward_create(ember_gpu_model *g, const ember_forward_opts *o, ember_forward **out,
@@ -124,7 +135,7 @@ ember_status ember_forward_create(ember_gpu_model *g, const ember_forward_opts *
     if (s == EMBER_OK) s = ember_vk_arena_create(g->vk, &f->arena, err);
     if (s == EMBER_OK) s = alloc_buffers(f, err);
     if (s == EMBER_OK) s = input_views(f, err);
-    if (s == EMBER_OK) s = alloc_kv(f, err);
+    if (s == EMBER_OK) s = create_kv(f, err);
     if (s == EMBER_OK) s = ember_vk_cmd_create(g->vk, &f->cmd, err);
     if (s != EMBER_OK) {
         ember_forward_free(f);
@@ -138,6 +149,7 @@ void ember_forward_free(ember_forward *f)
 {
     if (!f) return;
     ember_vk_cmd_destroy(f->cmd);
+    ember_vk_arena_destroy(f->kv_arena);
     ember_vk_arena_destroy(f->arena);
     free(f->kcache);
     free(f->vcache);
@@ -327,4 +339,37 @@ ember_status ember_forward_copy_blocks(ember_forward *f, const uint32_t *src, co
             }
         }
     return ember_vk_cmd_submit(f->cmd, err);
+}
+
+uint64_t ember_forward_kv_bytes(const ember_forward *f) { return ember_vk_arena_bytes(f->kv_arena); }
+
+/* The pool is made anew at n blocks and the first min(old, n) blocks of every layer
+ * copied over; for that moment both pools exist. */
+ember_status ember_forward_resize_kv(ember_forward *f, uint32_t n, ember_err *err)
+{
+    if (n == f->o.n_blocks) return EMBER_OK;
+    const ember_hparams *hp = &f->g->hp;
+    uint32_t L = hp->n_layers;
+    ember_vk_span *k = calloc(L, sizeof *k), *v = calloc(L, sizeof *v);
+    ember_vk_arena *arena = NULL;
+    ember_status s = k && v ? EMBER_OK : ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    if (s == EMBER_OK) s = alloc_kv(f, n, true, &arena, k, v, err);
+    if (s == EMBER_OK) s = ember_vk_cmd_begin(f->cmd, err);
+    VkDeviceSize bb = (VkDeviceSize)f->o.block_size * hp->n_kv_heads * ember_kv_row_bytes(hp->head_dim, f->o.kv_type);
+    VkDeviceSize keep = bb * (n < f->o.n_blocks ? n : f->o.n_blocks);
+    for (uint32_t l = 0; s == EMBER_OK && l < L; l++) {
+        ember_vk_cmd_copy(f->cmd, &f->kcache[l], &k[l], keep);
+        ember_vk_cmd_copy(f->cmd, &f->vcache[l], &v[l], keep);
+    }
+    if (s == EMBER_OK) s = ember_vk_cmd_submit(f->cmd, err);
+    if (s != EMBER_OK) {
+        ember_vk_arena_destroy(arena);
+        free(k), free(v);
+        return s;
+    }
+    ember_vk_arena_destroy(f->kv_arena);
+    free(f->kcache), free(f->vcache);
+    f->kv_arena = arena, f->kcache = k, f->vcache = v;
+    f->o.n_blocks = n;
+    return EMBER_OK;
 }

@@ -43,6 +43,11 @@ ember_status ember_forward_collect(ember_forward *f, uint64_t timeout_ns, float 
 ember_status ember_forward_copy_blocks(ember_forward *f, const uint32_t *src, const uint32_t *dst, uint32_t n,
                                        ember_err *err);
 
+/* The KV pool: its device memory, and remaking it at n blocks (blocks below both sizes
+ * keep their K/V). No step may be in flight. */
+uint64_t ember_forward_kv_bytes(const ember_forward *f);
+ember_status ember_forward_resize_kv(ember_forward *f, uint32_t n, ember_err *err);
+
 /* Dispatches recorded by the last run (to keep the count per token in view). */
 uint32_t ember_forward_dispatches(const ember_forward *f);
 

@@ -1,0 +1,276 @@
+/* test_host_device.c — Ember on the application's Vulkan device, and the memory budget:
+ *  - the test makes its own instance, device and queue as a game would and hands them
+ *    over (ember_model_opts.vulkan): the tokens equal those on Ember's own device, Ember's
+ *    submissions take the application's queue lock while a "renderer" thread submits to
+ *    the same queue under it, and after ember_model_free the device is intact and can be
+ *    destroyed with the validation layer reporting nothing left behind;
+ *  - a device made without the optional features still serves (Ember uses only what was
+ *    enabled); a queue family without compute is refused with a message;
+ *  - the memory budget: a model whose weights exceed it is refused with the numbers; an
+ *    engine's pool is sized to what the budget leaves, shrinks when the budget drops
+ *    (preempting, tokens unchanged) and grows back when it rises. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vulkan/vulkan.h>
+
+#include "ember.h"
+#include "testutil.h"
+
+#define NREQ 4
+#define NGEN 24
+
+typedef struct host {
+    VkInstance instance;
+    VkPhysicalDevice phys;
+    VkDevice device;
+    VkQueue queue;
+    uint32_t family;
+    VkPhysicalDeviceVulkan12Features f12;
+    VkPhysicalDeviceVulkan11Features f11;
+    VkPhysicalDeviceFeatures2 features;
+    pthread_mutex_t queue_mu;
+    atomic_int locks;
+    atomic_bool stop;
+} host;
+
+static void lock_queue(void *user)
+{
+    host *h = user;
+    pthread_mutex_lock(&h->queue_mu);
+    atomic_fetch_add(&h->locks, 1);
+}
+
+static void unlock_queue(void *user) { pthread_mutex_unlock(&((host *)user)->queue_mu); }
+
+static bool host_create(host *h, bool optional_features)
+{
+    memset(h, 0, sizeof *h);
+    pthread_mutex_init(&h->queue_mu, NULL);
+    VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .apiVersion = VK_API_VERSION_1_2};
+    VkInstanceCreateInfo ici = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pApplicationInfo = &app};
+    if (vkCreateInstance(&ici, NULL, &h->instance) != VK_SUCCESS) return false;
+    uint32_t n = 1;
+    if (vkEnumeratePhysicalDevices(h->instance, &n, &h->phys) < 0 || n == 0) return false;
+    VkQueueFamilyProperties q[16];
+    uint32_t nq = 16;
+    vkGetPhysicalDeviceQueueFamilyProperties(h->phys, &nq, q);
+    for (h->family = 0; h->family < nq && !(q[h->family].queueFlags & VK_QUEUE_COMPUTE_BIT); h->family++) {}
+    /* Enable what the device has, as a game that wants Ember's fast paths would. */
+    h->f12 = (VkPhysicalDeviceVulkan12Features){.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    h->f11 = (VkPhysicalDeviceVulkan11Features){.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
+                                                .pNext = &h->f12};
+    h->features = (VkPhysicalDeviceFeatures2){.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &h->f11};
+    if (optional_features) vkGetPhysicalDeviceFeatures2(h->phys, &h->features);
+    else h->f11.pNext = NULL;
+    float prio = 1;
+    VkDeviceQueueCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = h->family,
+                                  .queueCount = 1, .pQueuePriorities = &prio};
+    VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &h->features,
+                              .queueCreateInfoCount = 1, .pQueueCreateInfos = &qi};
+    if (vkCreateDevice(h->phys, &dci, NULL, &h->device) != VK_SUCCESS) return false;
+    vkGetDeviceQueue(h->device, h->family, 0, &h->queue);
+    return true;
+}
+
+static ember_vulkan_device host_desc(host *h)
+{
+    return (ember_vulkan_device){.instance = h->instance, .physical_device = h->phys, .device = h->device,
+                                 .queue_family = h->family, .api_version = VK_API_VERSION_1_2,
+                                 .enabled_features = &h->features, .lock_queue = lock_queue,
+                                 .unlock_queue = unlock_queue, .queue_user = h};
+}
+
+static void host_destroy(host *h)
+{
+    if (h->device) {
+        CHECK(vkDeviceWaitIdle(h->device) == VK_SUCCESS);
+        vkDestroyDevice(h->device, NULL);
+    }
+    if (h->instance) vkDestroyInstance(h->instance, NULL);
+    pthread_mutex_destroy(&h->queue_mu);
+}
+
+/* The renderer: empty submissions with a fence, under the queue lock, until stopped. */
+static void *renderer_main(void *arg)
+{
+    host *h = arg;
+    VkFence fence;
+    VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    vkCreateFence(h->device, &fi, NULL, &fence);
+    int frames = 0;
+    while (!atomic_load(&h->stop)) {
+        pthread_mutex_lock(&h->queue_mu);
+        vkQueueSubmit(h->queue, 0, NULL, fence);
+        pthread_mutex_unlock(&h->queue_mu);
+        vkWaitForFences(h->device, 1, &fence, VK_TRUE, UINT64_MAX);
+        vkResetFences(h->device, 1, &fence);
+        frames++;
+    }
+    vkDestroyFence(h->device, fence, NULL);
+    return (void *)(intptr_t)frames;
+}
+
+/* ---- generating ------------------------------------------------------------------------ */
+
+typedef struct result {
+    uint32_t tokens[NGEN];
+    uint32_t n;
+    int done;
+} result;
+
+static int on_token(void *user, ember_request_id id, uint32_t tok, const char *text, size_t len)
+{
+    result *r = user;
+    if (r->n < NGEN) r->tokens[r->n++] = tok;
+    return 0;
+}
+
+static void on_done(void *user, ember_request_id id, ember_finish why, const ember_request_metrics *m)
+{
+    ((result *)user)->done++;
+}
+
+static uint32_t prompts[NREQ][120];
+
+/* Serves NREQ requests with opts; with shrink_to, lowers the model's budget to it after
+ * a few steps and raises it again later. Returns the engine's peak pool sizes in lo/hi. */
+static void generate(ember_model *m, result *res, uint32_t shrink_to, uint32_t restore, uint32_t *lo, uint32_t *hi,
+                     uint64_t *preemptions)
+{
+    ember_engine *e = NULL;
+    ember_engine_opts o = {.max_seqs = 4};
+    CHECKF(ember_engine_create(m, &o, &e) == EMBER_OK, "%s", ember_engine_error(e));
+    for (int i = 0; i < NREQ && e; i++) {
+        memset(&res[i], 0, sizeof res[i]);
+        ember_request_desc d = {.tokens = prompts[i], .n_tokens = 60 + 20 * i, .max_tokens = NGEN, .ignore_eos = 1,
+                                .on_token = on_token, .on_done = on_done, .user = &res[i]};
+        CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+    }
+    ember_engine_stats st;
+    uint32_t steps = 0;
+    if (lo) *lo = UINT32_MAX, *hi = 0;
+    while (e && ember_engine_step(e) == EMBER_OK) {
+        if (++steps == 3 && shrink_to) CHECK(ember_model_set_memory_budget(m, shrink_to) == EMBER_OK);
+        if (steps == 12 && shrink_to) CHECK(ember_model_set_memory_budget(m, restore) == EMBER_OK);
+        ember_engine_get_stats(e, &st);
+        if (lo && st.kv_blocks_total < *lo) *lo = st.kv_blocks_total;
+        if (hi && st.kv_blocks_total > *hi) *hi = st.kv_blocks_total;
+    }
+    if (e) {
+        ember_engine_get_stats(e, &st);
+        if (preemptions) *preemptions = st.preemptions;
+    }
+    ember_engine_destroy(e);
+}
+
+static int n_same(const result *a, const result *b)
+{
+    int same = 0;
+    for (int i = 0; i < NREQ; i++) same += a[i].done == 1 && a[i].n == NGEN && !memcmp(a[i].tokens, b[i].tokens, 4 * NGEN);
+    return same;
+}
+
+static void test_host_device(const char *path, const result *ref, bool optional_features)
+{
+    host h;
+    if (!host_create(&h, optional_features)) {
+        CHECKF(false, "cannot make the application's device");
+        host_destroy(&h);
+        return;
+    }
+    ember_vulkan_device vd = host_desc(&h);
+    ember_model_opts mo = {.vulkan = &vd};
+    ember_model *m = NULL;
+    CHECKF(ember_model_load(path, &mo, &m) == EMBER_OK, "%s", ember_model_error(m));
+    pthread_t t;
+    pthread_create(&t, NULL, renderer_main, &h);
+    static result res[NREQ];
+    if (m) generate(m, res, 0, 0, NULL, NULL, NULL);
+    atomic_store(&h.stop, true);
+    void *frames;
+    pthread_join(t, &frames);
+    int same = n_same(res, ref);
+    printf("the application's device (%s optional features): %d/%d requests identical to Ember's own device; "
+           "Ember took the queue lock %d times beside %d renderer submissions\n",
+           optional_features ? "with" : "without", same, NREQ, atomic_load(&h.locks), (int)(intptr_t)frames);
+    CHECK(same == NREQ && atomic_load(&h.locks) > 0);
+    ember_model_free(m);
+    /* The device is the application's again: it still works and is destroyed by it. */
+    host_destroy(&h);
+}
+
+static void test_bad_queue(const char *path)
+{
+    host h;
+    if (!host_create(&h, false)) {
+        host_destroy(&h);
+        return;
+    }
+    ember_vulkan_device vd = host_desc(&h);
+    vd.queue_family = 99;
+    ember_model_opts mo = {.vulkan = &vd};
+    ember_model *m = NULL;
+    ember_status s = ember_model_load(path, &mo, &m);
+    printf("a queue family that does not exist: %s: %s\n", ember_status_name(s), ember_model_error(m));
+    CHECK(s == EMBER_ERR_NO_DEVICE && strstr(ember_model_error(m), "queue family 99"));
+    ember_model_free(m);
+    host_destroy(&h);
+}
+
+static void test_budget(const char *path, const result *ref)
+{
+    ember_model_opts tiny = {.memory_budget_mib = 1};
+    ember_model *m = NULL;
+    ember_status s = ember_model_load(path, &tiny, &m);
+    printf("budget of 1 MiB: %s: %s\n", ember_status_name(s), ember_model_error(m));
+    CHECK(s == EMBER_ERR_DEVICE_MEMORY && strstr(ember_model_error(m), "MiB"));
+    ember_model_free(m);
+
+    ember_model_opts big = {.memory_budget_mib = 1024};
+    m = NULL;
+    CHECKF(ember_model_load(path, &big, &m) == EMBER_OK, "%s", ember_model_error(m));
+    if (!m) return;
+    ember_model_info info;
+    ember_model_get_info(m, &info);
+    uint32_t weights_mib = (uint32_t)(info.device_bytes >> 20);
+    /* A budget that leaves this engine a little more than its floor, then all again. */
+    static result res[NREQ];
+    uint32_t lo, hi;
+    uint64_t preempted = 0;
+    generate(m, res, weights_mib + 8, 1024, &lo, &hi, &preempted);
+    int same = n_same(res, ref);
+    printf("budget lowered from 1024 MiB to %u MiB and raised again: the pool went from %u blocks down to %u and "
+           "back, %llu preemptions, %d/%d requests identical\n", weights_mib + 8, hi, lo,
+           (unsigned long long)preempted, same, NREQ);
+    CHECK(lo < hi && preempted > 0 && same == NREQ);
+    CHECK(ember_model_set_memory_budget(m, 1) == EMBER_ERR_DEVICE_MEMORY);
+    ember_model_free(m);
+}
+
+int main(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/host_device_model.gguf", tu_tmp_dir());
+    /* Wide enough that 8 MiB hold fewer blocks than the engine would make. */
+    tu_make_model(path, "--dim 256 --layers 4 --heads 8 --kv-heads 8 --ffn 512 --vocab 512 --ctx 256 --seed 9");
+    ember_model *own = NULL;
+    ember_model_opts mo = {.enable_validation = tu_validation()};
+    if (ember_model_load(path, &mo, &own) != EMBER_OK) {
+        fprintf(stderr, "%s\n", ember_model_error(own));
+        ember_model_free(own);
+        return tu_skip("cannot load the test model on a Vulkan device");
+    }
+    tu_rng rng = {3};
+    for (int i = 0; i < NREQ; i++)
+        for (int j = 0; j < 120; j++) prompts[i][j] = 3 + (uint32_t)(tu_next(&rng) % 500);
+    static result ref[NREQ];
+    generate(own, ref, 0, 0, NULL, NULL, NULL);
+    ember_model_free(own);
+    test_host_device(path, ref, true);
+    test_host_device(path, ref, false);
+    test_bad_queue(path);
+    test_budget(path, ref);
+    return tu_finish("test_host_device");
+}
