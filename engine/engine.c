@@ -540,6 +540,15 @@ static ember_status end_step(ember_engine *e, uint64_t timeout_ns)
     return report(e, s);
 }
 
+ember_status ember_engine_sync_next_step(ember_engine *e, void *timeline, uint64_t wait_value,
+                                        uint64_t signal_value)
+{
+    pthread_mutex_lock(&e->step_mu);
+    ember_status s = ember_step_sync_next(e->step, timeline, wait_value, signal_value, &e->step_err);
+    pthread_mutex_unlock(&e->step_mu);
+    return report(e, s);
+}
+
 ember_status ember_engine_step_begin(ember_engine *e)
 {
     pthread_mutex_lock(&e->step_mu);

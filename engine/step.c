@@ -123,6 +123,13 @@ ember_status ember_step_copy_blocks(ember_step *s, const uint32_t *src, const ui
     return s->ops->copy_blocks(s->impl, src, dst, n, err);
 }
 
+ember_status ember_step_sync_next(ember_step *s, void *timeline, uint64_t wait_value, uint64_t signal_value,
+                                  ember_err *err)
+{
+    if (s->ops != &GPU) return ember_fail(err, EMBER_ERR_UNSUPPORTED, "the CPU backend has no GPU work to order");
+    return ember_forward_sync_next(s->impl, (VkSemaphore)timeline, wait_value, signal_value, err);
+}
+
 uint64_t ember_step_kv_bytes(const ember_step *s) { return s->ops == &GPU ? ember_forward_kv_bytes(s->impl) : 0; }
 
 ember_status ember_step_resize_kv(ember_step *s, uint32_t n, ember_err *err)

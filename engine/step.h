@@ -40,6 +40,11 @@ ember_status ember_step_wait(ember_step *s, uint64_t timeout_ns, ember_err *err)
 ember_status ember_step_copy_blocks(ember_step *s, const uint32_t *src, const uint32_t *dst, uint32_t n,
                                     ember_err *err);
 
+/* The next submitted step waits for / signals the application's timeline semaphore (a
+ * VkSemaphore; GPU only). */
+ember_status ember_step_sync_next(ember_step *s, void *timeline, uint64_t wait_value, uint64_t signal_value,
+                                  ember_err *err);
+
 /* The device memory of the KV pool (0 on the CPU), and remaking the pool at n blocks
  * (GPU only; blocks below both sizes keep their K/V). */
 uint64_t ember_step_kv_bytes(const ember_step *s);

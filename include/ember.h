@@ -368,6 +368,15 @@ EMBER_API ember_status ember_engine_step_end(ember_engine *engine, uint64_t time
  * start). EMBER_OK: it finished or started a step; EMBER_NOT_READY: a step is still
  * running; EMBER_IDLE: nothing pending; or an error as ember_engine_step_end. */
 EMBER_API ember_status ember_engine_run_for(ember_engine *engine, double budget_ms);
+/* Orders the next step's GPU work against the application's: it starts once the timeline
+ * semaphore (a VkSemaphore of VK_SEMAPHORE_TYPE_TIMELINE on the model's device) reaches
+ * wait_value and sets it to signal_value when it is done (0 = no wait / no signal).
+ * Applies to the next step submitted only (not to KV-block copies or a draft model's
+ * passes, which touch only Ember's own buffers). The device needs timelineSemaphore
+ * enabled (Ember enables it on devices it creates); EMBER_ERR_UNSUPPORTED otherwise and on
+ * the CPU backend. */
+EMBER_API ember_status ember_engine_sync_next_step(ember_engine *engine, void *timeline, uint64_t wait_value,
+                                                   uint64_t signal_value);
 
 /* Ends a request at the next step (its done callback says EMBER_FINISH_CANCELLED).
  * Thread-safe. EMBER_ERR_NOT_FOUND when no such request is pending. */

@@ -32,6 +32,7 @@ static void query_features(VkPhysicalDevice phys, ember_vk_caps *c)
     c->fp16_arith = f12.shaderFloat16;
     c->int8_arith = f12.shaderInt8;
     c->storage8 = f12.storageBuffer8BitAccess;
+    c->timeline_semaphore = f12.timelineSemaphore;
     c->storage16 = f11.storageBuffer16BitAccess;
     c->int_dot = dot_known && dot.shaderIntegerDotProduct;
     c->coop_matrix = has_extension(phys, "VK_KHR_cooperative_matrix");

@@ -18,6 +18,7 @@ typedef struct ember_vk_caps {
     bool fp16_arith;                    /* shaderFloat16 */
     bool int8_arith;                    /* shaderInt8 */
     bool storage8, storage16;           /* 8/16-bit storage buffer access */
+    bool timeline_semaphore;            /* timelineSemaphore (a host's step ordering) */
     bool int_dot;                       /* shaderIntegerDotProduct */
     bool coop_matrix;                   /* VK_KHR_cooperative_matrix present */
     uint32_t subgroup_size;             /* default subgroup size */

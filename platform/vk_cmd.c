@@ -32,6 +32,8 @@ struct ember_vk_cmd {
     const ember_vk_pipeline *bound;
     uint32_t n_dispatch, last_n_dispatch;
     ember_status status; /* first recording error */
+    VkSemaphore sync;    /* the next submission waits for sync_wait and signals sync_signal */
+    uint64_t sync_wait, sync_signal;
     ember_err err;
 };
 
@@ -270,8 +272,23 @@ ember_status ember_vk_cmd_submit_nowait(ember_vk_cmd *c, ember_err *err)
     }
     VkDevice d = c->vk->device;
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &c->cb};
+    VkPipelineStageFlags stage = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+    VkTimelineSemaphoreSubmitInfo ts = {.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+                                        .waitSemaphoreValueCount = 1, .pWaitSemaphoreValues = &c->sync_wait,
+                                        .signalSemaphoreValueCount = 1, .pSignalSemaphoreValues = &c->sync_signal};
+    if (c->sync) {
+        si.pNext = &ts;
+        si.waitSemaphoreCount = c->sync_wait ? 1 : 0;
+        si.pWaitSemaphores = &c->sync;
+        si.pWaitDstStageMask = &stage;
+        si.signalSemaphoreCount = c->sync_signal ? 1 : 0;
+        si.pSignalSemaphores = &c->sync;
+        ts.waitSemaphoreValueCount = si.waitSemaphoreCount;
+        ts.signalSemaphoreValueCount = si.signalSemaphoreCount;
+    }
     s = ember_vk_check(vkResetFences(d, 1, &c->fence), err, "vkResetFences");
     if (s == EMBER_OK) s = ember_vk_check(ember_vk_queue_submit(c->vk, &si, c->fence), err, "vkQueueSubmit");
+    c->sync = VK_NULL_HANDLE; /* one submission only */
     if (s != EMBER_OK) return s;
     c->in_flight = true;
     c->last_n_dispatch = c->n_dispatch;
@@ -309,3 +326,14 @@ double ember_vk_cmd_elapsed_ns(ember_vk_cmd *c, uint32_t a, uint32_t b)
 }
 
 uint32_t ember_vk_cmd_dispatch_count(const ember_vk_cmd *c) { return c->last_n_dispatch; }
+
+ember_status ember_vk_cmd_sync_next(ember_vk_cmd *c, VkSemaphore timeline, uint64_t wait_value,
+                                    uint64_t signal_value, ember_err *err)
+{
+    if (timeline && !c->vk->caps.timeline_semaphore)
+        return ember_fail(err, EMBER_ERR_UNSUPPORTED, "the device was created without timelineSemaphore");
+    c->sync = timeline;
+    c->sync_wait = wait_value;
+    c->sync_signal = signal_value;
+    return EMBER_OK;
+}

@@ -37,6 +37,11 @@ ember_status ember_vk_cmd_wait(ember_vk_cmd *c, uint64_t timeout_ns, ember_err *
 /* Nanoseconds between timestamp slots a and b of the last completed submission
  * (negative when unavailable). */
 double ember_vk_cmd_elapsed_ns(ember_vk_cmd *c, uint32_t a, uint32_t b);
+/* The next submission waits until the timeline semaphore reaches wait_value (0 = does
+ * not wait) and sets it to signal_value when done (0 = does not signal); NULL clears.
+ * EMBER_ERR_UNSUPPORTED without the timelineSemaphore feature. */
+ember_status ember_vk_cmd_sync_next(ember_vk_cmd *c, VkSemaphore timeline, uint64_t wait_value,
+                                    uint64_t signal_value, ember_err *err);
 /* Dispatches recorded in the last recording. */
 uint32_t ember_vk_cmd_dispatch_count(const ember_vk_cmd *c);
 

@@ -169,7 +169,8 @@ static ember_status create_device(ember_vk *vk, ember_err *err)
     /* Enable every optional feature the shaders may use, where present. */
     VkPhysicalDeviceVulkan12Features f12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
                                             .shaderFloat16 = c->fp16_arith, .shaderInt8 = c->int8_arith,
-                                            .storageBuffer8BitAccess = c->storage8};
+                                            .storageBuffer8BitAccess = c->storage8,
+                                            .timelineSemaphore = c->timeline_semaphore};
     VkPhysicalDeviceVulkan11Features f11 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
                                             .storageBuffer16BitAccess = c->storage16, .pNext = &f12};
     VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f11};
@@ -192,7 +193,7 @@ static ember_status create_device(ember_vk *vk, ember_err *err)
  * application passes its VkPhysicalDeviceFeatures2 chain. */
 static void mask_enabled_features(ember_vk_caps *c, const void *chain)
 {
-    bool fp16 = false, int8 = false, s8 = false, s16 = false;
+    bool fp16 = false, int8 = false, s8 = false, s16 = false, timeline = false;
     for (const VkBaseInStructure *p = chain; p; p = p->pNext) {
         switch (p->sType) {
         case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES:
@@ -203,8 +204,12 @@ static void mask_enabled_features(ember_vk_caps *c, const void *chain)
             fp16 |= f->shaderFloat16;
             int8 |= f->shaderInt8;
             s8 |= f->storageBuffer8BitAccess;
+            timeline |= f->timelineSemaphore;
             break;
         }
+        case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES:
+            timeline |= ((const VkPhysicalDeviceTimelineSemaphoreFeatures *)p)->timelineSemaphore;
+            break;
         case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES:
             s16 |= ((const VkPhysicalDevice16BitStorageFeatures *)p)->storageBuffer16BitAccess;
             break;
@@ -224,6 +229,7 @@ static void mask_enabled_features(ember_vk_caps *c, const void *chain)
     c->int8_arith &= int8;
     c->storage8 &= s8;
     c->storage16 &= s16;
+    c->timeline_semaphore &= timeline;
 }
 
 static ember_status adopt_host_device(ember_vk *vk, const ember_vulkan_device *h, ember_err *err)

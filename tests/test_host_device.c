@@ -4,6 +4,7 @@
  *    submissions take the application's queue lock while a "renderer" thread submits to
  *    the same queue under it, and after ember_model_free the device is intact and can be
  *    destroyed with the validation layer reporting nothing left behind;
+ *  - a step ordered after the application's work through its timeline semaphore;
  *  - a device made without the optional features still serves (Ember uses only what was
  *    enabled); a queue family without compute is refused with a message;
  *  - the memory budget: a model whose weights exceed it is refused with the numbers; an
@@ -13,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <vulkan/vulkan.h>
 
 #include "ember.h"
@@ -219,6 +221,61 @@ static void test_bad_queue(const char *path)
     host_destroy(&h);
 }
 
+/* A step ordered after the application's work: it waits for the application's timeline
+ * value 1 (signalled from the host here), then signals 2. */
+static void test_timeline(const char *path)
+{
+    host h;
+    if (!host_create(&h, true)) {
+        host_destroy(&h);
+        return;
+    }
+    ember_vulkan_device vd = host_desc(&h);
+    ember_model_opts mo = {.vulkan = &vd};
+    ember_model *m = NULL;
+    ember_engine *e = NULL;
+    CHECKF(ember_model_load(path, &mo, &m) == EMBER_OK, "%s", ember_model_error(m));
+    if (m) CHECKF(ember_engine_create(m, NULL, &e) == EMBER_OK, "%s", ember_engine_error(e));
+    VkSemaphoreTypeCreateInfo tci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
+                                     .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE};
+    VkSemaphoreCreateInfo sci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, .pNext = &tci};
+    VkSemaphore sem = VK_NULL_HANDLE;
+    CHECK(vkCreateSemaphore(h.device, &sci, NULL, &sem) == VK_SUCCESS);
+    static result r;
+    memset(&r, 0, sizeof r);
+    ember_request_desc d = {.tokens = prompts[0], .n_tokens = 30, .max_tokens = 4, .ignore_eos = 1,
+                            .on_token = on_token, .on_done = on_done, .user = &r};
+    ember_status waiting = EMBER_OK, after = EMBER_OK;
+    uint64_t value = 0;
+    if (e && sem) {
+        CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+        CHECKF(ember_engine_sync_next_step(e, sem, 1, 2) == EMBER_OK, "%s", ember_engine_error(e));
+        CHECK(ember_engine_step_begin(e) == EMBER_OK);
+        struct timespec pause = {0, 50 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+        waiting = ember_engine_step_end(e, 0); /* the application has not signalled yet */
+        VkSemaphoreSignalInfo si = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO, .semaphore = sem, .value = 1};
+        CHECK(vkSignalSemaphore(h.device, &si) == VK_SUCCESS);
+        after = ember_engine_step_end(e, UINT64_MAX);
+        /* The fence Ember waited on and the semaphore's signal complete together, but a
+         * driver may make the value visible a moment later: wait for it (1 s at most). */
+        uint64_t two = 2;
+        VkSemaphoreWaitInfo wi = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO, .semaphoreCount = 1,
+                                  .pSemaphores = &sem, .pValues = &two};
+        vkWaitSemaphores(h.device, &wi, 1000ull * 1000 * 1000);
+        vkGetSemaphoreCounterValue(h.device, sem, &value);
+        while (ember_engine_step(e) == EMBER_OK) {}
+    }
+    printf("timeline semaphore: the step was %s before the application signalled 1, %s after, and left the value "
+           "at %llu; the request %s\n", ember_status_name(waiting), ember_status_name(after),
+           (unsigned long long)value, r.done == 1 && r.n == 4 ? "finished" : "did not finish");
+    CHECK(waiting == EMBER_NOT_READY && after == EMBER_OK && value == 2 && r.done == 1 && r.n == 4);
+    ember_engine_destroy(e);
+    ember_model_free(m);
+    if (sem) vkDestroySemaphore(h.device, sem, NULL);
+    host_destroy(&h);
+}
+
 static void test_budget(const char *path, const result *ref)
 {
     ember_model_opts tiny = {.memory_budget_mib = 1};
@@ -271,6 +328,7 @@ int main(void)
     test_host_device(path, ref, true);
     test_host_device(path, ref, false);
     test_bad_queue(path);
+    test_timeline(path);
     test_budget(path, ref);
     return tu_finish("test_host_device");
 }

@@ -106,12 +106,44 @@ static void test_churn(void)
     ember_kv_free(kv);
 }
 
+/* Shrinking keeps the blocks in use (moving those above the new size down, with their
+ * published hashes), keeps cached blocks while room is left, and growing adds free ones. */
+static void test_resize(void)
+{
+    ember_kv_cache *kv;
+    ember_err err;
+    CHECK(ember_kv_create(8, BS, &kv, &err) == EMBER_OK);
+    uint32_t b[8], map[16];
+    for (int i = 0; i < 8; i++) b[i] = ember_kv_alloc(kv);
+    const uint32_t toks[BS] = {7, 8, 9, 10};
+    ember_kv_publish(kv, b[6], 0, toks);           /* in use and published, above 4 */
+    for (int i = 0; i < 6; i++) ember_kv_release(kv, b[i]); /* 0..5 free; 6, 7 in use */
+    CHECK(ember_kv_resize(kv, 1, map, &err) == EMBER_ERR_INVALID_ARG); /* 2 in use */
+    CHECK(ember_kv_resize(kv, 4, map, &err) == EMBER_OK);
+    CHECK(ember_kv_n_blocks(kv) == 4 && ember_kv_n_used(kv) == 2 && ember_kv_n_available(kv) == 2);
+    CHECK(map[6] < 4 && map[7] < 4 && map[6] != map[7] && map[0] == EMBER_NO_BLOCK);
+    CHECK(ember_kv_refcount(kv, map[6]) == 1 && ember_kv_refcount(kv, map[7]) == 1);
+    uint32_t hit = ember_kv_lookup(kv, 0, toks);   /* the published block moved with its hash */
+    CHECK(hit == map[6] && ember_kv_refcount(kv, hit) == 2);
+    ember_kv_release(kv, hit);
+    ember_kv_release(kv, map[6]);                   /* now cached, count 0 */
+    CHECK(ember_kv_resize(kv, 8, map, &err) == EMBER_OK);
+    CHECK(ember_kv_n_blocks(kv) == 8 && ember_kv_n_used(kv) == 1 && ember_kv_n_available(kv) == 7);
+    hit = ember_kv_lookup(kv, 0, toks);            /* the cached block survived growing */
+    CHECK(hit != EMBER_NO_BLOCK && ember_kv_refcount(kv, hit) == 1);
+    uint32_t got = 0;
+    while (ember_kv_alloc(kv) != EMBER_NO_BLOCK) got++;
+    CHECK(got == 6);
+    ember_kv_free(kv);
+}
+
 int main(void)
 {
     test_refcounts();
     test_publish_full_and_partial();
     test_lru();
     test_churn();
+    test_resize();
     if (tu_failures) {
         fprintf(stderr, "test_kv_cache: %d failures\n", tu_failures);
         return 1;

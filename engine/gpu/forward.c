@@ -34,6 +34,8 @@ struct ember_forward {
     ember_vk_span *kcache, *vcache;            /* per layer */
     uint32_t max_logits;                       /* logits rows per step */
     uint32_t n_logits_in_flight;               /* rows the submitted step reads back */
+    VkSemaphore sync;                          /* the next step's timeline semaphore */
+    uint64_t sync_wait, sync_signal;
     ember_attn_shape shape;
 };
 
@@ -289,6 +291,9 @@ ember_status ember_forward_submit(ember_forward *f, const ember_batch *b, ember_
     write_inputs(f, b);
     record_step(f, b);
     f->n_logits_in_flight = b->n_logits;
+    /* Only the step itself is ordered against the application (not block copies). */
+    if (f->sync) ember_vk_cmd_sync_next(f->cmd, f->sync, f->sync_wait, f->sync_signal, err);
+    f->sync = VK_NULL_HANDLE;
     return ember_vk_cmd_submit_nowait(f->cmd, err);
 }
 
@@ -339,6 +344,17 @@ ember_status ember_forward_copy_blocks(ember_forward *f, const uint32_t *src, co
             }
         }
     return ember_vk_cmd_submit(f->cmd, err);
+}
+
+ember_status ember_forward_sync_next(ember_forward *f, VkSemaphore timeline, uint64_t wait_value,
+                                     uint64_t signal_value, ember_err *err)
+{
+    if (timeline && !ember_vk_get_caps(f->g->vk)->timeline_semaphore)
+        return ember_fail(err, EMBER_ERR_UNSUPPORTED, "the device was created without timelineSemaphore");
+    f->sync = timeline;
+    f->sync_wait = wait_value;
+    f->sync_signal = signal_value;
+    return EMBER_OK;
 }
 
 uint64_t ember_forward_kv_bytes(const ember_forward *f) { return ember_vk_arena_bytes(f->kv_arena); }

@@ -43,6 +43,10 @@ ember_status ember_forward_collect(ember_forward *f, uint64_t timeout_ns, float 
 ember_status ember_forward_copy_blocks(ember_forward *f, const uint32_t *src, const uint32_t *dst, uint32_t n,
                                        ember_err *err);
 
+/* Orders the next step against the application's timeline semaphore (vk_cmd.h). */
+ember_status ember_forward_sync_next(ember_forward *f, VkSemaphore timeline, uint64_t wait_value,
+                                     uint64_t signal_value, ember_err *err);
+
 /* The KV pool: its device memory, and remaking it at n blocks (blocks below both sizes
  * keep their K/V). No step may be in flight. */
 uint64_t ember_forward_kv_bytes(const ember_forward *f);
