@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs Ember's main job: `ember generate` on a model.
 #   scripts/run.sh [MODEL.gguf] [-- extra generate flags]
+#   scripts/run.sh --demo [ember-chat flags]     the SDL2 chat demo (docs/ember-chat.md)
 # The model: the argument, else $EMBER_MODEL, else the best model downloaded with
 # scripts/get-model.sh into ~/.cache/ember, else ../shared/models/stories260K, else a
 # small random-weight test model made on the spot. It says which.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+demo=false
+if [ "${1:-}" = "--demo" ]; then demo=true; shift; fi
 bash scripts/setup.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)" --target ember >/dev/null
 
-model=${1:-${EMBER_MODEL:-}}
-[ $# -gt 0 ] && shift
-[ "${1:-}" = "--" ] && shift
+if $demo; then
+  model=${EMBER_MODEL:-}   # every argument goes to ember-chat (its -m overrides the model)
+else
+  model=${1:-${EMBER_MODEL:-}}
+  [ $# -gt 0 ] && shift
+  [ "${1:-}" = "--" ] && shift
+fi
 why="given"
 cache=${EMBER_CACHE:-$HOME/.cache/ember}
 if [ -z "$model" ]; then
@@ -29,7 +36,13 @@ if [ -z "$model" ]; then
   why="a random-weight test model: its text is noise (scripts/get-model.sh fetches real ones)"
   build/ember make-test-model "$model" --dim 256 --layers 4 --heads 8 --kv-heads 4 --ffn 512 --vocab 1024 --type q8_0
 fi
-prompt=${EMBER_PROMPT:-"Once upon a time"}
 echo "run.sh: model $model ($why)" >&2
+if $demo; then
+  cmake --build build -j"$(nproc)" --target ember-chat >/dev/null ||
+    { echo "run.sh: ember-chat was not built (it needs SDL2, SDL2_ttf and libcjson: scripts/setup.sh)" >&2; exit 1; }
+  echo "run.sh: build/demo/ember-chat -m $model $*" >&2
+  exec build/demo/ember-chat -m "$model" "$@"
+fi
+prompt=${EMBER_PROMPT:-"Once upon a time"}
 echo "run.sh: build/ember generate -m $model -p \"$prompt\" -n 64 $*" >&2
 exec build/ember generate -m "$model" -p "$prompt" -n 64 "$@"

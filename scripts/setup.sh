@@ -9,6 +9,12 @@ PACKAGES=(
   libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   glslc glslang-tools spirv-tools
   libpcre2-dev curl python3
+  # ember serve (server/): HTTP, JSON; ember bench --url: an HTTP client
+  libmicrohttpd-dev libcjson-dev libcurl4-openssl-dev
+  # ember-chat (demo/) and examples/game_loop.c, and their tests under a virtual X server
+  libsdl2-dev libsdl2-ttf-dev fonts-dejavu-core xvfb xauth
+  # docs/deploy.md's load balancer, tested on loopback
+  nginx-light
 )
 
 missing=()
@@ -17,6 +23,9 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
+# The OpenAI client test installs the `openai` npm package: npm (with Node.js) from Debian,
+# unless a Node.js of another origin already brings it.
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 SUDO=""

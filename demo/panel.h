@@ -1,0 +1,103 @@
+/* panel.h — one conversation: its character, its ember_chat (the conversation as token
+ * ids, so that each turn's prompt extends the last and the engine's prefix cache serves
+ * the earlier turns), the messages shown, and the reply in flight. Only the UI thread
+ * touches a panel; the engine's callbacks reach it through the event queue. */
+#ifndef PANEL_H
+#define PANEL_H
+
+#include "chat_text.h"
+#include "ember.h"
+#include "events.h"
+#include "font.h"
+#include "options.h"
+#include "stats.h"
+
+typedef enum msg_role {
+    MSG_SYSTEM,     /* the character's system prompt, shown at the top */
+    MSG_USER,
+    MSG_ASSISTANT,
+    MSG_NOTE,       /* what went wrong, or that a reply was stopped */
+} msg_role;
+
+typedef struct message {
+    msg_role role;
+    char *text;
+    size_t len, cap;
+    unsigned version;          /* bumped when the text changes */
+    /* The view's copy (chat_ui.c): wrapped lines with a texture each, redone when the
+     * version or the width changed. */
+    unsigned wrapped_version;
+    int wrapped_width;
+    wrap_line *lines;
+    int n_lines, cap_lines;
+    text_tex *line_tex;
+    int cap_tex;
+    int width, height;         /* of the bubble, in px */
+    int y;                     /* its top in the panel's content, for clicks */
+    double flash_until_ms;     /* copied to the clipboard: highlighted until then */
+} message;
+
+/* Appends text to a message, without control characters (a reply's leading blanks are
+ * dropped). */
+void message_append(message *m, const char *s, size_t n);
+/* Frees a message's text, lines and textures. */
+void message_free(message *m);
+
+/* A finished turn, kept so that the chat can be rebuilt with the exact reply ids when a
+ * later turn has to be taken back (a submit that failed). */
+typedef struct turn {
+    char *user;
+    uint32_t *reply;
+    size_t n_reply;
+} turn;
+
+/* What every reply is asked for (from the options). */
+typedef struct reply_opts {
+    uint32_t max_tokens;
+    ember_speculation spec;
+} reply_opts;
+
+typedef struct panel {
+    int index;
+    const character *who;
+    request_slot slot;         /* the callbacks' user pointer: must not move */
+    ember_model *model;
+    ember_chat *chat;
+    turn *turns;
+    int n_turns, cap_turns;
+    message *msgs;
+    int n_msgs, cap_msgs;
+    /* the reply in flight */
+    int busy;
+    ember_request_id request;
+    char *asked;               /* the user text of that turn */
+    uint32_t *gen;             /* the ids generated so far */
+    size_t n_gen, cap_gen;
+    int reply_msg;             /* its message */
+    int turns_ended;           /* turns that ended since start (replies, failures) */
+    rate_meter meter;
+    double last_tok_s, last_ttft_ms;
+    /* the view (chat_ui.c) */
+    int scroll, follow, content_h;
+    text_tex title, status, stop;
+} panel;
+
+/* 0 on success, -1 when memory ran out. */
+int panel_init(panel *p, int index, const character *who, event_queue *q);
+/* Creates the panel's chat once the model is there; a failure becomes a note. */
+void panel_open_chat(panel *p, ember_model *model);
+void panel_free(panel *p);
+/* Adds a note line (also printed on stderr, for headless runs). */
+void panel_note(panel *p, const char *fmt, ...);
+/* Sends a user message: adds it to the chat and submits the conversation. A failure
+ * (the conversation does not fit the context, ...) becomes a note and the turn is taken
+ * back. 1 when a reply is on its way. */
+int panel_send(panel *p, ember_engine *e, const char *text, const reply_opts *ro, gen_stats *g, double now_ms);
+/* Stops the reply in flight (it ends with EMBER_FINISH_CANCELLED, through the queue). */
+void panel_cancel(panel *p, ember_engine *e);
+/* Forgets the conversation (Ctrl+L); not while a reply is in flight. */
+void panel_clear(panel *p);
+/* Applies one event from the queue; 1 when it ended the turn. */
+int panel_apply(panel *p, const chat_event *ev, const char *text, ember_engine *e, gen_stats *g, double now_ms);
+
+#endif

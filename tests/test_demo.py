@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""test_demo.py — ember-chat, the SDL2 demo, end to end under Xvfb.
+
+    EMBER_CHAT=build/demo/ember-chat EMBER_BIN=build/ember python3 tests/test_demo.py
+
+Registered by demo/CMakeLists.txt (label gpu). Checks:
+  1. three panels, "Hello" sent to each, a screenshot once every reply is complete:
+     exit 0; the JSON line at exit has its 7 keys, panels 3, replies 3, tokens > 0; the
+     PNG (decoded here with zlib only) shows reply text (the warm colour) and the user's
+     message (the blue one) in the message area of each panel;
+  2. --font /nonexistent: exit 1 and a message that names the font;
+  3. a model that does not exist: a message in the window and on stderr, exit 1, no crash;
+  4. a message longer than the context: EMBER_ERR_CONTEXT_FULL shown in the panel
+     (and on stderr), exit 0.
+Uses ../shared/models/stories260K when present, else a test model made with
+`ember make-test-model`. Skips (77) without ember-chat or xvfb-run."""
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import zlib
+
+TIMEOUT = 300
+XVFB = ["xvfb-run", "-a", "-s", "-screen 0 1280x720x24"]
+KEYS = {"panels", "replies", "tokens", "tok_s", "fps_mean", "frame_ms_p50", "frame_ms_p99"}
+failed = []
+
+
+def check(ok, what):
+    print(("ok: " if ok else "FAIL: ") + what)
+    if not ok:
+        failed.append(what)
+    return ok
+
+
+def skip(why):
+    print("SKIP: " + why)
+    sys.exit(77)
+
+
+def run(args, xvfb=True):
+    cmd = (XVFB if xvfb else []) + args
+    print("$ " + " ".join(a if len(a) < 60 else a[:40] + "...(%d chars)" % len(a) for a in cmd))
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+    sys.stderr.write(p.stderr)
+    return p
+
+
+def model_path(tmp):
+    shared = os.environ.get("EMBER_SHARED", os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
+    m = os.path.join(shared, "models", "stories260K", "stories260K-f32.v3.gguf")
+    if os.path.exists(m):
+        return m
+    ember = os.environ.get("EMBER_BIN")
+    if not ember:
+        skip("no ../shared/models/stories260K and no EMBER_BIN to make a test model with")
+    print("stories260K is absent (../shared/models): using a random-weight test model")
+    m = os.path.join(tmp, "demo_model.gguf")
+    subprocess.run([ember, "make-test-model", m, "--dim", "64", "--layers", "2", "--heads", "4", "--kv-heads", "2",
+                    "--ffn", "128", "--vocab", "512", "--ctx", "512"], check=True)
+    return m
+
+
+def read_png(path):
+    """(width, height, rows of RGB bytes) of an 8-bit RGB PNG."""
+    data = open(path, "rb").read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, w, h = 8, b"", 0, 0
+    while pos < len(data):
+        n, typ = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        (crc,) = struct.unpack(">I", data[pos + 8 + n:pos + 12 + n])
+        assert zlib.crc32(typ + body) & 0xFFFFFFFF == crc, "bad CRC in " + typ.decode()
+        if typ == b"IHDR":
+            w, h, depth, ctype = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and ctype == 2, "expected 8-bit RGB"
+        elif typ == b"IDAT":
+            idat += body
+        elif typ == b"IEND":
+            break
+        pos += 12 + n
+    raw = zlib.decompress(idat)
+    stride, rows, prev = w * 3, [], bytearray(w * 3)
+    for y in range(h):
+        f = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride) if f else ():
+            a = line[i - 3] if i >= 3 else 0
+            b = prev[i]
+            c = prev[i - 3] if i >= 3 else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(line)
+        prev = line
+    return w, h, rows
+
+
+def count_colours(rows, x, y, w, h):
+    """Pixels of reply text (warm: red well above blue) and of user text (blue well above
+    red) inside the rectangle; the background is dark grey."""
+    reply = user = 0
+    for yy in range(y, y + h):
+        row = rows[yy]
+        for xx in range(x, x + w):
+            r, g, b = row[3 * xx], row[3 * xx + 1], row[3 * xx + 2]
+            if r > 120 and r - b > 35:
+                reply += 1
+            elif b > 120 and b - r > 35:
+                user += 1
+    return reply, user
+
+
+def json_line(stdout):
+    lines = [l for l in stdout.splitlines() if l.strip()]
+    if not check(len(lines) == 1, "exactly one line on stdout (got %d)" % len(lines)):
+        return {}
+    try:
+        return json.loads(lines[0])
+    except ValueError:
+        check(False, "the line on stdout is JSON: " + lines[0])
+        return {}
+
+
+def test_three_panels(chat, model, tmp, source):
+    shot = os.path.join(tmp, "demo_shot.png")
+    if os.path.exists(shot):
+        os.remove(shot)
+    p = run([chat, "-m", model, "--panels", "3", "--characters", os.path.join(source, "demo", "characters.json"),
+             "--say", "Hello", "--screenshot", shot, "--quit-after-reply", "-n", "24"])
+    check(p.returncode == 0, "three panels: exit 0 (got %d)" % p.returncode)
+    j = json_line(p.stdout)
+    check(set(j) == KEYS, "the JSON line has exactly the keys " + ", ".join(sorted(KEYS)))
+    check(j.get("panels") == 3 and j.get("replies") == 3, "panels 3, replies 3: %s" % j)
+    check(isinstance(j.get("tokens"), int) and j["tokens"] > 0, "tokens > 0")
+    if not check(os.path.exists(shot), "the screenshot was written"):
+        return
+    w, h, rows = read_png(shot)
+    check((w, h) == (1280, 720), "the screenshot is 1280x720 (got %dx%d)" % (w, h))
+    areas = [tuple(map(int, m)) for m in re.findall(r"panel \d+ messages (\d+) (\d+) (\d+) (\d+)", p.stderr)]
+    # The layout the demo uses (chat_ui.h): stats bar 30 px, titles 32 px, input 44 px.
+    expect = [(i * w // 3, 62, (i + 1) * w // 3 - i * w // 3, h - 62 - 44) for i in range(3)]
+    check(areas == expect, "message areas as the layout says: %s" % areas)
+    for i, (x, y, aw, ah) in enumerate(expect):
+        reply, user = count_colours(rows, x, y, aw, ah)
+        check(reply >= 150, "panel %d shows reply text (%d warm pixels)" % (i + 1, reply))
+        check(user >= 20, "panel %d shows the user's message (%d blue pixels)" % (i + 1, user))
+
+
+def test_missing_font(chat, model):
+    p = run([chat, "-m", model, "--font", "/nonexistent/font.ttf"])
+    check(p.returncode == 1, "--font /nonexistent: exit 1 (got %d)" % p.returncode)
+    check("/nonexistent/font.ttf" in p.stderr and "font" in p.stderr, "--font /nonexistent: the message names the font")
+
+
+def test_missing_model(chat, tmp):
+    missing = os.path.join(tmp, "no-such-model.gguf")
+    shot = os.path.join(tmp, "demo_shot_missing.png")
+    p = run([chat, "-m", missing, "--panels", "2", "--say", "Hello", "--screenshot", shot, "--quit-after-reply"])
+    check(p.returncode == 1, "missing model: exit 1, not a crash (got %d)" % p.returncode)
+    check("cannot load the model" in p.stderr and missing in p.stderr, "missing model: the message names the file")
+    check(json_line(p.stdout).get("replies") == 0, "missing model: no replies")
+    if check(os.path.exists(shot), "missing model: the screenshot was written"):
+        w, h, rows = read_png(shot)
+        # The error is drawn in the middle of the window in the note colour (255, 128, 110).
+        red = sum(1 for y in range(h // 2 - 100, h // 2 + 100) for x in range(w // 2 - 260, w // 2 + 260)
+                  if rows[y][3 * x] > 180 and rows[y][3 * x + 2] < 150 and rows[y][3 * x] - rows[y][3 * x + 1] > 60)
+        check(red >= 100, "missing model: the error is shown in the window (%d red pixels)" % red)
+
+
+def test_too_long(chat, model):
+    p = run([chat, "-m", model, "--panels", "2", "--say", "word " * 4000, "--quit-after-reply", "-n", "8"])
+    check(p.returncode == 0, "over-long message: exit 0 (got %d)" % p.returncode)
+    check(p.stderr.count("EMBER_ERR_CONTEXT_FULL") == 2, "over-long message: EMBER_ERR_CONTEXT_FULL in each panel")
+    check(json_line(p.stdout).get("replies") == 0, "over-long message: no replies")
+
+
+def main():
+    chat = os.environ.get("EMBER_CHAT")
+    if not chat or not os.path.exists(chat):
+        skip("ember-chat is not built (SDL2, SDL2_ttf or libcjson missing: scripts/setup.sh)")
+    if not shutil.which("xvfb-run"):
+        skip("xvfb-run is not installed (scripts/setup.sh installs xvfb)")
+    tmp = os.environ.get("EMBER_TEST_TMP", "/tmp")
+    os.makedirs(tmp, exist_ok=True)
+    source = os.environ.get("EMBER_SOURCE_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    model = model_path(tmp)
+    test_three_panels(chat, model, tmp, source)
+    test_missing_font(chat, model)
+    test_missing_model(chat, tmp)
+    test_too_long(chat, model)
+    print("test_demo: %s" % ("all passed" if not failed else "%d check(s) failed" % len(failed)))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
