@@ -496,10 +496,8 @@ static ember_status begin_step(ember_engine *e)
         ember_text_finish(e->stuck[i]->out);
         finish(e, e->stuck[i], EMBER_FINISH_LENGTH);
     }
-    if (!n_items) {
-        publish_stats(e);
-        return EMBER_IDLE;
-    }
+    publish_stats(e); /* what was taken from the inbox shows as waiting or running */
+    if (!n_items) return EMBER_IDLE;
     double t0 = now_ms();
     for (uint32_t i = 0; i < n_items; i++) {
         request *r = e->items[i].r;

@@ -135,7 +135,7 @@ static ember_status pick_device(ember_vk *vk, int index, ember_err *err)
     if (vkEnumeratePhysicalDevices(vk->instance, &n, devs) < 0 || n == 0)
         return ember_fail(err, EMBER_ERR_NO_DEVICE, "no Vulkan device found");
     if (index > 0 && (uint32_t)index > n)
-        return ember_fail(err, EMBER_ERR_NO_DEVICE, "device %d requested, %u present", index, n);
+        return ember_fail(err, EMBER_ERR_NO_DEVICE, "device %d requested, %u present (counted from 0)", index - 1, n);
 
     int best = -1, best_rank = -1;
     for (uint32_t i = 0; i < n; i++) {
@@ -145,7 +145,7 @@ static ember_status pick_device(ember_vk *vk, int index, ember_err *err)
         if (c.api_version < VK_API_VERSION_1_2 || compute_queue_family(devs[i]) < 0) {
             if (index > 0)
                 return ember_fail(err, EMBER_ERR_NO_DEVICE,
-                                  "device %d (%s) lacks Vulkan 1.2 or a compute queue", index, c.device_name);
+                                  "device %d (%s) lacks Vulkan 1.2 or a compute queue", index - 1, c.device_name);
             continue;
         }
         if (type_rank(c.device_type) > best_rank) {

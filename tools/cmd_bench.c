@@ -4,13 +4,16 @@
  * cache use. --batching static and --kv contiguous run the baselines it is compared to
  * (static: fixed-shape batches, prompts padded to the longest and finished members
  * computing on as padding rows, reported as padding_tokens and not counted in
- * output_tokens or throughput; static-ragged: the same without padded prompts). */
+ * output_tokens or throughput; static-ragged: the same without padded prompts).
+ * --url sends the same workload to a running server instead (`ember serve` or any
+ * OpenAI-compatible one) as streamed /v1/completions requests: bench_http.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_http.h"
 #include "cli.h"
 #include "commands.h"
 
@@ -22,6 +25,10 @@ typedef struct bench_args {
     ember_engine_opts eo;
     const char *draft;            /* --draft: a draft model for speculative decoding */
     ember_speculation spec;
+    long concurrency;             /* most requests submitted and unfinished; 0 = no limit */
+    const char *url, *api_key;    /* --url: a server to drive instead of an engine */
+    long vocab;                   /* --url: prompt token ids are drawn below this */
+    const char *engine_flag;      /* the first engine option given, refused with --url */
     bool json;
 } bench_args;
 
@@ -38,6 +45,7 @@ typedef struct req {
 typedef struct workload {
     req *r;
     uint32_t n, completed;
+    uint32_t concurrency;              /* most submitted and unfinished; 0 = no limit */
     double t0;
     ember_speculation spec;
 } workload;
@@ -66,21 +74,11 @@ static bool range(const char *flag, const char *v, long *lo, long *hi)
     return true;
 }
 
-static bool bench_flag(const char *f, const char *v, bench_args *a)
+/* Options of the engine the in-process bench creates (a server has its own). */
+static bool engine_flag(const char *f, const char *v, bench_args *a)
 {
     long n;
-    if (strcmp(f, "--requests") == 0) return cli_int(f, v, 1, 1 << 20, &a->requests);
-    if (strcmp(f, "--rate") == 0) {
-        float r;
-        if (strcmp(v, "inf") == 0) return a->rate = 0, true;
-        return cli_float(f, v, &r) && r > 0 && (a->rate = r, true);
-    }
-    if (strcmp(f, "--prompt-len") == 0) return range(f, v, &a->prompt_lo, &a->prompt_hi);
-    if (strcmp(f, "--gen-len") == 0) return range(f, v, &a->gen_lo, &a->gen_hi);
-    if (strcmp(f, "--shared-prefix") == 0) return cli_int(f, v, 0, 1 << 20, &a->shared_prefix);
-    if (strcmp(f, "--seed") == 0) return cli_int(f, v, 0, 0x7fffffff, &a->seed);
-    if (strcmp(f, "--slo-ttft-ms") == 0) return cli_float(f, v, &a->slo_ttft_ms);
-    if (strcmp(f, "--slo-tpot-ms") == 0) return cli_float(f, v, &a->slo_tpot_ms);
+    a->engine_flag = a->engine_flag ? a->engine_flag : f;
     if (strcmp(f, "--batching") == 0) {
         for (int b = EMBER_BATCHING_CONTINUOUS; b <= EMBER_BATCHING_STATIC_RAGGED; b++)
             if (strcmp(v, batching_name[b]) == 0) return a->eo.batching = (ember_batching)b, true;
@@ -107,6 +105,43 @@ static bool bench_flag(const char *f, const char *v, bench_args *a)
     return true;
 }
 
+/* Options of the workload and of how it is sent: the same with and without --url. */
+static bool bench_flag(const char *f, const char *v, bench_args *a)
+{
+    if (strcmp(f, "--requests") == 0) return cli_int(f, v, 1, 1 << 20, &a->requests);
+    if (strcmp(f, "--rate") == 0) {
+        float r;
+        if (strcmp(v, "inf") == 0) return a->rate = 0, true;
+        return cli_float(f, v, &r) && r > 0 && (a->rate = r, true);
+    }
+    if (strcmp(f, "--prompt-len") == 0) return range(f, v, &a->prompt_lo, &a->prompt_hi);
+    if (strcmp(f, "--gen-len") == 0) return range(f, v, &a->gen_lo, &a->gen_hi);
+    if (strcmp(f, "--shared-prefix") == 0) return cli_int(f, v, 0, 1 << 20, &a->shared_prefix);
+    if (strcmp(f, "--seed") == 0) return cli_int(f, v, 0, 0x7fffffff, &a->seed);
+    if (strcmp(f, "--slo-ttft-ms") == 0) return cli_float(f, v, &a->slo_ttft_ms);
+    if (strcmp(f, "--slo-tpot-ms") == 0) return cli_float(f, v, &a->slo_tpot_ms);
+    if (strcmp(f, "--concurrency") == 0) return cli_int(f, v, 1, 1 << 20, &a->concurrency);
+    if (strcmp(f, "--url") == 0) return a->url = v, true;
+    if (strcmp(f, "--api-key") == 0) return a->api_key = v, true;
+    if (strcmp(f, "--vocab") == 0) return cli_int(f, v, 4, 1 << 24, &a->vocab);
+    return engine_flag(f, v, a);
+}
+
+/* With --url the engine is the server's, and without it there is no server to talk to. */
+static bool consistent(const bench_args *a, bool vocab_given)
+{
+    if (a->url && a->engine_flag)
+        fprintf(stderr, "ember bench: %s configures the in-process engine; with --url it is the server's "
+                        "(give it to ember serve)\n", a->engine_flag);
+    else if (!a->url && (a->api_key || vocab_given))
+        fprintf(stderr, "ember bench: %s goes with --url\n", a->api_key ? "--api-key" : "--vocab");
+    else if (!a->url && !a->model.path)
+        fprintf(stderr, "ember bench: -m MODEL.gguf (or --url URL) is required\n");
+    else
+        return true;
+    return false;
+}
+
 static bool parse(int argc, char **argv, bench_args *a)
 {
     *a = (bench_args){.requests = 48, .prompt_lo = 8, .prompt_hi = 200, .gen_lo = 8, .gen_hi = 160,
@@ -116,11 +151,14 @@ static bool parse(int argc, char **argv, bench_args *a)
         const char *v;
         if (r < 0) return false;
         if (r > 0) continue;
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) return false;
         if (strcmp(argv[i], "--json") == 0) a->json = true;
-        else if (strcmp(argv[i], "--no-prefix-cache") == 0) a->eo.no_prefix_cache = 1;
+        else if (strcmp(argv[i], "--no-prefix-cache") == 0) a->eo.no_prefix_cache = 1, a->engine_flag = argv[i];
         else if (!(v = cli_value(argc, argv, &i)) || !bench_flag(argv[i - 1], v, a)) return false;
     }
-    return true;
+    /* --url without --vocab: the vocabulary the server reports (vocab_size in
+     * /v1/models; run_url), so the prompts are the in-process bench's very tokens. */
+    return consistent(a, a->vocab != 0);
 }
 
 /* ---- the workload ------------------------------------------------------------------------ */
@@ -192,14 +230,21 @@ static void progress(const workload *w, uint32_t submitted)
     fflush(stderr);
 }
 
-/* Submits arrivals as their time comes and steps the engine until all are done. */
+/* Whether --concurrency lets one more request in, next having been submitted. */
+static bool has_room(const workload *w, uint32_t next)
+{
+    return !w->concurrency || next - w->completed < w->concurrency;
+}
+
+/* Submits arrivals as their time comes (or, under --concurrency, once an earlier request
+ * finished) and steps the engine until all are done. */
 static ember_status drive(ember_engine *e, workload *w)
 {
     uint32_t next = 0;
     w->t0 = now_ms();
     while (w->completed < w->n) {
         double t = (now_ms() - w->t0) / 1e3;
-        for (; next < w->n && w->r[next].arrival_s <= t; next++) {
+        for (; next < w->n && w->r[next].arrival_s <= t && has_room(w, next); next++) {
             req *r = &w->r[next];
             ember_request_desc d = {.tokens = r->prompt, .n_tokens = r->n_prompt, .max_tokens = r->n_gen,
                                     .ignore_eos = 1, .on_token = on_token, .on_done = on_done, .user = r,
@@ -223,6 +268,7 @@ static ember_status drive(ember_engine *e, workload *w)
     }
     return EMBER_OK;
 }
+
 
 /* ---- the report ------------------------------------------------------------------------- */
 
@@ -249,41 +295,106 @@ static pct percentiles(double *v, size_t n)
     return (pct){r[0], r[1], r[2]};
 }
 
+/* One request as either mode measured it. */
+typedef struct outcome {
+    bool done;             /* in-process: finished; --url: a whole 200 stream */
+    bool length;           /* ran to its max tokens: with ignore_eos, the only good end */
+    uint32_t n_tokens;
+    double ttft_ms, tpot_ms;
+    const double *times;   /* arrival of each token (in-process) or text event (--url) */
+    uint32_t n_times;
+} outcome;
+
+typedef struct summary {
+    uint32_t requests, completed;
+    size_t out, good;
+    double duration_s;
+    pct ttft, tpot, itl;
+} summary;
+
+/* Counts and latency percentiles over the completed requests of o[0..n). */
+static bool summarize(const bench_args *a, const outcome *o, uint32_t n, double duration_s, summary *s)
+{
+    size_t n_itl = 0, n_ttft = 0, n_tpot = 0, k = 0;
+    for (uint32_t i = 0; i < n; i++) n_itl += o[i].n_times > 1 ? o[i].n_times - 1 : 0;
+    double *ttft = malloc((n + 1) * sizeof *ttft), *tpot = malloc((n + 1) * sizeof *tpot);
+    double *itl = malloc((n_itl + 1) * sizeof *itl);
+    bool ok = ttft && tpot && itl;
+    *s = (summary){.requests = n, .duration_s = duration_s};
+    for (uint32_t i = 0; ok && i < n; i++) {
+        const outcome *r = &o[i];
+        if (!r->done) continue;
+        s->completed++;
+        s->out += r->n_tokens;
+        ttft[n_ttft++] = r->ttft_ms;
+        if (r->n_tokens > 1) tpot[n_tpot++] = r->tpot_ms;
+        for (uint32_t j = 1; j < r->n_times; j++) itl[k++] = r->times[j] - r->times[j - 1];
+        s->good += r->length && r->ttft_ms <= a->slo_ttft_ms && r->tpot_ms <= a->slo_tpot_ms;
+    }
+    if (ok) s->ttft = percentiles(ttft, n_ttft), s->tpot = percentiles(tpot, n_tpot), s->itl = percentiles(itl, k);
+    else fprintf(stderr, "ember bench: out of memory\n");
+    free(ttft);
+    free(tpot);
+    free(itl);
+    return ok;
+}
+
 static void print_pct(const char *name, pct p) { printf("\"%s\": {\"p50\": %.3f, \"p90\": %.3f, \"p99\": %.3f}, ", name, p.p50, p.p90, p.p99); }
 
-static void report(const bench_args *a, workload *w, ember_engine *e, double duration_s)
+/* The keys both modes report, up to the mode's own; the object stays open. */
+static void summary_json(const bench_args *a, const summary *s)
 {
-    size_t n_itl = 0, out = 0, good = 0;
-    for (uint32_t i = 0; i < w->n; i++) n_itl += w->r[i].n_tokens > 1 ? w->r[i].n_tokens - 1 : 0;
-    double *ttft = calloc(w->n, sizeof *ttft), *tpot = calloc(w->n, sizeof *tpot);
-    double *itl = calloc(n_itl + 1, sizeof *itl);
-    if (!ttft || !tpot || !itl) goto done;
-    size_t k = 0, n_tpot = 0;
-    for (uint32_t i = 0; i < w->n; i++) {
-        const req *r = &w->r[i];
-        out += r->n_tokens;
-        ttft[i] = r->m.ttft_ms;
-        if (r->m.n_gen > 1) tpot[n_tpot++] = r->m.tpot_ms;
-        for (uint32_t j = 1; j < r->n_tokens; j++) itl[k++] = r->token_ms[j] - r->token_ms[j - 1];
-        good += r->why == EMBER_FINISH_LENGTH && r->m.ttft_ms <= a->slo_ttft_ms && r->m.tpot_ms <= a->slo_tpot_ms;
-    }
-    ember_engine_stats st;
-    ember_engine_get_stats(e, &st);
-    double slots = (double)st.kv_peak_blocks_used * st.kv_block_size;
-    double waste = slots > 0 ? 100.0 * (slots - (double)st.kv_peak_tokens) / slots : 0;
     printf("{\"requests\": %u, \"completed\": %u, \"output_tokens\": %zu, \"duration_s\": %.3f, "
-           "\"throughput_tok_s\": %.3f, ", w->n, w->completed, out, duration_s, out / duration_s);
-    print_pct("ttft_ms", percentiles(ttft, w->n));
-    print_pct("tpot_ms", percentiles(tpot, n_tpot));
-    print_pct("itl_ms", percentiles(itl, k));
-    printf("\"goodput_req_s\": %.4f, \"slo\": {\"ttft_ms\": %.1f, \"tpot_ms\": %.1f}, ", good / duration_s,
+           "\"throughput_tok_s\": %.3f, ", s->requests, s->completed, s->out, s->duration_s, s->out / s->duration_s);
+    print_pct("ttft_ms", s->ttft);
+    print_pct("tpot_ms", s->tpot);
+    print_pct("itl_ms", s->itl);
+    printf("\"goodput_req_s\": %.4f, \"slo\": {\"ttft_ms\": %.1f, \"tpot_ms\": %.1f}, ", s->good / s->duration_s,
            a->slo_ttft_ms, a->slo_tpot_ms);
+    if (a->concurrency) printf("\"concurrency\": %ld, ", a->concurrency);
+    else printf("\"concurrency\": null, ");
+}
+
+static void pct_text(const char *name, pct p) { printf("%-13s p50 %9.2f   p90 %9.2f   p99 %9.2f\n", name, p.p50, p.p90, p.p99); }
+
+/* The same for people: latency lines, then goodput. itl_name says what ITL is between. */
+static void summary_text(const bench_args *a, const summary *s, uint32_t failed, const char *itl_name)
+{
+    printf("requests      %u: %u completed", s->requests, s->completed);
+    if (a->url) printf(", %u failed", failed);
+    printf(" in %.2f s, ", s->duration_s);
+    if (a->concurrency) printf("at most %ld at a time\n", a->concurrency);
+    else printf("as they arrived\n");
+    printf("output        %zu tokens, %.1f tok/s\n", s->out, s->out / s->duration_s);
+    pct_text("TTFT ms", s->ttft);
+    pct_text("TPOT ms", s->tpot);
+    pct_text(itl_name, s->itl);
+    printf("goodput       %.3f req/s: %zu of %u requests within TTFT %g ms and TPOT %g ms\n", s->good / s->duration_s,
+           s->good, s->requests, a->slo_ttft_ms, a->slo_tpot_ms);
+}
+
+/* ---- the in-process report -------------------------------------------------------------- */
+
+static void spec_counts(const workload *w, uint64_t *drafted, uint64_t *accepted)
+{
+    *drafted = *accepted = 0;
+    for (uint32_t i = 0; i < w->n; i++) *drafted += w->r[i].m.n_drafted, *accepted += w->r[i].m.n_accepted;
+}
+
+static double kv_waste_pct(const ember_engine_stats *st)
+{
+    double slots = (double)st->kv_peak_blocks_used * st->kv_block_size;
+    return slots > 0 ? 100.0 * (slots - (double)st->kv_peak_tokens) / slots : 0;
+}
+
+static void engine_json(const bench_args *a, const workload *w, const ember_engine_stats *st)
+{
     printf("\"kv\": {\"block_size\": %u, \"blocks_total\": %u, \"peak_blocks_used\": %u, \"waste_pct\": %.2f, "
            "\"type\": \"%s\", \"bytes_per_token\": %llu}, ",
-           st.kv_block_size, st.kv_blocks_total, st.kv_peak_blocks_used, waste, cli_kv_type_name(st.kv_type),
-           (unsigned long long)st.kv_bytes_per_token);
-    uint64_t drafted = 0, accepted = 0;
-    for (uint32_t i = 0; i < w->n; i++) drafted += w->r[i].m.n_drafted, accepted += w->r[i].m.n_accepted;
+           st->kv_block_size, st->kv_blocks_total, st->kv_peak_blocks_used, kv_waste_pct(st),
+           cli_kv_type_name(st->kv_type), (unsigned long long)st->kv_bytes_per_token);
+    uint64_t drafted, accepted;
+    spec_counts(w, &drafted, &accepted);
     if (a->spec.draft_k)
         printf("\"speculation\": {\"drafted\": %llu, \"accepted\": %llu, \"acceptance_rate\": %.4f}, ",
                (unsigned long long)drafted, (unsigned long long)accepted, drafted ? (double)accepted / drafted : 0.0);
@@ -292,22 +403,56 @@ static void report(const bench_args *a, workload *w, ember_engine *e, double dur
      * rows static batching computed for its fixed shape (padded prompts, finished members). */
     printf("\"prefix_hit_tokens\": %llu, \"cow_copies\": %llu, \"preemptions\": %llu, \"steps\": %llu, "
            "\"tokens_computed\": %llu, \"padding_tokens\": %llu, \"batching\": \"%s\", \"kv_layout\": \"%s\"}\n",
-           (unsigned long long)st.prefix_hit_tokens, (unsigned long long)st.cow_copies,
-           (unsigned long long)st.preemptions, (unsigned long long)st.steps,
-           (unsigned long long)st.tokens_computed, (unsigned long long)st.padding_tokens,
-           batching_name[a->eo.batching],
+           (unsigned long long)st->prefix_hit_tokens, (unsigned long long)st->cow_copies,
+           (unsigned long long)st->preemptions, (unsigned long long)st->steps,
+           (unsigned long long)st->tokens_computed, (unsigned long long)st->padding_tokens,
+           batching_name[a->eo.batching], a->eo.kv_layout == EMBER_KV_CONTIGUOUS ? "contiguous" : "paged");
+}
+
+static void engine_text(const bench_args *a, const workload *w, const ember_engine_stats *st)
+{
+    printf("kv cache      peak %u of %u blocks of %u tokens, %.1f%% waste, %s (%llu bytes a token), %s\n",
+           st->kv_peak_blocks_used, st->kv_blocks_total, st->kv_block_size, kv_waste_pct(st),
+           cli_kv_type_name(st->kv_type), (unsigned long long)st->kv_bytes_per_token,
            a->eo.kv_layout == EMBER_KV_CONTIGUOUS ? "contiguous" : "paged");
-done:
-    free(ttft);
-    free(tpot);
-    free(itl);
+    printf("engine        %s batching, %llu steps, %llu rows computed (%llu padding), %llu preemptions\n",
+           batching_name[a->eo.batching], (unsigned long long)st->steps, (unsigned long long)st->tokens_computed,
+           (unsigned long long)st->padding_tokens, (unsigned long long)st->preemptions);
+    printf("prefix cache  %llu prompt tokens from the cache, %llu copies on write\n",
+           (unsigned long long)st->prefix_hit_tokens, (unsigned long long)st->cow_copies);
+    uint64_t drafted, accepted;
+    spec_counts(w, &drafted, &accepted);
+    if (a->spec.draft_k)
+        printf("speculation   %llu drafted, %llu accepted (%.1f%%)\n", (unsigned long long)drafted,
+               (unsigned long long)accepted, drafted ? 100.0 * accepted / drafted : 0.0);
+}
+
+static bool report(const bench_args *a, workload *w, ember_engine *e, double duration_s)
+{
+    outcome *o = calloc(w->n, sizeof *o);
+    summary s;
+    if (!o) fprintf(stderr, "ember bench: out of memory\n");
+    for (uint32_t i = 0; o && i < w->n; i++) {
+        const req *r = &w->r[i];
+        o[i] = (outcome){.done = r->done, .length = r->why == EMBER_FINISH_LENGTH, .n_tokens = r->n_tokens,
+                         .ttft_ms = r->m.ttft_ms, .tpot_ms = r->m.tpot_ms, .times = r->token_ms,
+                         .n_times = r->n_tokens};
+    }
+    bool ok = o && summarize(a, o, w->n, duration_s, &s);
+    free(o);
+    if (!ok) return false;
+    ember_engine_stats st;
+    ember_engine_get_stats(e, &st);
+    if (a->json) summary_json(a, &s), engine_json(a, w, &st);
+    else summary_text(a, &s, 0, "ITL ms"), engine_text(a, w, &st);
+    return true;
 }
 
 static int run(ember_model *m, ember_model *draft, const bench_args *a)
 {
     ember_model_info info;
     ember_model_get_info(m, &info);
-    workload w = {.spec = a->spec};
+    workload w = {.spec = a->spec, .concurrency = (uint32_t)a->concurrency};
     ember_engine *e = NULL;
     ember_engine_opts eo = a->eo;
     eo.draft = draft;
@@ -317,10 +462,96 @@ static int run(ember_model *m, ember_model *draft, const bench_args *a)
     if (s != EMBER_OK) {
         fprintf(stderr, "ember: %s\n", e ? ember_engine_error(e) : "out of memory");
         code = 1;
-    } else {
-        report(a, &w, e, (now_ms() - w.t0) / 1e3);
+    } else if (!report(a, &w, e, (now_ms() - w.t0) / 1e3)) {
+        code = 1;
     }
     ember_engine_destroy(e);
+    free_workload(&w);
+    return code;
+}
+
+/* ---- against a server (--url) ------------------------------------------------------------ */
+
+static void http_progress(void *user, uint32_t done, uint32_t sent)
+{
+    workload *w = user;
+    w->completed = done;
+    progress(w, sent);
+}
+
+/* A request as the server answered it; TPOT from the first and last text events over
+ * the tokens the usage event counts, as a chunk may carry several tokens. */
+static outcome http_outcome(const bench_http_req *r)
+{
+    uint32_t n = r->ok ? r->n_tokens : 0, c = r->n_chunks;
+    double first = c ? r->chunk_ms[0] : r->end_ms; /* no text at all: the answer came at the end */
+    return (outcome){.done = r->ok, .length = r->length, .n_tokens = n, .ttft_ms = first - r->send_ms,
+                     .tpot_ms = n > 1 && c ? (r->chunk_ms[c - 1] - first) / (n - 1) : 0, .times = r->chunk_ms,
+                     .n_times = r->ok ? c : 0};
+}
+
+/* Says on stderr how many requests failed, and the first one's reason. */
+static uint32_t count_failed(const bench_http_req *r, uint32_t n)
+{
+    uint32_t failed = 0, first = 0;
+    for (uint32_t i = n; i-- > 0;)
+        if (!r[i].ok) failed++, first = i;
+    if (failed)
+        fprintf(stderr, "ember bench: %u of %u requests failed; request %u: %s\n", failed, n, first,
+                r[first].error);
+    return failed;
+}
+
+static bool report_url(const bench_args *a, const bench_http_opts *o, const bench_http_req *r, uint32_t n,
+                       double duration_s)
+{
+    outcome *oc = calloc(n, sizeof *oc);
+    summary s;
+    for (uint32_t i = 0; oc && i < n; i++) oc[i] = http_outcome(&r[i]);
+    bool ok = oc && summarize(a, oc, n, duration_s, &s);
+    free(oc);
+    if (!ok) return false;
+    uint32_t failed = count_failed(r, n);
+    size_t events = 0; /* ITL is between these: as many as tokens unless chunks held several */
+    for (uint32_t i = 0; i < n; i++) events += r[i].ok ? r[i].n_chunks : 0;
+    if (a->json) {
+        summary_json(a, &s);
+        printf("\"failed\": %u, \"text_events\": %zu, \"url\": ", failed, events);
+        cli_json_string(stdout, a->url, strlen(a->url));
+        printf(", \"model\": ");
+        cli_json_string(stdout, o->model, strlen(o->model));
+        printf("}\n");
+    } else {
+        summary_text(a, &s, failed, "ITL ms/event");
+        printf("server        %s, model %s, %zu text events for %zu tokens\n", a->url, o->model, events, s.out);
+    }
+    return s.completed > 0;
+}
+
+/* Sends the workload, made as for the in-process bench, to the server at a->url. */
+static int run_url(const bench_args *a)
+{
+    workload w = {0};
+    bench_http_opts o = {.url = a->url, .api_key = a->api_key, .model = a->model.path,
+                         .concurrency = (uint32_t)a->concurrency, .progress = http_progress, .progress_user = &w};
+    uint32_t server_vocab = 0;
+    char *model = bench_http_pick_model(&o, &server_vocab);
+    bench_http_req *r = NULL;
+    double duration_s = 0;
+    int code = 1;
+    o.model = model;
+    /* A server that does not say its vocabulary: ids below 256, which byte-level and
+     * byte-fallback tokenizers all have. Lengths and arrivals do not depend on it. */
+    uint32_t vocab = a->vocab ? (uint32_t)a->vocab : server_vocab ? server_vocab : 256;
+    if (model && (!make_workload(a, vocab, &w) || !(r = calloc(w.n, sizeof *r))))
+        fprintf(stderr, "ember bench: out of memory\n");
+    for (uint32_t i = 0; r && i < w.n; i++)
+        r[i] = (bench_http_req){.arrival_s = w.r[i].arrival_s, .prompt = w.r[i].prompt,
+                                .n_prompt = w.r[i].n_prompt, .n_gen = w.r[i].n_gen};
+    if (r && bench_http_run(&o, r, w.n, &duration_s) && report_url(a, &o, r, w.n, duration_s)) code = 0;
+    bench_http_free(r, w.n);
+    free(r);
+    free(model);
     free_workload(&w);
     return code;
 }
@@ -331,14 +562,18 @@ int ember_cmd_bench(int argc, char **argv)
     if (!parse(argc, argv, &a)) {
         fprintf(stderr,
                 "usage: ember bench -m MODEL.gguf [--requests N] [--rate R|inf] [--prompt-len A:B] [--gen-len A:B]\n"
-                "                   [--shared-prefix L] [--max-seqs S] [--max-batch-tokens T] [--chunk-ctx C]\n"
-                "                   [--kv-blocks K] [--kv-block-size B] [--kv-mem MIB]\n"
+                "                   [--shared-prefix L] [--concurrency N] [--max-seqs S] [--max-batch-tokens T]\n"
+                "                   [--chunk-ctx C] [--kv-blocks K] [--kv-block-size B] [--kv-mem MIB]\n"
                 "                   [--batching continuous|static|static-ragged]\n"
                 "                   [--kv paged|contiguous] [--kv-type f32|q8_0] [--no-prefix-cache] [--seed S]\n"
                 "                   [--slo-ttft-ms X] [--slo-tpot-ms Y]\n"
-                "                   [--draft M2 --draft-k K | --ngram N] [--json]\n");
+                "                   [--draft M2 --draft-k K | --ngram N] [--json]\n"
+                "       ember bench --url http://HOST:PORT [--model NAME] [--api-key KEY] [--vocab V]\n"
+                "                   [the workload flags: --requests ... --concurrency N --slo-tpot-ms Y] [--json]\n"
+                "                   drives a running server (ember serve) with the same workload\n");
         return 2;
     }
+    if (a.url) return run_url(&a);
     ember_model *draft, *m = cli_load_with_draft(&a.model, a.draft, &draft);
     return m ? cli_free_with_draft(m, draft, run(m, draft, &a)) : 1;
 }

@@ -14,5 +14,6 @@ int ember_cmd_convert(int argc, char **argv);
 int ember_cmd_perplexity(int argc, char **argv);
 int ember_cmd_batch(int argc, char **argv);
 int ember_cmd_bench(int argc, char **argv);
+int ember_cmd_serve(int argc, char **argv); /* server/serve.c */
 
 #endif

@@ -20,6 +20,7 @@ static const command commands[] = {
     {"quantize", ember_cmd_quantize, "IN.gguf OUT.gguf q8_0"},
     {"batch", ember_cmd_batch, "-m M -f PROMPTS -n N [sampling flags] [--json]"},
     {"bench", ember_cmd_bench, "-m M [workload flags] --json (see ember bench --help)"},
+    {"serve", ember_cmd_serve, "-m M [--host ADDR --port N --api-key KEY ...]: an OpenAI-compatible HTTP server"},
     {"perplexity", ember_cmd_perplexity, "-m M -f TEXTFILE [--ctx N] [--json]"},
     {"convert", ember_cmd_convert, "llama2c CKPT.bin TOKENIZER.bin OUT.gguf"},
 };

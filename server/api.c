@@ -1,0 +1,365 @@
+/* api.c — see api.h. Parsing follows OpenAI's API reference for /v1/chat/completions and
+ * /v1/completions, plus the sampling fields vLLM accepts (top_k, min_p,
+ * repetition_penalty, ignore_eos); fields it does not know are ignored, as OpenAI's
+ * clients send some the server cannot use. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+
+void api_fail(api_error *e, int status, const char *type, const char *param, const char *code, const char *fmt, ...)
+{
+    e->status = status;
+    e->type = type;
+    e->param = param;
+    e->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+}
+
+static bool bad(api_error *e, const char *param, const char *fmt, const char *a, double lo, double hi)
+{
+    api_fail(e, 400, "invalid_request_error", param, NULL, fmt, a, lo, hi);
+    return false;
+}
+
+/* ---- typed fields: absent or null is fine (the default stays) ----------------------- */
+
+static cJSON *field(const cJSON *o, const char *key)
+{
+    cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+    return it && !cJSON_IsNull(it) ? it : NULL;
+}
+
+static bool number(const cJSON *o, const char *key, double lo, double hi, double *v, api_error *e)
+{
+    cJSON *it = field(o, key);
+    if (!it) return true;
+    if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble))
+        return bad(e, key, "'%s' must be a number", key, 0, 0);
+    if (it->valuedouble < lo || it->valuedouble > hi)
+        return bad(e, key, "'%s' must be between %g and %g", key, lo, hi);
+    *v = it->valuedouble;
+    return true;
+}
+
+static bool integer(const cJSON *o, const char *key, double lo, double hi, double *v, api_error *e)
+{
+    cJSON *it = field(o, key);
+    if (it && (!cJSON_IsNumber(it) || it->valuedouble != floor(it->valuedouble)))
+        return bad(e, key, "'%s' must be an integer", key, 0, 0);
+    return number(o, key, lo, hi, v, e);
+}
+
+static bool boolean(const cJSON *o, const char *key, bool *v, api_error *e)
+{
+    cJSON *it = field(o, key);
+    if (!it) return true;
+    if (!cJSON_IsBool(it)) return bad(e, key, "'%s' must be true or false", key, 0, 0);
+    *v = cJSON_IsTrue(it);
+    return true;
+}
+
+/* ---- the prompt ----------------------------------------------------------------------- */
+
+/* A message's content: a string, or an array of parts of which the text parts count. */
+static char *content_text(const cJSON *c)
+{
+    if (cJSON_IsString(c)) return strdup(c->valuestring);
+    if (!cJSON_IsArray(c)) return NULL;
+    size_t len = 0;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, c) {
+        cJSON *t = cJSON_GetObjectItemCaseSensitive(p, "text");
+        if (!cJSON_IsString(t)) return NULL;
+        len += strlen(t->valuestring);
+    }
+    char *s = malloc(len + 1);
+    if (!s) return NULL;
+    s[0] = 0;
+    cJSON_ArrayForEach(p, c) strcat(s, cJSON_GetObjectItemCaseSensitive(p, "text")->valuestring);
+    return s;
+}
+
+static const char *role_of(const cJSON *m)
+{
+    static const char *const roles[] = {"system", "user", "assistant"};
+    cJSON *r = cJSON_GetObjectItemCaseSensitive(m, "role");
+    if (!cJSON_IsString(r)) return NULL;
+    if (strcmp(r->valuestring, "developer") == 0) return "system"; /* OpenAI's newer name */
+    for (size_t i = 0; i < 3; i++)
+        if (strcmp(r->valuestring, roles[i]) == 0) return roles[i];
+    return NULL;
+}
+
+/* Renders messages through the model's chat template into out->prompt. */
+static bool chat_prompt(ember_model *model, const cJSON *msgs, api_request *out, api_error *e)
+{
+    int n = cJSON_IsArray(msgs) ? cJSON_GetArraySize(msgs) : 0;
+    if (n == 0) return bad(e, "messages", "'%s' must be a non-empty array of {role, content}", "messages", 0, 0);
+    ember_chat_message *m = calloc((size_t)n, sizeof *m);
+    char **text = calloc((size_t)n, sizeof *text);
+    bool ok = m && text;
+    for (int i = 0; ok && i < n; i++) {
+        const cJSON *it = cJSON_GetArrayItem(msgs, i);
+        m[i].role = role_of(it);
+        m[i].content = text[i] = content_text(cJSON_GetObjectItemCaseSensitive(it, "content"));
+        if (!m[i].role || !text[i]) ok = bad(e, "messages", "each of '%s' needs a role (system, user or assistant) "
+                                                            "and text content", "messages", 0, 0);
+    }
+    size_t len = 0;
+    if (ok && ember_chat_apply(model, NULL, m, (size_t)n, 1, NULL, 0, &len) == EMBER_OK &&
+        (out->prompt = malloc(len + 1)))
+        ok = ember_chat_apply(model, NULL, m, (size_t)n, 1, out->prompt, len + 1, &len) == EMBER_OK;
+    else if (ok) ok = false, api_fail(e, 500, "server_error", NULL, NULL, "the chat template failed");
+    for (int i = 0; text && i < n; i++) free(text[i]);
+    free(text);
+    free(m);
+    if (ok) out->desc.parse_special = 1; /* the template's control tokens */
+    return ok;
+}
+
+/* A completion prompt: a string, one string in an array, or an array of token ids. */
+static bool completion_prompt(const api_limits *lim, const cJSON *p, api_request *out, api_error *e)
+{
+    if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && cJSON_IsString(cJSON_GetArrayItem(p, 0)))
+        p = cJSON_GetArrayItem(p, 0);
+    if (cJSON_IsString(p)) return (out->prompt = strdup(p->valuestring)) != NULL;
+    int n = cJSON_IsArray(p) ? cJSON_GetArraySize(p) : 0;
+    if (n == 0) return bad(e, "prompt", "'%s' must be a string or a non-empty array of token ids", "prompt", 0, 0);
+    if (!(out->tokens = malloc((size_t)n * sizeof *out->tokens))) return false;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, p) {
+        if (!cJSON_IsNumber(t) || t->valuedouble < 0 || t->valuedouble >= lim->n_vocab ||
+            t->valuedouble != floor(t->valuedouble))
+            return bad(e, "prompt", "'%s' holds something that is not a token id below %g", "prompt", lim->n_vocab, 0);
+        out->tokens[out->n_tokens++] = (uint32_t)t->valuedouble;
+    }
+    return true;
+}
+
+/* ---- sampling and limits ---------------------------------------------------------------- */
+
+static bool stops(const cJSON *o, api_request *out, api_error *e)
+{
+    cJSON *s = field(o, "stop");
+    if (!s) return true;
+    if (cJSON_IsString(s)) return (out->desc.stop[0] = out->stop[0] = strdup(s->valuestring)) != NULL;
+    int n = cJSON_IsArray(s) ? cJSON_GetArraySize(s) : -1;
+    if (n < 0 || n > EMBER_MAX_STOP)
+        return bad(e, "stop", "'%s' must be a string or an array of at most %g strings", "stop", EMBER_MAX_STOP, 0);
+    for (int i = 0; i < n; i++) {
+        cJSON *it = cJSON_GetArrayItem(s, i);
+        if (!cJSON_IsString(it) || !it->valuestring[0])
+            return bad(e, "stop", "'%s' must hold non-empty strings", "stop", 0, 0);
+        out->desc.stop[i] = out->stop[i] = strdup(it->valuestring);
+    }
+    return true;
+}
+
+static bool sampling(const cJSON *o, const api_limits *lim, api_request *out, api_error *e)
+{
+    double temp = 1.0, top_p = 1.0, top_k = 0, min_p = 0, rep = 1.0, pres = 0, freq = 0, seed = 0, n = 1;
+    double max = lim->ctx_len;
+    bool ok = number(o, "temperature", 0, 2, &temp, e) && number(o, "top_p", 0, 1, &top_p, e) &&
+              integer(o, "top_k", -1, 1 << 20, &top_k, e) && number(o, "min_p", 0, 1, &min_p, e) &&
+              number(o, "repetition_penalty", 0.01, 10, &rep, e) && number(o, "presence_penalty", -2, 2, &pres, e) &&
+              number(o, "frequency_penalty", -2, 2, &freq, e) && integer(o, "seed", -9.2e18, 9.2e18, &seed, e) &&
+              integer(o, "n", 1, 1e9, &n, e) && integer(o, "max_completion_tokens", 1, lim->ctx_len, &max, e) &&
+              integer(o, "max_tokens", 1, lim->ctx_len, &max, e);
+    if (!ok) return false;
+    if (n != 1) return bad(e, "n", "only %s = 1 is supported", "n", 0, 0);
+    ember_sampling *s = &out->desc.sampling;
+    *s = (ember_sampling){.temperature = (float)temp, .top_k = top_k > 0 ? (uint32_t)top_k : 0,
+                          .top_p = (float)top_p, .min_p = (float)min_p, .repetition_penalty = (float)rep,
+                          .presence_penalty = (float)pres, .frequency_penalty = (float)freq,
+                          .seed = (uint64_t)(long long)seed};
+    out->desc.max_tokens = (uint32_t)max;
+    return true;
+}
+
+static bool options(const cJSON *o, api_request *out, api_error *e)
+{
+    bool ignore_eos = false;
+    if (!boolean(o, "stream", &out->stream, e) || !boolean(o, "ignore_eos", &ignore_eos, e)) return false;
+    out->desc.ignore_eos = ignore_eos;
+    cJSON *so = field(o, "stream_options");
+    if (so && !cJSON_IsObject(so)) return bad(e, "stream_options", "'%s' must be an object", "stream_options", 0, 0);
+    return !so || boolean(so, "include_usage", &out->include_usage, e);
+}
+
+static bool model_name(const api_limits *lim, const cJSON *o, api_error *e)
+{
+    cJSON *m = field(o, "model");
+    if (!m) return true;
+    if (!cJSON_IsString(m)) return bad(e, "model", "'%s' must be a string", "model", 0, 0);
+    if (strcmp(m->valuestring, lim->model_id) == 0) return true;
+    api_fail(e, 404, "invalid_request_error", "model", "model_not_found",
+             "The model '%.100s' does not exist; this server serves '%.100s'", m->valuestring, lim->model_id);
+    return false;
+}
+
+bool api_parse(const api_limits *lim, ember_model *model, api_kind kind, const char *body, size_t len,
+               api_request *out, api_error *e)
+{
+    memset(out, 0, sizeof *out);
+    out->kind = kind;
+    cJSON *o = cJSON_ParseWithLength(body, len);
+    bool ok = cJSON_IsObject(o);
+    if (!ok) api_fail(e, 400, "invalid_request_error", NULL, "invalid_json", "the body is not a JSON object");
+    ok = ok && model_name(lim, o, e) && sampling(o, lim, out, e) && stops(o, out, e) && options(o, out, e);
+    if (ok && kind == API_CHAT) ok = chat_prompt(model, field(o, "messages"), out, e);
+    if (ok && kind == API_COMPLETION) ok = completion_prompt(lim, field(o, "prompt"), out, e);
+    if (ok && !out->prompt && !out->tokens) ok = false, api_fail(e, 500, "server_error", NULL, NULL, "out of memory");
+    cJSON_Delete(o);
+    out->desc.prompt = out->prompt;
+    out->desc.tokens = out->tokens;
+    out->desc.n_tokens = out->n_tokens;
+    out->desc.spec = lim->spec;
+    if (!ok) api_request_free(out);
+    return ok;
+}
+
+void api_request_free(api_request *r)
+{
+    free(r->prompt);
+    free(r->tokens);
+    for (int i = 0; i < EMBER_MAX_STOP; i++) free(r->stop[i]);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- responses ---------------------------------------------------------------------------- */
+
+static char *print(cJSON *o)
+{
+    char *s = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    return s;
+}
+
+char *api_error_json(const api_error *e)
+{
+    cJSON *o = cJSON_CreateObject(), *in = cJSON_AddObjectToObject(o, "error");
+    cJSON_AddStringToObject(in, "message", e->message);
+    cJSON_AddStringToObject(in, "type", e->type ? e->type : "invalid_request_error");
+    if (e->param) cJSON_AddStringToObject(in, "param", e->param);
+    else cJSON_AddNullToObject(in, "param");
+    if (e->code) cJSON_AddStringToObject(in, "code", e->code);
+    else cJSON_AddNullToObject(in, "code");
+    return print(o);
+}
+
+const char *api_finish_reason(ember_finish why)
+{
+    return why == EMBER_FINISH_LENGTH ? "length" : why == EMBER_FINISH_ERROR ? "error" : "stop";
+}
+
+/* The fields every object of the request starts with. */
+static cJSON *head(const api_format *f, const char *object)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "id", f->id);
+    cJSON_AddStringToObject(o, "object", object);
+    cJSON_AddNumberToObject(o, "created", (double)f->created);
+    cJSON_AddStringToObject(o, "model", f->model);
+    return o;
+}
+
+static void usage(cJSON *o, const api_format *f, uint32_t n_gen)
+{
+    cJSON *u = cJSON_AddObjectToObject(o, "usage");
+    cJSON_AddNumberToObject(u, "prompt_tokens", f->n_prompt);
+    cJSON_AddNumberToObject(u, "completion_tokens", n_gen);
+    cJSON_AddNumberToObject(u, "total_tokens", f->n_prompt + n_gen);
+}
+
+/* text[0..len) as a JSON string value (cJSON wants a NUL-terminated copy). */
+static cJSON *add_text(cJSON *o, const char *key, const char *text, size_t len)
+{
+    char *s = malloc(len + 1);
+    if (!s) return NULL;
+    memcpy(s, text, len);
+    s[len] = 0;
+    cJSON *it = cJSON_AddStringToObject(o, key, s);
+    free(s);
+    return it;
+}
+
+char *api_response(const api_format *f, const char *text, size_t len, ember_finish why, uint32_t n_gen)
+{
+    bool chat = f->kind == API_CHAT;
+    cJSON *o = head(f, chat ? "chat.completion" : "text_completion");
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddNumberToObject(c, "index", 0);
+    if (chat) {
+        cJSON *m = cJSON_AddObjectToObject(c, "message");
+        cJSON_AddStringToObject(m, "role", "assistant");
+        add_text(m, "content", text, len);
+    } else {
+        add_text(c, "text", text, len);
+    }
+    cJSON_AddNullToObject(c, "logprobs");
+    cJSON_AddStringToObject(c, "finish_reason", api_finish_reason(why));
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"), c);
+    usage(o, f, n_gen);
+    return print(o);
+}
+
+/* "data: JSON\n\n" around a printed object. */
+static char *event(char *json)
+{
+    if (!json) return NULL;
+    size_t n = strlen(json);
+    char *s = malloc(n + 9);
+    if (s) snprintf(s, n + 9, "data: %s\n\n", json);
+    cJSON_free(json);
+    return s;
+}
+
+char *api_chunk(const api_format *f, bool role, const char *text, size_t len, const char *finish)
+{
+    bool chat = f->kind == API_CHAT;
+    cJSON *o = head(f, chat ? "chat.completion.chunk" : "text_completion");
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddNumberToObject(c, "index", 0);
+    if (chat) {
+        cJSON *d = cJSON_AddObjectToObject(c, "delta");
+        if (role) cJSON_AddStringToObject(d, "role", "assistant");
+        if (len || (!role && !finish)) add_text(d, "content", text, len);
+    } else {
+        add_text(c, "text", text, len);
+    }
+    cJSON_AddNullToObject(c, "logprobs");
+    if (finish) cJSON_AddStringToObject(c, "finish_reason", finish);
+    else cJSON_AddNullToObject(c, "finish_reason");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"), c);
+    return event(print(o));
+}
+
+char *api_usage_chunk(const api_format *f, uint32_t n_gen)
+{
+    cJSON *o = head(f, f->kind == API_CHAT ? "chat.completion.chunk" : "text_completion");
+    cJSON_AddArrayToObject(o, "choices");
+    usage(o, f, n_gen);
+    return event(print(o));
+}
+
+char *api_models(const api_limits *lim, long long created)
+{
+    cJSON *o = cJSON_CreateObject(), *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "object", "list");
+    cJSON_AddStringToObject(m, "id", lim->model_id);
+    cJSON_AddStringToObject(m, "object", "model");
+    cJSON_AddNumberToObject(m, "created", (double)created);
+    cJSON_AddStringToObject(m, "owned_by", "ember");
+    cJSON_AddNumberToObject(m, "max_model_len", lim->ctx_len); /* as vLLM reports it */
+    cJSON_AddNumberToObject(m, "vocab_size", lim->n_vocab);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "data"), m);
+    return print(o);
+}

@@ -1,0 +1,71 @@
+/* api.h — the OpenAI request and response formats (api.c): a JSON body checked and turned
+ * into what ember_submit takes, and the JSON of responses, stream chunks and errors.
+ * Knows nothing of HTTP. */
+#ifndef EMBER_SERVER_API_H
+#define EMBER_SERVER_API_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ember.h"
+
+typedef enum api_kind { API_CHAT, API_COMPLETION } api_kind;
+
+/* A refusal in OpenAI's shape: {"error": {"message", "type", "param", "code"}}. */
+typedef struct api_error {
+    int status;               /* the HTTP status */
+    char message[320];
+    const char *type, *param, *code; /* static strings; param and code may be NULL */
+} api_error;
+
+/* What requests are checked against. */
+typedef struct api_limits {
+    const char *model_id;     /* the one model served */
+    uint32_t ctx_len, n_vocab;
+    ember_speculation spec;   /* the server's speculation (--draft / --ngram), for every request */
+} api_limits;
+
+typedef struct api_request {
+    api_kind kind;
+    bool stream, include_usage;
+    char *prompt;             /* the text to submit (a chat rendered through its template) */
+    uint32_t *tokens;         /* or a completion prompt given as token ids */
+    size_t n_tokens;
+    ember_request_desc desc;  /* limits, sampling, stop strings, speculation; no callbacks */
+    char *stop[EMBER_MAX_STOP];
+} api_request;
+
+/* Parses a request body. The model renders chat messages (its chat template). false with
+ * *err filled (a 4xx) when the body is refused. */
+bool api_parse(const api_limits *lim, ember_model *model, api_kind kind, const char *body, size_t len,
+               api_request *out, api_error *err);
+void api_request_free(api_request *r);
+
+/* Fills an error (printf-style message). */
+void api_fail(api_error *e, int status, const char *type, const char *param, const char *code, const char *fmt, ...);
+/* {"error": {...}}; malloc'ed. */
+char *api_error_json(const api_error *e);
+
+/* What every response of one request repeats. */
+typedef struct api_format {
+    api_kind kind;
+    char id[40];              /* "chatcmpl-N" or "cmpl-N" */
+    long long created;        /* Unix seconds */
+    const char *model;
+    uint32_t n_prompt;
+} api_format;
+
+/* "stop", "length" or "error" (cancelled requests are "stop"). */
+const char *api_finish_reason(ember_finish why);
+/* The whole non-streamed response; malloc'ed. */
+char *api_response(const api_format *f, const char *text, size_t len, ember_finish why, uint32_t n_gen);
+/* One Server-Sent Event "data: {...}\n\n" of a stream: role (chat's first chunk), text
+ * (may be empty) and finish (NULL until the last chunk); with usage, the chunk of
+ * stream_options.include_usage (no choices). malloc'ed. */
+char *api_chunk(const api_format *f, bool role, const char *text, size_t len, const char *finish);
+char *api_usage_chunk(const api_format *f, uint32_t n_gen);
+/* {"object": "list", "data": [model]} with its context length and vocabulary; malloc'ed. */
+char *api_models(const api_limits *lim, long long created);
+
+#endif

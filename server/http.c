@@ -1,0 +1,258 @@
+/* http.c — see http.h. A request's body is collected (up to max_body) across the calls
+ * libmicrohttpd makes, then routed; generation responses are read from a job (job.c) by
+ * libmicrohttpd's content-reader callback, on the connection's own thread, so a slow
+ * client holds only its own thread. */
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "http.h"
+#include "job.h"
+
+struct srv_http {
+    struct MHD_Daemon *d;
+    srv_config cfg;
+    ember_model *model;
+    ember_engine *engine;
+    srv_metrics *metrics;
+    long long started;
+    pthread_mutex_t id_mu;
+    unsigned long long next_id;
+};
+
+typedef struct conn {            /* per connection: the body being received */
+    char *body;
+    size_t len;
+    bool too_big;
+} conn;
+
+/* ---- plain responses ------------------------------------------------------------------------ */
+
+static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, const char *type, char *body,
+                                 const char *retry_after)
+{
+    if (!body) return MHD_NO;
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(r, "Content-Type", type);
+    if (retry_after) MHD_add_response_header(r, "Retry-After", retry_after);
+    enum MHD_Result ok = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, char *json)
+{
+    return send_text(c, status, "application/json", json, NULL);
+}
+
+static enum MHD_Result send_error(struct MHD_Connection *c, const api_error *e)
+{
+    return send_text(c, (unsigned)e->status, "application/json", api_error_json(e),
+                     e->status == 503 ? "1" : NULL);
+}
+
+static enum MHD_Result fail(struct MHD_Connection *c, int status, const char *type, const char *code,
+                            const char *msg)
+{
+    api_error e;
+    api_fail(&e, status, type, NULL, code, "%s", msg);
+    return send_error(c, &e);
+}
+
+/* ---- generation ------------------------------------------------------------------------------ */
+
+typedef struct closing {          /* the content reader's argument */
+    job *j;
+    ember_engine *e;
+} closing;
+
+static ssize_t read_job(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    ssize_t n = job_read(((closing *)cls)->j, buf, max);
+    return n < 0 ? MHD_CONTENT_READER_END_OF_STREAM : n;
+}
+
+static void close_job(void *cls)
+{
+    closing *c = cls;
+    job_closed(c->j, c->e);
+    free(c);
+}
+
+/* A 4xx/5xx for a request the engine refused. */
+static void submit_error(ember_status s, api_kind kind, ember_engine *e, api_error *err)
+{
+    if (s == EMBER_ERR_CONTEXT_FULL)
+        api_fail(err, 400, "invalid_request_error", kind == API_CHAT ? "messages" : "prompt", "context_length_exceeded",
+                 "%s", ember_engine_error(e));
+    else if (s == EMBER_ERR_INVALID_ARG)
+        api_fail(err, 400, "invalid_request_error", NULL, NULL, "%s", ember_engine_error(e));
+    else
+        api_fail(err, 500, "server_error", NULL, NULL, "%s", ember_engine_error(e));
+}
+
+static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, api_kind kind, const conn *cn)
+{
+    ember_engine_stats st;
+    ember_engine_get_stats(h->engine, &st);
+    if (st.requests_waiting >= h->cfg.max_queue) /* --max-queue 0: refuse all (draining) */
+        return fail(c, 503, "server_error", "queue_full", "the server's queue is full; retry later");
+    api_request rq;
+    api_error err;
+    if (!api_parse(&h->cfg.limits, h->model, kind, cn->body ? cn->body : "", cn->len, &rq, &err))
+        return send_error(c, &err);
+    api_format f = {.kind = kind, .created = (long long)time(NULL), .model = h->cfg.limits.model_id};
+    pthread_mutex_lock(&h->id_mu);
+    snprintf(f.id, sizeof f.id, "%s-%llu", kind == API_CHAT ? "chatcmpl" : "cmpl", ++h->next_id);
+    pthread_mutex_unlock(&h->id_mu);
+    job *j = job_create(&f, rq.stream, rq.include_usage, h->metrics);
+    closing *cl = malloc(sizeof *cl);
+    if (!j || !cl) {
+        free(cl);
+        api_request_free(&rq);
+        return fail(c, 500, "server_error", NULL, "out of memory");
+    }
+    job_attach(j, &rq.desc);
+    ember_request_id id = 0;
+    ember_status s = ember_submit(h->engine, &rq.desc, &id);
+    bool stream = rq.stream;
+    api_request_free(&rq);
+    job_submitted(j, s == EMBER_OK ? id : 0);
+    if (s != EMBER_OK) {
+        free(cl);
+        job_closed(j, h->engine);
+        submit_error(s, kind, h->engine, &err);
+        return send_error(c, &err);
+    }
+    *cl = (closing){j, h->engine};
+    /* close_job runs when the response is done or the client went away (cancelling). */
+    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, read_job, cl, close_job);
+    if (!r) {
+        close_job(cl);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", stream ? "text/event-stream" : "application/json");
+    if (stream) {
+        MHD_add_response_header(r, "Cache-Control", "no-cache");
+        MHD_add_response_header(r, "X-Accel-Buffering", "no"); /* nginx: pass events on at once */
+    }
+    enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+/* ---- routing ------------------------------------------------------------------------------------ */
+
+static bool authorized(const srv_http *h, struct MHD_Connection *c)
+{
+    if (!h->cfg.api_key) return true;
+    const char *a = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    return a && strncmp(a, "Bearer ", 7) == 0 && strcmp(a + 7, h->cfg.api_key) == 0;
+}
+
+static enum MHD_Result route(srv_http *h, struct MHD_Connection *c, const char *url, const char *method,
+                             const conn *cn)
+{
+    bool get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
+    if (get && strcmp(url, "/health") == 0) return send_json(c, 200, strdup("{\"status\":\"ok\"}"));
+    if (get && strcmp(url, "/metrics") == 0) {
+        size_t len;
+        char *text = srv_metrics_render(h->metrics, h->engine, &len);
+        return send_text(c, 200, "text/plain; version=0.0.4", text, NULL);
+    }
+    if (!authorized(h, c))
+        return fail(c, 401, "invalid_request_error", "invalid_api_key", "a valid 'Authorization: Bearer KEY' is required");
+    if (get && strcmp(url, "/v1/models") == 0)
+        return send_json(c, 200, api_models(&h->cfg.limits, h->started));
+    bool chat = strcmp(url, "/v1/chat/completions") == 0, completion = strcmp(url, "/v1/completions") == 0;
+    if ((chat || completion) && post) {
+        if (cn->too_big)
+            return fail(c, 413, "invalid_request_error", "request_too_large", "the request body is too large");
+        return generate(h, c, chat ? API_CHAT : API_COMPLETION, cn);
+    }
+    if (chat || completion || strcmp(url, "/v1/models") == 0)
+        return fail(c, 405, "invalid_request_error", "method_not_allowed", "method not allowed");
+    return fail(c, 404, "invalid_request_error", "not_found", "no such endpoint");
+}
+
+/* Called several times per request: first with no data (make the conn), then with each
+ * piece of the body, then once more with none (answer). */
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+    srv_http *h = cls;
+    conn *cn = *con_cls;
+    if (!cn) {
+        if (!(cn = calloc(1, sizeof *cn))) return MHD_NO;
+        *con_cls = cn;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (!cn->too_big && cn->len + *upload_size <= h->cfg.max_body) {
+            char *b = realloc(cn->body, cn->len + *upload_size + 1);
+            if (!b) return MHD_NO;
+            memcpy(b + cn->len, upload, *upload_size);
+            cn->body = b;
+            cn->len += *upload_size;
+            b[cn->len] = 0;
+        } else {
+            cn->too_big = true; /* keep reading, answer 413 at the end */
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    return route(h, c, url, method, cn);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode why)
+{
+    conn *cn = *con_cls;
+    if (cn) free(cn->body);
+    free(cn);
+    *con_cls = NULL;
+}
+
+srv_http *srv_http_start(const srv_config *cfg, ember_model *model, ember_engine *engine, srv_metrics *metrics)
+{
+    srv_http *h = calloc(1, sizeof *h);
+    if (!h) return NULL;
+    *h = (srv_http){.cfg = *cfg, .model = model, .engine = engine, .metrics = metrics,
+                    .started = (long long)time(NULL)};
+    pthread_mutex_init(&h->id_mu, NULL);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(cfg->port)};
+    if (inet_pton(AF_INET, cfg->host, &addr.sin_addr) != 1) {
+        fprintf(stderr, "ember serve: --host wants an IPv4 address, got '%s'\n", cfg->host);
+        free(h);
+        return NULL;
+    }
+    h->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
+                            cfg->port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_CONNECTION_LIMIT, 1024u,
+                            MHD_OPTION_CONNECTION_TIMEOUT, 0u, MHD_OPTION_END);
+    if (!h->d) {
+        fprintf(stderr, "ember serve: cannot listen on %s:%u (in use?)\n", cfg->host, cfg->port);
+        pthread_mutex_destroy(&h->id_mu);
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+uint16_t srv_http_port(const srv_http *h)
+{
+    const union MHD_DaemonInfo *i = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+    return i ? i->port : h->cfg.port;
+}
+
+void srv_http_stop(srv_http *h)
+{
+    if (!h) return;
+    MHD_stop_daemon(h->d);
+    pthread_mutex_destroy(&h->id_mu);
+    free(h);
+}

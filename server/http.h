@@ -1,0 +1,33 @@
+/* http.h — the HTTP side of `ember serve` (http.c): a libmicrohttpd daemon whose
+ * connections each run on a thread of their own, routing the OpenAI endpoints onto one
+ * engine. */
+#ifndef EMBER_SERVER_HTTP_H
+#define EMBER_SERVER_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api.h"
+#include "metrics.h"
+
+typedef struct srv_config {
+    const char *host;         /* address to bind; "127.0.0.1" unless --host */
+    uint16_t port;
+    const char *api_key;      /* NULL = no authentication */
+    uint32_t max_queue;       /* requests waiting before 503 */
+    size_t max_body;          /* bytes; larger bodies get 413 */
+    api_limits limits;
+} srv_config;
+
+typedef struct srv_http srv_http;
+
+/* Starts serving; NULL with a message on stderr when the address cannot be bound. The
+ * model, engine (running its worker thread) and metrics must outlive it. */
+srv_http *srv_http_start(const srv_config *cfg, ember_model *model, ember_engine *engine, srv_metrics *metrics);
+/* The port it listens on (the one the system chose for port 0). */
+uint16_t srv_http_port(const srv_http *h);
+/* Stops accepting, closes the connections and frees. */
+void srv_http_stop(srv_http *h);
+
+#endif

@@ -1,0 +1,232 @@
+/* job.c — see job.h. A stream is: chat's role chunk, a chunk per piece of text as it
+ * arrives, the chunk with finish_reason, the usage chunk when asked for, "data: [DONE]". */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "job.h"
+
+#define KEEPALIVE_MS 500
+#define PIECE_MAX 1024 /* text bytes per chunk */
+
+typedef enum phase { PH_ROLE, PH_TEXT, PH_USAGE, PH_DONE, PH_END } phase;
+
+struct job {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int owners;
+    api_format fmt;
+    bool stream, include_usage;
+    srv_metrics *metrics;
+    ember_request_id id;
+    /* from the engine */
+    char *text;
+    size_t len, cap;
+    uint32_t n_gen;
+    double t_last;                /* the last token's time, for inter-token latency */
+    bool done;
+    ember_finish why;
+    /* to the connection */
+    size_t sent;                  /* text bytes already in chunks */
+    phase ph;
+    char *out;                    /* prepared bytes not yet read, from out_off */
+    size_t out_len, out_off;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+job *job_create(const api_format *f, bool stream, bool include_usage, srv_metrics *metrics)
+{
+    job *j = calloc(1, sizeof *j);
+    if (!j) return NULL;
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cv, NULL);
+    j->owners = 1;
+    j->fmt = *f;
+    j->stream = stream;
+    j->include_usage = include_usage;
+    j->metrics = metrics;
+    j->ph = f->kind == API_CHAT ? PH_ROLE : PH_TEXT;
+    return j;
+}
+
+static void release(job *j)
+{
+    pthread_mutex_lock(&j->mu);
+    bool last = --j->owners == 0;
+    pthread_mutex_unlock(&j->mu);
+    if (!last) return;
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cv);
+    free(j->text);
+    free(j->out);
+    free(j);
+}
+
+/* ---- the engine's side ------------------------------------------------------------------- */
+
+static int on_token(void *user, ember_request_id id, uint32_t tok, const char *text, size_t len)
+{
+    job *j = user;
+    double t = now_s();
+    pthread_mutex_lock(&j->mu);
+    if (j->n_gen++) srv_metrics_inter_token(j->metrics, t - j->t_last);
+    j->t_last = t;
+    if (j->len + len > j->cap) {
+        size_t cap = 2 * (j->len + len) + 64;
+        char *s = realloc(j->text, cap);
+        if (!s) len = 0; /* text lost, the request goes on: never fail the engine's thread */
+        else j->text = s, j->cap = cap;
+    }
+    memcpy(j->text + j->len, text, len);
+    j->len += len;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    return 0;
+}
+
+static void on_done(void *user, ember_request_id id, ember_finish why, const ember_request_metrics *m)
+{
+    job *j = user;
+    srv_metrics_request_done(j->metrics, m);
+    pthread_mutex_lock(&j->mu);
+    j->done = true;
+    j->why = why;
+    j->fmt.n_prompt = m->n_prompt;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    release(j);
+}
+
+void job_attach(job *j, ember_request_desc *desc)
+{
+    desc->on_token = on_token;
+    desc->on_done = on_done;
+    desc->user = j;
+    pthread_mutex_lock(&j->mu);
+    j->owners++;
+    pthread_mutex_unlock(&j->mu);
+}
+
+void job_submitted(job *j, ember_request_id id)
+{
+    if (!id) {
+        release(j);
+        return;
+    }
+    pthread_mutex_lock(&j->mu);
+    j->id = id;
+    pthread_mutex_unlock(&j->mu);
+}
+
+void job_closed(job *j, ember_engine *e)
+{
+    pthread_mutex_lock(&j->mu);
+    ember_request_id id = j->done ? 0 : j->id;
+    pthread_mutex_unlock(&j->mu);
+    if (id) ember_cancel(e, id); /* NOT_FOUND when it finished meanwhile: fine */
+    release(j);
+}
+
+/* ---- the connection's side ----------------------------------------------------------------- */
+
+/* The length of text[0..n) cut back to a whole UTF-8 character. */
+static size_t utf8_cut(const char *s, size_t n)
+{
+    size_t k = n;
+    while (k > 0 && ((unsigned char)s[k - 1] & 0xC0) == 0x80) k--; /* continuation bytes */
+    if (k == 0) return n;
+    unsigned char lead = (unsigned char)s[k - 1];
+    size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    return n - (k - 1) >= need ? n : k - 1;
+}
+
+/* The next stream event, or NULL when there is none yet (or none left: ph == PH_END). */
+static char *next_event(job *j)
+{
+    if (j->ph == PH_ROLE) {
+        j->ph = PH_TEXT;
+        return api_chunk(&j->fmt, true, "", 0, NULL);
+    }
+    if (j->ph == PH_TEXT && j->sent < j->len) {
+        size_t n = j->len - j->sent;
+        if (n > PIECE_MAX) n = utf8_cut(j->text + j->sent, PIECE_MAX);
+        char *e = api_chunk(&j->fmt, false, j->text + j->sent, n, NULL);
+        j->sent += n;
+        return e;
+    }
+    if (j->ph == PH_TEXT && j->done) {
+        j->ph = j->include_usage ? PH_USAGE : PH_DONE;
+        return api_chunk(&j->fmt, false, "", 0, api_finish_reason(j->why));
+    }
+    if (j->ph == PH_USAGE) {
+        j->ph = PH_DONE;
+        return api_usage_chunk(&j->fmt, j->n_gen);
+    }
+    if (j->ph == PH_DONE) {
+        j->ph = PH_END;
+        return strdup("data: [DONE]\n\n");
+    }
+    return NULL;
+}
+
+/* Prepares the next bytes in j->out; false when there are none yet. */
+static bool prepare(job *j)
+{
+    char *s = NULL;
+    if (j->stream) {
+        s = next_event(j);
+    } else if (j->done && j->ph != PH_END) {
+        s = api_response(&j->fmt, j->text ? j->text : "", j->len, j->why, j->n_gen);
+        j->ph = PH_END;
+    }
+    if (!s) return false;
+    free(j->out);
+    j->out = s;
+    j->out_len = strlen(s);
+    j->out_off = 0;
+    return true;
+}
+
+/* Waits until something can be prepared or KEEPALIVE_MS have passed (token callbacks
+ * that brought no text wake it early: it goes back to waiting). */
+static bool wait_for_output(job *j)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += KEEPALIVE_MS * 1000000L;
+    ts.tv_sec += ts.tv_nsec / 1000000000L;
+    ts.tv_nsec %= 1000000000L;
+    while (!prepare(j) && j->ph != PH_END)
+        if (pthread_cond_timedwait(&j->cv, &j->mu, &ts) != 0) return prepare(j) || j->ph == PH_END;
+    return true;
+}
+
+ssize_t job_read(job *j, char *buf, size_t max)
+{
+    pthread_mutex_lock(&j->mu);
+    if (j->out_off == j->out_len && !wait_for_output(j)) {
+        /* Nothing for a while: bytes the format ignores, so that a client that went away
+         * is noticed (the write fails) and its request cancelled. */
+        pthread_mutex_unlock(&j->mu);
+        const char *ka = j->stream ? ":\n\n" : " ";
+        size_t n = strlen(ka) < max ? strlen(ka) : max;
+        memcpy(buf, ka, n);
+        return (ssize_t)n;
+    }
+    ssize_t n = -1;
+    if (j->out_off < j->out_len) {
+        size_t k = j->out_len - j->out_off < max ? j->out_len - j->out_off : max;
+        memcpy(buf, j->out + j->out_off, k);
+        j->out_off += k;
+        n = (ssize_t)k;
+    }
+    pthread_mutex_unlock(&j->mu);
+    return n;
+}

@@ -1,0 +1,32 @@
+/* job.h — one generation request between the engine and its HTTP connection (job.c).
+ * The engine's callbacks (on the engine's worker thread) append text; the connection's
+ * thread reads the response out of it, as Server-Sent Events or as one JSON body,
+ * blocking until there is something to send. Two owners hold a job (the connection and
+ * the engine) and the last to let go frees it. */
+#ifndef EMBER_SERVER_JOB_H
+#define EMBER_SERVER_JOB_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "api.h"
+#include "metrics.h"
+
+typedef struct job job;
+
+/* A job for the connection (one owner). */
+job *job_create(const api_format *f, bool stream, bool include_usage, srv_metrics *metrics);
+/* Points desc's callbacks at j and counts the engine as an owner: call just before
+ * ember_submit, and job_submitted after it (the request's id, or 0 when it failed, which
+ * gives the engine's ownership back). */
+void job_attach(job *j, ember_request_desc *desc);
+void job_submitted(job *j, ember_request_id id);
+/* The connection is closed (response sent, or the client went away): a request not yet
+ * finished is cancelled, freeing its KV blocks; then the connection lets go. */
+void job_closed(job *j, ember_engine *e);
+
+/* Up to max bytes of the response; waits (at most about a second, then writes a
+ * keep-alive that the formats ignore) when nothing is ready. -1 after the last byte. */
+ssize_t job_read(job *j, char *buf, size_t max);
+
+#endif

@@ -1,0 +1,25 @@
+/* metrics.h — the server's Prometheus metrics (metrics.c): counters and latency
+ * histograms fed by finished requests, gauges read from the engine when scraped. Every
+ * call is thread-safe. */
+#ifndef EMBER_SERVER_METRICS_H
+#define EMBER_SERVER_METRICS_H
+
+#include <stddef.h>
+
+#include "ember.h"
+
+typedef struct srv_metrics srv_metrics;
+
+srv_metrics *srv_metrics_create(void);
+void srv_metrics_free(srv_metrics *m);
+
+/* A request finished with metrics rm. */
+void srv_metrics_request_done(srv_metrics *m, const ember_request_metrics *rm);
+/* The time between two tokens of one request, seconds. */
+void srv_metrics_inter_token(srv_metrics *m, double seconds);
+
+/* The exposition text (Prometheus text format 0.0.4) with the engine's gauges and
+ * counters; malloc'ed, *len its length; NULL when memory ran out. */
+char *srv_metrics_render(srv_metrics *m, ember_engine *e, size_t *len);
+
+#endif

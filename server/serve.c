@@ -1,0 +1,138 @@
+/* serve.c — `ember serve`: an OpenAI-compatible HTTP server over one continuous-batching
+ * engine (docs/server.md; docs/deploy.md for several behind a load balancer). Every request, from any connection, is submitted to the same
+ * engine, whose worker thread steps them together. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http.h"
+#include "tools/cli.h"
+#include "tools/commands.h"
+
+typedef struct serve_args {
+    cli_model_args model;
+    srv_config cfg;
+    const char *model_name, *draft;
+    ember_engine_opts eo;
+    ember_speculation spec;
+} serve_args;
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: ember serve -m MODEL.gguf [--host ADDR] [--port N] [--api-key KEY] [--model-name NAME]\n"
+            "                   [--max-queue N] [--max-body BYTES] [--max-seqs N] [--max-batch-tokens N]\n"
+            "                   [--kv-blocks N] [--kv-type f32|q8_0] [--draft M2 [--draft-k K] | --ngram N]\n"
+            "                   [--device N] [--backend vulkan|cpu]\n"
+            "Serves /v1/chat/completions, /v1/completions, /v1/models, /health and /metrics on\n"
+            "127.0.0.1:8080 unless --host/--port say otherwise (--port 0: any free port).\n"
+            "--max-queue N: requests waiting beyond N get 503 (default 256; 0 refuses all: draining).\n");
+}
+
+static bool serve_flag(const char *f, const char *v, serve_args *a)
+{
+    long n;
+    srv_config *c = &a->cfg;
+    if (!strcmp(f, "--host")) return c->host = v, true;
+    if (!strcmp(f, "--api-key")) return c->api_key = v, true;
+    if (!strcmp(f, "--model-name")) return a->model_name = v, true;
+    if (!strcmp(f, "--port")) return cli_int(f, v, 0, 65535, &n) && (c->port = (uint16_t)n, true);
+    if (!strcmp(f, "--max-queue")) return cli_int(f, v, 0, 1 << 20, &n) && (c->max_queue = (uint32_t)n, true);
+    if (!strcmp(f, "--max-body")) return cli_int(f, v, 64, 1L << 30, &n) && (c->max_body = (size_t)n, true);
+    if (!strcmp(f, "--kv-type")) return cli_kv_type(f, v, &a->eo.kv_type);
+    int spec = cli_spec_flag(f, v, &a->spec, &a->draft);
+    if (spec) return spec > 0;
+    uint32_t *u = !strcmp(f, "--max-seqs") ? &a->eo.max_seqs
+                : !strcmp(f, "--max-batch-tokens") ? &a->eo.max_batch_tokens
+                : !strcmp(f, "--kv-blocks") ? &a->eo.kv_blocks : NULL;
+    if (!u) {
+        fprintf(stderr, "ember serve: unknown option '%s'\n", f);
+        return false;
+    }
+    return cli_int(f, v, 1, 1 << 24, &n) && (*u = (uint32_t)n, true);
+}
+
+static bool parse(int argc, char **argv, serve_args *a)
+{
+    *a = (serve_args){.cfg = {.host = "127.0.0.1", .port = 8080, .max_queue = 256, .max_body = 1 << 20}};
+    for (int i = 1; i < argc; i++) {
+        int r = cli_model_flag(argc, argv, &i, &a->model);
+        const char *v;
+        if (r < 0) return false;
+        if (r > 0) continue;
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return false;
+        if (!(v = cli_value(argc, argv, &i)) || !serve_flag(argv[i - 1], v, a)) return false;
+    }
+    if (!a->model.path) fprintf(stderr, "ember serve: -m MODEL.gguf is required\n");
+    return a->model.path != NULL;
+}
+
+/* The id clients name the model by: --model-name, else the file name without .gguf. */
+static char *model_id(const serve_args *a)
+{
+    if (a->model_name) return strdup(a->model_name);
+    const char *base = strrchr(a->model.path, '/');
+    char *id = strdup(base ? base + 1 : a->model.path);
+    size_t n = id ? strlen(id) : 0;
+    if (n > 5 && !strcmp(id + n - 5, ".gguf")) id[n - 5] = 0;
+    return id;
+}
+
+/* Serves until SIGINT or SIGTERM (blocked in every thread, taken here by sigwait). */
+static int serve(ember_model *m, ember_engine *e, serve_args *a)
+{
+    ember_model_info info;
+    ember_model_get_info(m, &info);
+    char *id = model_id(a);
+    a->cfg.limits = (api_limits){.model_id = id, .ctx_len = info.ctx_len, .n_vocab = info.n_vocab, .spec = a->spec};
+    srv_metrics *metrics = srv_metrics_create();
+    srv_http *h = id && metrics ? srv_http_start(&a->cfg, m, e, metrics) : NULL;
+    int code = 1;
+    if (h) {
+        fprintf(stderr, "ember serve: %s on %s, listening on http://%s:%u\n", id, info.device_name, a->cfg.host,
+                srv_http_port(h));
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGINT);
+        sigaddset(&set, SIGTERM);
+        int sig;
+        sigwait(&set, &sig);
+        fprintf(stderr, "ember serve: stopping\n");
+        srv_http_stop(h); /* closes connections: their unfinished requests are cancelled */
+        code = 0;
+    }
+    srv_metrics_free(metrics);
+    free(id);
+    return code;
+}
+
+int ember_cmd_serve(int argc, char **argv)
+{
+    serve_args a;
+    if (!parse(argc, argv, &a)) {
+        usage();
+        return 2;
+    }
+    /* Before any thread exists, so that all inherit it: only sigwait takes the signals,
+     * and a client that hangs up never raises SIGPIPE. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    ember_model *draft = NULL;
+    ember_model *m = cli_load_with_draft(&a.model, a.draft, &draft);
+    if (!m) return 1;
+    a.eo.draft = draft;
+    ember_engine *e = NULL;
+    int code = 1;
+    if (ember_engine_create(m, &a.eo, &e) != EMBER_OK || ember_engine_start(e) != EMBER_OK)
+        fprintf(stderr, "ember serve: %s\n", ember_engine_error(e));
+    else
+        code = serve(m, e, &a);
+    ember_engine_destroy(e);
+    return cli_free_with_draft(m, draft, code);
+}

@@ -1,0 +1,164 @@
+// check.mjs — the official OpenAI Node client (the `openai` npm package, v4) against a
+// running `ember serve`. Run by tests/test_openai_client.sh:
+//
+//   NODE_PATH=DIR/node_modules node check.mjs BASE_URL API_KEY MODEL_ID
+//
+// Prints one line per check ("ok   ..." or "FAIL ...") and exits 1 when any failed.
+// ESM `import` ignores NODE_PATH, so the package is loaded with a CommonJS require.
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
+const OpenAI = require('openai');
+
+const [baseURL, apiKey, modelId] = process.argv.slice(2);
+if (!baseURL || !apiKey || !modelId) {
+  console.error('usage: node check.mjs BASE_URL API_KEY MODEL_ID');
+  process.exit(2);
+}
+
+// maxRetries 0: a failure shows at once, not after the client's backoff.
+const client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 30_000 });
+let failed = 0;
+
+function show(v) {
+  const s = JSON.stringify(v);
+  return s && s.length > 300 ? s.slice(0, 300) + '...' : s;
+}
+
+// One check: fn returns a short description of what it saw, or throws.
+async function check(name, fn) {
+  try {
+    const saw = await fn();
+    console.log(`ok   ${name}${saw ? ': ' + saw : ''}`);
+  } catch (e) {
+    failed++;
+    console.log(`FAIL ${name}: ${e && e.stack ? e.stack.split('\n').slice(0, 3).join(' | ') : e}`);
+  }
+}
+
+function expect(cond, what) {
+  if (!cond) throw new Error(what);
+}
+
+// fn must throw an instance of cls with the HTTP status.
+async function expectError(fn, cls, status) {
+  try {
+    const r = await fn();
+    throw new Error(`no error; got ${show(r)}`);
+  } catch (e) {
+    if (!(e instanceof cls)) throw new Error(`want ${cls.name}, got ${e && e.constructor && e.constructor.name}: ${e}`);
+    expect(e.status === status, `want status ${status}, got ${e.status}`);
+    return `${e.constructor.name} ${e.status}: ${e.message}`;
+  }
+}
+
+const chatMessages = [
+  { role: 'system', content: 'You are a storyteller.' },
+  { role: 'user', content: 'Tell me a story about a cat.' },
+];
+const prompt = 'Once upon a time';
+const MAX = 16;
+
+await check('models.list() lists the model', async () => {
+  const page = await client.models.list();
+  const ids = page.data.map((m) => m.id);
+  expect(ids.includes(modelId), `want ${modelId} in ${show(ids)}`);
+  expect(page.data.every((m) => m.object === 'model'), `object != "model": ${show(page.data)}`);
+  return ids.join(', ');
+});
+
+let chatText = null;
+await check('chat.completions.create', async () => {
+  const r = await client.chat.completions.create({ model: modelId, messages: chatMessages, temperature: 0, max_tokens: MAX });
+  expect(r.object === 'chat.completion', `object ${show(r.object)}`);
+  expect(Array.isArray(r.choices) && r.choices.length === 1, `choices ${show(r.choices)}`);
+  const c = r.choices[0];
+  expect(c.message && c.message.role === 'assistant', `message ${show(c.message)}`);
+  expect(typeof c.message.content === 'string', `content is not a string: ${show(c.message)}`);
+  expect(['stop', 'length'].includes(c.finish_reason), `finish_reason ${show(c.finish_reason)}`);
+  expect(r.usage && r.usage.completion_tokens > 0 && r.usage.completion_tokens <= MAX, `usage ${show(r.usage)}`);
+  expect(r.usage.prompt_tokens > 0 && r.usage.total_tokens === r.usage.prompt_tokens + r.usage.completion_tokens,
+    `usage ${show(r.usage)}`);
+  chatText = c.message.content;
+  return `${show(c.message.content)}, finish_reason ${c.finish_reason}, usage ${show(r.usage)}`;
+});
+
+await check('chat.completions.create stream: true', async () => {
+  const stream = await client.chat.completions.create({ model: modelId, messages: chatMessages, temperature: 0,
+    max_tokens: MAX, stream: true });
+  let text = '', n = 0, last = null, role = null, ids = new Set();
+  for await (const chunk of stream) {
+    n++;
+    ids.add(chunk.id);
+    expect(chunk.object === 'chat.completion.chunk', `object ${show(chunk.object)}`);
+    const c = chunk.choices[0];
+    if (!c) continue;
+    if (c.delta.role) role = c.delta.role;
+    if (c.delta.content) text += c.delta.content;
+    last = c;
+  }
+  expect(role === 'assistant', `no delta.role "assistant"`);
+  expect(ids.size === 1, `chunks carry ${ids.size} ids`);
+  expect(last && ['stop', 'length'].includes(last.finish_reason), `last chunk's finish_reason ${show(last)}`);
+  expect(chatText !== null, 'no non-streamed content to compare with');
+  expect(text === chatText, `streamed ${show(text)} != non-streamed ${show(chatText)}`);
+  return `${n} chunks, ${show(text)}, finish_reason ${last.finish_reason}`;
+});
+
+await check('chat.completions.create stream_options.include_usage', async () => {
+  const stream = await client.chat.completions.create({ model: modelId, messages: chatMessages, temperature: 0,
+    max_tokens: MAX, stream: true, stream_options: { include_usage: true } });
+  let usage = null, text = '';
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    if (chunk.choices[0] && chunk.choices[0].delta.content) text += chunk.choices[0].delta.content;
+  }
+  expect(usage && usage.completion_tokens > 0, `usage ${show(usage)}`);
+  expect(text === chatText, `streamed ${show(text)} != non-streamed ${show(chatText)}`);
+  return `usage ${show(usage)}`;
+});
+
+let completionText = null;
+await check('completions.create (legacy)', async () => {
+  const r = await client.completions.create({ model: modelId, prompt, temperature: 0, max_tokens: MAX });
+  expect(r.object === 'text_completion', `object ${show(r.object)}`);
+  const c = r.choices[0];
+  expect(c && typeof c.text === 'string', `choices ${show(r.choices)}`);
+  expect(['stop', 'length'].includes(c.finish_reason), `finish_reason ${show(c.finish_reason)}`);
+  expect(r.usage && r.usage.completion_tokens > 0, `usage ${show(r.usage)}`);
+  completionText = c.text;
+  return `${show(c.text)}, finish_reason ${c.finish_reason}, usage ${show(r.usage)}`;
+});
+
+await check('completions.create (legacy) stream: true', async () => {
+  const stream = await client.completions.create({ model: modelId, prompt, temperature: 0, max_tokens: MAX, stream: true });
+  let text = '', n = 0, last = null;
+  for await (const chunk of stream) {
+    n++;
+    expect(chunk.object === 'text_completion', `object ${show(chunk.object)}`);
+    const c = chunk.choices[0];
+    if (!c) continue;
+    text += c.text;
+    last = c;
+  }
+  expect(last && ['stop', 'length'].includes(last.finish_reason), `last chunk's finish_reason ${show(last)}`);
+  expect(text === completionText, `streamed ${show(text)} != non-streamed ${show(completionText)}`);
+  return `${n} chunks, ${show(text)}, finish_reason ${last.finish_reason}`;
+});
+
+await check('a wrong API key: AuthenticationError 401', () => {
+  const bad = new OpenAI({ baseURL, apiKey: 'sk-wrong', maxRetries: 0, timeout: 30_000 });
+  return expectError(() => bad.chat.completions.create({ model: modelId, messages: chatMessages, max_tokens: 4 }),
+    OpenAI.AuthenticationError, 401);
+});
+
+await check('an unknown model: NotFoundError 404', () =>
+  expectError(() => client.chat.completions.create({ model: 'no-such-model', messages: chatMessages, max_tokens: 4 }),
+    OpenAI.NotFoundError, 404));
+
+await check('max_tokens: 0: BadRequestError 400', () =>
+  expectError(() => client.completions.create({ model: modelId, prompt, max_tokens: 0 }),
+    OpenAI.BadRequestError, 400));
+
+console.log(failed ? `${failed} check(s) failed` : 'all checks passed');
+process.exit(failed ? 1 : 0);

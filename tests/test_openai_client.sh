@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# test_openai_client.sh — OpenAI's official client library (the `openai` npm package, v4)
+# drives `ember serve`: models.list, chat and legacy completions, streamed and not, and
+# the errors a client must see as its own exception classes (401, 404, 400). The checks
+# are tests/openai_client/check.mjs. The package is installed once into
+# $EMBER_BUILD_DIR/npm (ignored by git) and reused; without npm, or without the npm
+# registry, the test skips. The model is stories260K when ../shared has it (real text),
+# else a small random test model.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+tmp=${EMBER_TEST_TMP:-/tmp}/openai_client
+build=${EMBER_BUILD_DIR:?EMBER_BUILD_DIR is not set (run through ctest)}
+npm_dir=$build/npm
+rm -rf "$tmp"
+mkdir -p "$tmp"
+
+server_pid=
+cleanup() {
+  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
+    kill -KILL "$server_pid" 2>/dev/null || true
+  fi
+}
+trap cleanup EXIT
+
+# ---- the client library -----------------------------------------------------------------
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "SKIP: node and npm are not installed (apt-get install npm)"; exit 77
+fi
+have_openai() { NODE_PATH=$npm_dir/node_modules node -e "require('openai')" 2>/dev/null; }
+if ! have_openai; then
+  mkdir -p "$npm_dir"
+  if ! timeout 90 npm install --prefix "$npm_dir" --no-audit --no-fund --loglevel=error openai@4 >"$tmp/npm.log" 2>&1 ||
+     ! have_openai; then
+    sed 's/^/  npm: /' "$tmp/npm.log" | tail -n 20
+    echo "SKIP: could not install the openai npm package (no access to the npm registry?)"; exit 77
+  fi
+fi
+echo "openai $(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$npm_dir/node_modules/openai/package.json"), node $(node --version)"
+
+# ---- the server ---------------------------------------------------------------------------
+model=${EMBER_SHARED:-/nonexistent}/models/stories260K/stories260K-f32.v3.gguf
+if [ ! -f "$model" ]; then
+  model=$tmp/oai.gguf
+  "$EMBER_BIN" make-test-model "$model" --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 512 \
+    --ctx 256 >/dev/null
+fi
+model_id=$(basename "$model" .gguf)  # the id ember serve gives without --model-name
+echo "model $model_id ($model)"
+
+"$EMBER_BIN" serve -m "$model" --port 0 --api-key sk-test >"$tmp/serve.out" 2>"$tmp/serve.err" &
+server_pid=$!
+
+port=
+for _ in $(seq 600); do  # 60 s for the model load (validation layer, a busy machine)
+  port=$(sed -n 's|^ember serve: .* listening on http://127\.0\.0\.1:\([0-9][0-9]*\)$|\1|p' "$tmp/serve.err")
+  [ -n "$port" ] && break
+  kill -0 "$server_pid" 2>/dev/null || break
+  sleep 0.1
+done
+if [ -z "$port" ]; then
+  echo "FAIL: ember serve did not start listening"; sed 's/^/  serve: /' "$tmp/serve.err"; exit 1
+fi
+for _ in $(seq 100); do
+  curl -sf --max-time 2 "http://127.0.0.1:$port/health" >/dev/null && break
+  sleep 0.1
+done
+curl -sf --max-time 2 "http://127.0.0.1:$port/health" >/dev/null || { echo "FAIL: /health does not answer"; exit 1; }
+echo "server on port $port"
+
+# ---- the client's checks ------------------------------------------------------------------
+rc=0
+NODE_PATH=$npm_dir/node_modules timeout 120 node "$here/openai_client/check.mjs" \
+  "http://127.0.0.1:$port/v1" sk-test "$model_id" || rc=$?
+[ "$rc" -eq 124 ] && echo "FAIL: the client's checks took over 120 s"
+
+# ---- stop: SIGTERM, exit 0 (which also says the validation layer was silent) -------------
+kill -TERM "$server_pid"
+for _ in $(seq 150); do
+  kill -0 "$server_pid" 2>/dev/null || break
+  sleep 0.1
+done
+if kill -0 "$server_pid" 2>/dev/null; then
+  echo "FAIL: ember serve still runs 15 s after SIGTERM"; rc=1
+else
+  src=0
+  wait "$server_pid" || src=$?
+  server_pid=
+  if [ "$src" -eq 0 ]; then
+    echo "ok   ember serve exits 0 on SIGTERM"
+  else
+    echo "FAIL: ember serve exited $src on SIGTERM"; sed 's/^/  serve: /' "$tmp/serve.err"; rc=1
+  fi
+fi
+exit "$rc"

@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""test_server.py — `ember serve` on loopback, driven with the standard library only:
+ - /health, /v1/models; chat and completion requests, non-streamed and streamed (the
+   streamed text equals the non-streamed one at temperature 0; chunks end in [DONE]);
+ - a client that disconnects mid-stream: its request is cancelled and its KV blocks freed
+   (ember_kv_blocks_used back to 0);
+ - bad input: malformed JSON, wrong types, max_tokens out of range, n > 1, a prompt longer
+   than the context, an unknown model (404), a body over --max-body (413); unknown fields
+   ignored; errors in OpenAI's shape;
+ - --api-key (401 without or with a wrong key); a full queue (503 with Retry-After);
+ - 64 requests from 16 concurrent clients: all 200, served together (their intervals
+   overlap and the engine ran several at once).
+Env: EMBER_BIN, EMBER_TEST_TMP (set by ctest)."""
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+EMBER = os.environ.get("EMBER_BIN", "build/ember")
+TMP = os.environ.get("EMBER_TEST_TMP", "/tmp")
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failures += 1
+
+
+class Server:
+    """An `ember serve` process on a free port; stopped with SIGTERM."""
+
+    def __init__(self, model, *flags):
+        self.p = subprocess.Popen([EMBER, "serve", "-m", model, "--port", "0", *flags],
+                                  stderr=subprocess.PIPE, text=True)
+        self.port = None
+        deadline = time.time() + 60
+        while time.time() < deadline and self.port is None:
+            line = self.p.stderr.readline()
+            if not line:
+                break
+            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
+            if m:
+                self.port = int(m.group(1))
+        if self.port is None:
+            raise RuntimeError("ember serve did not start")
+        threading.Thread(target=self.p.stderr.read, daemon=True).start()  # keep the pipe drained
+
+    def request(self, method, path, body=None, headers=None, raw=None, timeout=120):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        c.request(method, path, body=data, headers=headers or {})
+        r = c.getresponse()
+        text = r.read().decode()
+        c.close()
+        return r.status, dict(r.getheaders()), text
+
+    def post(self, path, body, **kw):
+        status, headers, text = self.request("POST", path, body, **kw)
+        try:
+            return status, headers, json.loads(text)
+        except ValueError:
+            return status, headers, text
+
+    def stream(self, path, body, headers=None):
+        """The events of a streamed response: (status, [parsed chunks], saw_done)."""
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+        c.request("POST", path, body=json.dumps(dict(body, stream=True)), headers=headers or {})
+        r = c.getresponse()
+        chunks, done = [], False
+        for line in r.read().decode().split("\n"):
+            if line.startswith("data: "):
+                if line == "data: [DONE]":
+                    done = True
+                else:
+                    chunks.append(json.loads(line[6:]))
+        c.close()
+        return r.status, chunks, done
+
+    def metrics(self):
+        _, _, text = self.request("GET", "/metrics")
+        out = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#") and " " in line:
+                k, v = line.rsplit(" ", 1)
+                out[k] = float(v)
+        return out
+
+    def stop(self):
+        self.p.send_signal(signal.SIGTERM)
+        try:
+            return self.p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            return -1
+
+
+CHAT = "/v1/chat/completions"
+CMPL = "/v1/completions"
+
+
+def test_basic(s):
+    status, _, text = s.request("GET", "/health")
+    check(status == 200 and json.loads(text)["status"] == "ok", "GET /health")
+    status, _, text = s.request("GET", "/v1/models")
+    models = json.loads(text)
+    check(status == 200 and models["data"][0]["id"] == "test-model", "GET /v1/models names the model")
+    req = {"model": "test-model", "messages": [{"role": "system", "content": "Be brief."},
+                                                {"role": "user", "content": "hello there"}],
+           "max_tokens": 12, "temperature": 0, "ignore_eos": True}
+    status, _, r = s.post(CHAT, req)
+    ok = status == 200 and r["object"] == "chat.completion" and r["choices"][0]["finish_reason"] == "length"
+    check(ok and r["usage"]["completion_tokens"] == 12 and r["usage"]["prompt_tokens"] > 0 and
+          r["usage"]["total_tokens"] == r["usage"]["prompt_tokens"] + 12,
+          "chat completion: message, finish_reason length, usage")
+    status, chunks, done = s.stream(CHAT, req)
+    text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks if c["choices"])
+    check(status == 200 and done and chunks[0]["choices"][0]["delta"].get("role") == "assistant" and
+          chunks[-1]["choices"][0]["finish_reason"] == "length" and text == r["choices"][0]["message"]["content"],
+          f"streamed chat: {len(chunks)} chunks, role first, finish_reason last, [DONE], same text")
+    creq = {"prompt": "hello there", "max_tokens": 10, "temperature": 0, "ignore_eos": True}
+    status, _, c = s.post(CMPL, creq)
+    check(status == 200 and c["object"] == "text_completion" and c["usage"]["completion_tokens"] == 10,
+          "completion")
+    status, chunks, done = s.stream(CMPL, dict(creq, stream_options={"include_usage": True}))
+    text = "".join(ch["choices"][0]["text"] for ch in chunks if ch["choices"])
+    check(status == 200 and done and text == c["choices"][0]["text"] and
+          chunks[-1]["usage"]["completion_tokens"] == 10, "streamed completion: same text, usage chunk")
+    status, _, c = s.post(CMPL, {"prompt": [5, 6, 7, 8], "max_tokens": 4, "stop": ["zz"], "seed": 3,
+                                 "top_k": 5, "min_p": 0.05, "repetition_penalty": 1.1, "logit_bias": {},
+                                 "user": "someone", "temperature": 0.7})
+    check(status == 200 and c["usage"]["prompt_tokens"] == 4,
+          "a prompt of token ids, vLLM's extra fields, unknown fields ignored")
+
+
+def test_disconnect(s):
+    sock = socket.create_connection(("127.0.0.1", s.port))
+    body = json.dumps({"prompt": "hello", "max_tokens": 200, "ignore_eos": True, "stream": True})
+    sock.sendall((f"POST {CMPL} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  f"Content-Length: {len(body)}\r\n\r\n{body}").encode())
+    sock.settimeout(30)
+    got = b""
+    while got.count(b"data: ") < 3:
+        more = sock.recv(4096)
+        if not more:
+            break
+        got += more
+    running = s.metrics()
+    sock.close()
+    deadline, m = time.time() + 10, {}
+    while time.time() < deadline:
+        m = s.metrics()
+        if m["ember_kv_blocks_used"] == 0 and m["ember_requests_running"] == 0:
+            break
+        time.sleep(0.1)
+    check(running["ember_kv_blocks_used"] > 0 and m["ember_kv_blocks_used"] == 0 and
+          m["ember_requests_running"] == 0,
+          f"a client that disconnects: its request is cancelled, KV blocks {running['ember_kv_blocks_used']:.0f}"
+          f" -> {m['ember_kv_blocks_used']:.0f}")
+
+
+def bad(s, what, body, status, param=None, code=None, raw=None, headers=None):
+    got, _, r = s.post(CHAT, body, raw=raw, headers=headers)
+    err = r.get("error", {}) if isinstance(r, dict) else {}
+    shape = set(err) == {"message", "type", "param", "code"} and err["message"]
+    check(got == status and shape and (param is None or err["param"] == param) and
+          (code is None or err["code"] == code), f"{what}: {got} {err.get('message', r)!r}")
+
+
+def test_bad_input(s, ctx):
+    msgs = [{"role": "user", "content": "hi"}]
+    bad(s, "malformed JSON", None, 400, raw=b'{"messages": [', code="invalid_json")
+    bad(s, "not an object", None, 400, raw=b"[1, 2]")
+    bad(s, "temperature of the wrong type", {"messages": msgs, "temperature": "hot"}, 400, "temperature")
+    bad(s, "max_tokens 0", {"messages": msgs, "max_tokens": 0}, 400, "max_tokens")
+    bad(s, "max_tokens beyond the context", {"messages": msgs, "max_tokens": ctx + 1}, 400, "max_tokens")
+    bad(s, "max_tokens not an integer", {"messages": msgs, "max_tokens": 2.5}, 400, "max_tokens")
+    bad(s, "n = 2", {"messages": msgs, "n": 2}, 400, "n")
+    bad(s, "messages missing", {"max_tokens": 4}, 400, "messages")
+    bad(s, "a message without a role", {"messages": [{"content": "x"}]}, 400, "messages")
+    bad(s, "stop of the wrong type", {"messages": msgs, "stop": 5}, 400, "stop")
+    bad(s, "stream not a boolean", {"messages": msgs, "stream": "yes"}, 400, "stream")
+    bad(s, "unknown model", {"model": "gpt-9", "messages": msgs}, 404, "model", "model_not_found")
+    long_text = "hello there " * (ctx * 2)
+    bad(s, "a prompt longer than the context", {"messages": [{"role": "user", "content": long_text}]}, 400,
+        code="context_length_exceeded")
+    bad(s, "a body over --max-body", {"messages": [{"role": "user", "content": "x" * 70000}]}, 413)
+    status, _, text = s.request("GET", "/v1/nothing")
+    check(status == 404 and "error" in json.loads(text), "an unknown path: 404")
+
+
+def test_api_key(model):
+    s = Server(model, "--model-name", "test-model", "--api-key", "sk-secret")
+    req = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
+    got = [s.post(CHAT, req, headers=h)[0] for h in ({}, {"Authorization": "Bearer nope"},
+                                                      {"Authorization": "Bearer sk-secret"})]
+    health = s.request("GET", "/health")[0]
+    check(got == [401, 401, 200] and health == 200,
+          f"--api-key: none {got[0]}, wrong {got[1]}, right {got[2]}; /health open ({health})")
+    check(s.stop() == 0, "SIGTERM: the server exits 0")
+
+
+def test_queue_full(model):
+    """One request running (of --max-seqs 1), one waiting (of --max-queue 1): the next is
+    refused. The model has a long context so that the two outlast the check."""
+    s = Server(model, "--model-name", "test-model", "--max-seqs", "1", "--max-queue", "1")
+    hold = []
+    ctx = json.loads(s.request("GET", "/v1/models")[2])["data"][0]["max_model_len"]
+    for gauge in ("ember_requests_running", "ember_requests_waiting"):  # one, then the other
+        sock = socket.create_connection(("127.0.0.1", s.port))
+        body = json.dumps({"prompt": "hello", "max_tokens": ctx - 8, "ignore_eos": True, "stream": True})
+        sock.sendall((f"POST {CMPL} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n{body}").encode())
+        hold.append(sock)
+        deadline = time.time() + 10
+        while time.time() < deadline and s.metrics()[gauge] < 1:
+            time.sleep(0.02)
+    before = s.metrics()
+    status, headers, r = s.post(CMPL, {"prompt": "hello", "max_tokens": 2})
+    if status != 503:
+        print("before:", {k: v for k, v in before.items() if "requests" in k}, "response:", r)
+    check(status == 503 and headers.get("Retry-After") and r["error"]["code"] == "queue_full",
+          f"a full queue (1 running of --max-seqs 1, 1 waiting of --max-queue 1, context {ctx}): {status}, "
+          f"Retry-After {headers.get('Retry-After')}")
+    for sock in hold:
+        sock.close()
+    s.stop()
+
+
+def test_load(s):
+    n_clients, per_client, spans, statuses = 16, 4, [], []
+    lock = threading.Lock()
+    peak = {"running": 0}
+    stop = threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            peak["running"] = max(peak["running"], s.metrics()["ember_requests_running"])
+            time.sleep(0.05)
+
+    def client(k):
+        for i in range(per_client):
+            t0 = time.time()
+            status, _, r = s.post(CMPL, {"prompt": f"request {k} {i}", "max_tokens": 24, "ignore_eos": True,
+                                         "temperature": 0.8, "seed": k * 10 + i})
+            with lock:
+                spans.append((t0, time.time()))
+                statuses.append(status)
+
+    w = threading.Thread(target=watch)
+    w.start()
+    t0 = time.time()
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(n_clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.time() - t0
+    stop.set()
+    w.join()
+    busy = sum(b - a for a, b in spans)
+    check(len(statuses) == 64 and all(st == 200 for st in statuses), f"64 requests from 16 clients: all 200")
+    check(busy > 4 * wall and peak["running"] >= 4,
+          f"served together: {busy:.1f} s of requests in {wall:.1f} s of wall time, "
+          f"up to {peak['running']:.0f} running at once")
+
+
+def main():
+    model = os.path.join(TMP, "server_model.gguf")
+    ctx = 256
+    subprocess.run([EMBER, "make-test-model", model, "--dim", "64", "--layers", "2", "--heads", "4",
+                    "--kv-heads", "2", "--ffn", "128", "--vocab", "512", "--ctx", str(ctx)],
+                   check=True, stdout=subprocess.DEVNULL)
+    s = Server(model, "--model-name", "test-model", "--max-body", "65536")
+    try:
+        test_basic(s)
+        test_disconnect(s)
+        test_bad_input(s, ctx)
+        test_load(s)
+    finally:
+        code = s.stop()
+    check(code == 0, "the server exits 0 on SIGTERM")
+    test_api_key(model)
+    long_model = os.path.join(TMP, "server_model_long.gguf")
+    subprocess.run([EMBER, "make-test-model", long_model, "--dim", "64", "--layers", "2", "--heads", "4",
+                    "--kv-heads", "2", "--ffn", "128", "--vocab", "512", "--ctx", "4096"],
+                   check=True, stdout=subprocess.DEVNULL)
+    test_queue_full(long_model)
+    print(f"test_server: {'all checks passed' if failures == 0 else f'{failures} check(s) failed'}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
