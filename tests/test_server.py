@@ -271,6 +271,23 @@ def test_load(s):
           f"up to {peak['running']:.0f} running at once")
 
 
+def test_speculation(model):
+    """--ngram: every request speculates; the metrics count drafts and acceptances, and
+    greedy text is what it is without speculation."""
+    plain = Server(model, "--model-name", "test-model")
+    req = {"prompt": "one two three one two three one two three", "max_tokens": 24, "temperature": 0,
+           "ignore_eos": True}
+    want = plain.post(CMPL, req)[2]["choices"][0]["text"]
+    plain.stop()
+    s = Server(model, "--model-name", "test-model", "--ngram", "2")
+    status, _, r = s.post(CMPL, req)
+    m = s.metrics()
+    check(status == 200 and r["choices"][0]["text"] == want and m["ember_spec_draft_tokens_total"] > 0,
+          f"--ngram 2: same greedy text, {m['ember_spec_draft_tokens_total']:.0f} drafted, "
+          f"{m['ember_spec_accepted_tokens_total']:.0f} accepted")
+    s.stop()
+
+
 def main():
     model = os.path.join(TMP, "server_model.gguf")
     ctx = 256
@@ -287,6 +304,7 @@ def main():
         code = s.stop()
     check(code == 0, "the server exits 0 on SIGTERM")
     test_api_key(model)
+    test_speculation(model)
     long_model = os.path.join(TMP, "server_model_long.gguf")
     subprocess.run([EMBER, "make-test-model", long_model, "--dim", "64", "--layers", "2", "--heads", "4",
                     "--kv-heads", "2", "--ffn", "128", "--vocab", "512", "--ctx", "4096"],
