@@ -1,9 +1,14 @@
 /* devices.c — ember_list_devices: the platform layer's device capabilities, as the
- * public API describes them (so that tools and applications need no Vulkan header). */
+ * public API describes them (so that tools and applications need no Vulkan header), and
+ * the kernel variants Ember would choose on each device, with the reasons. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/gpu/kernels.h"
+#include "engine/gpu/kernels_attention.h"
+#include "engine/gpu/kernels_internal.h"
 #include "platform/vk.h"
 
 static ember_device_type type_of(VkPhysicalDeviceType t)
@@ -17,6 +22,91 @@ static ember_device_type type_of(VkPhysicalDeviceType t)
     }
 }
 
+/* Appends to a text of cap bytes holding *n; stops quietly when it is full. */
+static void add(char *out, size_t cap, size_t *n, const char *fmt, ...)
+{
+    if (*n >= cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(out + *n, cap - *n, fmt, ap);
+    va_end(ap);
+    if (k > 0) *n = *n + (size_t)k < cap ? *n + (size_t)k : cap;
+}
+
+/* Why the linear shader cannot use its subgroup variant here. */
+static const char *lin_baseline_reason(const ember_vk_caps *c)
+{
+    return c->subgroup_shuffle ? "not a multiple of 8" : "no subgroup shuffle";
+}
+
+/* The choices of ember_kernels_describe (the selection ember_kernels_create runs), in
+ * words, one line per part, each with the capability behind it. */
+static void describe(const ember_vk_caps *c, char *out, size_t cap)
+{
+    size_t n = 0;
+    if (c->api_version < VK_API_VERSION_1_2) {
+        add(out, cap, &n, "none: Ember needs Vulkan 1.2 (this device has %u.%u)", VK_API_VERSION_MAJOR(c->api_version),
+            VK_API_VERSION_MINOR(c->api_version));
+        return;
+    }
+    ember_kernel_choice k;
+    ember_kernels_describe(c, NULL, &k);
+    uint32_t sg = k.subgroup_size;
+
+    if (k.lin_subgroup)
+        add(out, cap, &n, "linear: subgroup lane groups of 8, partials by subgroupShuffleXor (subgroup %u, shuffle)", sg);
+    else
+        add(out, cap, &n, "linear: shared-memory partials, groups of 8 invocations (subgroup %u: %s)", sg,
+            lin_baseline_reason(c));
+    add(out, cap, &n, "; %u group%s/workgroup, tiles %u rows x 1-4 tokens, %u x %u", k.lin_groups,
+        k.lin_groups == 1 ? "" : "s", k.lin_rows_decode, k.lin_rows_prefill, k.lin_prefill_tokens);
+    if (k.lin_prefill_min_tok) add(out, cap, &n, " from %u tokens (CPU device: spills)", k.lin_prefill_min_tok);
+    add(out, cap, &n, "\n");
+
+    if (k.attn_subgroup)
+        add(out, cap, &n,
+            "attention: subgroup per tile, %u lanes split head_dim, subgroupAdd per position (subgroup arithmetic); "
+            "%u tile%s/workgroup, %u%s%.0u vec4/lane, %u (decode) or %u (prefill) pairs per tile; head_dim <= %u\n",
+            k.attn_lanes, k.attn_tiles_per_wg, k.attn_tiles_per_wg == 1 ? "" : "s", k.attn_cpl_min,
+            k.attn_cpl_max > k.attn_cpl_min ? "-" : "", k.attn_cpl_max > k.attn_cpl_min ? k.attn_cpl_max : 0,
+            k.attn_decode_pairs, k.attn_prefill_pairs, k.attn_max_head);
+    else
+        add(out, cap, &n, "attention: invocation per (token, head) pair, %u/workgroup (no subgroup arithmetic); "
+            "head_dim <= %u\n", k.attn_tiles_per_wg, k.attn_max_head);
+
+    if (k.row_subgroup)
+        add(out, cap, &n, "rmsnorm/argmax: subgroupAdd/Max, workgroup of %u per row (%u subgroup%s of %u)\n", k.row_wg,
+            k.row_wg / sg, k.row_wg / sg == 1 ? "" : "s", sg);
+    else
+        add(out, cap, &n, "rmsnorm/argmax: shared-memory tree, workgroup of %u per row (no subgroup arithmetic)\n",
+            k.row_wg);
+
+    if (k.texel)
+        add(out, cap, &n, "reads: weights, x, K/V through texel views (RGBA32F/RGBA32UI%s uniform texel buffers); "
+            "storage buffers past %u texels\n", c->texel_r32ui ? ", Q8_0 K/V R32UI" : "", c->max_texel_elements);
+    else
+        add(out, cap, &n, "reads: storage buffers (no RGBA32F/RGBA32UI uniform texel buffers)\n");
+
+    if (c->unified_memory)
+        add(out, cap, &n, "memory: unified (device-local memory host-visible, coherent): weights, KV written in "
+            "place; %.1f GiB\n", c->device_local_bytes / 1073741824.0);
+    else
+        add(out, cap, &n, "memory: discrete (device-local memory not host-visible): weights, KV through a staging "
+            "buffer; %.1f GiB\n", c->device_local_bytes / 1073741824.0);
+
+    /* ember_kernels_max_positions reads the caps only: a kernels object without
+     * pipelines, holding these caps, answers for this device. */
+    ember_kernels probe = {.caps = *c};
+    uint32_t max_pos = ember_kernels_max_positions(&probe);
+    if (max_pos != UINT32_MAX)
+        add(out, cap, &n, "context: <= %u positions per sequence (CPU device: a shader ends after 65535 loop "
+            "iterations)", max_pos);
+    else
+        add(out, cap, &n, "context: no shader limit");
+    add(out, cap, &n, "; a layer's K or V pool <= %llu MiB (maxStorageBufferRange)",
+        (unsigned long long)(c->max_storage_range >> 20));
+}
+
 static ember_device_info info_of(const ember_vk_caps *c)
 {
     ember_device_info d = {
@@ -26,11 +116,12 @@ static ember_device_info info_of(const ember_vk_caps *c)
         .fp16 = c->fp16_arith, .int8 = c->int8_arith, .storage8 = c->storage8, .storage16 = c->storage16,
         .int_dot = c->int_dot, .coop_matrix = c->coop_matrix, .subgroup_size = c->subgroup_size,
         .subgroup_arith = c->subgroup_arith, .subgroup_shuffle = c->subgroup_shuffle,
-        .subgroup_size_control = c->subgroup_size_control, .max_storage_range = c->max_storage_range,
+        .subgroup_size_control = c->subgroup_pin, .max_storage_range = c->max_storage_range,
         .max_alloc = c->max_alloc, .max_shared = c->max_shared, .max_push = c->max_push,
         .max_workgroup_invocations = c->max_wg_invocations, .device_local_bytes = c->device_local_bytes,
         .unified_memory = c->unified_memory, .timestamps = c->timestamp_period_ns > 0};
     snprintf(d.name, sizeof d.name, "%s", c->device_name);
+    describe(c, d.variants, sizeof d.variants);
     return d;
 }
 

@@ -6,6 +6,7 @@
 #include "model_handle.h"
 
 #include "engine/gpu/kernels_attention.h"
+#include "platform/vk_pipeline_cache.h"
 
 static ember_status load(ember_model *m, const char *path, const ember_model_opts *o)
 {
@@ -16,11 +17,14 @@ static ember_status load(ember_model *m, const char *path, const ember_model_opt
     if ((s = ember_tokenizer_load(m->gguf, &m->tok, &m->err)) != EMBER_OK) return s;
     if (m->backend == EMBER_BACKEND_CPU) return EMBER_OK;
     ember_vk_opts vo = {.device_index = o->device_index, .validation = o->enable_validation != 0,
-                        .host = o->vulkan};
+                        .host = o->vulkan, .discrete_memory = o->memory == EMBER_MEMORY_DISCRETE};
     if ((s = ember_vk_create(&vo, &m->vk, &m->err)) != EMBER_OK) return s;
     ember_vk_set_memory_budget(m->vk, (uint64_t)o->memory_budget_mib << 20);
-    ember_progress pr = {o->progress, o->progress_user};
-    s = ember_gpu_model_create(m->vk, &m->llama, 0, &pr, &m->gpu, &m->err);
+    /* Compiled pipelines are kept in the user's cache folder (XDG) for the next start. */
+    char dir[1024];
+    bool disk = !o->no_pipeline_cache && ember_vk_pipeline_cache_dir(dir, sizeof dir);
+    ember_gpu_model_opts go = {.progress = {o->progress, o->progress_user}, .pipeline_cache_dir = disk ? dir : NULL};
+    s = ember_gpu_model_create_opts(m->vk, &m->llama, &go, &m->gpu, &m->err);
     if (s == EMBER_ERR_DEVICE_MEMORY && o->memory_budget_mib)
         return ember_fail_ctx(&m->err, s, "the model's weights do not fit the memory budget");
     m->weight_bytes = ember_vk_memory_used(m->vk);

@@ -99,12 +99,18 @@ typedef struct ember_device_info {
     int fp16, int8, storage8, storage16;        /* shaderFloat16, shaderInt8, 8/16-bit storage */
     int int_dot, coop_matrix;                   /* integer dot product, cooperative matrix */
     uint32_t subgroup_size;
-    int subgroup_arith, subgroup_shuffle, subgroup_size_control;
+    int subgroup_arith, subgroup_shuffle;
+    int subgroup_size_control;                  /* Ember pins its pipelines to subgroup_size with
+                                                   full subgroups (VK_EXT_subgroup_size_control) */
     uint64_t max_storage_range, max_alloc;      /* bytes: one binding, one allocation */
     uint32_t max_shared, max_push, max_workgroup_invocations;
     uint64_t device_local_bytes;                /* the largest device-local heap */
     int unified_memory;                         /* device-local memory is host-visible */
     int timestamps;                             /* GPU timestamps in compute queues */
+    /* What Ember would run on this device and why, as text: one line per part
+     * ("linear: ...", "attention: ...", "rmsnorm/argmax: ...", "reads: ...", "memory: ...",
+     * "context: ..."), each with the capability behind the choice (docs/portability.md). */
+    char variants[1024];
 } ember_device_info;
 
 /* Lists the Vulkan devices in the order ember_model_opts.device_index counts them (device
@@ -144,6 +150,8 @@ typedef struct ember_vulkan_device {
     void *queue_user;
 } ember_vulkan_device;
 
+typedef enum ember_memory_mode { EMBER_MEMORY_AUTO = 0, EMBER_MEMORY_DISCRETE = 1 } ember_memory_mode;
+
 typedef struct ember_model_opts {
     ember_backend backend;
     int device_index;       /* 0 = automatic choice; N > 0 picks Vulkan device N-1 */
@@ -159,6 +167,11 @@ typedef struct ember_model_opts {
      * is refused with the numbers; engines size their KV pools to what is left.
      * ember_model_set_memory_budget changes it while the application runs. */
     uint32_t memory_budget_mib;
+    /* EMBER_MEMORY_AUTO (0): use what the device offers; EMBER_MEMORY_DISCRETE: treat it
+     * as a discrete GPU (device-local memory never mapped, weights/KV/activations through
+     * staging copies), to test that path on any device. */
+    ember_memory_mode memory;
+    int no_pipeline_cache; /* 1 = neither read nor write the on-disk pipeline cache */
 } ember_model_opts;
 
 /* Loads a GGUF model. On success *out owns the file mapping and the GPU weights.

@@ -28,7 +28,13 @@ static void query_features(VkPhysicalDevice phys, ember_vk_caps *c)
     bool dot_known = c->api_version >= VK_API_VERSION_1_3 ||
                      has_extension(phys, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
     if (dot_known) f12.pNext = &dot;
+    /* Ember's instance is Vulkan 1.2, so size control is the extension's even on 1.3. */
+    VkPhysicalDeviceSubgroupSizeControlFeaturesEXT sc = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
+    bool sc_ext = has_extension(phys, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+    if (sc_ext) sc.pNext = f11.pNext, f11.pNext = &sc;
     vkGetPhysicalDeviceFeatures2(phys, &f);
+    c->subgroup_pin &= sc_ext && sc.subgroupSizeControl && sc.computeFullSubgroups; /* properties: earlier */
     c->fp16_arith = f12.shaderFloat16;
     c->int8_arith = f12.shaderInt8;
     c->storage8 = f12.storageBuffer8BitAccess;
@@ -47,8 +53,12 @@ static void query_properties(VkPhysicalDevice phys, ember_vk_caps *c)
     /* The 1.1 property struct may only be chained on 1.2+ devices; older ones are
      * listed by `ember info` but never used. */
     vkGetPhysicalDeviceProperties(phys, &p.properties);
+    VkPhysicalDeviceSubgroupSizeControlPropertiesEXT sc = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES_EXT};
+    bool sc_ext = has_extension(phys, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
     if (p.properties.apiVersion >= VK_API_VERSION_1_2) {
         p.pNext = &p11;
+        if (sc_ext) p11.pNext = &sc;
         vkGetPhysicalDeviceProperties2(phys, &p);
     }
     const VkPhysicalDeviceLimits *l = &p.properties.limits;
@@ -62,6 +72,10 @@ static void query_properties(VkPhysicalDevice phys, ember_vk_caps *c)
     c->is_cpu = p.properties.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
 
     c->subgroup_size = p11.subgroupSize;
+    /* Pinning needs compute among the stages that take a required size, and the default
+     * size among those allowed (query_features adds the features). */
+    c->subgroup_pin = sc_ext && (sc.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                      sc.minSubgroupSize <= p11.subgroupSize && p11.subgroupSize <= sc.maxSubgroupSize;
     bool compute = p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT;
     c->subgroup_arith = compute && (p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
     c->subgroup_shuffle = compute && (p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);

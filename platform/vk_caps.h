@@ -25,6 +25,10 @@ typedef struct ember_vk_caps {
     bool subgroup_arith;                /* subgroupAdd etc. in compute */
     bool subgroup_shuffle;
     bool subgroup_size_control;         /* can require a full subgroup size */
+    bool subgroup_pin;                  /* Ember pins compute pipelines to subgroup_size with
+                                           full subgroups (VK_EXT_subgroup_size_control:
+                                           the features, compute in the required stages,
+                                           the default size within min..max) */
     /* limits */
     uint64_t max_storage_range;         /* maxStorageBufferRange */
     uint64_t max_alloc;                 /* maxMemoryAllocationSize */

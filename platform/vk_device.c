@@ -163,6 +163,19 @@ static ember_status pick_device(ember_vk *vk, int index, ember_err *err)
 
 /* ---- logical device ---------------------------------------------------------------- */
 
+/* Whether the physical device offers extension name. */
+static bool device_has_extension(VkPhysicalDevice phys, const char *name)
+{
+    uint32_t n = 0;
+    if (vkEnumerateDeviceExtensionProperties(phys, NULL, &n, NULL) != VK_SUCCESS || n == 0) return false;
+    VkExtensionProperties *p = calloc(n, sizeof *p);
+    bool found = false;
+    if (p && vkEnumerateDeviceExtensionProperties(phys, NULL, &n, p) >= 0)
+        for (uint32_t i = 0; i < n && !found; i++) found = strcmp(p[i].extensionName, name) == 0;
+    free(p);
+    return found;
+}
+
 static ember_status create_device(ember_vk *vk, ember_err *err)
 {
     const ember_vk_caps *c = &vk->caps;
@@ -173,13 +186,25 @@ static ember_status create_device(ember_vk *vk, ember_err *err)
                                             .timelineSemaphore = c->timeline_semaphore};
     VkPhysicalDeviceVulkan11Features f11 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
                                             .storageBuffer16BitAccess = c->storage16, .pNext = &f12};
+    /* Subgroup size control, to pin pipelines to the size their tiles were planned for. */
+    VkPhysicalDeviceSubgroupSizeControlFeaturesEXT sc = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT,
+        .subgroupSizeControl = VK_TRUE, .computeFullSubgroups = VK_TRUE};
+    if (c->subgroup_pin) f12.pNext = &sc;
     VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f11};
     float prio = 1.0f;
     VkDeviceQueueCreateInfo q = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
                                  .queueFamilyIndex = vk->queue_family, .queueCount = 1,
                                  .pQueuePriorities = &prio};
+    /* A non-conformant implementation (MoltenVK) that offers VK_KHR_portability_subset
+     * must have it enabled (the spec requires it). */
+    const char *exts[2];
+    uint32_t n_exts = 0;
+    if (device_has_extension(vk->phys, "VK_KHR_portability_subset")) exts[n_exts++] = "VK_KHR_portability_subset";
+    if (c->subgroup_pin) exts[n_exts++] = VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME;
     VkDeviceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &f,
-                             .queueCreateInfoCount = 1, .pQueueCreateInfos = &q};
+                             .queueCreateInfoCount = 1, .pQueueCreateInfos = &q,
+                             .enabledExtensionCount = n_exts, .ppEnabledExtensionNames = exts};
     ember_status s = ember_vk_check(vkCreateDevice(vk->phys, &ci, NULL, &vk->device), err, "vkCreateDevice");
     if (s != EMBER_OK) return s;
     vkGetDeviceQueue(vk->device, vk->queue_family, 0, &vk->queue);
@@ -193,7 +218,7 @@ static ember_status create_device(ember_vk *vk, ember_err *err)
  * application passes its VkPhysicalDeviceFeatures2 chain. */
 static void mask_enabled_features(ember_vk_caps *c, const void *chain)
 {
-    bool fp16 = false, int8 = false, s8 = false, s16 = false, timeline = false;
+    bool fp16 = false, int8 = false, s8 = false, s16 = false, timeline = false, pin = false;
     for (const VkBaseInStructure *p = chain; p; p = p->pNext) {
         switch (p->sType) {
         case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES:
@@ -205,6 +230,11 @@ static void mask_enabled_features(ember_vk_caps *c, const void *chain)
             int8 |= f->shaderInt8;
             s8 |= f->storageBuffer8BitAccess;
             timeline |= f->timelineSemaphore;
+            break;
+        }
+        case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT: {
+            const VkPhysicalDeviceSubgroupSizeControlFeaturesEXT *f = (const void *)p;
+            pin |= f->subgroupSizeControl && f->computeFullSubgroups; /* and the extension enabled */
             break;
         }
         case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES:
@@ -230,6 +260,7 @@ static void mask_enabled_features(ember_vk_caps *c, const void *chain)
     c->storage8 &= s8;
     c->storage16 &= s16;
     c->timeline_semaphore &= timeline;
+    c->subgroup_pin &= pin;
 }
 
 static ember_status adopt_host_device(ember_vk *vk, const ember_vulkan_device *h, ember_err *err)
@@ -290,6 +321,10 @@ ember_status ember_vk_create(const ember_vk_opts *opts, ember_vk **out, ember_er
         ember_vk_destroy(vk);
         return s;
     }
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(vk->phys, &props);
+    vk->atom = props.limits.nonCoherentAtomSize ? props.limits.nonCoherentAtomSize : 1;
+    vk->discrete = o.discrete_memory;
     *out = vk;
     return EMBER_OK;
 }

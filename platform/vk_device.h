@@ -12,6 +12,10 @@ typedef struct ember_vk_opts {
     /* The application's instance and device to run on (borrowed: never destroyed);
      * NULL = create our own. */
     const ember_vulkan_device *host;
+    /* Treat the device as a discrete GPU whatever it is: device-local memory is never
+     * mapped (uploads and read-backs go through staging copies) and mapped host memory is
+     * flushed and invalidated as if it were not coherent. Tests that path on any device. */
+    bool discrete_memory;
 } ember_vk_opts;
 
 /* Devices beyond this many are not listed. */

@@ -38,6 +38,15 @@ struct ember_vk {
      * limit): the model's memory budget. */
     _Atomic uint64_t mem_bytes;
     _Atomic uint64_t mem_budget;
+    /* The memory mode (vk_memory.c): discrete = treat the device as a discrete GPU (no
+     * device-local span mapped; mapped host spans flushed and invalidated as if not
+     * coherent), from ember_vk_opts; nonCoherentAtomSize; and what the two paths did,
+     * counted for tests (ember_vk_memory_stats). */
+    bool discrete;
+    VkDeviceSize atom;
+    struct {
+        _Atomic uint64_t staged_uploads, staged_downloads, flushes, invalidates;
+    } counts;
 };
 
 #endif

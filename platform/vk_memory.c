@@ -1,6 +1,8 @@
 /* vk_memory.c — arenas: a few large VkDeviceMemory blocks, each with one VkBuffer over
- * all of it, handed out as spans by bumping an offset. Models and engines allocate once
- * at start-up and free everything together, so no per-span free is needed. */
+ * all of it (bound at offset 0, so a span's offset in its buffer is also its offset in
+ * the memory), handed out as spans by bumping an offset. Models and engines allocate once
+ * at start-up and free everything together, so no per-span free is needed. Also the
+ * flushes and invalidations of mapped memory that is not coherent. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +17,8 @@ typedef struct chunk {
     VkDeviceMemory memory;
     VkBuffer buffer;
     VkDeviceSize size, used;
-    void *map; /* NULL when not host-visible */
+    void *map; /* NULL when not mapped */
+    VkDeviceMemory noncoherent; /* memory when mapped and to be flushed / invalidated */
     ember_vk_mem kind;
 } chunk;
 
@@ -76,21 +79,26 @@ ember_status ember_vk_arena_own_view(ember_vk_arena *a, VkBufferView view, ember
 }
 
 /* Memory type for kind among those allowed by type_bits: DEVICE prefers device-local,
- * HOST needs host-visible + coherent and prefers cached (fast reads back). */
+ * HOST needs host-visible and prefers coherent, then cached (fast reads back); memory
+ * that is only host-visible (some mobile and integrated GPUs) is flushed and invalidated
+ * (ember_vk_flush, ember_vk_invalidate). */
 static int find_memory_type(const VkPhysicalDeviceMemoryProperties *mp, uint32_t type_bits,
                             ember_vk_mem kind, int skip)
 {
-    const VkMemoryPropertyFlags hv = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-    VkMemoryPropertyFlags want[3], need;
+    const VkMemoryPropertyFlags v = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT, hv = v | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                                cached = VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
+    VkMemoryPropertyFlags want[4], need;
     int n_want;
     if (kind == EMBER_VK_MEM_DEVICE) {
         want[0] = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
         want[1] = 0;
         n_want = 2;
     } else {
-        want[0] = hv | VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
+        want[0] = hv | cached;
         want[1] = hv;
-        n_want = 2;
+        want[2] = v | cached;
+        want[3] = v;
+        n_want = 4;
     }
     int seen = 0;
     for (int w = 0; w < n_want; w++) {
@@ -114,6 +122,8 @@ static ember_status reserve_budget(ember_vk *vk, VkDeviceSize size, bool over_ok
                       budget / 1048576.0, used / 1048576.0, size / 1048576.0);
 }
 
+static VkDeviceSize align_up(VkDeviceSize x, VkDeviceSize a) { return (x + a - 1) / a * a; }
+
 static ember_status new_chunk(ember_vk_arena *a, VkDeviceSize size, ember_vk_mem kind, ember_err *err)
 {
     ember_vk *vk = a->vk;
@@ -135,6 +145,9 @@ static ember_status new_chunk(ember_vk_arena *a, VkDeviceSize size, ember_vk_mem
     if (s != EMBER_OK) return s;
     VkMemoryRequirements req;
     vkGetBufferMemoryRequirements(vk->device, ch.buffer, &req);
+    /* Host memory ends on a nonCoherentAtomSize boundary, so that a flushed range widened
+     * to whole atoms stays inside the allocation. */
+    if (kind == EMBER_VK_MEM_HOST) req.size = align_up(req.size, vk->atom);
     if ((s = reserve_budget(vk, req.size, a->over_budget_ok, err)) != EMBER_OK) {
         vkDestroyBuffer(vk->device, ch.buffer, NULL);
         return s;
@@ -158,10 +171,14 @@ static ember_status new_chunk(ember_vk_arena *a, VkDeviceSize size, ember_vk_mem
         return ember_vk_check(r, err, "vkAllocateMemory");
     }
     s = ember_vk_check(vkBindBufferMemory(vk->device, ch.buffer, ch.memory, 0), err, "vkBindBufferMemory");
+    /* Host spans are mapped; device-local ones only where the memory is coherent and the
+     * device is not treated as discrete (else they go through staging). */
     VkMemoryPropertyFlags flags = vk->mem_props.memoryTypes[type].propertyFlags;
-    if (s == EMBER_OK && (flags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) &&
-        (flags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT))
+    bool visible = flags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT, coherent = flags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    bool map = visible && (kind == EMBER_VK_MEM_HOST || (coherent && !vk->discrete));
+    if (s == EMBER_OK && map)
         s = ember_vk_check(vkMapMemory(vk->device, ch.memory, 0, VK_WHOLE_SIZE, 0, &ch.map), err, "vkMapMemory");
+    if (map && (!coherent || vk->discrete)) ch.noncoherent = ch.memory;
     if (s != EMBER_OK) {
         atomic_fetch_sub(&vk->mem_bytes, req.size);
         vkDestroyBuffer(vk->device, ch.buffer, NULL);
@@ -172,8 +189,6 @@ static ember_status new_chunk(ember_vk_arena *a, VkDeviceSize size, ember_vk_mem
     a->bytes += req.size;
     return EMBER_OK;
 }
-
-static VkDeviceSize align_up(VkDeviceSize x, VkDeviceSize a) { return (x + a - 1) / a * a; }
 
 ember_status ember_vk_alloc(ember_vk_arena *a, VkDeviceSize size, ember_vk_mem kind,
                             ember_vk_span *out, ember_err *err)
@@ -207,6 +222,7 @@ ember_status ember_vk_alloc(ember_vk_arena *a, VkDeviceSize size, ember_vk_mem k
     out->offset = off;
     out->size = size;
     out->host = ch->map ? (char *)ch->map + off : NULL;
+    out->noncoherent = ch->noncoherent;
     return EMBER_OK;
 }
 
@@ -215,7 +231,7 @@ ember_vk_span ember_vk_span_sub(ember_vk_span s, VkDeviceSize offset, VkDeviceSi
     if (offset > s.size) offset = s.size;
     if (size > s.size - offset) size = s.size - offset;
     ember_vk_span r = {s.buffer, s.offset + offset, size, s.host ? (char *)s.host + offset : NULL,
-                       offset == 0 ? s.view : VK_NULL_HANDLE};
+                       offset == 0 ? s.view : VK_NULL_HANDLE, s.noncoherent};
     return r;
 }
 
@@ -224,3 +240,48 @@ uint64_t ember_vk_memory_used(const ember_vk *vk) { return atomic_load(&vk->mem_
 uint64_t ember_vk_memory_budget(const ember_vk *vk) { return atomic_load(&vk->mem_budget); }
 
 void ember_vk_set_memory_budget(ember_vk *vk, uint64_t bytes) { atomic_store(&vk->mem_budget, bytes); }
+
+/* Flushes (or invalidates) the spans that need it, a few ranges per call. */
+static ember_status sync_spans(ember_vk *vk, const ember_vk_span *spans, uint32_t n, bool flush, ember_err *err)
+{
+    enum { BATCH = 8 };
+    VkMappedMemoryRange r[BATCH];
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const ember_vk_span *sp = &spans[i];
+        if (sp->noncoherent && sp->host && sp->size) {
+            VkDeviceSize lo = sp->offset / vk->atom * vk->atom, hi = align_up(sp->offset + sp->size, vk->atom);
+            r[k++] = (VkMappedMemoryRange){.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE,
+                                           .memory = sp->noncoherent, .offset = lo, .size = hi - lo};
+        }
+        if (k == BATCH || (k && i + 1 == n)) {
+            VkResult res = flush ? vkFlushMappedMemoryRanges(vk->device, k, r)
+                                 : vkInvalidateMappedMemoryRanges(vk->device, k, r);
+            ember_status s = ember_vk_check(res, err, flush ? "vkFlushMappedMemoryRanges"
+                                                            : "vkInvalidateMappedMemoryRanges");
+            if (s != EMBER_OK) return s;
+            atomic_fetch_add(flush ? &vk->counts.flushes : &vk->counts.invalidates, k);
+            k = 0;
+        }
+    }
+    return EMBER_OK;
+}
+
+ember_status ember_vk_flush(ember_vk *vk, const ember_vk_span *spans, uint32_t n, ember_err *err)
+{
+    return sync_spans(vk, spans, n, true, err);
+}
+
+ember_status ember_vk_invalidate(ember_vk *vk, const ember_vk_span *spans, uint32_t n, ember_err *err)
+{
+    return sync_spans(vk, spans, n, false, err);
+}
+
+void ember_vk_memory_stats(const ember_vk *vk, ember_vk_mem_stats *out)
+{
+    out->discrete = vk->discrete;
+    out->staged_uploads = atomic_load(&vk->counts.staged_uploads);
+    out->staged_downloads = atomic_load(&vk->counts.staged_downloads);
+    out->flushes = atomic_load(&vk->counts.flushes);
+    out->invalidates = atomic_load(&vk->counts.invalidates);
+}

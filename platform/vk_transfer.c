@@ -1,5 +1,7 @@
 /* vk_transfer.c — uploads and read-backs (vk_transfer.h). Mapped spans are plain
- * memcpy; the others go through one staging buffer of the device, 64 MiB at a time. */
+ * memcpy (flushed or invalidated where not coherent); the others go through one staging
+ * buffer of the device (host memory, flushed after the CPU writes it and invalidated
+ * before the CPU reads it where it is not coherent), 64 MiB at a time. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,7 +112,8 @@ ember_status ember_vk_upload(ember_vk *vk, const ember_vk_span *dst, VkDeviceSiz
     if (s != EMBER_OK) return s;
     if (dst->host) {
         memcpy((char *)dst->host + offset, src, n);
-        return EMBER_OK;
+        ember_vk_span written = ember_vk_span_sub(*dst, offset, n);
+        return ember_vk_flush(vk, &written, 1, err);
     }
     ember_vk_transfer *x;
     pthread_mutex_lock(&vk->xfer_mu); /* one staging buffer per device */
@@ -118,10 +121,14 @@ ember_status ember_vk_upload(ember_vk *vk, const ember_vk_span *dst, VkDeviceSiz
     for (size_t done = 0; done < n && s == EMBER_OK;) {
         size_t k = n - done < STAGING_BYTES ? n - done : STAGING_BYTES;
         memcpy(x->staging.host, (const char *)src + done, k);
-        s = copy_and_wait(vk, x, x->staging.buffer, x->staging.offset, dst->buffer, dst->offset + offset + done,
-                          k, err);
+        ember_vk_span written = ember_vk_span_sub(x->staging, 0, k);
+        s = ember_vk_flush(vk, &written, 1, err);
+        if (s == EMBER_OK)
+            s = copy_and_wait(vk, x, x->staging.buffer, x->staging.offset, dst->buffer,
+                              dst->offset + offset + done, k, err);
         done += k;
     }
+    if (s == EMBER_OK && n) atomic_fetch_add(&vk->counts.staged_uploads, 1);
     pthread_mutex_unlock(&vk->xfer_mu);
     return s;
 }
@@ -132,19 +139,24 @@ ember_status ember_vk_download(ember_vk *vk, const ember_vk_span *src, VkDeviceS
     ember_status s = check_range(src, offset, n, err);
     if (s != EMBER_OK) return s;
     if (src->host) {
-        memcpy(dst, (const char *)src->host + offset, n);
-        return EMBER_OK;
+        ember_vk_span read = ember_vk_span_sub(*src, offset, n);
+        s = ember_vk_invalidate(vk, &read, 1, err);
+        if (s == EMBER_OK) memcpy(dst, (const char *)src->host + offset, n);
+        return s;
     }
     ember_vk_transfer *x;
     pthread_mutex_lock(&vk->xfer_mu);
     s = transfer_of(vk, &x, err);
     for (size_t done = 0; done < n && s == EMBER_OK;) {
         size_t k = n - done < STAGING_BYTES ? n - done : STAGING_BYTES;
+        ember_vk_span read = ember_vk_span_sub(x->staging, 0, k);
         s = copy_and_wait(vk, x, src->buffer, src->offset + offset + done, x->staging.buffer, x->staging.offset,
                           k, err);
+        if (s == EMBER_OK) s = ember_vk_invalidate(vk, &read, 1, err);
         if (s == EMBER_OK) memcpy((char *)dst + done, x->staging.host, k);
         done += k;
     }
+    if (s == EMBER_OK && n) atomic_fetch_add(&vk->counts.staged_downloads, 1);
     pthread_mutex_unlock(&vk->xfer_mu);
     return s;
 }

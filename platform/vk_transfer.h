@@ -9,8 +9,9 @@
 /* The staging buffer, command buffer and fence of one device, made on first use. */
 typedef struct ember_vk_transfer ember_vk_transfer;
 
-/* Copies host bytes into a span at offset (memcpy when mapped, else a staging copy and
- * a wait), and back. */
+/* Copies host bytes into a span at offset (memcpy when mapped, flushed where the memory
+ * is not coherent; else a staging copy and a wait), and back (invalidated, then memcpy;
+ * or a staging copy). ember_vk_memory_stats counts the staged ones. */
 ember_status ember_vk_upload(ember_vk *vk, const ember_vk_span *dst, VkDeviceSize offset,
                              const void *src, size_t n, ember_err *err);
 ember_status ember_vk_download(ember_vk *vk, const ember_vk_span *src, VkDeviceSize offset,

@@ -54,7 +54,7 @@ float *mf_ref_logits(const ember_llama *m, const uint32_t *prompt, uint32_t n)
 
 ember_vk *mf_vk_open(ember_err *err)
 {
-    ember_vk_opts o = {.validation = tu_validation()};
+    ember_vk_opts o = {.validation = tu_validation(), .discrete_memory = tu_memory_mode() == EMBER_MEMORY_DISCRETE};
     ember_vk *vk = NULL;
     return ember_vk_create(&o, &vk, err) == EMBER_OK ? vk : NULL;
 }
@@ -64,6 +64,14 @@ void mf_vk_close(ember_vk *vk)
     char first[512] = "";
     uint32_t nv = ember_vk_validation_count(vk, first, sizeof first);
     CHECKF(nv == 0, "%u validation messages; first: %s", nv, first);
+    ember_vk_mem_stats ms;
+    ember_vk_memory_stats(vk, &ms);
+    if (ms.discrete) { /* the weights went through staging, step inputs were flushed */
+        printf("discrete memory: %llu staged uploads, %llu flushes, %llu invalidations\n",
+               (unsigned long long)ms.staged_uploads, (unsigned long long)ms.flushes,
+               (unsigned long long)ms.invalidates);
+        CHECK(ms.staged_uploads > 0 && ms.flushes > 0 && ms.invalidates > 0);
+    }
     ember_vk_destroy(vk);
 }
 

@@ -418,7 +418,7 @@ static void test_device_context(void)
     char path[512];
     snprintf(path, sizeof path, "%s/engine_long_ctx.gguf", tu_tmp_dir());
     tu_make_model(path, "--dim 32 --layers 1 --heads 2 --kv-heads 1 --ffn 64 --vocab 300 --ctx 65536 --seed 3");
-    ember_model_opts mo = {.enable_validation = tu_validation()};
+    ember_model_opts mo = {.enable_validation = tu_validation(), .memory = tu_memory_mode()};
     ember_model *m = NULL;
     CHECKF(ember_model_load(path, &mo, &m) == EMBER_OK, "%s", ember_model_error(m));
     ember_model_info info;
@@ -444,7 +444,7 @@ int main(void)
     snprintf(path, sizeof path, "%s/engine_model.gguf", tu_tmp_dir());
     tu_make_model(path, "--dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 512 --ctx 256 --type q8_0 "
                         "--seed 21");
-    ember_model_opts mo = {.enable_validation = tu_validation()};
+    ember_model_opts mo = {.enable_validation = tu_validation(), .memory = tu_memory_mode()};
     ember_model *m = NULL;
     if (ember_model_load(path, &mo, &m) != EMBER_OK) {
         fprintf(stderr, "%s\n", ember_model_error(m));

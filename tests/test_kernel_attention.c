@@ -148,7 +148,10 @@ static void check_q8_row(const char *what, const uint32_t *row, const double *x,
             int q = (int8_t)(row[e / 4] >> (8 * (e % 4)) & 255);
             double err = fabs(q * d - x[e]);
             if (d > 0) *worst_step = fmax(*worst_step, err / d);
-            CHECKF(err <= 0.5 * d * 1.002 + amax * 1e-6, "%s: value %u: %d * %g vs %g", what, e, q, d, x[e]);
+            /* Half a step of the value the GPU quantized, which is itself within the F32
+             * check's tolerance of the double-precision reference (float RoPE angles at
+             * thousands of positions; NVIDIA's exp2 is less exact than lavapipe's). */
+            CHECKF(err <= 0.5 * d * 1.002 + amax * TOL, "%s: value %u: %d * %g vs %g", what, e, q, d, x[e]);
         }
     }
 }

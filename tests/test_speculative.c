@@ -180,7 +180,7 @@ static void test_engine(void)
              "--kv-heads 1 --ffn 64 --vocab 600 --ctx 256",
              tu_ember_bin(), target, draft, other);
     CHECK(tu_run(cmd, NULL, 0) == 0);
-    ember_model_opts mo = {.enable_validation = tu_validation()};
+    ember_model_opts mo = {.enable_validation = tu_validation(), .memory = tu_memory_mode()};
     ember_model *mt = NULL, *md = NULL, *mx = NULL;
     if (ember_model_load(target, &mo, &mt) != EMBER_OK || ember_model_load(draft, &mo, &md) != EMBER_OK ||
         ember_model_load(other, &mo, &mx) != EMBER_OK) {

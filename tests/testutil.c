@@ -64,6 +64,12 @@ int tu_validation(void)
     return v && strcmp(v, "1") == 0;
 }
 
+ember_memory_mode tu_memory_mode(void)
+{
+    const char *v = getenv("EMBER_TEST_MEMORY");
+    return v && strcmp(v, "discrete") == 0 ? EMBER_MEMORY_DISCRETE : EMBER_MEMORY_AUTO;
+}
+
 int tu_run(const char *cmd, char *out, size_t cap)
 {
     FILE *p = popen(cmd, "r");

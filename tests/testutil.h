@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "ember.h"
+
 extern int tu_failures;
 
 #define CHECK(cond) do { if (!(cond)) { tu_failures++; \
@@ -30,6 +32,10 @@ const char *tu_ember_bin(void);
 const char *tu_shared_dir(void);   /* NULL when ../shared is absent */
 const char *tu_tmp_dir(void);
 int tu_validation(void);           /* EMBER_VALIDATION set to 1 */
+/* EMBER_TEST_MEMORY=discrete (set by ctest for the *_discrete entries): the memory mode
+ * the tests load models with (EMBER_MEMORY_DISCRETE: staging copies, as on a discrete
+ * GPU); else EMBER_MEMORY_AUTO. Read by the tests only, never by the library. */
+ember_memory_mode tu_memory_mode(void);
 
 /* Runs a shell command, captures up to cap-1 bytes of stdout into out (NUL-terminated),
  * returns the exit status (or -1). */

@@ -65,6 +65,16 @@ int cli_model_flag(int argc, char **argv, int *i, cli_model_args *a)
         a->device = (int)n + 1;
         return 1;
     }
+    if (strcmp(f, "--memory") == 0) {
+        if (!(v = cli_value(argc, argv, i))) return -1;
+        if (strcmp(v, "auto") == 0) a->memory = EMBER_MEMORY_AUTO;
+        else if (strcmp(v, "discrete") == 0) a->memory = EMBER_MEMORY_DISCRETE;
+        else {
+            fprintf(stderr, "ember: --memory is auto or discrete, got '%s'\n", v);
+            return -1;
+        }
+        return 1;
+    }
     return 0;
 }
 
@@ -86,7 +96,7 @@ ember_model *cli_load_model(const cli_model_args *a)
         fprintf(stderr, "ember: no model given (-m FILE.gguf)\n");
         return NULL;
     }
-    ember_model_opts o = {.backend = a->backend, .device_index = a->device};
+    ember_model_opts o = {.backend = a->backend, .device_index = a->device, .memory = a->memory};
     const char *env = getenv("EMBER_DEVICE");
     long n;
     if (!o.device_index && env && *env && cli_int("EMBER_DEVICE", env, 0, 64, &n)) o.device_index = (int)n + 1;

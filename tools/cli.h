@@ -20,10 +20,12 @@ typedef struct cli_model_args {
     const char *path;
     ember_backend backend;
     int device;          /* --device N or EMBER_DEVICE; 0 = auto */
+    ember_memory_mode memory; /* --memory auto|discrete (discrete: staging copies, as on a
+                                 discrete GPU, whatever the device) */
 } cli_model_args;
 
-/* Handles -m/--model, --backend, --device at argv[*i]; returns 1 when consumed, 0 when not
- * one of them, -1 on a bad value. */
+/* Handles -m/--model, --backend, --device, --memory at argv[*i]; returns 1 when consumed,
+ * 0 when not one of them, -1 on a bad value. */
 int cli_model_flag(int argc, char **argv, int *i, cli_model_args *a);
 /* Loads the model (validation on when EMBER_VALIDATION=1); prints the error and returns
  * NULL on failure. */

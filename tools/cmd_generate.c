@@ -2,6 +2,7 @@
  * reported as one JSON object. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -29,6 +30,7 @@ typedef struct gen_state {
     ember_finish why;
     ember_request_metrics m;
     bool done, spec;
+    double load_ms;             /* ember_model_load (and the draft's), wall time */
 } gen_state;
 
 static int usage(void)
@@ -123,17 +125,19 @@ static void report(const gen_state *g)
     double prefill = rate(m->n_prompt - m->n_cached, m->prefill_ms);
     double decode = rate(m->n_gen > 1 ? m->n_gen - 1 : 0, m->decode_ms);
     if (!g->json) {
-        fprintf(stderr, "\n[%u prompt tokens, %u generated; ttft %.1f ms; prefill %.1f tok/s; decode %.1f tok/s]\n",
-                m->n_prompt, m->n_gen, m->ttft_ms, prefill, decode);
+        fprintf(stderr,
+                "\n[%u prompt tokens, %u generated; load %.1f ms; ttft %.1f ms; prefill %.1f tok/s; "
+                "decode %.1f tok/s]\n",
+                m->n_prompt, m->n_gen, g->load_ms, m->ttft_ms, prefill, decode);
         return;
     }
     printf("{\"tokens\": [");
     for (size_t i = 0; i < g->n_tokens; i++) printf("%s%u", i ? ", " : "", g->tokens[i]);
     printf("], \"text\": ");
     cli_json_string(stdout, g->text ? g->text : "", g->text_len);
-    printf(", \"n_prompt\": %u, \"n_gen\": %u, \"ttft_ms\": %.3f, \"prefill_tok_s\": %.3f, "
+    printf(", \"n_prompt\": %u, \"n_gen\": %u, \"load_ms\": %.3f, \"ttft_ms\": %.3f, \"prefill_tok_s\": %.3f, "
            "\"decode_tok_s\": %.3f, \"prefill_ms\": %.3f, \"decode_ms\": %.3f, \"finish\": \"%s\"",
-           m->n_prompt, m->n_gen, m->ttft_ms, prefill, decode, m->prefill_ms, m->decode_ms,
+           m->n_prompt, m->n_gen, g->load_ms, m->ttft_ms, prefill, decode, m->prefill_ms, m->decode_ms,
            cli_finish_name(g->why));
     if (g->spec) {
         double steps = m->n_decode_steps ? m->n_decode_steps : 1;
@@ -144,7 +148,7 @@ static void report(const gen_state *g)
     printf("}\n");
 }
 
-static int run(ember_model *model, ember_model *draft, const gen_args *a)
+static int run(ember_model *model, ember_model *draft, const gen_args *a, double load_ms)
 {
     ember_engine_opts eo = {.max_batch_tokens = (uint32_t)a->max_batch_tokens, .max_seqs = 1, .draft = draft,
                             .kv_type = a->kv_type};
@@ -154,7 +158,7 @@ static int run(ember_model *model, ember_model *draft, const gen_args *a)
         ember_engine_destroy(e);
         return 1;
     }
-    gen_state g = {.json = a->json, .spec = a->spec.draft_k > 0};
+    gen_state g = {.json = a->json, .spec = a->spec.draft_k > 0, .load_ms = load_ms};
     ember_request_desc d = {.prompt = a->prompt, .no_bos = a->no_bos, .max_tokens = (uint32_t)a->n,
                             .sampling = a->sampling, .ignore_eos = a->ignore_eos,
                             .on_token = on_token, .on_done = on_done, .user = &g, .spec = a->spec};
@@ -175,10 +179,19 @@ static int run(ember_model *model, ember_model *draft, const gen_args *a)
     return code;
 }
 
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
 int ember_cmd_generate(int argc, char **argv)
 {
     gen_args a;
     if (!parse(argc, argv, &a)) return usage();
+    double t0 = now_ms();
     ember_model *draft, *m = cli_load_with_draft(&a.model, a.draft, &draft);
-    return m ? cli_free_with_draft(m, draft, run(m, draft, &a)) : 1;
+    double load_ms = now_ms() - t0;
+    return m ? cli_free_with_draft(m, draft, run(m, draft, &a, load_ms)) : 1;
 }

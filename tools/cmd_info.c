@@ -1,5 +1,6 @@
 /* cmd_info.c — `ember info`: every Vulkan device with the features and limits that
- * decide Ember's shader variants and buffer sizes (ember_list_devices). */
+ * decide Ember's shader variants and buffer sizes, and the variants Ember would choose
+ * there with the reasons (ember_list_devices; docs/portability.md). */
 #include <string.h>
 
 #include "cli.h"
@@ -34,6 +35,25 @@ static void print_text(uint32_t i, const ember_device_info *d)
            d->max_workgroup_invocations);
     printf("  memory: device-local %.1f GiB%s, timestamps %s\n", d->device_local_bytes / 1073741824.0,
            d->unified_memory ? " (host-visible)" : "", yes(d->timestamps));
+    printf("  variants:\n");
+    for (const char *p = d->variants; *p;) {
+        size_t len = strcspn(p, "\n");
+        printf("    %.*s\n", (int)len, p);
+        p += len + (p[len] == '\n');
+    }
+}
+
+/* The variants text as a JSON array of its lines. */
+static void print_json_lines(const char *text)
+{
+    printf("[");
+    for (const char *p = text; *p;) {
+        size_t len = strcspn(p, "\n");
+        if (p != text) printf(", ");
+        cli_json_string(stdout, p, len);
+        p += len + (p[len] == '\n');
+    }
+    printf("]");
 }
 
 static void print_json(uint32_t i, const ember_device_info *d)
@@ -43,11 +63,15 @@ static void print_json(uint32_t i, const ember_device_info *d)
     printf(", \"type\": \"%s\", \"api\": \"%u.%u.%u\", \"fp16\": %s, \"int8\": %s, \"storage8\": %s, "
            "\"storage16\": %s, \"int_dot\": %s, \"coop_matrix\": %s, \"subgroup_size\": %u, "
            "\"subgroup_arith\": %s, \"max_storage_range\": %llu, \"max_alloc\": %llu, \"max_shared\": %u, "
-           "\"max_push\": %u, \"device_local_bytes\": %llu}",
+           "\"max_push\": %u, \"device_local_bytes\": %llu",
            type_name(d->type), d->api_major, d->api_minor, d->api_patch, json_bool(d->fp16), json_bool(d->int8),
            json_bool(d->storage8), json_bool(d->storage16), json_bool(d->int_dot), json_bool(d->coop_matrix),
            d->subgroup_size, json_bool(d->subgroup_arith), (unsigned long long)d->max_storage_range,
            (unsigned long long)d->max_alloc, d->max_shared, d->max_push, (unsigned long long)d->device_local_bytes);
+    printf(", \"subgroup_shuffle\": %s, \"subgroup_size_control\": %s, \"unified_memory\": %s, \"variants\": ",
+           json_bool(d->subgroup_shuffle), json_bool(d->subgroup_size_control), json_bool(d->unified_memory));
+    print_json_lines(d->variants);
+    printf("}");
 }
 
 int ember_cmd_info(int argc, char **argv)

@@ -185,7 +185,7 @@ static ember_status check_batch(const ember_forward *f, const ember_batch *b, em
     return EMBER_OK;
 }
 
-static void write_inputs(ember_forward *f, const ember_batch *b)
+static ember_status write_inputs(ember_forward *f, const ember_batch *b, ember_err *err)
 {
     size_t n = b->n_tokens * sizeof(uint32_t);
     memcpy(f->in.tokens.host, b->tokens, n);
@@ -193,6 +193,8 @@ static void write_inputs(ember_forward *f, const ember_batch *b)
     memcpy(f->in.seq.host, b->seq, n);
     memcpy(f->in.block_tables.host, b->block_tables, f->in.block_tables.size);
     if (b->n_logits) memcpy(f->in.logit_rows.host, b->logit_rows, b->n_logits * sizeof(uint32_t));
+    ember_vk_span w[] = {f->in.tokens, f->in.pos, f->in.seq, f->in.block_tables, f->in.logit_rows};
+    return ember_vk_flush(f->g->vk, w, 5, err); /* where host memory is not coherent */
 }
 
 /* Attention's dispatches: batch rows cut where runs of one token (decodes) meet longer
@@ -288,7 +290,7 @@ ember_status ember_forward_submit(ember_forward *f, const ember_batch *b, ember_
     ember_status s = check_batch(f, b, err);
     if (s != EMBER_OK) return s;
     if ((s = ember_vk_cmd_begin(f->cmd, err)) != EMBER_OK) return s;
-    write_inputs(f, b);
+    if ((s = write_inputs(f, b, err)) != EMBER_OK) return s;
     record_step(f, b);
     f->n_logits_in_flight = b->n_logits;
     /* Only the step itself is ordered against the application (not block copies). */
@@ -303,6 +305,9 @@ ember_status ember_forward_collect(ember_forward *f, uint64_t timeout_ns, float 
     ember_status s = ember_vk_cmd_wait(f->cmd, timeout_ns, err);
     if (s != EMBER_OK) return s;
     uint32_t n = f->n_logits_in_flight;
+    ember_vk_span r[] = {ember_vk_span_sub(f->logits, 0, logits ? (size_t)n * f->g->hp.n_vocab * sizeof(float) : 0),
+                         ember_vk_span_sub(f->argmax, 0, argmax ? n * sizeof(uint32_t) : 0)};
+    if ((s = ember_vk_invalidate(f->g->vk, r, 2, err)) != EMBER_OK) return s; /* where not coherent */
     if (logits) memcpy(logits, f->logits.host, (size_t)n * f->g->hp.n_vocab * sizeof(float));
     if (argmax) memcpy(argmax, f->argmax.host, n * sizeof(uint32_t));
     return EMBER_OK;

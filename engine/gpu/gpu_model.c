@@ -7,6 +7,8 @@
 #include "gpu_model.h"
 
 #include "engine/model/quant.h"
+#include "kernels_linear.h"
+#include "kernels_rows.h"
 
 static ember_status upload_vector(ember_gpu_model *g, const ember_gguf_tensor *t, ember_vk_span *out,
                                   ember_err *err)
@@ -85,19 +87,25 @@ static void report(const ember_progress *p, uint64_t done, uint64_t total)
     if (p && p->fn) p->fn(p->user, total ? (float)((double)done / (double)total) : 1.0f);
 }
 
-ember_status ember_gpu_model_create(ember_vk *vk, const ember_llama *m, uint64_t max_part_bytes,
-                                    const ember_progress *progress, ember_gpu_model **out, ember_err *err)
+/* The pipelines of every dispatch but attention's, known once the weights (and their
+ * views) are on the device. */
+static ember_status make_pipelines(ember_gpu_model *g, ember_err *err)
 {
-    *out = NULL;
-    ember_gpu_model *g = calloc(1, sizeof *g);
-    if (!g) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
-    g->vk = vk;
-    g->hp = m->hp;
-    g->layers = calloc(m->hp.n_layers, sizeof *g->layers);
-    ember_status s = g->layers ? EMBER_OK : ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
-    if (s == EMBER_OK) s = ember_kernels_create(vk, &g->kernels, err);
-    if (s == EMBER_OK) s = ember_vk_arena_create(vk, &g->arena, err);
-    if (s == EMBER_OK) s = upload_stack(g, &m->tok_embd, 1, max_part_bytes, &g->tok_embd, err);
+    ember_kernels_set want = {{0}};
+    ember_kernels_want_rows(g->kernels, &want);
+    ember_kernels_want_linear(g->kernels, &g->output, &want);
+    for (uint32_t l = 0; l < g->hp.n_layers; l++) {
+        const ember_gpu_layer *L = &g->layers[l];
+        const ember_gpu_weight *w[] = {&L->qkv, &L->wo, &L->gate_up, &L->down};
+        for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) ember_kernels_want_linear(g->kernels, w[i], &want);
+    }
+    return ember_kernels_make(g->kernels, &want, err);
+}
+
+static ember_status upload(ember_gpu_model *g, const ember_llama *m, const ember_gpu_model_opts *o, ember_err *err)
+{
+    uint64_t max_part_bytes = o->max_part_bytes;
+    ember_status s = upload_stack(g, &m->tok_embd, 1, max_part_bytes, &g->tok_embd, err);
     if (s == EMBER_OK) s = upload_vector(g, m->output_norm, &g->output_norm, err);
     if (s == EMBER_OK && m->rope_freqs) s = upload_vector(g, m->rope_freqs, &g->rope_freqs, err);
     if (s == EMBER_OK) {
@@ -106,18 +114,44 @@ ember_status ember_gpu_model_create(ember_vk *vk, const ember_llama *m, uint64_t
     }
     uint64_t total = m->tok_embd->nbytes + (m->output != m->tok_embd ? m->output->nbytes : 0), done = total;
     for (uint32_t l = 0; l < m->hp.n_layers; l++) total += layer_bytes(&m->layers[l]);
-    report(progress, done, total);
+    report(&o->progress, done, total);
     for (uint32_t l = 0; s == EMBER_OK && l < m->hp.n_layers; l++) {
         s = upload_layer(g, &m->layers[l], max_part_bytes, &g->layers[l], err);
         done += layer_bytes(&m->layers[l]);
-        report(progress, done, total);
+        report(&o->progress, done, total);
     }
+    return s;
+}
+
+ember_status ember_gpu_model_create_opts(ember_vk *vk, const ember_llama *m, const ember_gpu_model_opts *o,
+                                         ember_gpu_model **out, ember_err *err)
+{
+    *out = NULL;
+    ember_gpu_model *g = calloc(1, sizeof *g);
+    if (!g) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    g->vk = vk;
+    g->hp = m->hp;
+    g->layers = calloc(m->hp.n_layers, sizeof *g->layers);
+    ember_kernels_opts ko = {.on_demand = true, .pipeline_cache_dir = o->pipeline_cache_dir};
+    ember_status s = g->layers ? EMBER_OK : ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    if (s == EMBER_OK) s = ember_kernels_create_opts(vk, &ko, &g->kernels, err);
+    if (s == EMBER_OK) s = ember_vk_arena_create(vk, &g->arena, err);
+    if (s == EMBER_OK) s = upload(g, m, o, err);
+    if (s == EMBER_OK) s = make_pipelines(g, err);
     if (s != EMBER_OK) {
         ember_gpu_model_free(g);
         return s;
     }
     *out = g;
     return EMBER_OK;
+}
+
+ember_status ember_gpu_model_create(ember_vk *vk, const ember_llama *m, uint64_t max_part_bytes,
+                                    const ember_progress *progress, ember_gpu_model **out, ember_err *err)
+{
+    ember_gpu_model_opts o = {.max_part_bytes = max_part_bytes};
+    if (progress) o.progress = *progress;
+    return ember_gpu_model_create_opts(vk, m, &o, out, err);
 }
 
 void ember_gpu_model_free(ember_gpu_model *g)

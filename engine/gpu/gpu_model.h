@@ -31,8 +31,18 @@ typedef struct ember_progress {
     void *user;
 } ember_progress;
 
-/* Uploads m's weights. max_part_bytes bounds each binding (0 = device limit; tests use a
- * small value to exercise tensors bound in parts). progress may be NULL. */
+typedef struct ember_gpu_model_opts {
+    uint64_t max_part_bytes;        /* bounds each binding (0 = device limit; tests use a
+                                       small value to exercise tensors bound in parts) */
+    ember_progress progress;        /* fn may be NULL */
+    const char *pipeline_cache_dir; /* folder of the on-disk pipeline cache; NULL: none */
+} ember_gpu_model_opts;
+
+/* Uploads m's weights and makes the pipelines its forward pass records, but for
+ * attention's (per KV type: ember_kernels_check_attn, when an engine is made). */
+ember_status ember_gpu_model_create_opts(ember_vk *vk, const ember_llama *m, const ember_gpu_model_opts *o,
+                                         ember_gpu_model **out, ember_err *err);
+/* The same without an on-disk pipeline cache. progress may be NULL. */
 ember_status ember_gpu_model_create(ember_vk *vk, const ember_llama *m, uint64_t max_part_bytes,
                                     const ember_progress *progress, ember_gpu_model **out, ember_err *err);
 void ember_gpu_model_free(ember_gpu_model *g);

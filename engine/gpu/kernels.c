@@ -1,11 +1,15 @@
-/* kernels.c — creating every compute pipeline once, with the variant and launch shape
- * chosen from the device caps. The ember_k_* recording functions live in
- * kernels_linear.c, kernels_attention.c and kernels_rows.c. */
+/* kernels.c — the compute pipelines, with the variant and launch shape chosen from the
+ * device caps: every one at creation (tests), or on demand, only those a model and its
+ * engines use (ember_kernels_make), in parallel and through the on-disk pipeline cache.
+ * The ember_k_* recording functions live in kernels_linear.c, kernels_attention.c and
+ * kernels_rows.c. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ember_shaders.h"
 #include "kernels_internal.h"
+#include "platform/vk_pipeline_cache.h"
 
 typedef struct spv {
     const uint32_t *code;
@@ -39,12 +43,6 @@ void ember_k_grid(uint32_t n, uint32_t lim_a, uint32_t *a, uint32_t *b)
     *b = *a ? ember_k_ceil(n, *a) : 0;
 }
 
-static ember_status make(ember_kernels *k, const char *name, spv s, uint32_t n_bindings, uint32_t push,
-                         const ember_vk_spec *specs, uint32_t n_specs, ember_vk_pipeline **out, ember_err *err)
-{
-    return ember_vk_pipeline_create(k->vk, name, s.code, *s.bytes, n_bindings, push, specs, n_specs, out, err);
-}
-
 /* Launch shapes. Linear: a lane group of 8 owns a tile of tn rows x tm tokens. On
  * lavapipe (is_cpu) a texel fetch is a function call (docs/kernels.md), so the shapes
  * that win make the fewest fetches per multiply-add: 16 rows per group (each x fetch
@@ -76,8 +74,9 @@ static void choose_shapes(ember_kernels *k)
 }
 
 /* Attention: a tile of (token, query head) pairs sharing their K/V rows per subgroup,
- * whose lanes split head_dim; a class per head size (chunks per lane 1, 2, 4, 8: on
- * lavapipe's 8 lanes head_dim up to 32, 64, 128, 256). Every pair of a tile costs its
+ * whose lanes split head_dim; a class per head size up to 32, 64, 128, 256 with as many
+ * chunks per lane as the subgroup's lanes need to cover it (8 lanes: 1, 2, 4, 8; 4 lanes:
+ * 2, 4, 8, 16; 32 lanes: 1, 2; 64 or more: 1), classes that come out alike merged. Every pair of a tile costs its
  * arithmetic whether it has work or not (lavapipe masks, it does not branch), so each
  * class has a small tile for decode steps (2 pairs: the query heads of a KV head in
  * common GQA models) and a large one for prefill chunks (16 pairs over the chunks per
@@ -90,45 +89,17 @@ static void choose_attention(ember_kernels *k)
     uint32_t sg = c->subgroup_size ? c->subgroup_size : 32;
     k->attn_lanes = k->attn_subgroup ? sg : 1;
     k->attn_tpw = k->attn_subgroup ? (c->is_cpu ? 1 : 4) : 64;
-    k->attn_classes = k->attn_subgroup ? ATT_CLASSES : 1;
-    for (uint32_t i = 0; i < k->attn_classes; i++) {
-        k->attn_cpl[i] = k->attn_subgroup ? 1u << i : 64;
-        k->attn_slots[i][ATT_SMALL] = k->attn_subgroup ? 2 : 1;
-        k->attn_slots[i][ATT_LARGE] = k->attn_subgroup ? 16u >> i : 1;
+    k->attn_classes = 0;
+    for (uint32_t i = 0; i < (k->attn_subgroup ? ATT_CLASSES : 1); i++) {
+        uint32_t chunks = (EMBER_ATT_MAX_HEAD >> (ATT_CLASSES - 1 - i)) / 4; /* vec4s of head size 32 << i */
+        uint32_t cpl = k->attn_subgroup ? (chunks + k->attn_lanes - 1) / k->attn_lanes : 64;
+        if (k->attn_classes && k->attn_cpl[k->attn_classes - 1] == cpl) continue;
+        uint32_t n = k->attn_classes++;
+        k->attn_cpl[n] = cpl;
+        /* Pairs x chunks bounds a lane's registers and lavapipe's compile time. */
+        k->attn_slots[n][ATT_LARGE] = k->attn_subgroup ? (cpl < 8 ? 16 / cpl : 2) : 1;
+        k->attn_slots[n][ATT_SMALL] = k->attn_subgroup ? 2 : 1;
     }
-}
-
-/* One linear pipeline: dtype slot d (DT_SLOTS + 0/1: GENERIC F32/F16), binding kind,
- * tile shape. */
-static ember_status make_linear_one(ember_kernels *k, int d, int kind, int shape, spv code,
-                                    ember_vk_pipeline **out, ember_err *err)
-{
-    static const char *names[DT_SLOTS + 2] = {"f32", "f16", "q8_0", "f32_generic", "f16_generic"};
-    static const ember_vk_binding_kind texel[6] = {EMBER_VK_BIND_TEXEL, EMBER_VK_BIND_STORAGE, EMBER_VK_BIND_TEXEL,
-                                                   EMBER_VK_BIND_TEXEL, EMBER_VK_BIND_TEXEL, EMBER_VK_BIND_TEXEL};
-    const ember_lin_shape *l = &k->lin[shape];
-    /* A Q8_0 unit is a whole block, already two loads per row. */
-    uint32_t unroll = d == DT_SLOT_Q8 ? 1 : l->unroll;
-    ember_vk_spec sp[] = {{0, l->ng * 8}, {1, l->tn / 8}, {2, l->tm}, {3, l->ng}, {4, unroll}};
-    char name[64];
-    snprintf(name, sizeof name, "linear_%s%s_m%u", names[d], kind == LIN_TEXEL ? "_tx" : "", l->tm);
-    return ember_vk_pipeline_create_ex(k->vk, name, code.code, *code.bytes, 6, kind == LIN_TEXEL ? texel : NULL,
-                                       sizeof(linear_push), sp, 5, out, err);
-}
-
-static ember_status make_linear(ember_kernels *k, ember_err *err)
-{
-    int sg = k->lin_subgroup;
-    ember_status s = EMBER_OK;
-    for (int d = 0; s == EMBER_OK && d < DT_SLOTS; d++)
-        for (int kind = 0; s == EMBER_OK && kind < (k->texel ? LIN_KINDS : 1); kind++)
-            for (int i = 0; s == EMBER_OK && i < LIN_SHAPES; i++)
-                s = make_linear_one(k, d, kind, i, LINEAR[d][kind][sg], &k->linear[d][kind][i], err);
-    /* GENERIC serves every n_tok with the prefill shape (no real model has such rows). */
-    for (int d = 0; s == EMBER_OK && d < 2; d++)
-        s = make_linear_one(k, DT_SLOTS + d, LIN_STORAGE, LIN_SHAPES - 1, LINEAR_GENERIC[d][sg],
-                            &k->linear_generic[d], err);
-    return s;
 }
 
 /* Workgroup of the per-row reductions: one subgroup on lavapipe (no shared memory at
@@ -139,59 +110,189 @@ static uint32_t row_wg(const ember_kernels *k)
     return k->caps.is_cpu ? k->caps.subgroup_size : 4 * k->caps.subgroup_size;
 }
 
-static ember_status make_others(ember_kernels *k, ember_err *err)
+/* ---- pipeline ids and what each is made from ----------------------------------------- */
+
+/* One pipeline to make: its field in ember_kernels and its description (which points
+ * into the job: jobs never move while they are made). */
+typedef struct job {
+    ember_vk_pipeline **slot;
+    ember_vk_pipeline_desc d;
+    char name[64];
+    ember_vk_spec sp[5];
+} job;
+
+static ember_vk_pipeline **slot_of(ember_kernels *k, uint32_t id)
 {
-    ember_vk_spec wg64[] = {{0, 64}};
-    ember_vk_spec rows[] = {{0, row_wg(k)}};
-    ember_status s = make(k, "embed", EMBED, 4, sizeof(embed_push), wg64, 1, &k->embed, err);
-    if (s == EMBER_OK) s = make(k, "rmsnorm", RMSNORM[k->subgroup], 4, sizeof(rmsnorm_push), rows, 1, &k->rmsnorm, err);
-    if (s == EMBER_OK) s = make(k, "rope_store", ROPE, 8, sizeof(rope_push), wg64, 1, &k->rope, err);
-    if (s == EMBER_OK) s = make(k, "rope_store_q8", ROPE_Q8, 8, sizeof(rope_push), wg64, 1, &k->rope_q8, err);
-    if (s == EMBER_OK) s = make(k, "argmax", ARGMAX[k->subgroup], 2, sizeof(argmax_push), rows, 1, &k->argmax, err);
-    return s;
+    if (id < PIPE_GENERIC) {
+        uint32_t i = id - PIPE_LINEAR;
+        return &k->linear[i / (LIN_KINDS * LIN_SHAPES)][i / LIN_SHAPES % LIN_KINDS][i % LIN_SHAPES];
+    }
+    if (id < PIPE_EMBED) return &k->linear_generic[id - PIPE_GENERIC];
+    ember_vk_pipeline **rows[] = {&k->embed, &k->rmsnorm, &k->argmax, &k->rope, &k->rope_q8};
+    if (id < PIPE_ATTENTION) return rows[id - PIPE_EMBED];
+    uint32_t i = id - PIPE_ATTENTION;
+    return &k->attention[i / (ATT_KINDS * ATT_CLASSES * ATT_TILES)][i / (ATT_CLASSES * ATT_TILES) % ATT_KINDS]
+                        [i / ATT_TILES % ATT_CLASSES][i % ATT_TILES];
 }
 
-static ember_status make_attention_one(ember_kernels *k, int t, int kind, uint32_t cls, int tile, ember_err *err)
+/* Whether the pipeline exists under these choices: texel kinds only when the kernels read
+ * through texel views, attention classes as chosen, one tile where both are one size. */
+static bool valid(const ember_kernels *k, uint32_t id)
+{
+    if (id < PIPE_GENERIC) return k->texel || (id - PIPE_LINEAR) / LIN_SHAPES % LIN_KINDS == LIN_STORAGE;
+    if (id < PIPE_ATTENTION) return true;
+    uint32_t i = id - PIPE_ATTENTION, tile = i % ATT_TILES, cls = i / ATT_TILES % ATT_CLASSES;
+    uint32_t kind = i / (ATT_CLASSES * ATT_TILES) % ATT_KINDS;
+    return (k->texel || kind == ATT_STORAGE) && cls < k->attn_classes &&
+           (tile == ATT_SMALL || k->attn_slots[cls][ATT_LARGE] != k->attn_slots[cls][ATT_SMALL]);
+}
+
+static void set_desc(job *j, spv code, uint32_t n_bindings, const ember_vk_binding_kind *kinds, uint32_t push,
+                     uint32_t n_specs)
+{
+    j->d = (ember_vk_pipeline_desc){j->name, code.code, *code.bytes, n_bindings, kinds, push, j->sp, n_specs};
+}
+
+/* A linear pipeline: dtype slot, binding kind, tile shape; or GENERIC F32/F16 (storage,
+ * the prefill shape for every n_tok: no real model has such rows). */
+static void describe_linear(const ember_kernels *k, uint32_t id, job *j)
+{
+    static const char *names[DT_SLOTS + 2] = {"f32", "f16", "q8_0", "f32_generic", "f16_generic"};
+    static const ember_vk_binding_kind texel[6] = {EMBER_VK_BIND_TEXEL, EMBER_VK_BIND_STORAGE, EMBER_VK_BIND_TEXEL,
+                                                   EMBER_VK_BIND_TEXEL, EMBER_VK_BIND_TEXEL, EMBER_VK_BIND_TEXEL};
+    bool generic = id >= PIPE_GENERIC;
+    uint32_t i = id - PIPE_LINEAR;
+    uint32_t d = generic ? DT_SLOTS + id - PIPE_GENERIC : i / (LIN_KINDS * LIN_SHAPES);
+    uint32_t kind = generic ? LIN_STORAGE : i / LIN_SHAPES % LIN_KINDS;
+    uint32_t shape = generic ? LIN_SHAPES - 1 : i % LIN_SHAPES;
+    const ember_lin_shape *l = &k->lin[shape];
+    /* A Q8_0 unit is a whole block, already two loads per row. */
+    uint32_t unroll = d == DT_SLOT_Q8 ? 1 : l->unroll;
+    ember_vk_spec sp[] = {{0, l->ng * 8}, {1, l->tn / 8}, {2, l->tm}, {3, l->ng}, {4, unroll}};
+    memcpy(j->sp, sp, sizeof sp);
+    snprintf(j->name, sizeof j->name, "linear_%s%s_m%u", names[d], kind == LIN_TEXEL ? "_tx" : "", l->tm);
+    spv code = generic ? LINEAR_GENERIC[d - DT_SLOTS][k->lin_subgroup] : LINEAR[d][kind][k->lin_subgroup];
+    set_desc(j, code, 6, kind == LIN_TEXEL ? texel : NULL, sizeof(linear_push), 5);
+}
+
+/* embed, rmsnorm, argmax, rope_store (F32 and Q8_0 caches). */
+static void describe_row(const ember_kernels *k, uint32_t id, job *j)
+{
+    const struct {
+        const char *name;
+        spv code;
+        uint32_t bindings, push, wg;
+    } r[] = {
+        {"embed", EMBED, 4, sizeof(embed_push), 64},
+        {"rmsnorm", RMSNORM[k->subgroup], 4, sizeof(rmsnorm_push), row_wg(k)},
+        {"argmax", ARGMAX[k->subgroup], 2, sizeof(argmax_push), row_wg(k)},
+        {"rope_store", ROPE, 8, sizeof(rope_push), 64},
+        {"rope_store_q8", ROPE_Q8, 8, sizeof(rope_push), 64},
+    };
+    uint32_t i = id - PIPE_EMBED;
+    j->sp[0] = (ember_vk_spec){0, r[i].wg};
+    snprintf(j->name, sizeof j->name, "%s", r[i].name);
+    set_desc(j, r[i].code, r[i].bindings, NULL, r[i].push, 1);
+}
+
+/* Attention per cache type, binding kind (K and V as uniform texel buffers or storage),
+ * head size class and tile. */
+static void describe_attention(const ember_kernels *k, uint32_t id, job *j)
 {
     static const char *names[ATT_KV_TYPES] = {"attention", "attention_q8"};
     static const ember_vk_binding_kind texel[7] = {EMBER_VK_BIND_STORAGE, EMBER_VK_BIND_STORAGE,
                                                    EMBER_VK_BIND_STORAGE, EMBER_VK_BIND_STORAGE,
                                                    EMBER_VK_BIND_TEXEL,   EMBER_VK_BIND_TEXEL,
                                                    EMBER_VK_BIND_STORAGE};
+    uint32_t i = id - PIPE_ATTENTION, tile = i % ATT_TILES, cls = i / ATT_TILES % ATT_CLASSES;
+    uint32_t kind = i / (ATT_CLASSES * ATT_TILES) % ATT_KINDS, t = i / (ATT_KINDS * ATT_CLASSES * ATT_TILES);
     ember_vk_spec sp[] = {{0, k->attn_tpw * k->attn_lanes}, {1, k->attn_cpl[cls]}, {2, k->attn_tpw},
                           {3, k->attn_slots[cls][tile]}};
-    spv code = ATTENTION[t][kind][k->attn_subgroup];
-    char name[64];
-    snprintf(name, sizeof name, "%s%s_c%u_s%u", names[t], kind == ATT_TEXEL ? "_tx" : "", k->attn_cpl[cls],
+    memcpy(j->sp, sp, sizeof sp);
+    snprintf(j->name, sizeof j->name, "%s%s_c%u_s%u", names[t], kind == ATT_TEXEL ? "_tx" : "", k->attn_cpl[cls],
              k->attn_slots[cls][tile]);
-    return ember_vk_pipeline_create_ex(k->vk, name, code.code, *code.bytes, 7, kind == ATT_TEXEL ? texel : NULL,
-                                       sizeof(attention_push), sp, 4, &k->attention[t][kind][cls][tile], err);
+    set_desc(j, ATTENTION[t][kind][k->attn_subgroup], 7, kind == ATT_TEXEL ? texel : NULL, sizeof(attention_push),
+             4);
 }
 
-/* Attention per cache type, binding kind (the texel kind, K and V as uniform texel
- * buffers, only when the kernels read through texel views), head size class and tile. */
-static ember_status make_attention(ember_kernels *k, ember_err *err)
+static void describe(ember_kernels *k, uint32_t id, job *j)
 {
-    ember_status s = EMBER_OK;
-    for (int t = 0; s == EMBER_OK && t < ATT_KV_TYPES; t++)
-        for (int kind = 0; s == EMBER_OK && kind < (k->texel ? ATT_KINDS : 1); kind++)
-            for (uint32_t cls = 0; s == EMBER_OK && cls < k->attn_classes; cls++)
-                for (int tile = 0; s == EMBER_OK && tile < ATT_TILES; tile++) {
-                    /* One pipeline when both tiles are the same size. */
-                    if (tile == ATT_LARGE && k->attn_slots[cls][ATT_LARGE] == k->attn_slots[cls][ATT_SMALL]) break;
-                    s = make_attention_one(k, t, kind, cls, tile, err);
-                }
+    j->slot = slot_of(k, id);
+    if (id < PIPE_EMBED) describe_linear(k, id, j);
+    else if (id < PIPE_ATTENTION) describe_row(k, id, j);
+    else describe_attention(k, id, j);
+}
+
+/* ---- making them ------------------------------------------------------------------------ */
+
+/* Creates the wanted pipelines that do not exist yet, as one parallel batch; the cache
+ * file is rewritten when the batch changed the cache's data. Caller holds k->mu. */
+static ember_status make_locked(ember_kernels *k, const ember_kernels_set *want, ember_err *err)
+{
+    job *jobs = malloc(PIPE_COUNT * sizeof *jobs);
+    ember_vk_pipeline_desc d[PIPE_COUNT];
+    ember_vk_pipeline *out[PIPE_COUNT];
+    if (!jobs) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    uint32_t n = 0;
+    for (uint32_t id = 0; id < PIPE_COUNT; id++)
+        if (ember_kernels_set_has(want, id) && valid(k, id) && !*slot_of(k, id)) describe(k, id, &jobs[n++]);
+    for (uint32_t i = 0; i < n; i++) d[i] = jobs[i].d;
+    ember_status s = ember_vk_pipelines_create(k->vk, ember_vk_pipeline_cache_handle(k->cache), d, n, out, err);
+    for (uint32_t i = 0; s == EMBER_OK && i < n; i++) *jobs[i].slot = out[i];
+    if (s == EMBER_OK && n) {
+        k->n_pipelines += n;
+        /* The file only saves time: a failed write is not the caller's failure. */
+        ember_err ignored;
+        ember_vk_pipeline_cache_save(k->cache, &ignored);
+    }
+    free(jobs);
     return s;
 }
 
-ember_status ember_kernels_create_opts(ember_vk *vk, const ember_kernels_opts *opts, ember_kernels **out,
-                                       ember_err *err)
+ember_status ember_kernels_make(ember_kernels *k, const ember_kernels_set *want, ember_err *err)
 {
-    *out = NULL;
-    ember_kernels *k = calloc(1, sizeof *k);
-    if (!k) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
-    k->vk = vk;
-    k->caps = *ember_vk_get_caps(vk);
+    pthread_mutex_lock(&k->mu);
+    ember_status s = make_locked(k, want, err);
+    pthread_mutex_unlock(&k->mu);
+    return s;
+}
+
+/* The binding kinds attention may read a cache of type t through. ember_kernels_kv_view
+ * gives a cache its texel view when the kernels read through views and the device has
+ * the format, unless the cache holds more texels than a view may: as a cache is at most
+ * one storage binding, only where maxStorageBufferRange exceeds maxTexelBufferElements
+ * texels (not on lavapipe) does that need the storage kind too. */
+static void attn_kinds(const ember_kernels *k, int t, bool kinds[ATT_KINDS])
+{
+    uint64_t texel_bytes = t == ATT_Q8 ? 4 : 16;
+    kinds[ATT_TEXEL] = k->texel && (t == ATT_F32 || k->caps.texel_r32ui);
+    kinds[ATT_STORAGE] = !kinds[ATT_TEXEL] || k->caps.max_storage_range / texel_bytes > k->caps.max_texel_elements;
+}
+
+ember_status ember_kernels_prepare_attn(ember_kernels *k, int t, uint32_t cls, ember_err *err)
+{
+    ember_kernels_set want = {{0}};
+    bool kinds[ATT_KINDS];
+    attn_kinds(k, t, kinds);
+    ember_kernels_set_add(&want, t == ATT_Q8 ? PIPE_ROPE_Q8 : PIPE_ROPE);
+    for (int kind = 0; kind < ATT_KINDS; kind++)
+        for (int tile = 0; kinds[kind] && tile < ATT_TILES; tile++)
+            ember_kernels_set_add(&want, ember_k_attention_id(t, kind, cls, tile));
+    return ember_kernels_make(k, &want, err);
+}
+
+/* Every pipeline these choices allow: ember_kernels_create_opts without on_demand. */
+static void want_all(const ember_kernels *k, ember_kernels_set *want)
+{
+    for (uint32_t id = 0; id < PIPE_COUNT; id++)
+        if (valid(k, id)) ember_kernels_set_add(want, id);
+}
+
+/* Every variant and launch shape, from the caps (and the overrides) alone: what
+ * ember_kernels_create_opts builds and ember_kernels_describe reports. */
+static void choose(ember_kernels *k, const ember_vk_caps *caps, const ember_kernels_opts *opts)
+{
+    k->caps = *caps;
     ember_kernels_opts o = opts ? *opts : (ember_kernels_opts){0};
     const ember_vk_caps *c = &k->caps;
     k->subgroup = c->subgroup_arith && c->subgroup_size >= 4 && !o.no_subgroup;
@@ -204,9 +305,42 @@ ember_status ember_kernels_create_opts(ember_vk *vk, const ember_kernels_opts *o
     k->force_tpw = o.linear_tpw;
     choose_shapes(k);
     choose_attention(k);
-    ember_status s = make_linear(k, err);
-    if (s == EMBER_OK) s = make_others(k, err);
-    if (s == EMBER_OK) s = make_attention(k, err);
+}
+
+void ember_kernels_describe(const ember_vk_caps *caps, const ember_kernels_opts *opts, ember_kernel_choice *out)
+{
+    ember_kernels k = {0};
+    choose(&k, caps, opts);
+    const ember_lin_shape *dec = &k.lin[0], *pre = &k.lin[LIN_SHAPES - 1];
+    uint32_t last = k.attn_classes ? k.attn_classes - 1 : 0;
+    uint32_t head = 4 * k.attn_cpl[last] * k.attn_lanes; /* as ember_kernels_check_attn */
+    *out = (ember_kernel_choice){
+        .subgroup_size = caps->subgroup_size, .row_subgroup = k.subgroup, .row_wg = row_wg(&k),
+        .lin_subgroup = k.lin_subgroup, .lin_groups = dec->ng, .lin_rows_decode = dec->tn,
+        .lin_rows_prefill = pre->tn, .lin_prefill_tokens = pre->tm, .lin_prefill_min_tok = pre->min_tok,
+        .attn_subgroup = k.attn_subgroup, .attn_lanes = k.attn_lanes, .attn_tiles_per_wg = k.attn_tpw,
+        .attn_classes = k.attn_classes, .attn_cpl_min = k.attn_cpl[0], .attn_cpl_max = k.attn_cpl[last],
+        .attn_decode_pairs = k.attn_slots[0][ATT_SMALL], .attn_prefill_pairs = k.attn_slots[0][ATT_LARGE],
+        .attn_max_head = head < EMBER_ATT_MAX_HEAD ? head : EMBER_ATT_MAX_HEAD, .texel = k.texel};
+}
+
+ember_status ember_kernels_create_opts(ember_vk *vk, const ember_kernels_opts *opts, ember_kernels **out,
+                                       ember_err *err)
+{
+    *out = NULL;
+    ember_kernels *k = calloc(1, sizeof *k);
+    if (!k) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    k->vk = vk;
+    pthread_mutex_init(&k->mu, NULL);
+    choose(k, ember_vk_get_caps(vk), opts);
+    ember_status s = EMBER_OK;
+    if (opts && opts->pipeline_cache_dir)
+        s = ember_vk_pipeline_cache_open(vk, opts->pipeline_cache_dir, &k->cache, err);
+    if (s == EMBER_OK && !(opts && opts->on_demand)) {
+        ember_kernels_set all = {{0}};
+        want_all(k, &all);
+        s = ember_kernels_make(k, &all, err);
+    }
     if (s != EMBER_OK) {
         ember_kernels_destroy(k);
         return s;
@@ -223,24 +357,40 @@ ember_status ember_kernels_create(ember_vk *vk, ember_kernels **out, ember_err *
 void ember_kernels_destroy(ember_kernels *k)
 {
     if (!k) return;
-    ember_vk_pipeline *all[] = {k->embed, k->rmsnorm, k->rope, k->argmax, k->rope_q8, k->linear_generic[0],
-                                k->linear_generic[1]};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) ember_vk_pipeline_destroy(k->vk, all[i]);
-    for (int t = 0; t < ATT_KV_TYPES; t++)
-        for (int kind = 0; kind < ATT_KINDS; kind++)
-            for (int cls = 0; cls < ATT_CLASSES; cls++)
-                for (int tile = 0; tile < ATT_TILES; tile++)
-                    ember_vk_pipeline_destroy(k->vk, k->attention[t][kind][cls][tile]);
-    for (int d = 0; d < DT_SLOTS; d++)
-        for (int kind = 0; kind < LIN_KINDS; kind++)
-            for (int i = 0; i < LIN_SHAPES; i++) ember_vk_pipeline_destroy(k->vk, k->linear[d][kind][i]);
+    for (uint32_t id = 0; id < PIPE_COUNT; id++) ember_vk_pipeline_destroy(k->vk, *slot_of(k, id));
+    ember_vk_pipeline_cache_close(k->cache);
+    pthread_mutex_destroy(&k->mu);
     free(k);
+}
+
+void ember_kernels_get_stats(ember_kernels *k, ember_kernels_stats *out)
+{
+    pthread_mutex_lock(&k->mu);
+    *out = (ember_kernels_stats){.pipelines = k->n_pipelines};
+    ember_vk_pipeline_cache_get_stats(k->cache, &out->cache);
+    snprintf(out->cache_path, sizeof out->cache_path, "%s", ember_vk_pipeline_cache_path(k->cache));
+    pthread_mutex_unlock(&k->mu);
 }
 
 bool ember_kernels_texel(const ember_kernels *k) { return k->texel; }
 
-ember_status ember_kernels_input_view(const ember_kernels *k, ember_vk_arena *a, ember_vk_span *x, ember_err *err)
+/* A linear input without a view is read through the storage kind: each texel-kind linear
+ * made so far gets its storage twin. */
+static ember_status make_storage_twins(ember_kernels *k, ember_err *err)
 {
-    if (!k->texel || x->view || x->size < 16 || x->size / 16 > k->caps.max_texel_elements) return EMBER_OK;
+    ember_kernels_set want = {{0}};
+    pthread_mutex_lock(&k->mu);
+    for (int d = 0; d < DT_SLOTS; d++)
+        for (int i = 0; i < LIN_SHAPES; i++)
+            if (k->linear[d][LIN_TEXEL][i]) ember_kernels_set_add(&want, ember_k_linear_id(d, LIN_STORAGE, i));
+    ember_status s = make_locked(k, &want, err);
+    pthread_mutex_unlock(&k->mu);
+    return s;
+}
+
+ember_status ember_kernels_input_view(ember_kernels *k, ember_vk_arena *a, ember_vk_span *x, ember_err *err)
+{
+    if (!k->texel || x->view) return EMBER_OK;
+    if (x->size < 16 || x->size / 16 > k->caps.max_texel_elements) return make_storage_twins(k, err);
     return ember_vk_texel_view(a, x, VK_FORMAT_R32G32B32A32_SFLOAT, err);
 }

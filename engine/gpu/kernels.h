@@ -13,6 +13,7 @@
 #include <stdbool.h>
 
 #include "platform/vk.h"
+#include "platform/vk_pipeline_cache.h"
 
 typedef struct ember_kernels ember_kernels;
 
@@ -30,17 +31,79 @@ typedef struct ember_kernels_opts {
     uint32_t linear_tm;       /* tokens per linear tile: 1, 2, 3, 4 or 8 (default: by n_tok) */
     uint32_t linear_tpw;      /* tokens per linear workgroup, rounded up to the tile
                                  (default: by n_tok) */
+    bool on_demand;           /* create no pipeline now: a model asks for its own
+                                 (ember_kernels_make), ember_kernels_check_attn for a KV
+                                 cache's, ember_kernels_input_view for the storage kind
+                                 (default: every pipeline, at creation) */
+    const char *pipeline_cache_dir; /* folder of the on-disk VkPipelineCache
+                                       (platform/vk_pipeline_cache.h); NULL: none */
 } ember_kernels_opts;
 
 ember_status ember_kernels_create_opts(ember_vk *vk, const ember_kernels_opts *opts,
                                        ember_kernels **out, ember_err *err);
 
+/* The variants and launch shapes ember_kernels_create_opts would pick for a device with
+ * these caps (the very same selection; no device needed): for `ember info`. */
+typedef struct ember_kernel_choice {
+    uint32_t subgroup_size;       /* the caps' default subgroup size the choices assume */
+    bool row_subgroup;            /* rmsnorm/argmax reduce with subgroupAdd/Max, else a
+                                     shared-memory tree */
+    uint32_t row_wg;              /* their workgroup (invocations per row) */
+    bool lin_subgroup;            /* linear: lane groups of 8 lanes of a subgroup, partials
+                                     combined with subgroupShuffleXor, else shared memory */
+    uint32_t lin_groups;          /* lane groups (tiles) per workgroup, decode tiles */
+    uint32_t lin_rows_decode;     /* rows per tile for 1-4 tokens */
+    uint32_t lin_rows_prefill;    /* rows per tile of the prefill shape */
+    uint32_t lin_prefill_tokens;  /* tokens per tile of the prefill shape */
+    uint32_t lin_prefill_min_tok; /* calls with fewer tokens do not use it (0: any) */
+    bool attn_subgroup;           /* attention: a subgroup per tile splitting head_dim,
+                                     subgroupAdd per position; else an invocation per pair */
+    uint32_t attn_lanes, attn_tiles_per_wg;
+    uint32_t attn_classes, attn_cpl_min, attn_cpl_max; /* head-size classes, vec4s per lane */
+    uint32_t attn_decode_pairs, attn_prefill_pairs;    /* (token, head) pairs per tile */
+    uint32_t attn_max_head;       /* the largest head_dim attention serves here */
+    bool texel;                   /* weights, x and K/V read through uniform texel views */
+} ember_kernel_choice;
+
+/* opts may be NULL (the defaults). */
+void ember_kernels_describe(const ember_vk_caps *caps, const ember_kernels_opts *opts,
+                            ember_kernel_choice *out);
+
+/* A set of pipelines, by id (kernels_internal.h): what a model or an engine will record.
+ * ember_kernels_want_* (kernels_linear.h, kernels_rows.h) add to it. */
+#define EMBER_KERNELS_SET_WORDS 2
+typedef struct ember_kernels_set {
+    uint64_t bits[EMBER_KERNELS_SET_WORDS];
+} ember_kernels_set;
+
+static inline void ember_kernels_set_add(ember_kernels_set *s, uint32_t id)
+{
+    s->bits[id / 64] |= 1ull << (id % 64);
+}
+
+static inline bool ember_kernels_set_has(const ember_kernels_set *s, uint32_t id)
+{
+    return (s->bits[id / 64] >> (id % 64)) & 1;
+}
+
+/* Makes the pipelines of want that do not exist yet, as one batch on worker threads
+ * (platform/vk_pipeline.h) through the pipeline cache, whose file is rewritten when its
+ * data changed. Thread-safe. */
+ember_status ember_kernels_make(ember_kernels *k, const ember_kernels_set *want, ember_err *err);
+
+typedef struct ember_kernels_stats {
+    uint32_t pipelines;                  /* made so far */
+    ember_vk_pipeline_cache_stats cache; /* all zero without an on-disk cache */
+    char cache_path[1024];               /* "" without one */
+} ember_kernels_stats;
+
+void ember_kernels_get_stats(ember_kernels *k, ember_kernels_stats *out);
+
 /* Gives an activation buffer that will be a linear input (f32 rows) the texel view the
  * kernels read it through, when they read through texel views and the buffer fits one;
- * otherwise leaves it as is (the linear then reads it as a storage buffer). Create once:
- * the view lives as long as arena a. */
-ember_status ember_kernels_input_view(const ember_kernels *k, ember_vk_arena *a, ember_vk_span *x,
-                                      ember_err *err);
+ * otherwise leaves it as is (the linear then reads it as a storage buffer, whose
+ * pipelines it makes). Create once: the view lives as long as arena a. */
+ember_status ember_kernels_input_view(ember_kernels *k, ember_vk_arena *a, ember_vk_span *x, ember_err *err);
 
 /* Whether the linear reads weights and x through texel views (when both have them). */
 bool ember_kernels_texel(const ember_kernels *k);

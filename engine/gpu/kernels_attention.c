@@ -94,7 +94,7 @@ void ember_k_attention_rows(ember_vk_cmd *c, const ember_kernels *k, const ember
     /* A tile: as many query heads of one KV head as fit, times as many tokens (at most a
      * run of one sequence); the small tile when tokens come one per sequence. */
     int tile = max_run > 1 ? ATT_LARGE : ATT_SMALL;
-    if (!k->attention[ATT_F32][ATT_STORAGE][cls][tile]) tile = ATT_SMALL; /* one size only */
+    if (k->attn_slots[cls][ATT_LARGE] == k->attn_slots[cls][ATT_SMALL]) tile = ATT_SMALL; /* one size only */
     uint32_t slots = k->attn_slots[cls][tile], gq = s->n_heads / s->n_kv_heads, th = gq < slots ? gq : slots;
     uint32_t tt = slots / th;
     if (tt > max_run) tt = max_run ? max_run : 1;
@@ -133,9 +133,10 @@ ember_status ember_kernels_kv_view(const ember_kernels *k, ember_vk_arena *a, em
     return ember_vk_texel_view(a, cache, q8 ? VK_FORMAT_R32_UINT : VK_FORMAT_R32G32B32A32_SFLOAT, err);
 }
 
-ember_status ember_kernels_check_attn(const ember_kernels *k, const ember_attn_shape *s, ember_err *err)
+ember_status ember_kernels_check_attn(ember_kernels *k, const ember_attn_shape *s, ember_err *err)
 {
     uint32_t max_dim = 4 * k->attn_cpl[k->attn_classes - 1] * k->attn_lanes;
+    if (max_dim > EMBER_ATT_MAX_HEAD) max_dim = EMBER_ATT_MAX_HEAD; /* the same limit on every device */
     if (s->n_heads == 0 || s->n_kv_heads == 0 || s->n_heads % s->n_kv_heads != 0)
         return ember_fail(err, EMBER_ERR_UNSUPPORTED, "%u query heads cannot share %u KV heads", s->n_heads,
                           s->n_kv_heads);
@@ -157,5 +158,7 @@ ember_status ember_kernels_check_attn(const ember_kernels *k, const ember_attn_s
                           "loops can walk (at most %u positions in blocks of 16)",
                           (unsigned long long)s->block_size * s->max_blocks_per_seq, s->block_size,
                           ember_kernels_max_positions(k));
-    return EMBER_OK;
+    /* A shape served: its KV type's pipelines are made now, on first use of that type. */
+    return ember_kernels_prepare_attn(k, s->kv_type == EMBER_KV_Q8_0 ? ATT_Q8 : ATT_F32, attn_class(k, s->head_dim),
+                                      err);
 }

@@ -40,9 +40,11 @@ uint32_t ember_kernels_max_positions(const ember_kernels *k);
 
 /* Whether the attention kernels handle shape s: n_heads a multiple of n_kv_heads,
  * head_dim a multiple of 4 and at most 256, rope_dim even and <= head_dim, a known
- * RoPE style and cache type, and (on lavapipe) a context its loops can walk. Call once
- * at model load: ember_k_rope_store / ember_k_attention cannot report errors. */
-ember_status ember_kernels_check_attn(const ember_kernels *k, const ember_attn_shape *s,
+ * RoPE style and cache type, and (on lavapipe) a context its loops can walk; when it
+ * does, makes the pipelines rope_store and attention will use for it (the first time its
+ * cache type and head size come; thread-safe). Call once per engine, before recording:
+ * ember_k_rope_store / ember_k_attention cannot report errors. */
+ember_status ember_kernels_check_attn(ember_kernels *k, const ember_attn_shape *s,
                                       ember_err *err);
 
 /* A model's RoPE inputs beyond the shape; a span of size 0 is absent. */

@@ -3,6 +3,8 @@
 #ifndef EMBER_KERNELS_INTERNAL_H
 #define EMBER_KERNELS_INTERNAL_H
 
+#include <pthread.h>
+
 #include "kernels.h"
 
 /* Dtype slots of the linear pipelines. */
@@ -16,12 +18,39 @@ enum { LIN_STORAGE, LIN_TEXEL, LIN_KINDS };
 enum { ATT_F32, ATT_Q8, ATT_KV_TYPES };
 enum { ATT_STORAGE, ATT_TEXEL, ATT_KINDS };
 enum { ATT_SMALL, ATT_LARGE, ATT_TILES };
-#define ATT_CLASSES 4
+#define ATT_CLASSES 4          /* head sizes up to 32, 64, 128, 256 */
+#define EMBER_ATT_MAX_HEAD 256 /* the largest head_dim attention serves, on any device */
 
 /* Tile shapes of the linear shader: tokens per tile (TM) 1, 2, 3, 4 (decode batches,
  * tokens looped inside the workgroup) and 8 (prefill). The shape never changes the bits
  * of an output (shaders/linear.glsl), only the speed. */
 #define LIN_SHAPES 5
+
+/* Every pipeline has an id: its place in one numbering (kernels.c maps an id to its
+ * field of ember_kernels and to what it is made from). */
+enum {
+    PIPE_LINEAR = 0,                                   /* + ember_k_linear_id */
+    PIPE_GENERIC = DT_SLOTS * LIN_KINDS * LIN_SHAPES,  /* + 0: F32, 1: F16 */
+    PIPE_EMBED = PIPE_GENERIC + 2,
+    PIPE_RMSNORM,
+    PIPE_ARGMAX,
+    PIPE_ROPE,
+    PIPE_ROPE_Q8,
+    PIPE_ATTENTION,                                    /* + ember_k_attention_id */
+    PIPE_COUNT = PIPE_ATTENTION + ATT_KV_TYPES * ATT_KINDS * ATT_CLASSES * ATT_TILES,
+};
+_Static_assert(PIPE_COUNT <= 64 * EMBER_KERNELS_SET_WORDS, "ember_kernels_set holds every pipeline id");
+
+static inline uint32_t ember_k_linear_id(int d, int kind, int shape)
+{
+    return PIPE_LINEAR + ((uint32_t)d * LIN_KINDS + (uint32_t)kind) * LIN_SHAPES + (uint32_t)shape;
+}
+
+static inline uint32_t ember_k_attention_id(int t, int kind, uint32_t cls, int tile)
+{
+    uint32_t i = ((uint32_t)t * ATT_KINDS + (uint32_t)kind) * ATT_CLASSES + cls;
+    return PIPE_ATTENTION + i * ATT_TILES + (uint32_t)tile;
+}
 
 typedef struct ember_lin_shape {
     uint32_t tm;      /* tokens per tile */
@@ -34,6 +63,12 @@ typedef struct ember_lin_shape {
 struct ember_kernels {
     ember_vk *vk;
     ember_vk_caps caps;
+    /* Making pipelines (ember_kernels_make) is serialised: engines of one model may be
+     * created from different threads. A pipeline field below is written once, under mu,
+     * before anything that records it; recording reads it without the lock. */
+    pthread_mutex_t mu;
+    ember_vk_pipeline_cache *cache; /* NULL: no on-disk cache */
+    uint32_t n_pipelines;       /* made so far */
     bool subgroup;              /* subgroup-arithmetic variants of the row kernels */
     bool lin_subgroup;          /* linear combines partials with subgroupShuffleXor */
     bool texel;                 /* texel-buffer linear pipelines exist and are preferred */
@@ -53,6 +88,12 @@ struct ember_kernels {
     uint32_t attn_cpl[ATT_CLASSES];   /* per class: vec4 chunks of head_dim per lane */
     uint32_t attn_slots[ATT_CLASSES][ATT_TILES]; /* per class: (token, head) pairs per tile */
 };
+
+/* Makes, unless they exist, rope_store for cache type t (ATT_F32, ATT_Q8) and the
+ * attention pipelines of head size class cls for it: both tiles, in the binding kinds
+ * ember_kernels_kv_view can lead to. ember_kernels_check_attn calls it for a shape it
+ * accepts. Thread-safe. */
+ember_status ember_kernels_prepare_attn(ember_kernels *k, int t, uint32_t cls, ember_err *err);
 
 /* Push constants, field for field the Push blocks of the shaders (4-byte scalars, no
  * padding); the pipelines are created with their sizes. Each size is asserted against

@@ -73,6 +73,19 @@ static launch choose(const ember_kernels *k, const ember_gpu_weight *w, ember_vk
     return (launch){k->linear[d][texel ? LIN_TEXEL : LIN_STORAGE][i], l->tn, l->ng, tokens_per_wg(k, l->tm, n_tok)};
 }
 
+void ember_kernels_want_linear(const ember_kernels *k, const ember_gpu_weight *w, ember_kernels_set *want)
+{
+    int d = dt_slot(w->type);
+    if (w->cols % unit_cols(w->type) != 0) {
+        ember_kernels_set_add(want, PIPE_GENERIC + (uint32_t)d);
+        return;
+    }
+    /* Texel or storage, as choose() decides for this weight when x has a view (an x
+     * without one: ember_kernels_input_view); every shape, as batches come. */
+    int kind = k->texel && weight_has_views(w) ? LIN_TEXEL : LIN_STORAGE;
+    for (int i = 0; i < LIN_SHAPES; i++) ember_kernels_set_add(want, ember_k_linear_id(d, kind, i));
+}
+
 static void dispatch(ember_vk_cmd *c, const ember_kernels *k, const launch *l, const ember_vk_span b[6],
                      linear_push *pc)
 {

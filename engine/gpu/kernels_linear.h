@@ -29,4 +29,8 @@ void ember_k_linear_rows(ember_vk_cmd *c, const ember_kernels *k, const ember_gp
                          ember_vk_span x, uint32_t x_row0, ember_vk_span y, uint32_t y_row0,
                          uint32_t n_tok, ember_out_mode mode);
 
+/* Adds to want the linear pipelines ember_k_linear may pick for weight w: its dtype, the
+ * binding kind its views allow, every tile shape. */
+void ember_kernels_want_linear(const ember_kernels *k, const ember_gpu_weight *w, ember_kernels_set *want);
+
 #endif

@@ -4,6 +4,14 @@
 
 #include "kernels_internal.h"
 
+void ember_kernels_want_rows(const ember_kernels *k, ember_kernels_set *want)
+{
+    (void)k; /* one variant each, chosen at creation */
+    ember_kernels_set_add(want, PIPE_EMBED);
+    ember_kernels_set_add(want, PIPE_RMSNORM);
+    ember_kernels_set_add(want, PIPE_ARGMAX);
+}
+
 /* One dispatch per part of the table: a token is written by the part holding its row. */
 void ember_k_embed(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *emb,
                    ember_vk_span tokens, ember_vk_span x, uint32_t n_tok)

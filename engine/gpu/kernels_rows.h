@@ -19,4 +19,7 @@ void ember_k_embed(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weig
 void ember_k_argmax(ember_vk_cmd *c, const ember_kernels *k, ember_vk_span logits,
                     ember_vk_span out, uint32_t n_rows, uint32_t n_cols);
 
+/* Adds to want the pipelines of the three jobs below (every model runs them). */
+void ember_kernels_want_rows(const ember_kernels *k, ember_kernels_set *want);
+
 #endif

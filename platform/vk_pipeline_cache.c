@@ -1,0 +1,344 @@
+/* vk_pipeline_cache.c — the VkPipelineCache on disk: read and checked at open, written
+ * back atomically when its data changed. The driver's data is opaque and some drivers
+ * trust it blindly, so nothing reaches vkCreatePipelineCache before Ember's header (the
+ * version, the driver, a checksum over every byte) and Vulkan's own (the device and its
+ * pipelineCacheUUID) match this device. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "vk_internal.h"
+#include "vk_pipeline_cache.h"
+#include "vk_result.h"
+
+#define MAGIC "EMBERPC\1"
+#define VERSION_BYTES 16
+#define VK_HEADER_BYTES 32               /* VkPipelineCacheHeaderVersionOne */
+#define MAX_FILE_BYTES (256ull << 20)    /* larger is not a cache Ember wrote */
+#define PATH_CAP 1024
+
+struct ember_vk_pipeline_cache {
+    ember_vk *vk;
+    VkPipelineCache cache;
+    char path[PATH_CAP];        /* "" = memory only */
+    char dir[PATH_CAP];
+    ember_vk_cache_key key;
+    bool have_last;             /* the data last read from or written to the file */
+    uint64_t last_bytes, last_sum;
+    ember_vk_pipeline_cache_stats stats;
+};
+
+static uint32_t get32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint64_t get64(const uint8_t *p) { return get32(p) | (uint64_t)get32(p + 4) << 32; }
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> 8 * i);
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    put32(p, (uint32_t)v);
+    put32(p + 4, (uint32_t)(v >> 32));
+}
+
+uint64_t ember_vk_pipeline_cache_sum(const uint8_t *data, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ data[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static void version_field(uint8_t out[VERSION_BYTES])
+{
+    memset(out, 0, VERSION_BYTES);
+    memcpy(out, EMBER_VERSION_STRING, strlen(EMBER_VERSION_STRING) < VERSION_BYTES ? strlen(EMBER_VERSION_STRING)
+                                                                                   : VERSION_BYTES - 1);
+}
+
+/* Vulkan's header, at the start of the driver's data (the spec fixes it, least
+ * significant byte first). */
+static ember_vk_cache_file check_vulkan_header(const uint8_t *d, uint64_t n, const ember_vk_cache_key *key)
+{
+    if (n < VK_HEADER_BYTES || get32(d) < VK_HEADER_BYTES || get32(d) > n ||
+        get32(d + 4) != VK_PIPELINE_CACHE_HEADER_VERSION_ONE)
+        return EMBER_VK_CACHE_CORRUPT;
+    if (get32(d + 8) != key->vendor || get32(d + 12) != key->device || memcmp(d + 16, key->uuid, VK_UUID_SIZE) != 0)
+        return EMBER_VK_CACHE_FOREIGN;
+    return EMBER_VK_CACHE_USED;
+}
+
+ember_vk_cache_file ember_vk_pipeline_cache_check(const uint8_t *f, size_t n, const ember_vk_cache_key *key)
+{
+    uint8_t version[VERSION_BYTES];
+    version_field(version);
+    if (n < EMBER_VK_CACHE_HEADER_BYTES || memcmp(f, MAGIC, 8) != 0) return EMBER_VK_CACHE_CORRUPT;
+    if (memcmp(f + 8, version, VERSION_BYTES) != 0) return EMBER_VK_CACHE_OLD;
+    if (get32(f + 24) != key->driver) return EMBER_VK_CACHE_FOREIGN;
+    uint64_t bytes = get64(f + 32);
+    const uint8_t *data = f + EMBER_VK_CACHE_HEADER_BYTES;
+    if (bytes != n - EMBER_VK_CACHE_HEADER_BYTES || get64(f + 40) != ember_vk_pipeline_cache_sum(data, bytes))
+        return EMBER_VK_CACHE_CORRUPT;
+    return check_vulkan_header(data, bytes, key);
+}
+
+bool ember_vk_pipeline_cache_dir(char *buf, size_t cap)
+{
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    int n = -1;
+    if (xdg && xdg[0] == '/') n = snprintf(buf, cap, "%s/ember", xdg);
+    else if (home && home[0] == '/') n = snprintf(buf, cap, "%s/.cache/ember", home);
+    return n > 0 && (size_t)n < cap;
+}
+
+static void make_key(ember_vk *vk, ember_vk_cache_key *key)
+{
+    VkPhysicalDeviceProperties p;
+    vkGetPhysicalDeviceProperties(vk->phys, &p);
+    *key = (ember_vk_cache_key){.vendor = p.vendorID, .device = p.deviceID, .driver = p.driverVersion};
+    memcpy(key->uuid, p.pipelineCacheUUID, VK_UUID_SIZE);
+}
+
+static bool make_path(ember_vk_pipeline_cache *c, const char *dir)
+{
+    char uuid[2 * VK_UUID_SIZE + 1];
+    for (unsigned i = 0; i < VK_UUID_SIZE; i++) snprintf(uuid + 2 * i, 3, "%02x", c->key.uuid[i]);
+    int n = snprintf(c->path, sizeof c->path, "%s/vk-%04x-%04x-%08x-%s.bin", dir, c->key.vendor, c->key.device,
+                     c->key.driver, uuid);
+    int m = snprintf(c->dir, sizeof c->dir, "%s", dir);
+    if (n > 0 && (size_t)n < sizeof c->path && m > 0 && (size_t)m < sizeof c->dir) return true;
+    c->path[0] = c->dir[0] = 0; /* too long a folder: memory only */
+    return false;
+}
+
+static bool read_all(int fd, uint8_t *b, size_t n)
+{
+    while (n) {
+        ssize_t r = read(fd, b, n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return false; /* a file that shrank meanwhile is not trusted */
+        b += r;
+        n -= (size_t)r;
+    }
+    return true;
+}
+
+/* The whole file, or NULL (none, unreadable, or too large to be one of ours). */
+static uint8_t *read_file(const char *path, size_t *n)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    struct stat st;
+    uint8_t *buf = NULL;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size <= MAX_FILE_BYTES)
+        buf = malloc(st.st_size ? (size_t)st.st_size : 1);
+    if (buf && !read_all(fd, buf, (size_t)st.st_size)) {
+        free(buf);
+        buf = NULL;
+    }
+    if (buf) *n = (size_t)st.st_size;
+    close(fd);
+    return buf;
+}
+
+/* Reads the file; its data seeds the cache only when it checks out. */
+static ember_status create_seeded(ember_vk_pipeline_cache *c, ember_err *err)
+{
+    size_t n = 0;
+    uint8_t *f = c->path[0] ? read_file(c->path, &n) : NULL;
+    if (f) c->stats.file = ember_vk_pipeline_cache_check(f, n, &c->key);
+    if (c->path[0] && !f && access(c->path, F_OK) == 0) c->stats.file = EMBER_VK_CACHE_CORRUPT;
+    bool use = c->stats.file == EMBER_VK_CACHE_USED;
+    VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
+                                    .initialDataSize = use ? n - EMBER_VK_CACHE_HEADER_BYTES : 0,
+                                    .pInitialData = use ? f + EMBER_VK_CACHE_HEADER_BYTES : NULL};
+    ember_status s = ember_vk_check(vkCreatePipelineCache(c->vk->device, &ci, NULL, &c->cache), err,
+                                    "vkCreatePipelineCache");
+    if (s == EMBER_OK && use) {
+        c->have_last = true;
+        c->last_bytes = ci.initialDataSize;
+        c->last_sum = get64(f + 40);
+        c->stats.read_bytes = ci.initialDataSize;
+    }
+    free(f);
+    return s;
+}
+
+ember_status ember_vk_pipeline_cache_open(ember_vk *vk, const char *dir, ember_vk_pipeline_cache **out,
+                                          ember_err *err)
+{
+    *out = NULL;
+    ember_vk_pipeline_cache *c = calloc(1, sizeof *c);
+    if (!c) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    c->vk = vk;
+    make_key(vk, &c->key);
+    if (dir && dir[0]) make_path(c, dir);
+    ember_status s = create_seeded(c, err);
+    if (s != EMBER_OK) {
+        ember_vk_pipeline_cache_close(c);
+        return s;
+    }
+    *out = c;
+    return EMBER_OK;
+}
+
+VkPipelineCache ember_vk_pipeline_cache_handle(const ember_vk_pipeline_cache *c)
+{
+    return c ? c->cache : VK_NULL_HANDLE;
+}
+
+/* mkdir -p, private to the user as XDG asks for a cache folder it creates. */
+static bool make_dirs(const char *dir)
+{
+    char p[PATH_CAP];
+    snprintf(p, sizeof p, "%s", dir);
+    for (char *q = p + 1; *q; q++) {
+        if (*q != '/') continue;
+        *q = 0;
+        if (mkdir(p, 0700) != 0 && errno != EEXIST) return false;
+        *q = '/';
+    }
+    return mkdir(p, 0700) == 0 || errno == EEXIST;
+}
+
+static bool write_all(int fd, const uint8_t *b, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, b, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return false;
+        b += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+/* The new file appears whole or not at all: written beside the old one, synced, renamed
+ * over it, and the folder synced so that the rename itself survives a crash. */
+static ember_status write_atomic(const ember_vk_pipeline_cache *c, const uint8_t *b, size_t n, ember_err *err)
+{
+    char tmp[PATH_CAP + 16];
+    if (!make_dirs(c->dir)) return ember_fail(err, EMBER_ERR_IO, "%s: cannot create the folder", c->dir);
+    snprintf(tmp, sizeof tmp, "%s.XXXXXX", c->path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) return ember_fail(err, EMBER_ERR_IO, "%s: cannot create a temporary file", c->dir);
+    bool ok = write_all(fd, b, n) && fsync(fd) == 0;
+    ok = close(fd) == 0 && ok;
+    if (!ok || rename(tmp, c->path) != 0) {
+        unlink(tmp);
+        return ember_fail(err, EMBER_ERR_IO, "%s: cannot write the pipeline cache", c->path);
+    }
+    int dfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+    return EMBER_OK;
+}
+
+/* The driver's data, in *out behind room for Ember's header (*n bytes of it). */
+static ember_status get_data(const ember_vk_pipeline_cache *c, uint8_t **out, size_t *n, ember_err *err)
+{
+    VkDevice dev = c->vk->device;
+    for (int attempt = 0; attempt < 4; attempt++) {
+        size_t size = 0;
+        ember_status s = ember_vk_check(vkGetPipelineCacheData(dev, c->cache, &size, NULL), err,
+                                        "vkGetPipelineCacheData");
+        if (s != EMBER_OK) return s;
+        uint8_t *b = malloc(EMBER_VK_CACHE_HEADER_BYTES + size);
+        if (!b) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+        VkResult r = vkGetPipelineCacheData(dev, c->cache, &size, b + EMBER_VK_CACHE_HEADER_BYTES);
+        if (r == VK_SUCCESS) {
+            *out = b;
+            *n = size;
+            return EMBER_OK;
+        }
+        free(b);
+        if (r != VK_INCOMPLETE) return ember_vk_check(r, err, "vkGetPipelineCacheData");
+    }
+    return ember_fail(err, EMBER_ERR_VULKAN, "vkGetPipelineCacheData: the data kept growing");
+}
+
+static void fill_header(uint8_t *h, uint32_t driver, uint64_t bytes, uint64_t sum)
+{
+    memset(h, 0, EMBER_VK_CACHE_HEADER_BYTES);
+    memcpy(h, MAGIC, 8);
+    version_field(h + 8);
+    put32(h + 24, driver);
+    put64(h + 32, bytes);
+    put64(h + 40, sum);
+}
+
+/* What a valid file holds: its data's size and checksum. */
+typedef struct on_disk {
+    bool valid;
+    uint64_t bytes, sum;
+} on_disk;
+
+static void merge(ember_vk_pipeline_cache *c, const uint8_t *data, size_t n)
+{
+    VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
+                                    .initialDataSize = n, .pInitialData = data};
+    VkPipelineCache other;
+    if (vkCreatePipelineCache(c->vk->device, &ci, NULL, &other) != VK_SUCCESS) return;
+    vkMergePipelineCaches(c->vk->device, c->cache, 1, &other); /* a failure only loses the merge */
+    vkDestroyPipelineCache(c->vk->device, other, NULL);
+}
+
+/* The file as it is now: another model of this process, or another process, may have
+ * rewritten it since this cache read it. Its pipelines are merged in first (unless it is
+ * the very data this cache read or wrote), so that the last writer keeps everyone's. */
+static on_disk merge_file(ember_vk_pipeline_cache *c)
+{
+    size_t n = 0;
+    uint8_t *f = read_file(c->path, &n);
+    on_disk d = {false, 0, 0};
+    if (f && ember_vk_pipeline_cache_check(f, n, &c->key) == EMBER_VK_CACHE_USED) {
+        d = (on_disk){true, n - EMBER_VK_CACHE_HEADER_BYTES, get64(f + 40)};
+        if (!c->have_last || d.bytes != c->last_bytes || d.sum != c->last_sum)
+            merge(c, f + EMBER_VK_CACHE_HEADER_BYTES, d.bytes);
+    }
+    free(f);
+    return d;
+}
+
+ember_status ember_vk_pipeline_cache_save(ember_vk_pipeline_cache *c, ember_err *err)
+{
+    if (!c || !c->path[0]) return EMBER_OK;
+    on_disk disk = merge_file(c);
+    size_t n = 0;
+    uint8_t *b = NULL;
+    ember_status s = get_data(c, &b, &n, err);
+    if (s != EMBER_OK) return s;
+    uint64_t sum = ember_vk_pipeline_cache_sum(b + EMBER_VK_CACHE_HEADER_BYTES, n);
+    if (!disk.valid || disk.bytes != n || disk.sum != sum) {
+        fill_header(b, c->key.driver, n, sum);
+        s = write_atomic(c, b, EMBER_VK_CACHE_HEADER_BYTES + n, err);
+        if (s == EMBER_OK) c->stats.writes++;
+    }
+    if (s == EMBER_OK) {
+        c->have_last = true; /* the file holds this cache's data */
+        c->last_bytes = n;
+        c->last_sum = sum;
+    }
+    free(b);
+    return s;
+}
+
+void ember_vk_pipeline_cache_get_stats(const ember_vk_pipeline_cache *c, ember_vk_pipeline_cache_stats *out)
+{
+    *out = c ? c->stats : (ember_vk_pipeline_cache_stats){0};
+}
+
+const char *ember_vk_pipeline_cache_path(const ember_vk_pipeline_cache *c) { return c ? c->path : ""; }
+
+void ember_vk_pipeline_cache_close(ember_vk_pipeline_cache *c)
+{
+    if (!c) return;
+    if (c->cache) vkDestroyPipelineCache(c->vk->device, c->cache, NULL);
+    free(c);
+}

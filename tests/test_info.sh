@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# `ember info` names, for every device, the variants Ember would choose and why
+# (ember_device_info.variants, from ember_kernels_describe: the selection
+# ember_kernels_create runs), in text and in --json. On lavapipe the subgroup size follows
+# LP_NATIVE_VECTOR_WIDTH (128 bits: 4 lanes, 256: 8, 512: 16), and so do the choices: at 4
+# lanes the linear falls back to shared memory (its lane groups of 8 need a multiple of 8).
+set -uo pipefail
+ember=${EMBER_BIN:?EMBER_BIN: the ember program}
+pass=0 fail=0
+check() { # check NAME CONDITION-STATUS
+    if [ "$2" -eq 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $1"; fi
+}
+has() { grep -qE -- "$2" <<<"$1"; }
+
+out=$("$ember" info 2>&1)
+echo "$out"
+if has "$out" "^no Vulkan devices"; then
+    echo "SKIP: no Vulkan device"
+    exit 77
+fi
+n_dev=$(grep -c "^device [0-9]*:" <<<"$out")
+for part in linear attention rmsnorm/argmax reads memory context; do
+    n=$(grep -c "^    $part: " <<<"$out")
+    [ "$n" -eq "$n_dev" ]; check "a '$part:' variant line for each of $n_dev device(s) (found $n)" $?
+done
+has "$out" "^    linear: .*(subgroup|shared-memory)"; check "the linear line names its reduction" $?
+has "$out" "^    attention: .*subgroup"; check "the attention line gives the subgroup reason" $?
+has "$out" "^    reads: .*texel"; check "the reads line says texel (views, or their absence)" $?
+
+json=$("$ember" info --json)
+python3 - "$json" <<'EOF'
+import json, sys
+d = json.loads(sys.argv[1])["devices"]
+assert d, "no devices in --json"
+for dev in d:
+    lines = dev["variants"]
+    assert isinstance(lines, list) and lines, dev["name"]
+    for part in ("linear:", "attention:", "rmsnorm/argmax:", "reads:", "memory:", "context:"):
+        assert any(l.startswith(part) for l in lines), (dev["name"], part)
+EOF
+check "--json has a variants array with every part" $?
+
+# lavapipe: the subgroup size is the native vector width in 32-bit lanes.
+if has "$out" "^device [0-9]*: llvmpipe"; then
+    for case in "128 4" "256 8" "512 16"; do
+        set -- $case
+        w=$(LP_NATIVE_VECTOR_WIDTH=$1 "$ember" info 2>&1)
+        dev=$(awk '/^device [0-9]*: llvmpipe/{on=1; print; next} /^device /{on=0} on' <<<"$w")
+        has "$dev" "^  subgroup: size $2," ; check "LP_NATIVE_VECTOR_WIDTH=$1: subgroup size $2" $?
+        has "$dev" "^    attention: subgroup per tile, $2 lanes" ; check "LP_NATIVE_VECTOR_WIDTH=$1: attention on $2 lanes" $?
+        has "$dev" "^    rmsnorm/argmax: subgroupAdd/Max, workgroup of $2 per row" ; check "LP_NATIVE_VECTOR_WIDTH=$1: row workgroup $2" $?
+        if [ "$2" -ge 8 ]; then
+            has "$dev" "^    linear: subgroup lane groups of 8, .*\(subgroup $2, shuffle\)"
+        else
+            has "$dev" "^    linear: shared-memory partials, .*\(subgroup $2: not a multiple of 8\)"
+        fi
+        check "LP_NATIVE_VECTOR_WIDTH=$1: the linear variant for subgroup $2" $?
+        has "$dev" "^    context: <= 56400 positions" ; check "LP_NATIVE_VECTOR_WIDTH=$1: the CPU device's context limit" $?
+    done
+    echo "$(LP_NATIVE_VECTOR_WIDTH=128 "$ember" info | grep -A12 '^device [0-9]*: llvmpipe')"
+else
+    echo "no lavapipe device: the LP_NATIVE_VECTOR_WIDTH cases do not apply"
+fi
+
+echo "test_info: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
