@@ -108,8 +108,11 @@ static void choose_sizes(ember_engine *e)
     if (!o->kv_blocks && o->kv_mem_mib)
         o->kv_blocks = (uint32_t)(((uint64_t)o->kv_mem_mib << 20) / block_bytes(hp, o->kv_block_size, o->kv_type));
     if (!o->kv_blocks) {
+        /* Enough for max_seqs sequences of 1024 tokens, and always for one sequence of the
+         * whole context: a lone request can use the model's context. */
         uint32_t per_seq = (hp->ctx_len < 1024 ? hp->ctx_len : 1024) / o->kv_block_size + 1;
         o->kv_blocks = o->max_seqs * per_seq;
+        if (o->kv_blocks < e->max_blocks_per_seq + 1) o->kv_blocks = e->max_blocks_per_seq + 1;
     }
     cap_blocks(e->model, o);
     cap_blocks(o->draft, o); /* the draft's pool has as many blocks */
@@ -492,9 +495,9 @@ static ember_status begin_step(ember_engine *e)
     uint32_t n_stuck = 0;
     ember_sched_set_reserve(e->sched, ember_spec_reserve(e->sched));
     uint32_t n_items = ember_sched_plan(e->sched, e->items, e->stuck, &n_stuck);
-    for (uint32_t i = 0; i < n_stuck; i++) {
+    for (uint32_t i = 0; i < n_stuck; i++) { /* alone and still out of blocks */
         ember_text_finish(e->stuck[i]->out);
-        finish(e, e->stuck[i], EMBER_FINISH_LENGTH);
+        finish(e, e->stuck[i], EMBER_FINISH_KV_FULL);
     }
     publish_stats(e); /* what was taken from the inbox shows as waiting or running */
     if (!n_items) return EMBER_IDLE;

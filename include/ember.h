@@ -254,7 +254,9 @@ typedef struct ember_engine_opts {
                                    (docs/serving.md) */
     uint32_t kv_block_size;     /* tokens per KV block; 0 = 16 */
     uint32_t kv_blocks;         /* blocks in the pool; 0 = from kv_mem_mib, else enough for
-                                   max_seqs sequences of 1024 tokens (capped at the context) */
+                                   max_seqs sequences of 1024 tokens (capped at the context)
+                                   and for one sequence of the whole context. A request that
+                                   outgrows the pool alone ends with EMBER_FINISH_KV_FULL */
     uint32_t kv_mem_mib;        /* KV budget in MiB when kv_blocks is 0; 0 = unused */
     int no_prefix_cache;        /* 1 = do not share blocks between requests */
     ember_batching batching;
@@ -292,6 +294,9 @@ typedef enum ember_finish {
     EMBER_FINISH_STOP,        /* a stop string (not included in the text) */
     EMBER_FINISH_CANCELLED,
     EMBER_FINISH_ERROR,
+    EMBER_FINISH_KV_FULL,     /* the KV pool could not hold the sequence with nothing left
+                                 to preempt (a pool smaller than one whole context: kv_blocks,
+                                 kv_mem_mib or the memory budget); the others go on */
 } ember_finish;
 
 /* Called once per generated token, on the thread that steps the engine (the caller of

@@ -257,7 +257,10 @@ char *api_error_json(const api_error *e)
 
 const char *api_finish_reason(ember_finish why)
 {
-    return why == EMBER_FINISH_LENGTH ? "length" : why == EMBER_FINISH_ERROR ? "error" : "stop";
+    /* The KV pool running out ends a reply short as the context does: "length". */
+    return why == EMBER_FINISH_LENGTH || why == EMBER_FINISH_KV_FULL ? "length"
+           : why == EMBER_FINISH_ERROR                                ? "error"
+                                                                      : "stop";
 }
 
 /* The fields every object of the request starts with. */

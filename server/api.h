@@ -56,7 +56,7 @@ typedef struct api_format {
     uint32_t n_prompt;
 } api_format;
 
-/* "stop", "length" or "error" (cancelled requests are "stop"). */
+/* "stop", "length" (also a full KV pool) or "error" (cancelled requests are "stop"). */
 const char *api_finish_reason(ember_finish why);
 /* The whole non-streamed response; malloc'ed. */
 char *api_response(const api_format *f, const char *text, size_t len, ember_finish why, uint32_t n_gen);

@@ -386,6 +386,53 @@ static void test_worker_thread(ember_model *m, const result *alone)
     ember_engine_destroy(e);
 }
 
+/* A lone request may use the model's whole context with the default pool, and a pool
+ * smaller than one context ends the request that outgrows it through its done callback
+ * (EMBER_FINISH_KV_FULL) while the other request goes on. */
+static void test_kv_full(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/engine_long_ctx.gguf", tu_tmp_dir());
+    tu_make_model(path, "--dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 512 --ctx 2048 --seed 4");
+    ember_model_opts mo = {.enable_validation = tu_validation(), .memory = tu_memory_mode()};
+    ember_model *m = NULL;
+    if (ember_model_load(path, &mo, &m) != EMBER_OK) {
+        CHECKF(false, "%s", ember_model_error(m));
+        ember_model_free(m);
+        return;
+    }
+    static result lone, big, small;
+    ember_engine *e = engine(m, (ember_engine_opts){.max_seqs = 1});
+    ember_engine_stats st = {0};
+    if (e) {
+        ember_request_desc d = desc_for(prompts[0], plen[0], 2048 - plen[0] - 1, &lone);
+        CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+        drain(e);
+        ember_engine_get_stats(e, &st);
+        ember_engine_destroy(e);
+    }
+    printf("a lone request on a 2048 context: %u tokens (%s), pool of %u blocks\n", lone.m.n_gen,
+           lone.why == EMBER_FINISH_LENGTH ? "length" : "not length", st.kv_blocks_total);
+    CHECK(lone.done == 1 && lone.why == EMBER_FINISH_LENGTH && lone.m.n_gen == 2048 - plen[0] - 1 &&
+          st.kv_blocks_total * st.kv_block_size >= 2048);
+    e = engine(m, (ember_engine_opts){.max_seqs = 2, .kv_blocks = 4});
+    if (e) {
+        ember_request_desc d = desc_for(prompts[1], 10, 200, &big);
+        CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+        d = desc_for(prompts[2], 5, 10, &small);
+        CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+        drain(e);
+        ember_engine_get_stats(e, &st);
+        ember_engine_destroy(e);
+    }
+    printf("a pool of 4 blocks: the long request ended %s after %u tokens, the short one %s with %u; %u blocks "
+           "in use after\n", big.why == EMBER_FINISH_KV_FULL ? "kv_full" : "otherwise", big.m.n_gen,
+           small.why == EMBER_FINISH_LENGTH ? "length" : "otherwise", small.n, st.kv_blocks_used);
+    CHECK(big.done == 1 && big.why == EMBER_FINISH_KV_FULL && big.m.n_gen > 0 && big.m.n_gen < 200);
+    CHECK(small.done == 1 && small.why == EMBER_FINISH_LENGTH && small.n == 10 && st.kv_blocks_used == 0);
+    ember_model_free(m);
+}
+
 static void test_bad_input(ember_model *m)
 {
     ember_engine *e = engine(m, (ember_engine_opts){0});
@@ -462,6 +509,7 @@ int main(void)
     test_cancel(m);
     test_worker_thread(m, alone);
     test_bad_input(m);
+    test_kv_full();
     test_device_context();
     /* The CPU backend takes the same batches over the same KV blocks (engine/step.h):
      * prefix hits and copies on write of its own block pool give the same tokens. */

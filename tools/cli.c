@@ -196,6 +196,7 @@ const char *cli_finish_name(ember_finish why)
     case EMBER_FINISH_STOP: return "stop";
     case EMBER_FINISH_CANCELLED: return "cancelled";
     case EMBER_FINISH_ERROR: return "error";
+    case EMBER_FINISH_KV_FULL: return "kv_full";
     }
     return "error";
 }

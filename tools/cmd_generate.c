@@ -16,6 +16,7 @@ typedef struct gen_args {
     int n_stop;
     bool json, no_bos, ignore_eos;
     long max_batch_tokens;
+    long kv_blocks;                    /* 0 = the engine's default (one whole context at least) */
     ember_kv_type kv_type;
     const char *draft;          /* --draft: path of a draft model */
     ember_speculation spec;
@@ -37,7 +38,7 @@ static int usage(void)
 {
     fprintf(stderr, "usage: ember generate -m MODEL.gguf [-p TEXT] [-n N] [sampling] [--stop STR]...\n"
                     "                      [--backend vulkan|cpu] [--device N] [--no-bos] [--ignore-eos]\n"
-                    "                      [--max-batch-tokens T] [--kv-type f32|q8_0] [--json]\n"
+                    "                      [--max-batch-tokens T] [--kv-type f32|q8_0] [--kv-blocks N] [--json]\n"
                     "sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --repeat-penalty R\n"
                     "          --frequency-penalty F --presence-penalty P --seed S\n"
                     "speculation: --draft MODEL.gguf --draft-k K | --ngram N [--draft-k K] [--adaptive]\n");
@@ -72,6 +73,7 @@ static bool parse(int argc, char **argv, gen_args *a)
         else if (r) continue;
         else if (strcmp(f, "--max-batch-tokens") == 0) { if (!cli_int(f, v, 1, 1 << 16, &a->max_batch_tokens)) return false; }
         else if (strcmp(f, "--kv-type") == 0) { if (!cli_kv_type(f, v, &a->kv_type)) return false; }
+        else if (strcmp(f, "--kv-blocks") == 0) { if (!cli_int(f, v, 1, 1 << 24, &a->kv_blocks)) return false; }
         else {
             fprintf(stderr, "ember generate: unknown option '%s'\n", f);
             return false;
@@ -151,7 +153,7 @@ static void report(const gen_state *g)
 static int run(ember_model *model, ember_model *draft, const gen_args *a, double load_ms)
 {
     ember_engine_opts eo = {.max_batch_tokens = (uint32_t)a->max_batch_tokens, .max_seqs = 1, .draft = draft,
-                            .kv_type = a->kv_type};
+                            .kv_type = a->kv_type, .kv_blocks = (uint32_t)a->kv_blocks};
     ember_engine *e = NULL;
     if (ember_engine_create(model, &eo, &e) != EMBER_OK) {
         fprintf(stderr, "ember: %s\n", ember_engine_error(e));
@@ -167,11 +169,18 @@ static int run(ember_model *model, ember_model *draft, const gen_args *a, double
     if (s == EMBER_OK && !a->json) fputs(a->prompt, stdout);
     while (s == EMBER_OK && !g.done) s = ember_engine_step(e);
     int code = 0;
-    if (s != EMBER_OK) {
-        fprintf(stderr, "ember: %s\n", ember_engine_error(e));
+    if (s < 0 || !g.done) { /* EMBER_IDLE is fine once the request ended */
+        fprintf(stderr, "ember: %s\n", s < 0 ? ember_engine_error(e) : "the engine stopped with the request pending");
         code = 1;
     } else {
         report(&g);
+        if (g.why == EMBER_FINISH_KV_FULL) {
+            ember_engine_stats st;
+            ember_engine_get_stats(e, &st);
+            fprintf(stderr, "ember generate: the KV cache (%u blocks of %u tokens) could not hold the sequence; "
+                    "--kv-blocks N raises it\n", st.kv_blocks_total, st.kv_block_size);
+            code = 1;
+        }
     }
     ember_engine_destroy(e);
     free(g.tokens);
