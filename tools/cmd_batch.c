@@ -140,7 +140,7 @@ int ember_cmd_batch(int argc, char **argv)
 {
     cli_model_args ma = {0};
     const char *file = NULL;
-    long n = 64, max_seqs = 16;
+    long n = 64, max_seqs = 16, kv_blocks = 0;
     bool json = false;
     ember_kv_type kv_type = EMBER_KV_F32;
     const char *draft_path = NULL;
@@ -157,10 +157,11 @@ int ember_cmd_batch(int argc, char **argv)
         else if (strcmp(f, "-n") == 0) { if (!cli_int(f, v, 1, 1 << 20, &n)) return 2; }
         else if (strcmp(f, "--max-seqs") == 0) { if (!cli_int(f, v, 1, 1024, &max_seqs)) return 2; }
         else if (strcmp(f, "--kv-type") == 0) { if (!cli_kv_type(f, v, &kv_type)) return 2; }
+        else if (strcmp(f, "--kv-blocks") == 0) { if (!cli_int(f, v, 1, 1 << 24, &kv_blocks)) return 2; }
         else if (!cli_sampling_flag(f, v, &base.sampling, &r)) return 2;
         else if (!r && (r = cli_spec_flag(f, v, &base.spec, &draft_path)) < 0) return 2;
         else if (!r) {
-            fprintf(stderr, "usage: ember batch -m MODEL.gguf -f PROMPTS [-n N] [--max-seqs S] [--kv-type f32|q8_0]\n"
+            fprintf(stderr, "usage: ember batch -m MODEL.gguf -f PROMPTS [-n N] [--max-seqs S] [--kv-type f32|q8_0] [--kv-blocks B]\n"
                             "                   [sampling] [--draft M2 --draft-k K | --ngram N] [--json]\n");
             return 2;
         }
@@ -175,7 +176,8 @@ int ember_cmd_batch(int argc, char **argv)
     ember_model *draft, *m = cli_load_with_draft(&ma, draft_path, &draft);
     int code = 1;
     if (m) {
-        ember_engine_opts eo = {.max_seqs = (uint32_t)max_seqs, .kv_type = kv_type, .draft = draft};
+        ember_engine_opts eo = {.max_seqs = (uint32_t)max_seqs, .kv_type = kv_type, .kv_blocks = (uint32_t)kv_blocks,
+                                .draft = draft};
         code = cli_free_with_draft(m, draft, serve(m, lines, count, &base, eo, json));
     }
     for (size_t i = 0; i < count; i++) free(lines[i]);

@@ -16,6 +16,7 @@ typedef struct chat_args {
     const char *system;
     long n;
     ember_sampling sampling;
+    long kv_blocks;             /* 0 = the engine's default (a whole context at least) */
     bool verbose;
 } chat_args;
 
@@ -31,7 +32,7 @@ typedef struct turn {
 static int usage(void)
 {
     fprintf(stderr, "usage: ember chat -m MODEL.gguf [--chat-template NAME] [--system TEXT] [-n MAX_PER_TURN]\n"
-                    "                  [sampling] [--backend vulkan|cpu] [--device N] [--verbose]\n"
+                    "                  [sampling] [--kv-blocks N] [--backend vulkan|cpu] [--device N] [--verbose]\n"
                     "templates: chatml, llama2, llama3, llama3.1, mistral, zephyr, gemma, phi3\n"
                     "           (default: the model's own; see docs/chat.md)\n"
                     "sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --repeat-penalty R\n"
@@ -52,6 +53,7 @@ static bool parse(int argc, char **argv, chat_args *a)
         else if (strcmp(f, "--chat-template") == 0) a->template_name = v;
         else if (strcmp(f, "--system") == 0) a->system = v;
         else if (strcmp(f, "-n") == 0) { if (!cli_int(f, v, 1, 1 << 20, &a->n)) return false; }
+        else if (strcmp(f, "--kv-blocks") == 0) { if (!cli_int(f, v, 1, 1 << 24, &a->kv_blocks)) return false; }
         else if (!cli_sampling_flag(f, v, &a->sampling, &r)) return false;
         else if (r) continue;
         else {
@@ -125,8 +127,9 @@ static int run_turn(ember_engine *e, ember_chat *chat, const chat_args *a, uint3
     fputc('\n', stdout);
     fflush(stdout);
     int code = 0;
-    if (s != EMBER_OK || t.oom || t.why == EMBER_FINISH_ERROR) {
-        fprintf(stderr, "ember chat: %s\n", t.oom ? "out of memory" : ember_engine_error(e));
+    if (s < 0 || !t.done || t.oom || t.why == EMBER_FINISH_ERROR) { /* EMBER_IDLE after the end is fine */
+        fprintf(stderr, "ember chat: %s\n", t.oom ? "out of memory" : s < 0 || t.done ? ember_engine_error(e)
+                                                                      : "the engine stopped with the reply pending");
         code = 1;
     } else if (ember_chat_add_reply(chat, t.ids, t.n_ids) != EMBER_OK) {
         fprintf(stderr, "ember chat: %s\n", ember_chat_error(chat));
@@ -175,7 +178,7 @@ static int run(ember_model *model, const chat_args *a)
         ember_chat_free(chat);
         return 1;
     }
-    ember_engine_opts eo = {.max_seqs = 1};
+    ember_engine_opts eo = {.max_seqs = 1, .kv_blocks = (uint32_t)a->kv_blocks};
     ember_engine *e = NULL;
     int code = 1;
     if (ember_engine_create(model, &eo, &e) != EMBER_OK) fprintf(stderr, "ember chat: %s\n", ember_engine_error(e));
