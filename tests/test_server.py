@@ -140,6 +140,35 @@ def test_basic(s):
           "a prompt of token ids, vLLM's extra fields, unknown fields ignored")
 
 
+def test_stop_and_seed(s):
+    """A stop string ends the text before it (finish_reason stop); the same seed gives the
+    same sampled text, another seed (almost surely) another."""
+    base = {"prompt": "hello there", "max_tokens": 24, "temperature": 0, "ignore_eos": True}
+    full = s.post(CMPL, base)[2]["choices"][0]["text"]
+    cut = full.find(" ", 4)
+    stop = full[cut:cut + 3] if cut > 0 else full[4:7]
+    status, _, r = s.post(CMPL, dict(base, stop=[stop]))
+    c = r["choices"][0]
+    check(status == 200 and c["finish_reason"] == "stop" and full.startswith(c["text"]) and stop not in c["text"]
+          and len(c["text"]) < len(full), f"stop {stop!r}: {c['text']!r}, finish_reason {c['finish_reason']}")
+    sampled = dict(base, temperature=1.0, seed=7)
+    a = s.post(CMPL, sampled)[2]["choices"][0]["text"]
+    b = s.post(CMPL, sampled)[2]["choices"][0]["text"]
+    other = s.post(CMPL, dict(sampled, seed=8))[2]["choices"][0]["text"]
+    check(a == b and a != other, "seed 7 twice: the same text; seed 8: another")
+
+
+def test_loopback_only(s):
+    """Without --host the listening socket is bound to 127.0.0.1 (/proc/net/tcp)."""
+    local = set()
+    for line in open("/proc/net/tcp").read().splitlines()[1:]:
+        f = line.split()
+        addr, port = f[1].split(":")
+        if int(port, 16) == s.port and f[3] == "0A":  # LISTEN
+            local.add(addr)
+    check(local == {"0100007F"}, f"listens on 127.0.0.1 only: {sorted(local)}")
+
+
 def test_disconnect(s):
     sock = socket.create_connection(("127.0.0.1", s.port))
     body = json.dumps({"prompt": "hello", "max_tokens": 200, "ignore_eos": True, "stream": True})
@@ -272,7 +301,7 @@ def test_load(s):
 
 
 def test_speculation(model):
-    """--ngram: every request speculates; the metrics count drafts and acceptances, and
+    """--ngram and --draft: every request speculates; the metrics count drafts and acceptances, and
     greedy text is what it is without speculation."""
     plain = Server(model, "--model-name", "test-model")
     req = {"prompt": "one two three one two three one two three", "max_tokens": 24, "temperature": 0,
@@ -286,6 +315,14 @@ def test_speculation(model):
           f"--ngram 2: same greedy text, {m['ember_spec_draft_tokens_total']:.0f} drafted, "
           f"{m['ember_spec_accepted_tokens_total']:.0f} accepted")
     s.stop()
+    s = Server(model, "--model-name", "test-model", "--draft", model)  # the model drafts for itself
+    status, _, r = s.post(CMPL, req)
+    m = s.metrics()
+    check(status == 200 and r["choices"][0]["text"] == want and m["ember_spec_accepted_tokens_total"] > 0 and
+          m["ember_spec_accepted_tokens_total"] == m["ember_spec_draft_tokens_total"],
+          f"--draft (the model itself): same greedy text, {m['ember_spec_draft_tokens_total']:.0f} drafted, "
+          f"all accepted")
+    s.stop()
 
 
 def main():
@@ -297,6 +334,8 @@ def main():
     s = Server(model, "--model-name", "test-model", "--max-body", "65536")
     try:
         test_basic(s)
+        test_stop_and_seed(s)
+        test_loopback_only(s)
         test_disconnect(s)
         test_bad_input(s, ctx)
         test_load(s)
