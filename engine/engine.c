@@ -599,9 +599,10 @@ ember_status ember_engine_run_for(ember_engine *e, double budget_ms)
         did = true;
         if (now_ms() >= deadline) break;
     }
+    bool busy = e->in_flight; /* read under the lock: another thread may step next */
     pthread_mutex_unlock(&e->step_mu);
     if (s < 0) return s;
-    if (e->in_flight || s == EMBER_OK) return did ? EMBER_OK : EMBER_NOT_READY;
+    if (busy || s == EMBER_OK) return did ? EMBER_OK : EMBER_NOT_READY;
     return did ? EMBER_OK : EMBER_IDLE;
 }
 
