@@ -140,6 +140,20 @@ def test_basic(s):
           "a prompt of token ids, vLLM's extra fields, unknown fields ignored")
 
 
+METRICS = ["ember_requests_running", "ember_requests_waiting", "ember_kv_blocks_used", "ember_kv_blocks_total",
+           "ember_time_to_first_token_seconds_count", "ember_inter_token_latency_seconds_count",
+           "ember_e2e_request_latency_seconds_count", "ember_prompt_tokens_total", "ember_generation_tokens_total",
+           "ember_prefix_cache_hit_tokens_total", "ember_preemptions_total", "ember_spec_draft_tokens_total",
+           "ember_spec_accepted_tokens_total"]
+
+
+def test_metric_names(s):
+    m = s.metrics()
+    missing = [k for k in METRICS if k not in m]
+    check(not missing and m["ember_e2e_request_latency_seconds_count"] > 0 and m["ember_generation_tokens_total"] > 0,
+          f"/metrics has every name the issue lists (missing: {missing})")
+
+
 def test_stop_and_seed(s):
     """A stop string ends the text before it (finish_reason stop); the same seed gives the
     same sampled text, another seed (almost surely) another."""
@@ -335,6 +349,7 @@ def main():
     try:
         test_basic(s)
         test_stop_and_seed(s)
+        test_metric_names(s)
         test_loopback_only(s)
         test_disconnect(s)
         test_bad_input(s, ctx)
