@@ -12,7 +12,7 @@ PACKAGES=(
   # ember serve (server/): HTTP, JSON; ember bench --url: an HTTP client
   libmicrohttpd-dev libcjson-dev libcurl4-openssl-dev
   # ember-chat (demo/) and examples/game_loop.c, and their tests under a virtual X server
-  libsdl2-dev libsdl2-ttf-dev fonts-dejavu-core xvfb xauth
+  libsdl2-dev libsdl2-ttf-dev fonts-dejavu-core xvfb xauth xdotool xclip
   # docs/deploy.md's load balancer, tested on loopback
   nginx-light
 )
