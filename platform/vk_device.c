@@ -124,6 +124,22 @@ static int type_rank(VkPhysicalDeviceType t)
     }
 }
 
+/* Whether Ember can run on the device: Vulkan 1.2 and a compute queue. If not, why
+ * (naming the device by the number `ember info` prints) goes into why. */
+static bool device_usable(VkPhysicalDevice phys, const ember_vk_caps *c, uint32_t i, char *why, size_t cap)
+{
+    if (c->api_version < VK_API_VERSION_1_2) {
+        snprintf(why, cap, "device %u (%s) has Vulkan %u.%u; Ember needs 1.2 (a newer driver may provide it)", i,
+                 c->device_name, VK_API_VERSION_MAJOR(c->api_version), VK_API_VERSION_MINOR(c->api_version));
+        return false;
+    }
+    if (compute_queue_family(phys) < 0) {
+        snprintf(why, cap, "device %u (%s) has no compute queue", i, c->device_name);
+        return false;
+    }
+    return true;
+}
+
 static ember_status pick_device(ember_vk *vk, int index, ember_err *err)
 {
     uint32_t n = 0;
@@ -138,14 +154,13 @@ static ember_status pick_device(ember_vk *vk, int index, ember_err *err)
         return ember_fail(err, EMBER_ERR_NO_DEVICE, "device %d requested, %u present (counted from 0)", index - 1, n);
 
     int best = -1, best_rank = -1;
+    char why[512] = "";
     for (uint32_t i = 0; i < n; i++) {
         if (index > 0 && i != (uint32_t)index - 1) continue;
         ember_vk_caps c;
         ember_vk_query_caps(devs[i], &c);
-        if (c.api_version < VK_API_VERSION_1_2 || compute_queue_family(devs[i]) < 0) {
-            if (index > 0)
-                return ember_fail(err, EMBER_ERR_NO_DEVICE,
-                                  "device %d (%s) lacks Vulkan 1.2 or a compute queue", index - 1, c.device_name);
+        if (!device_usable(devs[i], &c, i, why, sizeof why)) {
+            if (index > 0) return ember_fail(err, EMBER_ERR_NO_DEVICE, "%s", why);
             continue;
         }
         if (type_rank(c.device_type) > best_rank) {
@@ -153,7 +168,10 @@ static ember_status pick_device(ember_vk *vk, int index, ember_err *err)
             best_rank = type_rank(c.device_type);
         }
     }
-    if (best < 0) return ember_fail(err, EMBER_ERR_NO_DEVICE, "no Vulkan 1.2 device with a compute queue");
+    /* Name what the last refused device lacked: with one device (the usual case) that is
+     * the whole story, and `ember info` lists the others. */
+    if (best < 0)
+        return ember_fail(err, EMBER_ERR_NO_DEVICE, "no usable Vulkan device: %s (ember info lists the devices)", why);
     vk->phys = devs[best];
     vk->queue_family = (uint32_t)compute_queue_family(vk->phys);
     ember_vk_query_caps(vk->phys, &vk->caps);

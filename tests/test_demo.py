@@ -11,7 +11,9 @@ Registered by demo/CMakeLists.txt (label gpu). Checks:
   2. --font /nonexistent: exit 1 and a message that names the font;
   3. a model that does not exist: a message in the window and on stderr, exit 1, no crash;
   4. a message longer than the context: EMBER_ERR_CONTEXT_FULL shown in the panel
-     (and on stderr), exit 0.
+     (and on stderr), exit 0;
+  5. a device without what Ember needs (tests/layer_old_device.c makes lavapipe claim
+     Vulkan 1.1): the reason in the window and on stderr, exit 1, no crash.
 Uses ../shared/models/stories260K when present, else a test model made with
 `ember make-test-model`. Skips (77) without ember-chat or xvfb-run."""
 import json
@@ -41,10 +43,10 @@ def skip(why):
     sys.exit(77)
 
 
-def run(args, xvfb=True):
+def run(args, xvfb=True, env=None):
     cmd = (XVFB if xvfb else []) + args
     print("$ " + " ".join(a if len(a) < 60 else a[:40] + "...(%d chars)" % len(a) for a in cmd))
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, env=env)
     sys.stderr.write(p.stderr)
     return p
 
@@ -162,6 +164,14 @@ def test_missing_font(chat, model):
     check("/nonexistent/font.ttf" in p.stderr and "font" in p.stderr, "--font /nonexistent: the message names the font")
 
 
+def error_in_window(path):
+    """Pixels of the load error, drawn in the middle of the window in the note colour
+    (255, 128, 110)."""
+    w, h, rows = read_png(path)
+    return sum(1 for y in range(h // 2 - 100, h // 2 + 100) for x in range(w // 2 - 260, w // 2 + 260)
+               if rows[y][3 * x] > 180 and rows[y][3 * x + 2] < 150 and rows[y][3 * x] - rows[y][3 * x + 1] > 60)
+
+
 def test_missing_model(chat, tmp):
     missing = os.path.join(tmp, "no-such-model.gguf")
     shot = os.path.join(tmp, "demo_shot_missing.png")
@@ -170,11 +180,26 @@ def test_missing_model(chat, tmp):
     check("cannot load the model" in p.stderr and missing in p.stderr, "missing model: the message names the file")
     check(json_line(p.stdout).get("replies") == 0, "missing model: no replies")
     if check(os.path.exists(shot), "missing model: the screenshot was written"):
-        w, h, rows = read_png(shot)
-        # The error is drawn in the middle of the window in the note colour (255, 128, 110).
-        red = sum(1 for y in range(h // 2 - 100, h // 2 + 100) for x in range(w // 2 - 260, w // 2 + 260)
-                  if rows[y][3 * x] > 180 and rows[y][3 * x + 2] < 150 and rows[y][3 * x] - rows[y][3 * x + 1] > 60)
+        red = error_in_window(shot)
         check(red >= 100, "missing model: the error is shown in the window (%d red pixels)" % red)
+
+
+def test_old_device(chat, model, tmp):
+    """A device without what Ember needs: tests/layer_old_device.c makes lavapipe claim
+    Vulkan 1.1 (a driver too old for Ember)."""
+    layers = os.path.join(os.environ.get("EMBER_BUILD_DIR", ""), "tests", "layers")
+    if not os.path.exists(os.path.join(layers, "VkLayer_ember_old_device.json")):
+        check(False, "the test layer is built in " + layers)
+        return
+    env = dict(os.environ, VK_LAYER_PATH=layers, VK_INSTANCE_LAYERS="VK_LAYER_EMBER_old_device")
+    shot = os.path.join(tmp, "demo_shot_old_device.png")
+    p = run([chat, "-m", model, "--panels", "2", "--say", "Hello", "--screenshot", shot, "--quit-after-reply"],
+            env=env)
+    check(p.returncode == 1, "a Vulkan 1.1 device: exit 1, not a crash (got %d)" % p.returncode)
+    check("has Vulkan 1.1; Ember needs 1.2" in p.stderr, "a Vulkan 1.1 device: the message says what is missing")
+    if check(os.path.exists(shot), "a Vulkan 1.1 device: the screenshot was written"):
+        red = error_in_window(shot)
+        check(red >= 100, "a Vulkan 1.1 device: the error is shown in the window (%d red pixels)" % red)
 
 
 def test_too_long(chat, model):
@@ -197,6 +222,7 @@ def main():
     test_three_panels(chat, model, tmp, source)
     test_missing_font(chat, model)
     test_missing_model(chat, tmp)
+    test_old_device(chat, model, tmp)
     test_too_long(chat, model)
     print("test_demo: %s" % ("all passed" if not failed else "%d check(s) failed" % len(failed)))
     sys.exit(1 if failed else 0)

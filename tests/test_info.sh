@@ -62,5 +62,21 @@ else
     echo "no lavapipe device: the LP_NATIVE_VECTOR_WIDTH cases do not apply"
 fi
 
+# A device too old for Ember (tests/layer_old_device.c makes every device claim Vulkan
+# 1.1): info says why no variant applies; a command that needs the device names it.
+layers="$EMBER_BUILD_DIR/tests/layers"
+if [ -f "$layers/VkLayer_ember_old_device.json" ]; then
+    old=(env VK_LAYER_PATH="$layers" VK_INSTANCE_LAYERS=VK_LAYER_EMBER_old_device)
+    w=$("${old[@]}" "$ember" info 2>&1)
+    has "$w" "^    none: Ember needs Vulkan 1.2 \(this device has 1.1\)" ; check "info on a Vulkan 1.1 device: says why" $?
+    model="$EMBER_TEST_TMP/info_old_device.gguf"
+    "$ember" make-test-model "$model" --dim 32 --layers 1 --heads 2 --kv-heads 1 --ffn 64 --vocab 300 >/dev/null
+    w=$("${old[@]}" "$ember" generate -m "$model" -p hi -n 2 2>&1); rc=$?
+    [ $rc -eq 1 ] ; check "generate on a Vulkan 1.1 device: exit 1 (got $rc)" $?
+    has "$w" "has Vulkan 1.1; Ember needs 1.2" ; check "generate on a Vulkan 1.1 device: the message says why: $w" $?
+else
+    check "the test layer is built in $layers" 1
+fi
+
 echo "test_info: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
