@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "batch.h"
 
 ember_status ember_batch_buf_init(ember_batch_buf *b, uint32_t max_tokens, uint32_t max_seqs,
@@ -11,12 +12,12 @@ ember_status ember_batch_buf_init(ember_batch_buf *b, uint32_t max_tokens, uint3
     b->max_tokens = max_tokens;
     b->max_blocks_per_seq = max_blocks_per_seq;
     b->n_vocab = n_vocab;
-    b->tokens = calloc(max_tokens, sizeof *b->tokens);
-    b->pos = calloc(max_tokens, sizeof *b->pos);
-    b->seq = calloc(max_tokens, sizeof *b->seq);
-    b->rows = calloc(max_tokens, sizeof *b->rows);
-    b->argmax = calloc(max_tokens, sizeof *b->argmax);
-    b->block_tables = calloc((size_t)max_seqs * max_blocks_per_seq, sizeof *b->block_tables);
+    b->tokens = ember_calloc(max_tokens, sizeof *b->tokens);
+    b->pos = ember_calloc(max_tokens, sizeof *b->pos);
+    b->seq = ember_calloc(max_tokens, sizeof *b->seq);
+    b->rows = ember_calloc(max_tokens, sizeof *b->rows);
+    b->argmax = ember_calloc(max_tokens, sizeof *b->argmax);
+    b->block_tables = ember_calloc((size_t)max_seqs * max_blocks_per_seq, sizeof *b->block_tables);
     if (!b->tokens || !b->pos || !b->seq || !b->rows || !b->argmax || !b->block_tables ||
         !ember_batch_buf_logits(b, max_seqs))
         return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
@@ -25,20 +26,20 @@ ember_status ember_batch_buf_init(ember_batch_buf *b, uint32_t max_tokens, uint3
 
 void ember_batch_buf_free(ember_batch_buf *b)
 {
-    free(b->tokens);
-    free(b->pos);
-    free(b->seq);
-    free(b->rows);
-    free(b->argmax);
-    free(b->block_tables);
-    free(b->logits);
+    ember_free(b->tokens);
+    ember_free(b->pos);
+    ember_free(b->seq);
+    ember_free(b->rows);
+    ember_free(b->argmax);
+    ember_free(b->block_tables);
+    ember_free(b->logits);
     memset(b, 0, sizeof *b);
 }
 
 bool ember_batch_buf_logits(ember_batch_buf *b, uint32_t rows)
 {
     if (rows <= b->logits_rows) return true;
-    float *l = realloc(b->logits, (size_t)rows * b->n_vocab * sizeof *l);
+    float *l = ember_realloc(b->logits, (size_t)rows * b->n_vocab * sizeof *l);
     if (!l) return false;
     b->logits = l;
     b->logits_rows = rows;

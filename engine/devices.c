@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "engine/gpu/kernels.h"
 #include "engine/gpu/kernels_attention.h"
 #include "engine/gpu/kernels_internal.h"
@@ -131,12 +132,12 @@ ember_status ember_list_devices(ember_device_info *out, size_t cap, size_t *n, c
     if (msg && msg_cap) msg[0] = 0;
     uint32_t count = 0;
     ember_err err = {{0}};
-    ember_vk_caps *caps = calloc(EMBER_VK_MAX_DEVICES, sizeof *caps);
+    ember_vk_caps *caps = ember_calloc(EMBER_VK_MAX_DEVICES, sizeof *caps);
     ember_status s = caps ? ember_vk_list_devices(caps, EMBER_VK_MAX_DEVICES, &count, &err)
                           : ember_fail(&err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     for (uint32_t i = 0; s == EMBER_OK && i < count && i < cap; i++) out[i] = info_of(&caps[i]);
     if (s == EMBER_OK) *n = count;
     else if (msg && msg_cap) snprintf(msg, msg_cap, "%s", err.msg);
-    free(caps);
+    ember_free(caps);
     return s;
 }

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/alloc.h"
 #include "batch.h"
 #include "engine_spec.h"
 #include "inbox.h"
@@ -46,6 +47,7 @@ struct ember_engine {
     ember_sched *sched;
     ember_inbox *inbox;           /* the thread-safe front */
     uint32_t kv_now;              /* blocks in the pool now (o.kv_blocks: the most) */
+    uint64_t grow_failed_budget;  /* the budget at which growing the pool last failed */
     uint32_t *kv_map, *kv_src, *kv_dst; /* o.kv_blocks each: resizing the pool */
     ember_err step_err;           /* errors of the stepping thread, copied to err */
     /* step scratch */
@@ -63,6 +65,7 @@ struct ember_engine {
     pthread_mutex_t step_mu;      /* held by the thread inside a step */
     pthread_t worker;
     bool worker_started;          /* by ember_engine_start, joined by ember_engine_stop */
+    bool lost;                    /* the device was lost: every step fails */
 };
 
 /* Token rows a step may hold beyond max_batch_tokens: a draft model's catch-up. */
@@ -121,12 +124,12 @@ static void choose_sizes(ember_engine *e)
 static ember_status alloc_scratch(ember_engine *e)
 {
     uint32_t S = e->o.max_seqs, B = e->o.kv_blocks;
-    e->items = calloc(2 * S, sizeof *e->items);
-    e->stuck = calloc(S, sizeof *e->stuck);
-    e->row_of = calloc(2 * S, sizeof *e->row_of);
-    e->kv_map = calloc(B, sizeof *e->kv_map);
-    e->kv_src = calloc(B, sizeof *e->kv_src);
-    e->kv_dst = calloc(B, sizeof *e->kv_dst);
+    e->items = ember_calloc(2 * S, sizeof *e->items);
+    e->stuck = ember_calloc(S, sizeof *e->stuck);
+    e->row_of = ember_calloc(2 * S, sizeof *e->row_of);
+    e->kv_map = ember_calloc(B, sizeof *e->kv_map);
+    e->kv_src = ember_calloc(B, sizeof *e->kv_src);
+    e->kv_dst = ember_calloc(B, sizeof *e->kv_dst);
     if (!e->items || !e->stuck || !e->row_of || !e->kv_map || !e->kv_src || !e->kv_dst)
         return ember_fail(&e->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     return ember_batch_buf_init(&e->buf, e->o.max_batch_tokens + STEP_SPARE(S), S, e->max_blocks_per_seq,
@@ -217,6 +220,34 @@ static ember_status move_blocks(ember_engine *e, uint32_t old_n)
     return s;
 }
 
+/* Grows the pools to n blocks. When the device has no memory for it (the budget is a
+ * promise the driver may not keep), the engine goes on with the pool it has: what fits
+ * is served, the message is kept as the engine's last error, and growing is tried again
+ * only when the budget changes. */
+static ember_status grow_pool(ember_engine *e, uint32_t n)
+{
+    uint64_t budget = ember_vk_memory_budget(e->model->vk);
+    if (budget == e->grow_failed_budget) return EMBER_OK;
+    ember_status s = ember_step_resize_kv(e->step, n, &e->step_err);
+    if (s == EMBER_OK) s = ember_spec_resize_kv(e->spec, n, &e->step_err);
+    if (s == EMBER_OK) s = ember_kv_resize(e->kv, n, e->kv_map, &e->step_err);
+    if (s == EMBER_OK) {
+        e->kv_now = n;
+        e->grow_failed_budget = 0;
+        return EMBER_OK;
+    }
+    if (s != EMBER_ERR_DEVICE_MEMORY && s != EMBER_ERR_OUT_OF_MEMORY) return s;
+    ember_err note = e->step_err;
+    /* Back to one size for both pools (the target's may have grown before the draft's
+     * failed); shrinking frees more than it takes, and a failure here changes nothing. */
+    ember_step_resize_kv(e->step, e->kv_now, &note);
+    ember_spec_resize_kv(e->spec, e->kv_now, &note);
+    ember_fail_ctx(&e->step_err, s, "the KV pool stays at %u blocks (%u wanted)", e->kv_now, n);
+    ember_inbox_store_error(e->inbox, &e->err, &e->step_err);
+    e->grow_failed_budget = budget;
+    return EMBER_OK;
+}
+
 /* Brings the pool to the size the budget allows: growing makes the device pools first;
  * shrinking preempts the newest requests until the blocks in use fit, moves blocks from
  * the end down, then remakes the device pools smaller. */
@@ -225,13 +256,7 @@ static ember_status apply_budget(ember_engine *e)
     uint32_t n = budget_blocks(e), old_n = e->kv_now;
     if (n == old_n) return EMBER_OK;
     ember_status s = EMBER_OK;
-    if (n > old_n) {
-        s = ember_step_resize_kv(e->step, n, &e->step_err);
-        if (s == EMBER_OK) s = ember_spec_resize_kv(e->spec, n, &e->step_err);
-        if (s == EMBER_OK) s = ember_kv_resize(e->kv, n, e->kv_map, &e->step_err);
-        if (s == EMBER_OK) e->kv_now = n;
-        return s;
-    }
+    if (n > old_n) return grow_pool(e, n);
     while (ember_kv_n_used(e->kv) > n && ember_sched_preempt_newest(e->sched)) {}
     if (ember_kv_n_used(e->kv) > n) n = ember_kv_n_used(e->kv); /* copies on write still hold some */
     if (n >= old_n) return EMBER_OK;
@@ -247,7 +272,7 @@ static ember_status apply_budget(ember_engine *e)
 
 ember_status ember_engine_create(ember_model *model, const ember_engine_opts *opts, ember_engine **out)
 {
-    ember_engine *e = calloc(1, sizeof *e);
+    ember_engine *e = ember_calloc(1, sizeof *e);
     *out = e;
     if (!e) return EMBER_ERR_OUT_OF_MEMORY;
     pthread_mutex_init(&e->step_mu, NULL);
@@ -255,6 +280,8 @@ ember_status ember_engine_create(ember_model *model, const ember_engine_opts *op
     if (s != EMBER_OK) return s;
     if (!model || !model->llama_loaded)
         return ember_fail(&e->err, EMBER_ERR_INVALID_ARG, "engine needs a loaded model");
+    if (model->vk && ember_vk_lost(model->vk))
+        return ember_fail(&e->err, EMBER_ERR_DEVICE_LOST, "the model's device was lost: load the model again");
     e->model = model;
     e->o = opts ? *opts : (ember_engine_opts){0};
     choose_sizes(e);
@@ -268,10 +295,14 @@ ember_status ember_engine_create(ember_model *model, const ember_engine_opts *op
     return s;
 }
 
+static void lose_device(ember_engine *e);
+static request *first_running(ember_engine *e);
+
 /* A failed step's message becomes the engine's (under the inbox lock: other threads
- * write it too). */
+ * write it too). A lost device ends every pending request. */
 static ember_status report(ember_engine *e, ember_status s)
 {
+    if (s == EMBER_ERR_DEVICE_LOST && !e->lost) lose_device(e);
     if (s < 0) ember_inbox_store_error(e->inbox, &e->err, &e->step_err);
     return s;
 }
@@ -303,10 +334,12 @@ ember_status ember_submit(ember_engine *e, const ember_request_desc *desc, ember
     ember_status s = ember_request_build(&env, desc, &r, &err);
     if (s == EMBER_OK) {
         r->t_submit = now_ms();
-        ember_request_id got = ember_inbox_push(e->inbox, r);
-        if (!got) {
+        ember_request_id got = 0;
+        s = ember_inbox_push(e->inbox, r, &got);
+        if (s != EMBER_OK) {
             ember_request_free(r);
-            s = ember_fail(&err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+            ember_fail(&err, s, s == EMBER_ERR_DEVICE_LOST ? "the device was lost: destroy the engine and the model, "
+                                                              "then load the model again" : "out of memory");
         } else if (id) {
             *id = got;
         }
@@ -484,9 +517,26 @@ static void fail_items(ember_engine *e, uint32_t n_items)
         if (e->items[i].r) finish(e, e->items[i].r, EMBER_FINISH_ERROR);
 }
 
+/* The device is gone for good (for real or by ember_model_inject_faults): every request
+ * still pending ends with an error now, since no later step could run it, and the inbox
+ * refuses new ones. The handles stay valid for destruction. */
+static void lose_device(ember_engine *e)
+{
+    e->lost = true;
+    ember_inbox_close(e->inbox);
+    bool cancels;
+    take_inbox(e, &cancels);
+    for (request *r; (r = first_running(e));) finish(e, r, EMBER_FINISH_ERROR);
+    for (request *r; (r = ember_sched_waiting(e->sched));) finish(e, r, EMBER_FINISH_ERROR);
+    publish_stats(e);
+}
+
 /* The first half of a step: plan, then hand the batch to the device. */
 static ember_status begin_step(ember_engine *e)
 {
+    if (e->lost)
+        return report(e, ember_fail(&e->step_err, EMBER_ERR_DEVICE_LOST, "the device was lost: destroy the engine "
+                                                                         "and the model, then load the model again"));
     bool cancels;
     take_inbox(e, &cancels);
     if (cancels) drop_cancelled(e);
@@ -687,15 +737,15 @@ void ember_engine_destroy(ember_engine *e)
     ember_sched_free(e->sched);
     ember_static_free(e->fixed); /* its padding rows' blocks go back to the pool */
     ember_kv_free(e->kv);
-    free(e->items);
-    free(e->stuck);
-    free(e->row_of);
-    free(e->kv_map);
-    free(e->kv_src);
-    free(e->kv_dst);
+    ember_free(e->items);
+    ember_free(e->stuck);
+    ember_free(e->row_of);
+    ember_free(e->kv_map);
+    ember_free(e->kv_src);
+    ember_free(e->kv_dst);
     ember_batch_buf_free(&e->buf);
     ember_inbox_free(e->inbox);
     pthread_mutex_destroy(&e->step_mu);
-    free(e);
+    ember_free(e);
 }
 

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "engine_spec.h"
 
 #include "sampler.h"
@@ -38,11 +39,11 @@ ember_status ember_spec_create(const ember_spec_opts *o, ember_spec **out, ember
     if (o->draft && !o->draft->llama_loaded) return ember_fail(err, EMBER_ERR_INVALID_ARG, "draft model is not loaded");
     ember_status s = o->draft ? same_vocabulary(o->target, o->draft, err) : EMBER_OK;
     if (s != EMBER_OK) return s;
-    ember_spec *sp = calloc(1, sizeof *sp);
+    ember_spec *sp = ember_calloc(1, sizeof *sp);
     uint32_t V = o->target->llama.hp.n_vocab;
     if (sp) {
-        sp->probs = malloc((size_t)(EMBER_MAX_DRAFT + 1) * V * sizeof *sp->probs);
-        sp->scratch = malloc((size_t)V * sizeof *sp->scratch);
+        sp->probs = ember_malloc((size_t)(EMBER_MAX_DRAFT + 1) * V * sizeof *sp->probs);
+        sp->scratch = ember_malloc((size_t)V * sizeof *sp->scratch);
     }
     if (!sp || !sp->probs || !sp->scratch) {
         ember_spec_free(sp);
@@ -64,9 +65,9 @@ void ember_spec_free(ember_spec *sp)
 {
     if (!sp) return;
     ember_step_free(sp->draft_step);
-    free(sp->probs);
-    free(sp->scratch);
-    free(sp);
+    ember_free(sp->probs);
+    ember_free(sp->scratch);
+    ember_free(sp);
 }
 
 bool ember_spec_has_draft(const ember_spec *sp) { return sp->draft_step != NULL; }

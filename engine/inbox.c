@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/alloc.h"
 #include "inbox.h"
 
 typedef struct live {
@@ -23,11 +24,12 @@ struct ember_inbox {
     ember_request_id next_id;
     ember_engine_stats stats;
     bool worker, stop;
+    bool closed;                 /* the device was lost: no request is taken any more */
 };
 
 ember_status ember_inbox_create(ember_inbox **out, ember_err *err)
 {
-    ember_inbox *q = calloc(1, sizeof *q);
+    ember_inbox *q = ember_calloc(1, sizeof *q);
     *out = q;
     if (!q) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     pthread_mutex_init(&q->mu, NULL);
@@ -43,8 +45,8 @@ void ember_inbox_free(ember_inbox *q)
     pthread_cond_destroy(&q->work);
     pthread_cond_destroy(&q->idle);
     pthread_mutex_destroy(&q->mu);
-    free(q->live);
-    free(q);
+    ember_free(q->live);
+    ember_free(q);
 }
 
 /* Grows the live table; false when memory ran out (the caller then fails the submit). */
@@ -52,20 +54,20 @@ static bool reserve_live(ember_inbox *q)
 {
     if (q->n_live < q->cap_live) return true;
     uint32_t cap = q->cap_live ? 2 * q->cap_live : 64;
-    live *l = realloc(q->live, cap * sizeof *l);
+    live *l = ember_realloc(q->live, cap * sizeof *l);
     if (!l) return false;
     q->live = l;
     q->cap_live = cap;
     return true;
 }
 
-ember_request_id ember_inbox_push(ember_inbox *q, request *r)
+ember_status ember_inbox_push(ember_inbox *q, request *r, ember_request_id *id)
 {
     pthread_mutex_lock(&q->mu);
-    ember_request_id id = 0;
-    if (reserve_live(q)) {
-        id = r->id = q->next_id++;
-        q->live[q->n_live++] = (live){id, false};
+    ember_status s = q->closed ? EMBER_ERR_DEVICE_LOST : reserve_live(q) ? EMBER_OK : EMBER_ERR_OUT_OF_MEMORY;
+    if (s == EMBER_OK) {
+        *id = r->id = q->next_id++;
+        q->live[q->n_live++] = (live){*id, false};
         r->next = NULL;
         if (q->tail) q->tail->next = r;
         else q->head = r;
@@ -74,7 +76,14 @@ ember_request_id ember_inbox_push(ember_inbox *q, request *r)
         pthread_cond_signal(&q->work);
     }
     pthread_mutex_unlock(&q->mu);
-    return id;
+    return s;
+}
+
+void ember_inbox_close(ember_inbox *q)
+{
+    pthread_mutex_lock(&q->mu);
+    q->closed = true;
+    pthread_mutex_unlock(&q->mu);
 }
 
 request *ember_inbox_take(ember_inbox *q, bool *cancels)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "kv_cache.h"
 
 #define NONE UINT32_MAX
@@ -38,14 +39,14 @@ ember_status ember_kv_create(uint32_t n_blocks, uint32_t block_size, ember_kv_ca
     *out = NULL;
     if (n_blocks == 0 || block_size == 0)
         return ember_fail(err, EMBER_ERR_INVALID_ARG, "KV cache needs at least one block of one token");
-    ember_kv_cache *kv = calloc(1, sizeof *kv);
+    ember_kv_cache *kv = ember_calloc(1, sizeof *kv);
     uint32_t cap = 16;
     while (cap < 2 * n_blocks) cap *= 2;
     if (kv) {
-        kv->b = calloc(n_blocks, sizeof *kv->b);
-        kv->tokens = malloc((size_t)n_blocks * block_size * sizeof *kv->tokens);
-        kv->free_list = malloc((size_t)n_blocks * sizeof *kv->free_list);
-        kv->table = malloc((size_t)cap * sizeof *kv->table);
+        kv->b = ember_calloc(n_blocks, sizeof *kv->b);
+        kv->tokens = ember_malloc((size_t)n_blocks * block_size * sizeof *kv->tokens);
+        kv->free_list = ember_malloc((size_t)n_blocks * sizeof *kv->free_list);
+        kv->table = ember_malloc((size_t)cap * sizeof *kv->table);
     }
     if (!kv || !kv->b || !kv->tokens || !kv->free_list || !kv->table) {
         ember_kv_free(kv);
@@ -65,11 +66,11 @@ ember_status ember_kv_create(uint32_t n_blocks, uint32_t block_size, ember_kv_ca
 void ember_kv_free(ember_kv_cache *kv)
 {
     if (!kv) return;
-    free(kv->b);
-    free(kv->tokens);
-    free(kv->free_list);
-    free(kv->table);
-    free(kv);
+    ember_free(kv->b);
+    ember_free(kv->tokens);
+    ember_free(kv->free_list);
+    ember_free(kv->table);
+    ember_free(kv);
 }
 
 /* ---- lru list ----------------------------------------------------------------------- */
@@ -275,12 +276,12 @@ ember_status ember_kv_resize(ember_kv_cache *kv, uint32_t n, uint32_t *map, embe
         return ember_fail(err, EMBER_ERR_INVALID_ARG, "a pool of %u blocks cannot hold the %u in use", n, kv->n_used);
     uint32_t cap = 16;
     while (cap < 2 * n) cap *= 2;
-    block *b = calloc(n, sizeof *b);
-    uint32_t *tokens = malloc((size_t)n * kv->block_size * sizeof *tokens);
-    uint32_t *free_list = malloc((size_t)n * sizeof *free_list), *table = malloc((size_t)cap * sizeof *table);
-    bool *taken = calloc(n > kv->n_blocks ? n : kv->n_blocks, sizeof *taken);
+    block *b = ember_calloc(n, sizeof *b);
+    uint32_t *tokens = ember_malloc((size_t)n * kv->block_size * sizeof *tokens);
+    uint32_t *free_list = ember_malloc((size_t)n * sizeof *free_list), *table = ember_malloc((size_t)cap * sizeof *table);
+    bool *taken = ember_calloc(n > kv->n_blocks ? n : kv->n_blocks, sizeof *taken);
     if (!b || !tokens || !free_list || !table || !taken) {
-        free(b), free(tokens), free(free_list), free(table), free(taken);
+        ember_free(b), ember_free(tokens), ember_free(free_list), ember_free(table), ember_free(taken);
         return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     }
     plan_resize(kv, n, map, taken);
@@ -292,7 +293,7 @@ ember_status ember_kv_resize(ember_kv_cache *kv, uint32_t n, uint32_t *map, embe
     }
     uint32_t old_head = kv->lru_head, *old_map = map;
     block *old = kv->b;
-    free(kv->tokens), free(kv->free_list), free(kv->table);
+    ember_free(kv->tokens), ember_free(kv->free_list), ember_free(kv->table);
     kv->b = b, kv->tokens = tokens, kv->free_list = free_list, kv->table = table;
     kv->n_blocks = n;
     kv->table_mask = cap - 1;
@@ -307,7 +308,7 @@ ember_status ember_kv_resize(ember_kv_cache *kv, uint32_t n, uint32_t *map, embe
     }
     for (uint32_t i = n; i-- > 0;)
         if (!taken[i]) kv->free_list[kv->n_free++] = i; /* hand out low ids first */
-    free(old);
-    free(taken);
+    ember_free(old);
+    ember_free(taken);
     return EMBER_OK;
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "model_handle.h"
 
 #include "engine/gpu/kernels_attention.h"
@@ -19,6 +20,7 @@ static ember_status load(ember_model *m, const char *path, const ember_model_opt
     ember_vk_opts vo = {.device_index = o->device_index, .validation = o->enable_validation != 0,
                         .host = o->vulkan, .discrete_memory = o->memory == EMBER_MEMORY_DISCRETE};
     if ((s = ember_vk_create(&vo, &m->vk, &m->err)) != EMBER_OK) return s;
+    if (o->faults) ember_vk_inject_faults(m->vk, o->faults); /* before anything is allocated */
     ember_vk_set_memory_budget(m->vk, (uint64_t)o->memory_budget_mib << 20);
     /* Compiled pipelines are kept in the user's cache folder (XDG) for the next start. */
     char dir[1024];
@@ -39,7 +41,7 @@ static ember_status load(ember_model *m, const char *path, const ember_model_opt
 ember_status ember_model_load(const char *gguf_path, const ember_model_opts *opts, ember_model **out)
 {
     ember_model_opts o = opts ? *opts : (ember_model_opts){0};
-    ember_model *m = calloc(1, sizeof *m);
+    ember_model *m = ember_calloc(1, sizeof *m);
     *out = m;
     if (!m) return EMBER_ERR_OUT_OF_MEMORY;
     if (!gguf_path) return ember_fail(&m->err, EMBER_ERR_INVALID_ARG, "no model path given");
@@ -57,7 +59,7 @@ void ember_model_free(ember_model *m)
     ember_tokenizer_free(m->tok);
     if (m->llama_loaded) ember_llama_free(&m->llama);
     ember_gguf_close(m->gguf);
-    free(m);
+    ember_free(m);
 }
 
 const char *ember_model_error(const ember_model *m) { return m ? m->err.msg : "out of memory"; }
@@ -108,4 +110,9 @@ ember_status ember_model_set_memory_budget(ember_model *m, uint32_t mib)
                           "a budget of %u MiB is less than the weights' %.1f MiB", mib, m->weight_bytes / 1048576.0);
     ember_vk_set_memory_budget(m->vk, bytes);
     return EMBER_OK;
+}
+
+void ember_model_inject_faults(ember_model *m, const ember_faults *f)
+{
+    if (m && m->vk) ember_vk_inject_faults(m->vk, f);
 }

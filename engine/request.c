@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "request.h"
 
 #include "model_handle.h"
@@ -14,12 +15,12 @@ void ember_request_free(request *r)
 {
     ember_sampler_free(r->sampler);
     ember_sampler_free(r->draft_sampler);
-    free(r->q);
+    ember_free(r->q);
     ember_text_free(r->out);
-    free(r->blocks);
-    free(r->hashes);
-    free(r->tokens);
-    free(r);
+    ember_free(r->blocks);
+    ember_free(r->hashes);
+    ember_free(r->tokens);
+    ember_free(r);
 }
 
 static ember_status tokenize_prompt(const ember_request_env *env, const ember_request_desc *d, request *r,
@@ -35,7 +36,7 @@ static ember_status tokenize_prompt(const ember_request_env *env, const ember_re
         size_t len = strlen(d->prompt), room = len + 4;
         ember_status s = EMBER_OK;
         for (int pass = 0; pass < 2 && s == EMBER_OK; pass++) {
-            uint32_t *t = realloc(r->tokens, (room + r->max_tokens + 1) * sizeof *t);
+            uint32_t *t = ember_realloc(r->tokens, (room + r->max_tokens + 1) * sizeof *t);
             if (!t) goto oom;
             r->tokens = t;
             s = ember_tokenizer_encode_ex(tok, d->prompt, len, flags, r->tokens, room, &n, err);
@@ -52,7 +53,7 @@ static ember_status tokenize_prompt(const ember_request_env *env, const ember_re
         return ember_fail(err, EMBER_ERR_INVALID_ARG, "request has neither prompt text nor tokens");
     n = d->n_tokens;
     r->cap = (uint32_t)n + r->max_tokens + 1;
-    if (!(r->tokens = malloc(r->cap * sizeof *r->tokens))) goto oom;
+    if (!(r->tokens = ember_malloc(r->cap * sizeof *r->tokens))) goto oom;
     memcpy(r->tokens, d->tokens, n * sizeof *r->tokens);
     r->n_prompt = (uint32_t)n;
     for (size_t i = 0; i < n; i++)
@@ -95,7 +96,7 @@ static ember_status setup_speculation(const ember_request_env *env, const ember_
     r->spec_adaptive = x->adaptive != 0;
     r->spec_draft = !x->ngram;
     r->cap += EMBER_MAX_DRAFT; /* drafts sit after the tokens while they are checked */
-    uint32_t *t = realloc(r->tokens, r->cap * sizeof *t);
+    uint32_t *t = ember_realloc(r->tokens, r->cap * sizeof *t);
     if (!t) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     r->tokens = t;
     if (!r->spec_draft) return EMBER_OK;
@@ -104,7 +105,7 @@ static ember_status setup_speculation(const ember_request_env *env, const ember_
     ember_sampling_params dp = *sp;
     dp.seed = sp->seed ^ 0x5EEDD4AF75EEDull; /* the draft draws its own random numbers */
     ember_status s = ember_sampler_create(&dp, V, &r->draft_sampler, err);
-    if (s == EMBER_OK && !r->greedy && !(r->q = malloc((size_t)r->spec_k_max * V * sizeof *r->q)))
+    if (s == EMBER_OK && !r->greedy && !(r->q = ember_malloc((size_t)r->spec_k_max * V * sizeof *r->q)))
         s = ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     for (uint32_t i = 0; s == EMBER_OK && i < r->n_prompt; i++) ember_sampler_accept(r->draft_sampler, r->tokens[i]);
     return s;
@@ -130,8 +131,8 @@ static ember_status build(const ember_request_env *env, const ember_request_desc
     if (s != EMBER_OK) return s;
     r->n_tokens = r->n_prompt;
     if ((s = setup_speculation(env, d, r, &sp, err)) != EMBER_OK) return s;
-    r->blocks = malloc(env->max_blocks_per_seq * sizeof *r->blocks);
-    r->hashes = malloc(env->max_blocks_per_seq * sizeof *r->hashes);
+    r->blocks = ember_malloc(env->max_blocks_per_seq * sizeof *r->blocks);
+    r->hashes = ember_malloc(env->max_blocks_per_seq * sizeof *r->hashes);
     if (!r->blocks || !r->hashes) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     for (uint32_t i = 0; i < r->n_prompt; i++) ember_sampler_accept(r->sampler, r->tokens[i]);
     return EMBER_OK;
@@ -143,7 +144,7 @@ ember_status ember_request_build(const ember_request_env *env, const ember_reque
 {
     *out = NULL;
     if (!d) return ember_fail(err, EMBER_ERR_INVALID_ARG, "no request");
-    request *r = calloc(1, sizeof *r);
+    request *r = ember_calloc(1, sizeof *r);
     if (!r) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     ember_status s = build(env, d, r, err);
     if (s != EMBER_OK) {

@@ -6,6 +6,7 @@
  * survivors reach the softmax in id order, and drawing walks them in the same order as
  * ember_sampler_draw walks a full probability row: the two give the same token for
  * the same random number. */
+#include "common/alloc.h"
 #include "sampler.h"
 
 #include <float.h>
@@ -89,16 +90,16 @@ ember_status ember_sampler_create(const ember_sampling_params *params, uint32_t 
     *out = NULL;
     ember_status st = check_params(p, n_vocab, err);
     if (st) return st;
-    ember_sampler *s = calloc(1, sizeof *s);
+    ember_sampler *s = ember_calloc(1, sizeof *s);
     if (!s) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "sampler: out of memory");
     s->p = *p;
     s->n_vocab = n_vocab;
     s->last_n = p->penalty_last_n ? p->penalty_last_n : DEFAULT_LAST_N;
-    s->cand = malloc((size_t)n_vocab * sizeof *s->cand);
-    s->ring = malloc((size_t)s->last_n * sizeof *s->ring);
-    s->saved = malloc((size_t)s->last_n * sizeof *s->saved);
-    s->scratch = malloc((size_t)s->last_n * sizeof *s->scratch);
-    if (top_p_on(p)) s->edge = malloc((size_t)n_vocab * sizeof *s->edge);
+    s->cand = ember_malloc((size_t)n_vocab * sizeof *s->cand);
+    s->ring = ember_malloc((size_t)s->last_n * sizeof *s->ring);
+    s->saved = ember_malloc((size_t)s->last_n * sizeof *s->saved);
+    s->scratch = ember_malloc((size_t)s->last_n * sizeof *s->scratch);
+    if (top_p_on(p)) s->edge = ember_malloc((size_t)n_vocab * sizeof *s->edge);
     if (!s->cand || !s->ring || !s->saved || !s->scratch || (top_p_on(p) && !s->edge)) {
         ember_sampler_free(s);
         return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "sampler: out of memory for %u tokens",
@@ -112,12 +113,12 @@ ember_status ember_sampler_create(const ember_sampling_params *params, uint32_t 
 void ember_sampler_free(ember_sampler *s)
 {
     if (!s) return;
-    free(s->cand);
-    free(s->edge);
-    free(s->ring);
-    free(s->saved);
-    free(s->scratch);
-    free(s);
+    ember_free(s->cand);
+    ember_free(s->edge);
+    ember_free(s->ring);
+    ember_free(s->saved);
+    ember_free(s->scratch);
+    ember_free(s);
 }
 
 void ember_sampler_reset(ember_sampler *s)

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "scheduler.h"
 
 static void release_copied(struct ember_sched *s);
@@ -30,11 +31,11 @@ ember_status ember_sched_create(const ember_sched_opts *o, ember_kv_cache *kv, e
         return ember_fail(err, EMBER_ERR_INVALID_ARG,
                           "max_batch_tokens (%u) must be at least max_seqs (%u), both non-zero",
                           o->max_batch_tokens, o->max_seqs);
-    ember_sched *s = calloc(1, sizeof *s);
+    ember_sched *s = ember_calloc(1, sizeof *s);
     if (s) {
-        s->running = calloc(o->max_seqs, sizeof *s->running);
-        s->slot_used = calloc(o->max_seqs, sizeof *s->slot_used);
-        s->copy_src = calloc(2 * o->max_seqs, sizeof *s->copy_src);
+        s->running = ember_calloc(o->max_seqs, sizeof *s->running);
+        s->slot_used = ember_calloc(o->max_seqs, sizeof *s->slot_used);
+        s->copy_src = ember_calloc(2 * o->max_seqs, sizeof *s->copy_src);
     }
     if (!s || !s->running || !s->slot_used || !s->copy_src) {
         ember_sched_free(s);
@@ -51,10 +52,10 @@ void ember_sched_free(ember_sched *s)
 {
     if (!s) return;
     if (s->kv) release_copied(s);
-    free(s->running);
-    free(s->slot_used);
-    free(s->copy_src);
-    free(s);
+    ember_free(s->running);
+    ember_free(s->slot_used);
+    ember_free(s->copy_src);
+    ember_free(s);
 }
 
 /* ---- queue and running set ----------------------------------------------------- */

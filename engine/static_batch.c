@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "static_batch.h"
 
 /* A finished member computing on for the batch's fixed shape. Indexed by its slot. */
@@ -268,11 +269,11 @@ static uint32_t plan(void *ctx, ember_sched *s, ember_sched_item *items, request
 ember_status ember_static_create(const ember_static_opts *o, ember_kv_cache *kv, ember_static **out, ember_err *err)
 {
     *out = NULL;
-    ember_static *st = calloc(1, sizeof *st);
+    ember_static *st = ember_calloc(1, sizeof *st);
     if (st) {
-        st->pad_done = calloc(o->max_seqs, sizeof *st->pad_done);
-        st->rows = calloc(o->max_seqs, sizeof *st->rows);
-        st->blocks = calloc((size_t)o->max_seqs * o->max_blocks_per_seq, sizeof *st->blocks);
+        st->pad_done = ember_calloc(o->max_seqs, sizeof *st->pad_done);
+        st->rows = ember_calloc(o->max_seqs, sizeof *st->rows);
+        st->blocks = ember_calloc((size_t)o->max_seqs * o->max_blocks_per_seq, sizeof *st->blocks);
     }
     if (!st || !st->pad_done || !st->rows || !st->blocks) {
         ember_static_free(st);
@@ -292,10 +293,10 @@ void ember_static_free(ember_static *st)
     for (uint32_t i = 0; st->rows && i < st->o.max_seqs; i++)
         for (uint32_t j = 0; st->rows[i].live && j < st->rows[i].n_blocks; j++)
             ember_kv_release(st->kv, st->rows[i].blocks[j]);
-    free(st->pad_done);
-    free(st->rows);
-    free(st->blocks);
-    free(st);
+    ember_free(st->pad_done);
+    ember_free(st->rows);
+    ember_free(st->blocks);
+    ember_free(st);
 }
 
 const ember_sched_hook *ember_static_hook(ember_static *st) { return &st->hook; }

@@ -1,6 +1,7 @@
 /* step.c — the step interface (step.h) over its two backends. */
 #include <stdlib.h>
 
+#include "common/alloc.h"
 #include "step.h"
 
 #include "engine/cpu/reference.h"
@@ -78,12 +79,12 @@ static ember_status cpu_create(const ember_model *m, const ember_step_opts *o, v
 ember_status ember_step_create(const ember_model *m, const ember_step_opts *o, ember_step **out, ember_err *err)
 {
     *out = NULL;
-    ember_step *s = calloc(1, sizeof *s);
+    ember_step *s = ember_calloc(1, sizeof *s);
     if (!s) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     s->ops = m->gpu ? &GPU : &CPU;
     ember_status st = m->gpu ? gpu_create(m, o, &s->impl, err) : cpu_create(m, o, &s->impl, err);
     if (st != EMBER_OK) {
-        free(s);
+        ember_free(s);
         return st;
     }
     *out = s;
@@ -94,7 +95,7 @@ void ember_step_free(ember_step *s)
 {
     if (!s) return;
     s->ops->free(s->impl);
-    free(s);
+    ember_free(s);
 }
 
 ember_status ember_step_submit(ember_step *s, const ember_batch *b, float *logits, uint32_t *argmax,

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "text_out.h"
 
 #include "engine/tokenizer/detok.h"
@@ -19,12 +20,12 @@ struct ember_text_out {
 
 ember_status ember_text_create(const char *const *stop, ember_text_out **out, ember_err *err)
 {
-    ember_text_out *o = *out = calloc(1, sizeof *o);
+    ember_text_out *o = *out = ember_calloc(1, sizeof *o);
     if (!o) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     ember_detok_init(&o->detok);
     for (uint32_t i = 0; stop && i < EMBER_MAX_STOP && stop[i]; i++) {
         if (!stop[i][0]) continue;
-        if (!(o->stop[o->n_stop] = strdup(stop[i]))) {
+        if (!(o->stop[o->n_stop] = ember_strdup(stop[i]))) {
             ember_text_free(o);
             *out = NULL;
             return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
@@ -37,9 +38,9 @@ ember_status ember_text_create(const char *const *stop, ember_text_out **out, em
 void ember_text_free(ember_text_out *o)
 {
     if (!o) return;
-    for (uint32_t i = 0; i < o->n_stop; i++) free(o->stop[i]);
-    free(o->text);
-    free(o);
+    for (uint32_t i = 0; i < o->n_stop; i++) ember_free(o->stop[i]);
+    ember_free(o->text);
+    ember_free(o);
 }
 
 static bool reserve(ember_text_out *o, size_t extra)
@@ -47,7 +48,7 @@ static bool reserve(ember_text_out *o, size_t extra)
     if (o->len + extra + 1 <= o->cap) return true;
     size_t cap = o->cap ? o->cap : 256;
     while (cap < o->len + extra + 1) cap *= 2;
-    char *t = realloc(o->text, cap);
+    char *t = ember_realloc(o->text, cap);
     if (!t) return false;
     o->text = t;
     o->cap = cap;

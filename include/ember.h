@@ -17,8 +17,8 @@
  *    from (messages, names, prompts) unless the call says otherwise; what the caller
  *    passes in is copied unless it says "borrowed".
  *  - The library never prints, aborts or exits.
- *  - No global state: handles may be used from different threads, one thread at a
- *    time per handle, except where a call says "thread-safe" (the engine's submit,
+ *  - No global state (one exception, ember_set_allocator, set once before anything else):
+ *    handles may be used from different threads, one thread at a time per handle, except where a call says "thread-safe" (the engine's submit,
  *    cancel, pending, stats and memory budget calls: they return in microseconds
  *    whatever the GPU is doing).
  *
@@ -36,9 +36,9 @@ extern "C" {
 
 /* The version of this header; ember_version() gives the library's. */
 #define EMBER_VERSION_MAJOR 0
-#define EMBER_VERSION_MINOR 3
+#define EMBER_VERSION_MINOR 4
 #define EMBER_VERSION_PATCH 0
-#define EMBER_VERSION_STRING "0.3.0"
+#define EMBER_VERSION_STRING "0.4.0"
 
 /* Marks the functions libember exports; everything else in the library is hidden. */
 #if defined(_WIN32) && defined(EMBER_BUILD)
@@ -74,6 +74,25 @@ EMBER_API const char *ember_version(void);
 
 /* A short English name for a status ("EMBER_ERR_FORMAT"). Never NULL; static storage. */
 EMBER_API const char *ember_status_name(ember_status s);
+
+/* ---------------------------------------------------------- host memory ---- */
+
+/* Where Ember's host memory comes from: every allocation of the library (model, tokenizer,
+ * engine, requests, chats) goes through these three. realloc is never called with NULL
+ * or size 0; free never with NULL. Games route it into their own allocators; tests fail
+ * the Nth call to check every error path. */
+typedef struct ember_allocator {
+    void *(*malloc)(void *user, size_t size);
+    void *(*realloc)(void *user, void *p, size_t size);
+    void (*free)(void *user, void *p);
+    void *user;
+} ember_allocator;
+
+/* Sets the allocator for the whole process (NULL = the C library's; the struct is
+ * copied). Like sqlite3_config, it is not thread-safe: call it before any other Ember
+ * call, or when no model, engine or chat exists, since memory must be freed by the
+ * allocator that gave it. EMBER_ERR_INVALID_ARG when a function is missing. */
+EMBER_API ember_status ember_set_allocator(const ember_allocator *allocator);
 
 typedef enum ember_backend {
     EMBER_BACKEND_VULKAN = 0, /* default */
@@ -150,6 +169,16 @@ typedef struct ember_vulkan_device {
     void *queue_user;
 } ember_vulkan_device;
 
+/* Faults, for tests of the error paths: the Nth event from now (1 = the next one; 0 =
+ * none) fails as a real device would fail it. Counted per model (its Vulkan device, shared
+ * by its engines); the Vulkan backend only. */
+typedef struct ember_faults {
+    uint32_t device_alloc; /* the Nth device-memory allocation: VK_ERROR_OUT_OF_DEVICE_MEMORY */
+    uint32_t submit_lost;  /* the Nth queue submission: VK_ERROR_DEVICE_LOST (not submitted) */
+    uint32_t wait_lost;    /* the Nth wait for submitted work: VK_ERROR_DEVICE_LOST (after
+                              the work is done, so that nothing is freed while in use) */
+} ember_faults;
+
 typedef enum ember_memory_mode { EMBER_MEMORY_AUTO = 0, EMBER_MEMORY_DISCRETE = 1 } ember_memory_mode;
 
 typedef struct ember_model_opts {
@@ -172,6 +201,9 @@ typedef struct ember_model_opts {
      * staging copies), to test that path on any device. */
     ember_memory_mode memory;
     int no_pipeline_cache; /* 1 = neither read nor write the on-disk pipeline cache */
+    /* Faults to inject from the start (tests only; see ember_model_inject_faults).
+     * Borrowed: read during ember_model_load. */
+    const ember_faults *faults;
 } ember_model_opts;
 
 /* Loads a GGUF model. On success *out owns the file mapping and the GPU weights.
@@ -197,6 +229,13 @@ EMBER_API void ember_model_get_info(const ember_model *model, ember_model_info *
  * lets the pools grow back to the size they were created with. EMBER_ERR_DEVICE_MEMORY
  * when the weights alone exceed mib (the budget is then unchanged). */
 EMBER_API ember_status ember_model_set_memory_budget(ember_model *model, uint32_t mib);
+
+/* Arms faults (replacing those armed before). Once a loss is reported the device stays
+ * lost: every later submission and wait fails, every engine on the model fails its
+ * pending requests (done callbacks with EMBER_FINISH_ERROR) and returns
+ * EMBER_ERR_DEVICE_LOST from its steps, and new engines are refused. The handles can
+ * still be destroyed, and a new model loaded. Thread-safe. */
+EMBER_API void ember_model_inject_faults(ember_model *model, const ember_faults *faults);
 
 /* Vulkan validation-layer messages seen so far (0 unless enable_validation was set and
  * the layer is installed); the first message is copied into first (may be NULL). */

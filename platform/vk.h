@@ -12,6 +12,7 @@
 #include "vk_caps.h"
 #include "vk_cmd.h"
 #include "vk_device.h"
+#include "vk_fault.h"
 #include "vk_memory.h"
 #include "vk_queue.h"
 #include "vk_pipeline.h"

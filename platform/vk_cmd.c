@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "vk_cmd.h"
 #include "vk_internal.h"
 #include "vk_pipeline_internal.h"
@@ -56,7 +57,7 @@ static ember_status add_descriptor_pool(ember_vk_cmd *c)
 
 ember_status ember_vk_cmd_create(ember_vk *vk, ember_vk_cmd **out, ember_err *err)
 {
-    ember_vk_cmd *c = calloc(1, sizeof *c);
+    ember_vk_cmd *c = ember_calloc(1, sizeof *c);
     *out = NULL;
     if (!c) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     c->vk = vk;
@@ -95,7 +96,7 @@ void ember_vk_cmd_destroy(ember_vk_cmd *c)
     if (c->queries) vkDestroyQueryPool(d, c->queries, NULL);
     if (c->fence) vkDestroyFence(d, c->fence, NULL);
     if (c->pool) vkDestroyCommandPool(d, c->pool, NULL);
-    free(c);
+    ember_free(c);
 }
 
 ember_status ember_vk_cmd_begin(ember_vk_cmd *c, ember_err *err)
@@ -299,7 +300,7 @@ ember_status ember_vk_cmd_submit_nowait(ember_vk_cmd *c, ember_err *err)
 ember_status ember_vk_cmd_wait(ember_vk_cmd *c, uint64_t timeout_ns, ember_err *err)
 {
     if (!c->in_flight) return EMBER_OK;
-    VkResult r = vkWaitForFences(c->vk->device, 1, &c->fence, VK_TRUE, timeout_ns < WAIT_NS ? timeout_ns : WAIT_NS);
+    VkResult r = ember_vk_wait_fence(c->vk, c->fence, timeout_ns < WAIT_NS ? timeout_ns : WAIT_NS);
     if (r == VK_TIMEOUT && timeout_ns < WAIT_NS) return EMBER_NOT_READY;
     c->in_flight = false;
     if (r == VK_TIMEOUT) return ember_fail(err, EMBER_ERR_DEVICE_LOST, "GPU work did not finish in 600 s");

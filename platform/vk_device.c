@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "vk_device.h"
 #include "vk_internal.h"
 #include "vk_result.h"
@@ -15,11 +16,11 @@ static bool instance_has_layer(const char *name)
 {
     uint32_t n = 0;
     if (vkEnumerateInstanceLayerProperties(&n, NULL) != VK_SUCCESS || n == 0) return false;
-    VkLayerProperties *p = calloc(n, sizeof *p);
+    VkLayerProperties *p = ember_calloc(n, sizeof *p);
     bool found = false;
     if (p && vkEnumerateInstanceLayerProperties(&n, p) >= 0)
         for (uint32_t i = 0; i < n && !found; i++) found = strcmp(p[i].layerName, name) == 0;
-    free(p);
+    ember_free(p);
     return found;
 }
 
@@ -27,11 +28,11 @@ static bool instance_has_extension(const char *name)
 {
     uint32_t n = 0;
     if (vkEnumerateInstanceExtensionProperties(NULL, &n, NULL) != VK_SUCCESS || n == 0) return false;
-    VkExtensionProperties *p = calloc(n, sizeof *p);
+    VkExtensionProperties *p = ember_calloc(n, sizeof *p);
     bool found = false;
     if (p && vkEnumerateInstanceExtensionProperties(NULL, &n, p) >= 0)
         for (uint32_t i = 0; i < n && !found; i++) found = strcmp(p[i].extensionName, name) == 0;
-    free(p);
+    ember_free(p);
     return found;
 }
 
@@ -186,11 +187,11 @@ static bool device_has_extension(VkPhysicalDevice phys, const char *name)
 {
     uint32_t n = 0;
     if (vkEnumerateDeviceExtensionProperties(phys, NULL, &n, NULL) != VK_SUCCESS || n == 0) return false;
-    VkExtensionProperties *p = calloc(n, sizeof *p);
+    VkExtensionProperties *p = ember_calloc(n, sizeof *p);
     bool found = false;
     if (p && vkEnumerateDeviceExtensionProperties(phys, NULL, &n, p) >= 0)
         for (uint32_t i = 0; i < n && !found; i++) found = strcmp(p[i].extensionName, name) == 0;
-    free(p);
+    ember_free(p);
     return found;
 }
 
@@ -323,7 +324,7 @@ ember_status ember_vk_create(const ember_vk_opts *opts, ember_vk **out, ember_er
 {
     ember_vk_opts o = opts ? *opts : (ember_vk_opts){0};
     *out = NULL;
-    ember_vk *vk = calloc(1, sizeof *vk);
+    ember_vk *vk = ember_calloc(1, sizeof *vk);
     if (!vk) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     pthread_mutex_init(&vk->queue_mu, NULL);
     pthread_mutex_init(&vk->xfer_mu, NULL);
@@ -365,7 +366,7 @@ void ember_vk_destroy(ember_vk *vk)
     if (vk->instance && !vk->borrowed) vkDestroyInstance(vk->instance, NULL);
     pthread_mutex_destroy(&vk->queue_mu);
     pthread_mutex_destroy(&vk->xfer_mu);
-    free(vk);
+    ember_free(vk);
 }
 
 const ember_vk_caps *ember_vk_get_caps(const ember_vk *vk) { return &vk->caps; }

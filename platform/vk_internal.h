@@ -47,6 +47,12 @@ struct ember_vk {
     struct {
         _Atomic uint64_t staged_uploads, staged_downloads, flushes, invalidates;
     } counts;
+    /* Faults armed by tests (vk_fault.c): countdowns, 0 = off; and whether the device was
+     * lost (for real or by a fault): once lost, it stays lost. */
+    struct {
+        _Atomic uint32_t alloc, submit, wait;
+        _Atomic bool lost;
+    } fault;
 };
 
 #endif

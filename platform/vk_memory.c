@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/alloc.h"
+#include "vk_fault.h"
 #include "vk_internal.h"
 #include "vk_memory.h"
 #include "vk_result.h"
@@ -34,7 +36,7 @@ struct ember_vk_arena {
 
 ember_status ember_vk_arena_create(ember_vk *vk, ember_vk_arena **out, ember_err *err)
 {
-    *out = calloc(1, sizeof **out);
+    *out = ember_calloc(1, sizeof **out);
     if (!*out) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     (*out)->vk = vk;
     return EMBER_OK;
@@ -45,15 +47,15 @@ void ember_vk_arena_destroy(ember_vk_arena *a)
     if (!a) return;
     VkDevice d = a->vk->device;
     for (uint32_t i = 0; i < a->n_views; i++) vkDestroyBufferView(d, a->views[i], NULL);
-    free(a->views);
+    ember_free(a->views);
     for (uint32_t i = 0; i < a->n; i++) {
         vkDestroyBuffer(d, a->chunks[i].buffer, NULL);
         if (a->chunks[i].map) vkUnmapMemory(d, a->chunks[i].memory);
         vkFreeMemory(d, a->chunks[i].memory, NULL);
     }
     atomic_fetch_sub(&a->vk->mem_bytes, a->bytes);
-    free(a->chunks);
-    free(a);
+    ember_free(a->chunks);
+    ember_free(a);
 }
 
 uint64_t ember_vk_arena_bytes(const ember_vk_arena *a) { return a->bytes; }
@@ -66,7 +68,7 @@ ember_status ember_vk_arena_own_view(ember_vk_arena *a, VkBufferView view, ember
 {
     if (a->n_views == a->cap_views) {
         uint32_t cap = a->cap_views ? a->cap_views * 2 : 16;
-        VkBufferView *v = realloc(a->views, cap * sizeof *v);
+        VkBufferView *v = ember_realloc(a->views, cap * sizeof *v);
         if (!v) {
             vkDestroyBufferView(a->vk->device, view, NULL);
             return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
@@ -129,7 +131,7 @@ static ember_status new_chunk(ember_vk_arena *a, VkDeviceSize size, ember_vk_mem
     ember_vk *vk = a->vk;
     if (a->n == a->cap) {
         uint32_t cap = a->cap ? a->cap * 2 : 8;
-        chunk *c = realloc(a->chunks, cap * sizeof *c);
+        chunk *c = ember_realloc(a->chunks, cap * sizeof *c);
         if (!c) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
         a->chunks = c;
         a->cap = cap;
@@ -156,7 +158,8 @@ static ember_status new_chunk(ember_vk_arena *a, VkDeviceSize size, ember_vk_mem
     /* Try each acceptable memory type in order of preference until one allocates. */
     VkResult r = VK_ERROR_OUT_OF_DEVICE_MEMORY;
     int type = -1;
-    for (int skip = 0; r != VK_SUCCESS; skip++) {
+    bool injected = ember_vk_fault_alloc(vk) != VK_SUCCESS; /* as if every type were full */
+    for (int skip = 0; r != VK_SUCCESS && !injected; skip++) {
         type = find_memory_type(&vk->mem_props, req.memoryTypeBits, kind, skip);
         if (type < 0) break;
         VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
@@ -166,7 +169,7 @@ static ember_status new_chunk(ember_vk_arena *a, VkDeviceSize size, ember_vk_mem
     if (r != VK_SUCCESS) {
         atomic_fetch_sub(&vk->mem_bytes, req.size);
         vkDestroyBuffer(vk->device, ch.buffer, NULL);
-        if (type < 0 && r == VK_ERROR_OUT_OF_DEVICE_MEMORY && kind == EMBER_VK_MEM_HOST)
+        if (type < 0 && !injected && r == VK_ERROR_OUT_OF_DEVICE_MEMORY && kind == EMBER_VK_MEM_HOST)
             return ember_fail(err, EMBER_ERR_VULKAN, "no host-visible memory type");
         return ember_vk_check(r, err, "vkAllocateMemory");
     }

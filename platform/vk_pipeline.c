@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "common/alloc.h"
 #include "vk_internal.h"
 #include "vk_pipeline_internal.h"
 #include "vk_result.h"
@@ -107,7 +108,7 @@ static ember_status create_one(ember_vk *vk, VkPipelineCache cache, const ember_
     *out = NULL;
     ember_status s = check_desc(vk, d, err);
     if (s != EMBER_OK) return s;
-    ember_vk_pipeline *p = calloc(1, sizeof *p);
+    ember_vk_pipeline *p = ember_calloc(1, sizeof *p);
     if (!p) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     snprintf(p->name, sizeof p->name, "%s", d->name);
     p->n_bindings = d->n_bindings;
@@ -182,11 +183,11 @@ ember_status ember_vk_pipelines_create(ember_vk *vk, VkPipelineCache cache, cons
 {
     for (uint32_t i = 0; i < n; i++) out[i] = NULL;
     if (n == 0) return EMBER_OK;
-    ember_status *status = calloc(n, sizeof *status);
-    ember_err *errs = calloc(n, sizeof *errs);
+    ember_status *status = ember_calloc(n, sizeof *status);
+    ember_err *errs = ember_calloc(n, sizeof *errs);
     if (!status || !errs) {
-        free(status);
-        free(errs);
+        ember_free(status);
+        ember_free(errs);
         return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     }
     batch b = {.vk = vk, .cache = cache, .d = d, .n = n, .out = out, .status = status, .errs = errs};
@@ -200,8 +201,8 @@ ember_status ember_vk_pipelines_create(ember_vk *vk, VkPipelineCache cache, cons
             ember_vk_pipeline_destroy(vk, out[i]);
             out[i] = NULL;
         }
-    free(status);
-    free(errs);
+    ember_free(status);
+    ember_free(errs);
     return s;
 }
 
@@ -211,5 +212,5 @@ void ember_vk_pipeline_destroy(ember_vk *vk, ember_vk_pipeline *p)
     if (p->pipeline) vkDestroyPipeline(vk->device, p->pipeline, NULL);
     if (p->layout) vkDestroyPipelineLayout(vk->device, p->layout, NULL);
     if (p->set_layout) vkDestroyDescriptorSetLayout(vk->device, p->set_layout, NULL);
-    free(p);
+    ember_free(p);
 }

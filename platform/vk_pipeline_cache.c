@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/alloc.h"
 #include "vk_internal.h"
 #include "vk_pipeline_cache.h"
 #include "vk_result.h"
@@ -135,9 +136,9 @@ static uint8_t *read_file(const char *path, size_t *n)
     struct stat st;
     uint8_t *buf = NULL;
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size <= MAX_FILE_BYTES)
-        buf = malloc(st.st_size ? (size_t)st.st_size : 1);
+        buf = ember_malloc(st.st_size ? (size_t)st.st_size : 1);
     if (buf && !read_all(fd, buf, (size_t)st.st_size)) {
-        free(buf);
+        ember_free(buf);
         buf = NULL;
     }
     if (buf) *n = (size_t)st.st_size;
@@ -164,7 +165,7 @@ static ember_status create_seeded(ember_vk_pipeline_cache *c, ember_err *err)
         c->last_sum = get64(f + 40);
         c->stats.read_bytes = ci.initialDataSize;
     }
-    free(f);
+    ember_free(f);
     return s;
 }
 
@@ -172,7 +173,7 @@ ember_status ember_vk_pipeline_cache_open(ember_vk *vk, const char *dir, ember_v
                                           ember_err *err)
 {
     *out = NULL;
-    ember_vk_pipeline_cache *c = calloc(1, sizeof *c);
+    ember_vk_pipeline_cache *c = ember_calloc(1, sizeof *c);
     if (!c) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     c->vk = vk;
     make_key(vk, &c->key);
@@ -249,7 +250,7 @@ static ember_status get_data(const ember_vk_pipeline_cache *c, uint8_t **out, si
         ember_status s = ember_vk_check(vkGetPipelineCacheData(dev, c->cache, &size, NULL), err,
                                         "vkGetPipelineCacheData");
         if (s != EMBER_OK) return s;
-        uint8_t *b = malloc(EMBER_VK_CACHE_HEADER_BYTES + size);
+        uint8_t *b = ember_malloc(EMBER_VK_CACHE_HEADER_BYTES + size);
         if (!b) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
         VkResult r = vkGetPipelineCacheData(dev, c->cache, &size, b + EMBER_VK_CACHE_HEADER_BYTES);
         if (r == VK_SUCCESS) {
@@ -257,7 +258,7 @@ static ember_status get_data(const ember_vk_pipeline_cache *c, uint8_t **out, si
             *n = size;
             return EMBER_OK;
         }
-        free(b);
+        ember_free(b);
         if (r != VK_INCOMPLETE) return ember_vk_check(r, err, "vkGetPipelineCacheData");
     }
     return ember_fail(err, EMBER_ERR_VULKAN, "vkGetPipelineCacheData: the data kept growing");
@@ -302,7 +303,7 @@ static on_disk merge_file(ember_vk_pipeline_cache *c)
         if (!c->have_last || d.bytes != c->last_bytes || d.sum != c->last_sum)
             merge(c, f + EMBER_VK_CACHE_HEADER_BYTES, d.bytes);
     }
-    free(f);
+    ember_free(f);
     return d;
 }
 
@@ -325,7 +326,7 @@ ember_status ember_vk_pipeline_cache_save(ember_vk_pipeline_cache *c, ember_err 
         c->last_bytes = n;
         c->last_sum = sum;
     }
-    free(b);
+    ember_free(b);
     return s;
 }
 
@@ -340,5 +341,5 @@ void ember_vk_pipeline_cache_close(ember_vk_pipeline_cache *c)
 {
     if (!c) return;
     if (c->cache) vkDestroyPipelineCache(c->vk->device, c->cache, NULL);
-    free(c);
+    ember_free(c);
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "vk_internal.h"
 #include "vk_queue.h"
 #include "vk_result.h"
@@ -27,7 +28,7 @@ void ember_vk_transfer_free(ember_vk_transfer *x)
     ember_vk_arena_destroy(x->arena);
     if (x->fence) vkDestroyFence(x->device, x->fence, NULL);
     if (x->pool) vkDestroyCommandPool(x->device, x->pool, NULL);
-    free(x);
+    ember_free(x);
 }
 
 static ember_status make_transfer(ember_vk *vk, ember_vk_transfer *x, ember_err *err)
@@ -55,7 +56,7 @@ static ember_status make_transfer(ember_vk *vk, ember_vk_transfer *x, ember_err 
 static ember_status transfer_of(ember_vk *vk, ember_vk_transfer **out, ember_err *err)
 {
     if (!vk->xfer) {
-        ember_vk_transfer *x = calloc(1, sizeof *x);
+        ember_vk_transfer *x = ember_calloc(1, sizeof *x);
         if (!x) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
         x->device = vk->device;
         ember_status s = make_transfer(vk, x, err);
@@ -92,7 +93,7 @@ static ember_status copy_and_wait(ember_vk *vk, ember_vk_transfer *x, VkBuffer s
     if (s == EMBER_OK)
         s = ember_vk_check(ember_vk_queue_submit(vk, &si, x->fence), err, "vkQueueSubmit");
     if (s == EMBER_OK)
-        s = ember_vk_check(vkWaitForFences(vk->device, 1, &x->fence, VK_TRUE, UINT64_MAX), err,
+        s = ember_vk_check(ember_vk_wait_fence(vk, x->fence, UINT64_MAX), err,
                            "vkWaitForFences");
     return s;
 }

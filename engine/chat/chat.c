@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "chat_template.h"
 #include "engine/model_handle.h"
 
@@ -17,7 +18,7 @@ static char *piece_text(const ember_gguf *g, uint32_t id)
         id >= kv->arr_n)
         return NULL;
     ember_gguf_str s = kv->arr_str[id];
-    char *p = malloc(s.len + 1);
+    char *p = ember_malloc(s.len + 1);
     if (p) {
         memcpy(p, s.ptr, s.len);
         p[s.len] = 0;
@@ -36,8 +37,8 @@ static ember_status model_template(const ember_model *m, const char *name, ember
     char *eos = piece_text(m->gguf, ember_tokenizer_eos(m->tok));
     ember_status s = ember_chat_template_init(t, name, found ? kv->v.str.ptr : NULL, found ? kv->v.str.len : 0,
                                               bos, eos, err);
-    free(bos);
-    free(eos);
+    ember_free(bos);
+    ember_free(eos);
     return s;
 }
 
@@ -59,7 +60,7 @@ ember_status ember_chat_apply(ember_model *model, const char *template_name, con
         if (k < cap) buf[k] = 0;
     }
     if (len) *len = n_text;
-    free(text);
+    ember_free(text);
     return EMBER_OK;
 }
 
@@ -81,7 +82,7 @@ struct ember_chat {
 
 ember_status ember_chat_create(ember_model *model, const char *template_name, ember_chat **out)
 {
-    ember_chat *c = calloc(1, sizeof *c);
+    ember_chat *c = ember_calloc(1, sizeof *c);
     *out = c;
     if (!c) return EMBER_ERR_OUT_OF_MEMORY;
     c->model = model;
@@ -93,11 +94,11 @@ ember_status ember_chat_create(ember_model *model, const char *template_name, em
 void ember_chat_free(ember_chat *c)
 {
     if (!c) return;
-    for (size_t i = 0; i < c->n_msgs; i++) free((char *)c->msgs[i].content);
-    free(c->msgs);
-    free(c->ids);
+    for (size_t i = 0; i < c->n_msgs; i++) ember_free((char *)c->msgs[i].content);
+    ember_free(c->msgs);
+    ember_free(c->ids);
     if (c->tmpl_ok) ember_chat_template_free(&c->tmpl);
-    free(c);
+    ember_free(c);
 }
 
 const char *ember_chat_error(const ember_chat *c) { return c ? c->err.msg : "out of memory"; }
@@ -114,7 +115,7 @@ static bool reserve_ids(ember_chat *c, size_t need)
     if (need <= c->cap_ids) return true;
     size_t cap = c->cap_ids ? c->cap_ids : 256;
     while (cap < need) cap *= 2;
-    uint32_t *p = realloc(c->ids, cap * sizeof *p);
+    uint32_t *p = ember_realloc(c->ids, cap * sizeof *p);
     if (!p) return false;
     c->ids = p, c->cap_ids = cap;
     return true;
@@ -125,9 +126,9 @@ static ember_status push_msg(ember_chat *c, const char *role, char *content)
 {
     if (c->n_msgs == c->cap_msgs) {
         size_t cap = c->cap_msgs ? 2 * c->cap_msgs : 8;
-        ember_chat_message *p = realloc(c->msgs, cap * sizeof *p);
+        ember_chat_message *p = ember_realloc(c->msgs, cap * sizeof *p);
         if (!p) {
-            free(content);
+            ember_free(content);
             return oom(c);
         }
         c->msgs = p, c->cap_msgs = cap;
@@ -147,7 +148,7 @@ ember_status ember_chat_add(ember_chat *c, const char *role, const char *content
         return ember_fail(&c->err, EMBER_ERR_INVALID_ARG, "chat message with role '%s' and %s content",
                           role ? role : "(null)", content ? "some" : "no");
     size_t n = strlen(content) + 1;
-    char *copy = malloc(n);
+    char *copy = ember_malloc(n);
     if (!copy) return oom(c);
     memcpy(copy, content, n);
     c->prompted = false;  /* a prompt made before this message is stale */
@@ -162,10 +163,10 @@ static ember_status tokenize(ember_chat *c, const char *text, size_t len, unsign
     *out = NULL;
     ember_status s = ember_tokenizer_encode_ex(tok, text, len, flags, NULL, 0, n, &c->err);
     if (s != EMBER_OK) return s;
-    if (!(*out = malloc((*n ? *n : 1) * sizeof **out))) return oom(c);
+    if (!(*out = ember_malloc((*n ? *n : 1) * sizeof **out))) return oom(c);
     s = ember_tokenizer_encode_ex(tok, text, len, flags, *out, *n, n, &c->err);
     if (s != EMBER_OK) {
-        free(*out);
+        ember_free(*out);
         *out = NULL;
     }
     return s;
@@ -186,7 +187,7 @@ static ember_status join_reply_end(ember_chat *c, const uint32_t *ids, size_t n,
     uint32_t *e = NULL;
     size_t ne = 0;
     ember_status s = tokenize(c, end, strlen(end), EMBER_TOKENIZE_PARSE_SPECIAL, &e, &ne);
-    free(end);
+    ember_free(end);
     if (s != EMBER_OK) return s;
     *keep = c->base_ids - 1;
     *skip = 0;
@@ -195,7 +196,7 @@ static ember_status join_reply_end(ember_chat *c, const uint32_t *ids, size_t n,
         if (p < n && memcmp(ids, e, (p + 1) * sizeof *e) == 0) *keep = c->base_ids, *skip = p + 1;
         break;
     }
-    free(e);
+    ember_free(e);
     return EMBER_OK;
 }
 
@@ -211,7 +212,7 @@ ember_status ember_chat_prompt(ember_chat *c, const uint32_t **tokens, size_t *n
     uint32_t *ids = NULL;
     size_t n = 0, keep = c->base_ids, skip = 0;
     s = tokenize(c, text, len, flags, &ids, &n);
-    free(text);
+    ember_free(text);
     if (s == EMBER_OK && c->reply_eog) s = join_reply_end(c, ids, n, &keep, &skip);
     if (s == EMBER_OK && keep + (n - skip) == 0)
         s = ember_fail(&c->err, EMBER_ERR_INVALID_ARG, "the conversation is empty");
@@ -223,7 +224,7 @@ ember_status ember_chat_prompt(ember_chat *c, const uint32_t **tokens, size_t *n
         *tokens = c->ids;
         *n_tokens = c->n_ids;
     }
-    free(ids);
+    ember_free(ids);
     return s;
 }
 
@@ -232,7 +233,7 @@ static char *reply_text(const ember_tokenizer *tok, const uint32_t *ids, size_t 
 {
     size_t total = 0;
     for (size_t i = 0; i < n; i++) total += ember_tokenizer_decode(tok, ids[i], NULL, 0);
-    char *s = malloc(total + 1);
+    char *s = ember_malloc(total + 1);
     if (!s) return NULL;
     size_t o = 0;
     for (size_t i = 0; i < n; i++) o += ember_tokenizer_decode(tok, ids[i], s + o, total - o);
@@ -250,7 +251,7 @@ ember_status ember_chat_add_reply(ember_chat *c, const uint32_t *tokens, size_t 
             return ember_fail(&c->err, EMBER_ERR_INVALID_ARG, "reply token %u outside the vocabulary", tokens[i]);
     char *text = reply_text(tok, tokens, n);
     if (!text || !reserve_ids(c, c->n_ids + n)) {
-        free(text);
+        ember_free(text);
         return oom(c);
     }
     ember_status s = push_msg(c, "assistant", text);

@@ -1,5 +1,6 @@
 /* chat_template.c — recognising a chat template's family and rendering messages the way
  * its Jinja would (see chat_template.h and docs/chat.md). */
+#include "common/alloc.h"
 #include "chat_template.h"
 
 #include <stdlib.h>
@@ -19,7 +20,7 @@ static void sb_put(strbuf *b, const char *s, size_t n)
     if (b->len + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->len + n + 1) cap *= 2;
-        char *p = realloc(b->s, cap);
+        char *p = ember_realloc(b->s, cap);
         if (!p) {
             b->oom = true;
             return;
@@ -36,7 +37,7 @@ static void sb_puts(strbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
 static char *dup_str(const char *s)
 {
     size_t n = strlen(s) + 1;
-    char *p = malloc(n);
+    char *p = ember_malloc(n);
     return p ? memcpy(p, s, n) : NULL;
 }
 
@@ -110,7 +111,7 @@ static char *find_default_system(const char *s, size_t n)
                 sb_put(&b, c, 1);
             }
         }
-        if (b.oom) free(b.s);
+        if (b.oom) ember_free(b.s);
         return b.oom ? NULL : b.s;
     }
     return NULL;
@@ -198,9 +199,9 @@ ember_status ember_chat_template_init(ember_chat_template *t, const char *name, 
 
 void ember_chat_template_free(ember_chat_template *t)
 {
-    free(t->bos);
-    free(t->eos);
-    free(t->default_system);
+    ember_free(t->bos);
+    ember_free(t->eos);
+    ember_free(t->default_system);
     memset(t, 0, sizeof *t);
 }
 
@@ -462,7 +463,7 @@ ember_status ember_chat_render(const ember_chat_template *t, const ember_chat_me
     *out = NULL;
     *out_len = 0;
     if (from > n) return ember_fail(err, EMBER_ERR_INVALID_ARG, "render from message %zu of %zu", from, n);
-    enum role *roles = malloc((n ? n : 1) * sizeof *roles);
+    enum role *roles = ember_malloc((n ? n : 1) * sizeof *roles);
     if (!roles) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     ember_status s = parse_roles(t, msgs, n, roles, err);
     render r = {.t = t, .msgs = msgs, .roles = roles, .n = n, .from = from, .gen = add_generation_prompt};
@@ -474,10 +475,10 @@ ember_status ember_chat_render(const ember_chat_template *t, const ember_chat_me
             s = ember_fail(err, EMBER_ERR_INVALID_ARG, "the %s chat template does not render message %zu",
                            ember_chat_template_family(t), from - 1);
     }
-    free(roles);
-    free(r.tmp.s);
+    ember_free(roles);
+    ember_free(r.tmp.s);
     if (s != EMBER_OK) {
-        free(r.out.s);
+        ember_free(r.out.s);
         return s;
     }
     size_t cut = from > 0 ? r.cut : 0;
@@ -492,6 +493,6 @@ char *ember_chat_render_end(const ember_chat_template *t)
     strbuf b = {0};
     put_end(&b, t);
     sb_put(&b, "", 0);
-    if (b.oom) free(b.s);
+    if (b.oom) ember_free(b.s);
     return b.oom ? NULL : b.s;
 }

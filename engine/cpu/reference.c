@@ -10,6 +10,7 @@
  * of kv_dim values ([n_blocks][n_layers][block_size][kv_dim]), and a token reaches the
  * positions of its sequence through a block table. The single-sequence cache of
  * ember_ref_create is one block of ctx_len positions. */
+#include "common/alloc.h"
 #include "reference.h"
 
 #include <math.h>
@@ -314,7 +315,7 @@ ember_status ember_ref_copy_blocks(ember_ref *r, const uint32_t *src, const uint
 
 static float *alloc_floats(size_t n, bool *ok)
 {
-    float *p = calloc(n ? n : 1, sizeof(float));
+    float *p = ember_calloc(n ? n : 1, sizeof(float));
     if (!p)
         *ok = false;
     return p;
@@ -328,7 +329,7 @@ ember_status ember_ref_create_paged(const ember_llama *m, uint32_t n_blocks, uin
     if (hp->n_heads == 0 || hp->n_kv_heads == 0 || hp->n_heads % hp->n_kv_heads != 0 ||
         hp->ctx_len == 0 || hp->head_dim == 0 || n_blocks == 0 || block_size == 0)
         return ember_fail(err, EMBER_ERR_INVALID_ARG, "reference: bad hyper-parameters");
-    ember_ref *r = calloc(1, sizeof *r);
+    ember_ref *r = ember_calloc(1, sizeof *r);
     if (!r)
         return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "reference: out of memory");
     r->m = m;
@@ -374,8 +375,8 @@ void ember_ref_free(ember_ref *r)
 {
     if (!r)
         return;
-    free(r->x), free(r->xn), free(r->q), free(r->k), free(r->v), free(r->att_out);
-    free(r->gate), free(r->up), free(r->proj), free(r->scores), free(r->row);
-    free(r->key_cache), free(r->value_cache);
-    free(r);
+    ember_free(r->x), ember_free(r->xn), ember_free(r->q), ember_free(r->k), ember_free(r->v), ember_free(r->att_out);
+    ember_free(r->gate), ember_free(r->up), ember_free(r->proj), ember_free(r->scores), ember_free(r->row);
+    ember_free(r->key_cache), ember_free(r->value_cache);
+    ember_free(r);
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "forward.h"
 
 #include "engine/kv_layout.h"
@@ -114,8 +115,8 @@ static ember_status alloc_kv(ember_forward *f, uint32_t n_blocks, bool over_budg
 static ember_status create_kv(ember_forward *f, ember_err *err)
 {
     uint32_t L = f->g->hp.n_layers;
-    f->kcache = calloc(L, sizeof *f->kcache);
-    f->vcache = calloc(L, sizeof *f->vcache);
+    f->kcache = ember_calloc(L, sizeof *f->kcache);
+    f->vcache = ember_calloc(L, sizeof *f->vcache);
     if (!f->kcache || !f->vcache) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     return alloc_kv(f, f->o.n_blocks, false, &f->kv_arena, f->kcache, f->vcache, err);
 }
@@ -126,7 +127,7 @@ ember_status ember_forward_create(ember_gpu_model *g, const ember_forward_opts *
     *out = NULL;
     if (!o->max_tokens || !o->max_seqs || !o->n_blocks || !o->block_size || !o->max_blocks_per_seq)
         return ember_fail(err, EMBER_ERR_INVALID_ARG, "forward pass options must all be non-zero");
-    ember_forward *f = calloc(1, sizeof *f);
+    ember_forward *f = ember_calloc(1, sizeof *f);
     if (!f) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     f->g = g;
     f->o = *o;
@@ -135,9 +136,11 @@ ember_status ember_forward_create(ember_gpu_model *g, const ember_forward_opts *
                                   g->hp.rope_style, ember_rope_pos_scale(&g->hp), o->kv_type};
     ember_status s = ember_kernels_check_attn(g->kernels, &f->shape, err);
     if (s == EMBER_OK) s = ember_vk_arena_create(g->vk, &f->arena, err);
-    if (s == EMBER_OK) s = alloc_buffers(f, err);
+    if (s == EMBER_OK && (s = alloc_buffers(f, err)) != EMBER_OK)
+        ember_fail_ctx(err, s, "activations for %u tokens", o->max_tokens);
     if (s == EMBER_OK) s = input_views(f, err);
-    if (s == EMBER_OK) s = create_kv(f, err);
+    if (s == EMBER_OK && (s = create_kv(f, err)) != EMBER_OK)
+        ember_fail_ctx(err, s, "KV pool of %u blocks", o->n_blocks);
     if (s == EMBER_OK) s = ember_vk_cmd_create(g->vk, &f->cmd, err);
     if (s != EMBER_OK) {
         ember_forward_free(f);
@@ -153,9 +156,9 @@ void ember_forward_free(ember_forward *f)
     ember_vk_cmd_destroy(f->cmd);
     ember_vk_arena_destroy(f->kv_arena);
     ember_vk_arena_destroy(f->arena);
-    free(f->kcache);
-    free(f->vcache);
-    free(f);
+    ember_free(f->kcache);
+    ember_free(f->vcache);
+    ember_free(f);
 }
 
 /* ---- one step -------------------------------------------------------------------- */
@@ -371,7 +374,7 @@ ember_status ember_forward_resize_kv(ember_forward *f, uint32_t n, ember_err *er
     if (n == f->o.n_blocks) return EMBER_OK;
     const ember_hparams *hp = &f->g->hp;
     uint32_t L = hp->n_layers;
-    ember_vk_span *k = calloc(L, sizeof *k), *v = calloc(L, sizeof *v);
+    ember_vk_span *k = ember_calloc(L, sizeof *k), *v = ember_calloc(L, sizeof *v);
     ember_vk_arena *arena = NULL;
     ember_status s = k && v ? EMBER_OK : ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     if (s == EMBER_OK) s = alloc_kv(f, n, true, &arena, k, v, err);
@@ -385,11 +388,11 @@ ember_status ember_forward_resize_kv(ember_forward *f, uint32_t n, ember_err *er
     if (s == EMBER_OK) s = ember_vk_cmd_submit(f->cmd, err);
     if (s != EMBER_OK) {
         ember_vk_arena_destroy(arena);
-        free(k), free(v);
+        ember_free(k), ember_free(v);
         return s;
     }
     ember_vk_arena_destroy(f->kv_arena);
-    free(f->kcache), free(f->vcache);
+    ember_free(f->kcache), ember_free(f->vcache);
     f->kv_arena = arena, f->kcache = k, f->vcache = v;
     f->o.n_blocks = n;
     return EMBER_OK;

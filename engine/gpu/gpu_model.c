@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "gpu_model.h"
 
 #include "engine/model/quant.h"
@@ -45,7 +46,7 @@ static ember_status upload_bias(ember_gpu_model *g, const ember_layer_tensors *l
     if (!lt->bq && !lt->bk && !lt->bv) return EMBER_OK;
     const ember_hparams *hp = &g->hp;
     size_t nq = (size_t)hp->n_heads * hp->head_dim, nkv = (size_t)hp->n_kv_heads * hp->head_dim;
-    float *row = calloc(nq + 2 * nkv, sizeof *row);
+    float *row = ember_calloc(nq + 2 * nkv, sizeof *row);
     if (!row) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     /* ember_llama_load checked each: F32, one value per output row */
     if (lt->bq) memcpy(row, lt->bq->data, nq * sizeof *row);
@@ -54,7 +55,7 @@ static ember_status upload_bias(ember_gpu_model *g, const ember_layer_tensors *l
     uint64_t bytes = (nq + 2 * nkv) * sizeof *row;
     ember_status s = ember_vk_alloc(g->arena, bytes, EMBER_VK_MEM_DEVICE, out, err);
     if (s == EMBER_OK) s = ember_vk_upload(g->vk, out, 0, row, bytes, err);
-    free(row);
+    ember_free(row);
     return s;
 }
 
@@ -127,11 +128,11 @@ ember_status ember_gpu_model_create_opts(ember_vk *vk, const ember_llama *m, con
                                          ember_gpu_model **out, ember_err *err)
 {
     *out = NULL;
-    ember_gpu_model *g = calloc(1, sizeof *g);
+    ember_gpu_model *g = ember_calloc(1, sizeof *g);
     if (!g) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     g->vk = vk;
     g->hp = m->hp;
-    g->layers = calloc(m->hp.n_layers, sizeof *g->layers);
+    g->layers = ember_calloc(m->hp.n_layers, sizeof *g->layers);
     ember_kernels_opts ko = {.on_demand = true, .pipeline_cache_dir = o->pipeline_cache_dir};
     ember_status s = g->layers ? EMBER_OK : ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     if (s == EMBER_OK) s = ember_kernels_create_opts(vk, &ko, &g->kernels, err);
@@ -159,6 +160,6 @@ void ember_gpu_model_free(ember_gpu_model *g)
     if (!g) return;
     ember_vk_arena_destroy(g->arena);
     ember_kernels_destroy(g->kernels);
-    free(g->layers);
-    free(g);
+    ember_free(g->layers);
+    ember_free(g);
 }

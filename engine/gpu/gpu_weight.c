@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "gpu_weight.h"
 
 #define REPACK_ROWS_BYTES (4u << 20) /* host scratch for one Q8_0 repack batch */
@@ -71,7 +72,7 @@ static ember_status upload_q8_0(ember_vk *vk, ember_gpu_weight_part *p, uint32_t
     uint64_t in_row = gguf_row_bytes(EMBER_DTYPE_Q8_0, cols), sc_row = q8_scale_row_bytes(cols);
     uint32_t batch = REPACK_ROWS_BYTES / cols;
     batch = batch < 1 ? 1 : batch;
-    uint8_t *quants = malloc((size_t)batch * cols), *scales = malloc((size_t)(batch * sc_row));
+    uint8_t *quants = ember_malloc((size_t)batch * cols), *scales = ember_malloc((size_t)(batch * sc_row));
     ember_status s = quants && scales ? EMBER_OK : ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     for (uint32_t done = 0; s == EMBER_OK && done < p->n_rows;) {
         uint32_t n = 0, want = p->n_rows - done < batch ? p->n_rows - done : batch;
@@ -86,8 +87,8 @@ static ember_status upload_q8_0(ember_vk *vk, ember_gpu_weight_part *p, uint32_t
             s = ember_vk_upload(vk, &p->scales, (uint64_t)done * sc_row, scales, (size_t)(n * sc_row), err);
         done += n;
     }
-    free(quants);
-    free(scales);
+    ember_free(quants);
+    ember_free(scales);
     return s;
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "ember_shaders.h"
 #include "kernels_internal.h"
 #include "platform/vk_pipeline_cache.h"
@@ -229,7 +230,7 @@ static void describe(ember_kernels *k, uint32_t id, job *j)
  * file is rewritten when the batch changed the cache's data. Caller holds k->mu. */
 static ember_status make_locked(ember_kernels *k, const ember_kernels_set *want, ember_err *err)
 {
-    job *jobs = malloc(PIPE_COUNT * sizeof *jobs);
+    job *jobs = ember_malloc(PIPE_COUNT * sizeof *jobs);
     ember_vk_pipeline_desc d[PIPE_COUNT];
     ember_vk_pipeline *out[PIPE_COUNT];
     if (!jobs) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
@@ -245,7 +246,7 @@ static ember_status make_locked(ember_kernels *k, const ember_kernels_set *want,
         ember_err ignored;
         ember_vk_pipeline_cache_save(k->cache, &ignored);
     }
-    free(jobs);
+    ember_free(jobs);
     return s;
 }
 
@@ -328,7 +329,7 @@ ember_status ember_kernels_create_opts(ember_vk *vk, const ember_kernels_opts *o
                                        ember_err *err)
 {
     *out = NULL;
-    ember_kernels *k = calloc(1, sizeof *k);
+    ember_kernels *k = ember_calloc(1, sizeof *k);
     if (!k) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     k->vk = vk;
     pthread_mutex_init(&k->mu, NULL);
@@ -360,7 +361,7 @@ void ember_kernels_destroy(ember_kernels *k)
     for (uint32_t id = 0; id < PIPE_COUNT; id++) ember_vk_pipeline_destroy(k->vk, *slot_of(k, id));
     ember_vk_pipeline_cache_close(k->cache);
     pthread_mutex_destroy(&k->mu);
-    free(k);
+    ember_free(k);
 }
 
 void ember_kernels_get_stats(ember_kernels *k, ember_kernels_stats *out)

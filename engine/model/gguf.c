@@ -9,6 +9,7 @@
  * checks each tensor's bytes: alignment, bounds, overlap. Messages are built inside
  * out: the cursor says what went wrong, each level prepends where ("key 3 'x'"), and
  * ember_gguf_open finally prepends the file name. */
+#include "common/alloc.h"
 #include "gguf.h"
 
 #include <errno.h>
@@ -151,7 +152,7 @@ static ember_status read_name(cursor *c, const char *what, char **out)
     if (s.len == 0) return ember_fail(c->err, EMBER_ERR_FORMAT, "empty %s", what);
     if (memchr(s.ptr, 0, s.len))
         return ember_fail(c->err, EMBER_ERR_FORMAT, "%s contains a NUL byte", what);
-    char *z = malloc(s.len + 1);
+    char *z = ember_malloc(s.len + 1);
     if (!z) return ember_fail(c->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     memcpy(z, s.ptr, s.len);
     z[s.len] = 0;
@@ -206,7 +207,7 @@ static ember_status read_str_array(cursor *c, ember_gguf_kv *kv)
                           "array of %llu strings at offset %llu extends past end of file "
                           "(%llu bytes left)", (ull)kv->arr_n, (ull)c->pos, (ull)left(c));
     if (kv->arr_n == 0) return EMBER_OK;
-    kv->arr_str = malloc(kv->arr_n * sizeof *kv->arr_str);
+    kv->arr_str = ember_malloc(kv->arr_n * sizeof *kv->arr_str);
     if (!kv->arr_str) return ember_fail(c->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     for (uint64_t i = 0; i < kv->arr_n; i++) {
         ember_status st = read_str(c, "string", &kv->arr_str[i]);
@@ -433,7 +434,7 @@ static ember_status check_unique(const char *first, size_t stride, uint64_t n,
                                  const char *what, ember_err *err)
 {
     if (n < 2) return EMBER_OK;
-    const char **idx = malloc(n * sizeof *idx);
+    const char **idx = ember_malloc(n * sizeof *idx);
     if (!idx) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     for (uint64_t i = 0; i < n; i++) idx[i] = *(const char *const *)(first + i * stride);
     qsort(idx, n, sizeof *idx, cmp_str);
@@ -444,7 +445,7 @@ static ember_status check_unique(const char *first, size_t stride, uint64_t n,
             st = ember_fail(err, EMBER_ERR_FORMAT, "duplicate %s '%s'", what,
                             show(idx[i], strlen(idx[i]), b));
         }
-    free(idx);
+    ember_free(idx);
     return st;
 }
 
@@ -474,7 +475,7 @@ static ember_status place_tensor(ember_gguf *g, ember_gguf_tensor *t, ember_err 
 static ember_status check_overlap(ember_gguf *g, ember_err *err)
 {
     if (g->n_tensors < 2) return EMBER_OK;
-    const ember_gguf_tensor **idx = malloc(g->n_tensors * sizeof *idx);
+    const ember_gguf_tensor **idx = ember_malloc(g->n_tensors * sizeof *idx);
     if (!idx) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     for (uint64_t i = 0; i < g->n_tensors; i++) idx[i] = &g->tensors[i];
     qsort(idx, g->n_tensors, sizeof *idx, cmp_offset);
@@ -490,7 +491,7 @@ static ember_status check_overlap(ember_gguf *g, ember_err *err)
                             (ull)b->offset, (ull)b->nbytes);
         }
     }
-    free(idx);
+    ember_free(idx);
     return st;
 }
 
@@ -509,9 +510,9 @@ static ember_status parse(ember_gguf *g, ember_err *err)
     ember_status st = read_header(&c, g);
     if (!st) st = check_counts(&c, g);
     if (st) return st;
-    /* Counts are bounded by the file size now; calloc(0) is avoided for clean frees. */
-    g->kv = calloc(g->n_kv ? g->n_kv : 1, sizeof *g->kv);
-    g->tensors = calloc(g->n_tensors ? g->n_tensors : 1, sizeof *g->tensors);
+    /* Counts are bounded by the file size now; ember_calloc(0) is avoided for clean frees. */
+    g->kv = ember_calloc(g->n_kv ? g->n_kv : 1, sizeof *g->kv);
+    g->tensors = ember_calloc(g->n_tensors ? g->n_tensors : 1, sizeof *g->tensors);
     if (!g->kv || !g->tensors) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     if ((st = read_kvs(&c, g))) return st;
     if ((st = check_unique((const char *)&g->kv[0].key, sizeof *g->kv, g->n_kv, "key", err)))
@@ -563,10 +564,10 @@ ember_status ember_gguf_open(const char *path, ember_gguf **out, ember_err *err)
     err->msg[0] = 0;
     *out = NULL;
     if (!path) return ember_fail(err, EMBER_ERR_INVALID_ARG, "ember_gguf_open: no path");
-    ember_gguf *g = calloc(1, sizeof *g);
-    if (g) g->path = strdup(path);
+    ember_gguf *g = ember_calloc(1, sizeof *g);
+    if (g) g->path = ember_strdup(path);
     if (!g || !g->path) {
-        free(g);
+        ember_free(g);
         return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     }
     ember_status st = map_file(g, err);
@@ -583,15 +584,15 @@ void ember_gguf_close(ember_gguf *g)
 {
     if (!g) return;
     for (uint64_t i = 0; g->kv && i < g->n_kv; i++) {
-        free((char *)g->kv[i].key);
-        free(g->kv[i].arr_str);
+        ember_free((char *)g->kv[i].key);
+        ember_free(g->kv[i].arr_str);
     }
-    for (uint64_t i = 0; g->tensors && i < g->n_tensors; i++) free((char *)g->tensors[i].name);
-    free(g->kv);
-    free(g->tensors);
+    for (uint64_t i = 0; g->tensors && i < g->n_tensors; i++) ember_free((char *)g->tensors[i].name);
+    ember_free(g->kv);
+    ember_free(g->tensors);
     if (g->map) munmap(g->map, g->size);
-    free(g->path);
-    free(g);
+    ember_free(g->path);
+    ember_free(g);
 }
 
 /* ---- lookups and typed getters -------------------------------------------------- */

@@ -8,6 +8,7 @@
  * aligned to 32 bytes, or to general.alignment when the caller sets that key (as a
  * UINT32 power of two); each tensor's data is zero-padded to the alignment, the last
  * one included, as llama.cpp does. */
+#include "common/alloc.h"
 #include "gguf_write.h"
 
 #include <errno.h>
@@ -60,7 +61,7 @@ static int grow(void **p, uint64_t *cap, uint64_t n, size_t sz)
     uint64_t c = *cap ? *cap * 2 : 16;
     while (c < n) c *= 2;
     if (c > SIZE_MAX / sz) return 0;
-    void *q = realloc(*p, c * sz);
+    void *q = ember_realloc(*p, c * sz);
     if (!q) return 0;
     *p = q;
     *cap = c;
@@ -107,9 +108,9 @@ static ember_status begin_kv(ember_gguf_writer *w, const char *key, ember_gguf_t
     for (uint64_t i = 0; i < w->n_kv; i++)
         if (strcmp(w->keys[i], key) == 0)
             return fail(w, EMBER_ERR_INVALID_ARG, "duplicate key %s", key);
-    char *copy = strdup(key);
+    char *copy = ember_strdup(key);
     if (!copy || !grow((void **)&w->keys, &w->keys_cap, w->n_kv + 1, sizeof *w->keys)) {
-        free(copy);
+        ember_free(copy);
         return fail(w, EMBER_ERR_OUT_OF_MEMORY, "%s", "out of memory");
     }
     w->keys[w->n_kv++] = copy;
@@ -129,7 +130,7 @@ static ember_status begin_array(ember_gguf_writer *w, const char *key, ember_ggu
 
 ember_status ember_gguf_writer_create(ember_gguf_writer **out, ember_err *err)
 {
-    *out = calloc(1, sizeof **out);
+    *out = ember_calloc(1, sizeof **out);
     if (!*out) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     (*out)->alignment = WRITER_ALIGNMENT;
     return EMBER_OK;
@@ -138,15 +139,15 @@ ember_status ember_gguf_writer_create(ember_gguf_writer **out, ember_err *err)
 void ember_gguf_writer_free(ember_gguf_writer *w)
 {
     if (!w) return;
-    for (uint64_t i = 0; i < w->n_kv; i++) free(w->keys[i]);
+    for (uint64_t i = 0; i < w->n_kv; i++) ember_free(w->keys[i]);
     for (uint64_t i = 0; i < w->n_tensors; i++) {
-        free(w->tensors[i].name);
-        free(w->tensors[i].data);
+        ember_free(w->tensors[i].name);
+        ember_free(w->tensors[i].data);
     }
-    free(w->keys);
-    free(w->tensors);
-    free(w->meta);
-    free(w);
+    ember_free(w->keys);
+    ember_free(w->tensors);
+    ember_free(w->meta);
+    ember_free(w);
 }
 
 ember_status ember_gguf_add_u32(ember_gguf_writer *w, const char *key, uint32_t v)
@@ -269,11 +270,11 @@ ember_status ember_gguf_add_tensor(ember_gguf_writer *w, const char *name, ember
         return fail(w, EMBER_ERR_OUT_OF_MEMORY, "%s", "out of memory");
     wtensor *t = &w->tensors[w->n_tensors];
     memset(t, 0, sizeof *t);
-    t->name = strdup(name);
-    t->data = malloc((size_t)nbytes);
+    t->name = ember_strdup(name);
+    t->data = ember_malloc((size_t)nbytes);
     if (!t->name || !t->data) {
-        free(t->name);
-        free(t->data);
+        ember_free(t->name);
+        ember_free(t->data);
         return fail(w, EMBER_ERR_OUT_OF_MEMORY, "%s", "out of memory");
     }
     memcpy(t->data, data, (size_t)nbytes);

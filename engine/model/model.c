@@ -3,6 +3,7 @@
  * checked against them, so that the forward passes can trust every size without
  * checking again. The two differ only in Q/K/V biases (required for qwen2) and in the
  * RoPE pairing (NeoX for qwen2); see docs/models.md. */
+#include "common/alloc.h"
 #include "model.h"
 
 #include <math.h>
@@ -330,7 +331,7 @@ static ember_status load(const ember_gguf *g, ember_llama *m, ember_err *err)
     if (ember_gguf_find_tensor(g, "output.weight") &&
         (st = get_tensor(g, "output.weight", NULL, hp->dim, hp->n_vocab, &m->output, err)))
         return st;
-    m->layers = calloc(hp->n_layers, sizeof *m->layers);
+    m->layers = ember_calloc(hp->n_layers, sizeof *m->layers);
     if (!m->layers) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "%s: out of memory", g->path);
     for (uint32_t il = 0; il < hp->n_layers; il++)
         if ((st = get_layer(g, m->arch, hp, il, &m->layers[il], err))) return st;
@@ -348,7 +349,7 @@ ember_status ember_llama_load(const ember_gguf *g, ember_llama *out, ember_err *
 void ember_llama_free(ember_llama *m)
 {
     if (!m) return;
-    free(m->layers);
+    ember_free(m->layers);
     memset(m, 0, sizeof *m);
 }
 

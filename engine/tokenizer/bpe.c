@@ -10,6 +10,7 @@
  *
  * Merges are matched by text, not by token id, as llama.cpp does: a merge may build an
  * intermediate symbol that is not itself in the vocabulary. */
+#include "common/alloc.h"
 #include "bpe.h"
 
 #include <stdlib.h>
@@ -81,8 +82,8 @@ static ember_status copy_merges(bpe_merges *m, const ember_gguf *g, const ember_
     if (kv->arr_n >= UINT32_MAX / 4 || total >= UINT32_MAX)
         return ember_fail(err, EMBER_ERR_FORMAT, "%s: tokenizer.ggml.merges is too large", g->path);
     m->n = (uint32_t)kv->arr_n;
-    m->text = malloc(total ? total : 1);
-    m->m = calloc(m->n ? m->n : 1, sizeof *m->m);
+    m->text = ember_malloc(total ? total : 1);
+    m->m = ember_calloc(m->n ? m->n : 1, sizeof *m->m);
     if (!m->text || !m->m)
         return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory loading BPE merges");
     uint32_t o = 0;
@@ -111,7 +112,7 @@ static ember_status load_merges(ember_tokenizer *t, const ember_gguf *g, ember_e
     uint64_t cap = 16;
     while (cap < 2ull * m->n)
         cap *= 2;
-    m->table = calloc(cap, sizeof *m->table);
+    m->table = ember_calloc(cap, sizeof *m->table);
     if (!m->table)
         return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory indexing BPE merges");
     m->mask = cap - 1;
@@ -155,9 +156,9 @@ ember_status ember_bpe_load(ember_tokenizer *t, const ember_gguf *g, ember_err *
 
 void ember_bpe_free(ember_tokenizer *t)
 {
-    free(t->merges.text);
-    free(t->merges.m);
-    free(t->merges.table);
+    ember_free(t->merges.text);
+    ember_free(t->merges.m);
+    ember_free(t->merges.table);
     ember_pretok_free(t->pre);
 }
 
@@ -181,14 +182,14 @@ static ember_status reserve(bpe_session *s, size_t len)
     size_t cap = s->cap ? s->cap : 64;
     while (cap < len)
         cap *= 2;
-    char *enc = realloc(s->enc, 2 * cap);
+    char *enc = ember_realloc(s->enc, 2 * cap);
     if (enc)
         s->enc = enc;
-    ember_symbol *sym = enc ? realloc(s->sym, cap * sizeof *sym) : NULL;
+    ember_symbol *sym = enc ? ember_realloc(s->sym, cap * sizeof *sym) : NULL;
     if (sym)
         s->sym = sym;
     /* n-1 initial pairs + at most 2 per merge */
-    ember_bigram *q = sym ? realloc(s->queue, 3 * cap * sizeof *q) : NULL;
+    ember_bigram *q = sym ? ember_realloc(s->queue, 3 * cap * sizeof *q) : NULL;
     if (!q)
         return ember_fail(s->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory tokenizing a word of "
                           "%zu bytes", len);
@@ -266,7 +267,7 @@ ember_status ember_bpe_encode(const ember_tokenizer *t, const char *text, size_t
 {
     bpe_session s = { t, NULL, NULL, NULL, 0, o, err };
     ember_status st = ember_pretok_split(t->pre, text, len, encode_word, &s, err);
-    free(s.enc), free(s.sym), free(s.queue);
+    ember_free(s.enc), ember_free(s.sym), ember_free(s.queue);
     return st;
 }
 

@@ -8,6 +8,7 @@
  * overlong form, a surrogate, a sequence cut short by a byte that cannot continue it)
  * come out as U+FFFD, one per maximal ill-formed subpart as Unicode recommends; so do
  * the held-back bytes on ember_detok_flush. */
+#include "common/alloc.h"
 #include "detok.h"
 
 #include <stdlib.h>
@@ -68,7 +69,7 @@ size_t ember_detok_push(ember_detok *d, const ember_tokenizer *t, uint32_t id, c
         cap = 0;
     char small[512], *piece = small;
     size_t n = ember_tokenizer_decode(t, id, NULL, 0);
-    if (n > sizeof small && !(piece = malloc(n)))
+    if (n > sizeof small && !(piece = ember_malloc(n)))
         return 0; /* documented: a long piece is dropped when memory runs out */
     ember_tokenizer_decode(t, id, piece, n);
     ember_detok next = *d; /* committed only when the result fits */
@@ -76,7 +77,7 @@ size_t ember_detok_push(ember_detok *d, const ember_tokenizer *t, uint32_t id, c
     if (o <= cap)
         *d = next;
     if (piece != small)
-        free(piece);
+        ember_free(piece);
     return o;
 }
 

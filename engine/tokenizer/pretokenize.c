@@ -12,6 +12,7 @@
  * loses the byte. We keep it: the text is first cut into well-formed runs and runs of
  * ill-formed bytes; the regexes see only the former, each of the latter is one word,
  * and byte-level BPE then encodes those bytes exactly. */
+#include "common/alloc.h"
 #include "pretokenize.h"
 
 #include <stdlib.h>
@@ -109,7 +110,7 @@ ember_status ember_pretok_create(const char *name, size_t name_len, ember_pretok
     if (!def)
         return ember_fail(err, EMBER_ERR_UNSUPPORTED, "pre-tokenizer '%.*s' (tokenizer.ggml.pre) "
                           "is not supported", (int)(name_len > 64 ? 64 : name_len), name);
-    ember_pretok *p = calloc(1, sizeof *p);
+    ember_pretok *p = ember_calloc(1, sizeof *p);
     if (!p)
         return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory creating the pre-tokenizer");
     p->def = def;
@@ -132,7 +133,7 @@ void ember_pretok_free(ember_pretok *p)
         return;
     for (int i = 0; i < p->n_re; i++)
         pcre2_code_free(p->re[i]);
-    free(p);
+    ember_free(p);
 }
 
 const char *ember_pretok_name(const ember_pretok *p) { return p->name; }

@@ -6,6 +6,7 @@
  * whole; control (3) and unknown (2) tokens only when the caller asks for special-token
  * parsing, as a chat template does; otherwise "<|im_start|>" in a prompt is plain text.
  * Longer tokens are cut first, each through all the text, leftmost occurrences first. */
+#include "common/alloc.h"
 #include "special.h"
 
 #include <stdlib.h>
@@ -40,7 +41,7 @@ static int cmp_key(const void *a, const void *b)
 
 static bool sort_specials(const ember_tokenizer *t, uint32_t *ids, uint32_t n)
 {
-    special_key *k = malloc((n ? n : 1) * sizeof *k);
+    special_key *k = ember_malloc((n ? n : 1) * sizeof *k);
     if (!k)
         return false;
     for (uint32_t i = 0; i < n; i++) {
@@ -51,7 +52,7 @@ static bool sort_specials(const ember_tokenizer *t, uint32_t *ids, uint32_t n)
     qsort(k, n, sizeof *k, cmp_key);
     for (uint32_t i = 0; i < n; i++)
         ids[i] = k[i].id;
-    free(k);
+    ember_free(k);
     return true;
 }
 
@@ -63,7 +64,7 @@ static ember_status load_specials(ember_tokenizer *t)
         ember_tok_piece(t, i, &len);
         n += is_special_type(t->types[i]) && len > 0;
     }
-    t->specials = malloc((n ? n : 1) * sizeof *t->specials);
+    t->specials = ember_malloc((n ? n : 1) * sizeof *t->specials);
     if (!t->specials)
         return EMBER_ERR_OUT_OF_MEMORY;
     for (uint32_t i = 0; i < t->n_vocab; i++) {
@@ -135,7 +136,7 @@ static bool push(frag_list *l, size_t start, size_t len, uint32_t id)
 {
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 16;
-        ember_fragment *a = realloc(l->a, cap * sizeof *a);
+        ember_fragment *a = ember_realloc(l->a, cap * sizeof *a);
         if (!a)
             return false;
         l->a = a, l->cap = cap;
@@ -200,9 +201,9 @@ ember_status ember_special_partition(const ember_tokenizer *t, const char *text,
         frag_list tmp = a;
         a = b, b = tmp;
     }
-    free(b.a);
+    ember_free(b.a);
     if (!ok) {
-        free(a.a);
+        ember_free(a.a);
         return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory splitting special tokens");
     }
     *out = a.a, *n_out = a.n;

@@ -8,6 +8,7 @@
  *
  * Only normal and user-defined pieces take part in merges: control (<s>), unknown,
  * unused and byte pieces are never produced from plain text. */
+#include "common/alloc.h"
 #include "spm.h"
 
 #include <stdlib.h>
@@ -21,7 +22,7 @@
 /* Spaces to U+2581, with the dummy prefix when asked. Returns a malloc'd buffer. */
 static char *escape_text(const char *text, size_t len, bool space_prefix, size_t *n)
 {
-    char *s = malloc(3 * len + 3 + 1);
+    char *s = ember_malloc(3 * len + 3 + 1);
     if (!s)
         return NULL;
     size_t o = 0;
@@ -79,10 +80,10 @@ ember_status ember_spm_encode(const ember_tokenizer *t, const char *text, size_t
         return EMBER_OK;
     size_t n = 0;
     char *s = escape_text(text, len, space_prefix, &n);
-    ember_symbol *sym = malloc(n * sizeof *sym);
-    ember_bigram *q = malloc(3 * n * sizeof *q); /* n-1 initial pairs + at most 2 per merge */
+    ember_symbol *sym = ember_malloc(n * sizeof *sym);
+    ember_bigram *q = ember_malloc(3 * n * sizeof *q); /* n-1 initial pairs + at most 2 per merge */
     if (!s || !sym || !q) {
-        free(s), free(sym), free(q);
+        ember_free(s), ember_free(sym), ember_free(q);
         return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory tokenizing %zu bytes", len);
     }
     size_t n_sym = 0;
@@ -97,7 +98,7 @@ ember_status ember_spm_encode(const ember_tokenizer *t, const char *text, size_t
     ember_merge_symbols(sym, n_sym, q, pair_key, &ss);
     for (int64_t i = 0; i >= 0; i = sym[i].next)
         emit_symbol(t, s + sym[i].start, sym[i].n, o);
-    free(s), free(sym), free(q);
+    ember_free(s), ember_free(sym), ember_free(q);
     return EMBER_OK;
 }
 

@@ -1,6 +1,7 @@
 /* tokenizer.c — loading a vocabulary from GGUF metadata, and the encode/decode entry
  * points that dispatch to the SentencePiece (spm.c) or byte-level BPE (bpe.c)
  * algorithm. See docs/tokenizers.md for the rules. */
+#include "common/alloc.h"
 #include "tokenizer.h"
 
 #include <stdlib.h>
@@ -26,8 +27,8 @@ static ember_status load_pieces(ember_tokenizer *t, const ember_gguf *g, ember_e
     uint64_t total = 0;
     for (uint32_t i = 0; i < t->n_vocab; i++)
         total += kv->arr_str[i].len;
-    t->text = malloc(total ? total : 1);
-    t->off = malloc((t->n_vocab + 1) * sizeof *t->off);
+    t->text = ember_malloc(total ? total : 1);
+    t->off = ember_malloc((t->n_vocab + 1) * sizeof *t->off);
     if (!t->text || !t->off)
         return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory loading the vocabulary");
     uint64_t o = 0;
@@ -83,8 +84,8 @@ static uint8_t default_type(const ember_tokenizer *t, uint32_t i)
  * BPE ignores scores; merges carry the order. */
 static ember_status load_scores_types(ember_tokenizer *t, const ember_gguf *g, ember_err *err)
 {
-    t->scores = calloc(t->n_vocab, sizeof *t->scores);
-    t->types = malloc(t->n_vocab);
+    t->scores = ember_calloc(t->n_vocab, sizeof *t->scores);
+    t->types = ember_malloc(t->n_vocab);
     if (!t->scores || !t->types)
         return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory loading the vocabulary");
     const ember_gguf_kv *sc = ember_gguf_find(g, "tokenizer.ggml.scores");
@@ -184,7 +185,7 @@ static ember_status pick_kind(ember_tokenizer *t, const ember_gguf *g, ember_err
 ember_status ember_tokenizer_load(const ember_gguf *g, ember_tokenizer **out, ember_err *err)
 {
     *out = NULL;
-    ember_tokenizer *t = calloc(1, sizeof *t);
+    ember_tokenizer *t = ember_calloc(1, sizeof *t);
     if (!t)
         return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory loading the vocabulary");
     ember_status st;
@@ -205,13 +206,13 @@ void ember_tokenizer_free(ember_tokenizer *t)
         return;
     if (t->kind == VOCAB_BPE)
         ember_bpe_free(t);
-    free(t->text);
-    free(t->off);
-    free(t->scores);
-    free(t->types);
-    free(t->table);
-    free(t->specials);
-    free(t);
+    ember_free(t->text);
+    ember_free(t->off);
+    ember_free(t->scores);
+    ember_free(t->types);
+    ember_free(t->table);
+    ember_free(t->specials);
+    ember_free(t);
 }
 
 /* ---- properties ---------------------------------------------------------------- */
@@ -296,7 +297,7 @@ ember_status ember_tokenizer_encode_ex(const ember_tokenizer *t, const char *tex
                                               &f, &n, err);
     if (!st)
         st = encode_fragments(t, text, f, n, &o, err);
-    free(f);
+    ember_free(f);
     if (!st)
         *n_out = o.n;
     return st;

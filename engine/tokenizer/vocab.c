@@ -1,5 +1,6 @@
 /* vocab.c — looking pieces up in the vocabulary, and the output helpers the encoders
  * and decoders share (vocab.h). */
+#include "common/alloc.h"
 #include "vocab.h"
 
 #include <stdlib.h>
@@ -94,7 +95,7 @@ ember_status ember_tok_index(ember_tokenizer *t, ember_err *err)
     uint64_t cap = 16;
     while (cap < 2ull * t->n_vocab)
         cap *= 2;
-    t->table = calloc(cap, sizeof *t->table);
+    t->table = ember_calloc(cap, sizeof *t->table);
     if (!t->table)
         return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory indexing the vocabulary");
     t->table_mask = cap - 1;
