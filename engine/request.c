@@ -115,7 +115,13 @@ static ember_status build(const ember_request_env *env, const ember_request_desc
 {
     r->max_tokens = d->max_tokens ? d->max_tokens : 128;
     r->ignore_eos = d->ignore_eos != 0;
-    r->greedy = d->sampling.temperature <= 0.0f;
+    /* Greedy requests take the GPU's argmax; penalties change the logits first, so a
+     * greedy request with penalties goes through the sampler (at temperature 0 it takes
+     * the largest penalised logit). */
+    const ember_sampling *q = &d->sampling;
+    bool penalties = (q->repetition_penalty != 0 && q->repetition_penalty != 1) || q->frequency_penalty != 0 ||
+                     q->presence_penalty != 0;
+    r->greedy = q->temperature <= 0.0f && !penalties;
     r->on_token = d->on_token;
     r->on_done = d->on_done;
     r->user = d->user;

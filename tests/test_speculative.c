@@ -162,6 +162,46 @@ static int same(const out *a, const out *b, int n)
     return k;
 }
 
+/* Every speculation mode with every kind of sampling: each runs to the end (this is
+ * where n-gram drafts with temperature crashed); the draft model always proposes; the
+ * greedy ones (penalties too, which change greedy tokens) give exactly the tokens of the
+ * same sampling without speculation. */
+static void test_every_sampling(ember_model *mt, ember_model *md)
+{
+    static const struct {
+        const char *name;
+        ember_sampling s;
+    } kinds[] = {
+        {"greedy", {0}},
+        {"greedy, penalties", {.repetition_penalty = 1.3f, .frequency_penalty = 0.4f, .presence_penalty = 0.4f}},
+        {"temperature", {.temperature = 0.8f, .seed = 3}},
+        {"top-k", {.temperature = 0.9f, .top_k = 20, .seed = 4}},
+        {"top-p", {.temperature = 0.9f, .top_p = 0.9f, .seed = 5}},
+        {"min-p", {.temperature = 0.9f, .min_p = 0.1f, .seed = 6}},
+        {"temperature, penalties", {.temperature = 0.7f, .repetition_penalty = 1.3f, .frequency_penalty = 0.5f,
+                                    .presence_penalty = 0.5f, .seed = 7}},
+    };
+    static out plain[1], spec[1], greedy_plain[1];
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        bool greedy = kinds[k].s.temperature == 0;
+        if (greedy) serve_sampled(mt, NULL, 1, (ember_speculation){0}, kinds[k].s, plain);
+        if (k == 0) greedy_plain[0] = plain[0];
+        /* Penalties apply at temperature 0 too (they were once skipped there). */
+        if (k == 1) CHECKF(same(greedy_plain, plain, 1) == 0, "greedy with penalties gives the greedy tokens");
+        for (int mode = 0; mode < 2; mode++) {
+            ember_speculation sp = mode ? (ember_speculation){.draft_k = 4, .ngram = 2}
+                                        : (ember_speculation){.draft_k = 3};
+            serve_sampled(mt, mode ? NULL : md, 1, sp, kinds[k].s, spec);
+            bool ok = spec[0].done && spec[0].n == 96 && (mode || spec[0].m.n_drafted > 0) &&
+                      (!greedy || same(plain, spec, 1) == 1);
+            printf("%s with %s: %u tokens, drafted %u, accepted %u%s\n", mode ? "n-gram" : "draft model",
+                   kinds[k].name, spec[0].n, spec[0].m.n_drafted, spec[0].m.n_accepted,
+                   greedy ? (same(plain, spec, 1) ? ", identical to no speculation" : ", DIFFERENT") : "");
+            CHECKF(ok, "%s with %s", mode ? "n-gram" : "draft model", kinds[k].name);
+        }
+    }
+}
+
 static char *model_path(const char *name, char *buf, size_t cap)
 {
     snprintf(buf, cap, "%s/%s", tu_tmp_dir(), name);
@@ -220,6 +260,8 @@ static void test_engine(void)
     printf("n-gram, temperature 0.8 top-k 1: identical %d/2, drafted %u, accepted %u\n", same(plain, spec, 2),
            spec[0].m.n_drafted + spec[1].m.n_drafted, spec[0].m.n_accepted + spec[1].m.n_accepted);
     CHECK(same(plain, spec, 2) == 2 && spec[0].m.n_drafted + spec[1].m.n_drafted > 0);
+
+    test_every_sampling(mt, md);
 
     /* The CPU backend runs the draft model through the same step interface. */
     ember_model_opts co = {.backend = EMBER_BACKEND_CPU};
