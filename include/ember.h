@@ -172,6 +172,11 @@ typedef struct ember_model_opts {
      * staging copies), to test that path on any device. */
     ember_memory_mode memory;
     int no_pipeline_cache; /* 1 = neither read nor write the on-disk pipeline cache */
+    /* 1 = load only the vocabulary (the tokenizer.* keys), as llama.cpp's vocab_only: no
+     * hyper-parameters, weights or device, so a vocabulary-only GGUF (no tensors) loads.
+     * Such a model tokenizes, detokenizes and renders chats; ember_engine_create and
+     * ember_score refuse it, and ember_model_get_info gives only n_vocab (arch ""). */
+    int vocab_only;
 } ember_model_opts;
 
 /* Loads a GGUF model. On success *out owns the file mapping and the GPU weights.
