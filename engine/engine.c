@@ -279,7 +279,8 @@ ember_status ember_engine_create(ember_model *model, const ember_engine_opts *op
     ember_status s = ember_inbox_create(&e->inbox, &e->err);
     if (s != EMBER_OK) return s;
     if (!model || !model->llama_loaded)
-        return ember_fail(&e->err, EMBER_ERR_INVALID_ARG, "engine needs a loaded model");
+        return ember_fail(&e->err, EMBER_ERR_INVALID_ARG, model && model->tok ? "the model was loaded vocab_only: it "
+                          "has no weights to run" : "engine needs a loaded model");
     if (model->vk && ember_vk_lost(model->vk))
         return ember_fail(&e->err, EMBER_ERR_DEVICE_LOST, "the model's device was lost: load the model again");
     e->model = model;

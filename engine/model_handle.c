@@ -12,6 +12,10 @@
 static ember_status load(ember_model *m, const char *path, const ember_model_opts *o)
 {
     ember_status s = ember_gguf_open(path, &m->gguf, &m->err);
+    if (s == EMBER_OK && o->vocab_only) return ember_tokenizer_load(m->gguf, &m->tok, &m->err);
+    if (s == EMBER_OK && m->gguf->n_tensors == 0) /* else "missing key ...": true, but no help */
+        return ember_fail(&m->err, EMBER_ERR_FORMAT, "%s is a vocabulary-only file (no weights): it can "
+                          "tokenize (loaded with vocab_only) but not run", path);
     if (s == EMBER_OK) s = ember_llama_load(m->gguf, &m->llama, &m->err);
     if (s != EMBER_OK) return s;
     m->llama_loaded = true;
@@ -68,8 +72,8 @@ void ember_model_get_info(const ember_model *m, ember_model_info *info)
 {
     const ember_hparams *hp = &m->llama.hp;
     memset(info, 0, sizeof *info);
-    info->arch = ember_arch_name(m->llama.arch);
-    info->n_vocab = hp->n_vocab;
+    info->arch = m->llama_loaded ? ember_arch_name(m->llama.arch) : "";
+    info->n_vocab = m->llama_loaded || !m->tok ? hp->n_vocab : ember_tokenizer_n_vocab(m->tok);
     info->dim = hp->dim;
     info->n_layers = hp->n_layers;
     info->n_heads = hp->n_heads;

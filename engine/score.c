@@ -78,7 +78,9 @@ ember_status ember_score(ember_model *m, const uint32_t *tokens, size_t n, uint3
 {
     *nll = 0;
     *n_scored = 0;
-    if (!m || !m->llama_loaded) return EMBER_ERR_INVALID_ARG;
+    if (!m) return EMBER_ERR_INVALID_ARG;
+    if (!m->llama_loaded)
+        return ember_fail(&m->err, EMBER_ERR_INVALID_ARG, "the model was loaded vocab_only: it has no weights to score with");
     if (!ctx || ctx > m->llama.hp.ctx_len) ctx = m->llama.hp.ctx_len;
     if (ctx < 2) return ember_fail(&m->err, EMBER_ERR_INVALID_ARG, "window of %u tokens scores nothing", ctx);
     for (size_t i = 0; i < n; i++)

@@ -204,6 +204,11 @@ typedef struct ember_model_opts {
     /* Faults to inject from the start (tests only; see ember_model_inject_faults).
      * Borrowed: read during ember_model_load. */
     const ember_faults *faults;
+    /* 1 = load only the vocabulary (the tokenizer.* keys), as llama.cpp's vocab_only: no
+     * hyper-parameters, weights or device, so a vocabulary-only GGUF (no tensors) loads.
+     * Such a model tokenizes, detokenizes and renders chats; ember_engine_create and
+     * ember_score refuse it, and ember_model_get_info gives only n_vocab (arch ""). */
+    int vocab_only;
 } ember_model_opts;
 
 /* Loads a GGUF model. On success *out owns the file mapping and the GPU weights.

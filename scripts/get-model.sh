@@ -2,7 +2,7 @@
 # Downloads a known small GGUF model into ~/.cache/ember (or $EMBER_CACHE), with a
 # progress bar, and checks it against the SHA-256 that Hugging Face publishes for the
 # file (the Git LFS object id, read from the repository's file listing).
-#   scripts/get-model.sh            list the known models
+#   scripts/get-model.sh            list the known models (also -h, --help); exit 0
 #   scripts/get-model.sh NAME       download NAME (idempotent: a verified file is kept)
 # EMBER_HF_BASE (default https://huggingface.co) points at a mirror; tests use a local one.
 set -euo pipefail
@@ -19,10 +19,11 @@ tinyllama-1.1b|TheBloke/TinyLlama-1.1B-Chat-v1.0-GGUF|tinyllama-1.1b-chat-v1.0.Q
 
 list() {
   echo "known models (scripts/get-model.sh NAME):"
+  # (an `[ -n ] && printf` as the loop's last command would fail the pipeline, and with
+  # it the script under set -e, on the list's empty last line)
   echo "$MODELS" | while IFS='|' read -r name repo file what; do
-    [ -n "$name" ] && printf '  %-16s %s\n' "$name" "$what"
+    [ -z "$name" ] || printf '  %-16s %s\n' "$name" "$what"
   done
-  return 0
 }
 
 sha256_of() { sha256sum "$1" | cut -d' ' -f1; }
@@ -35,7 +36,9 @@ published_sha256() {
     grep -o '"oid":"[0-9a-f]\{64\}"' | head -1 | cut -d'"' -f4
 }
 
-[ $# -ge 1 ] || { list; exit 0; }
+case "${1:-}" in
+  ""|-h|--help) list; exit 0 ;;
+esac
 entry=$(echo "$MODELS" | grep "^$1|" || true)
 [ -n "$entry" ] || { echo "get-model.sh: unknown model '$1'" >&2; list >&2; exit 2; }
 IFS='|' read -r name repo file what <<<"$entry"

@@ -17,11 +17,12 @@ typedef struct serve_args {
     const char *model_name, *draft;
     ember_engine_opts eo;
     ember_speculation spec;
+    bool help;
 } serve_args;
 
-static void usage(void)
+static int usage(FILE *out, int code)
 {
-    fprintf(stderr,
+    fprintf(out,
             "usage: ember serve -m MODEL.gguf [--host ADDR] [--port N] [--api-key KEY] [--model-name NAME]\n"
             "                   [--max-queue N] [--max-body BYTES] [--max-seqs N] [--max-batch-tokens N]\n"
             "                   [--kv-blocks N] [--kv-type f32|q8_0] [--draft M2 [--draft-k K] | --ngram N]\n"
@@ -29,6 +30,7 @@ static void usage(void)
             "Serves /v1/chat/completions, /v1/completions, /v1/models, /health and /metrics on\n"
             "127.0.0.1:8080 unless --host/--port say otherwise (--port 0: any free port).\n"
             "--max-queue N: requests waiting beyond N get 503 (default 256; 0 refuses all: draining).\n");
+    return code;
 }
 
 static bool serve_flag(const char *f, const char *v, serve_args *a)
@@ -47,12 +49,12 @@ static bool serve_flag(const char *f, const char *v, serve_args *a)
     uint32_t *u = !strcmp(f, "--max-seqs") ? &a->eo.max_seqs
                 : !strcmp(f, "--max-batch-tokens") ? &a->eo.max_batch_tokens
                 : !strcmp(f, "--kv-blocks") ? &a->eo.kv_blocks : NULL;
-    if (!u) {
-        fprintf(stderr, "ember serve: unknown option '%s'\n", f);
-        return false;
-    }
-    return cli_int(f, v, 1, 1 << 24, &n) && (*u = (uint32_t)n, true);
+    return u && cli_int(f, v, 1, 1 << 24, &n) && (*u = (uint32_t)n, true);
 }
+
+/* The options that take a value, besides the model's and speculation's. */
+static const char *const value_flags[] = {"--host", "--api-key", "--model-name", "--port", "--max-queue", "--max-body",
+                                          "--kv-type", "--max-seqs", "--max-batch-tokens", "--kv-blocks", NULL};
 
 static bool parse(int argc, char **argv, serve_args *a)
 {
@@ -62,10 +64,12 @@ static bool parse(int argc, char **argv, serve_args *a)
         const char *v;
         if (r < 0) return false;
         if (r > 0) continue;
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return false;
+        if (cli_is_help(argv[i])) return a->help = true;
+        if (!cli_flag_in(argv[i], value_flags) && !cli_flag_in(argv[i], cli_spec_flags))
+            return cli_unknown("serve", argv[i]), false;
         if (!(v = cli_value(argc, argv, &i)) || !serve_flag(argv[i - 1], v, a)) return false;
     }
-    if (!a->model.path) fprintf(stderr, "ember serve: -m MODEL.gguf is required\n");
+    if (!a->model.path) fprintf(stderr, "ember serve: no model given (-m MODEL.gguf)\n");
     return a->model.path != NULL;
 }
 
@@ -111,10 +115,8 @@ static int serve(ember_model *m, ember_engine *e, serve_args *a)
 int ember_cmd_serve(int argc, char **argv)
 {
     serve_args a;
-    if (!parse(argc, argv, &a)) {
-        usage();
-        return 2;
-    }
+    if (!parse(argc, argv, &a)) return usage(stderr, CLI_USAGE);
+    if (a.help) return usage(stdout, CLI_OK);
     /* Before any thread exists, so that all inherit it: only sigwait takes the signals,
      * and a client that hangs up never raises SIGPIPE. */
     sigset_t set;

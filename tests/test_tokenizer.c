@@ -1,6 +1,7 @@
 /* test_tokenizer.c — the SentencePiece-style tokenizer: merge rules on a hand-made
  * vocabulary, round trips on a make-test-model vocabulary, llama.cpp's 47 reference
- * vectors on the Llama 2 vocabulary and the stories260K vocabulary (../shared). */
+ * vectors on the Llama 2 vocabulary and the stories260K vocabulary (../shared); the
+ * public API on a vocabulary-only GGUF (ember_model_opts.vocab_only). */
 #include "vocab_fixture.h"
 
 #include <stdbool.h>
@@ -299,6 +300,45 @@ static void test_llama_spm(const char *shared)
     vf_close(t, g);
 }
 
+/* ---- a vocabulary-only file through the public API -------------------------------- */
+
+/* llama.cpp's vocab files (tokenizer keys, general.architecture, no tensors) load with
+ * vocab_only and tokenize; without it, and for engines and scoring, they are refused with
+ * a message that says why. No device is touched either way. */
+static void test_vocab_only_model(const char *shared)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/" VF_LLAMA_SPM_VOCAB, shared);
+    ember_model *m = NULL;
+    ember_model_opts o = {.backend = EMBER_BACKEND_CPU};
+    CHECK(ember_model_load(path, &o, &m) == EMBER_ERR_FORMAT && m);
+    CHECKF(m && strstr(ember_model_error(m), "vocabulary-only file (no weights)"), "%s", m ? ember_model_error(m) : "");
+    ember_model_free(m);
+
+    o.vocab_only = 1;
+    o.backend = EMBER_BACKEND_VULKAN; /* ignored: no device for a vocabulary */
+    m = NULL;
+    CHECKF(ember_model_load(path, &o, &m) == EMBER_OK, "%s", m ? ember_model_error(m) : "out of memory");
+    if (!m) return;
+    ember_model_info info;
+    ember_model_get_info(m, &info);
+    CHECK(info.n_vocab == 32000 && strcmp(info.arch, "") == 0 && info.dim == 0 && strcmp(info.device_name, "cpu") == 0);
+    uint32_t ids[16];
+    size_t n = 0;
+    const char *s = "I believe the meaning of life is";
+    CHECK(ember_tokenize(m, s, strlen(s), 1, ids, 16, &n) == EMBER_OK);
+    CHECK(vf_ids_equal(ids, n, (uint32_t[]){ 1, 306, 4658, 278, 6593, 310, 2834, 338 }, 8));
+    ember_engine *e = NULL;
+    CHECK(ember_engine_create(m, NULL, &e) == EMBER_ERR_INVALID_ARG);
+    CHECKF(e && strstr(ember_engine_error(e), "vocab_only"), "%s", e ? ember_engine_error(e) : "");
+    ember_engine_destroy(e);
+    double nll;
+    size_t scored;
+    CHECK(ember_score(m, ids, n, 0, &nll, &scored) == EMBER_ERR_INVALID_ARG && scored == 0);
+    CHECKF(strstr(ember_model_error(m), "vocab_only"), "%s", ember_model_error(m));
+    ember_model_free(m);
+}
+
 /* ---- the stories260K vocabulary (512 pieces) -------------------------------------- */
 
 static void test_stories(const char *shared)
@@ -344,6 +384,7 @@ int main(void)
     const char *shared = tu_shared_dir();
     if (!shared) return tu_finish_without_shared("test_tokenizer", "llama-spm vectors and stories260K not checked");
     test_llama_spm(shared);
+    test_vocab_only_model(shared);
     test_stories(shared);
     return tu_finish("test_tokenizer");
 }

@@ -15,6 +15,25 @@ const char *cli_value(int argc, char **argv, int *i)
     return argv[++*i];
 }
 
+bool cli_is_help(const char *arg) { return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0; }
+
+bool cli_flag_in(const char *flag, const char *const *list)
+{
+    for (; *list; list++)
+        if (strcmp(flag, *list) == 0) return true;
+    return false;
+}
+
+void cli_unknown(const char *cmd, const char *arg)
+{
+    if (arg[0] == '-' && arg[1]) fprintf(stderr, "ember %s: unknown option %s\n", cmd, arg);
+    else fprintf(stderr, "ember %s: unexpected argument '%s'\n", cmd, arg);
+}
+
+const char *const cli_sampling_flags[] = {"--temp", "--top-p", "--min-p", "--repeat-penalty", "--frequency-penalty",
+                                          "--presence-penalty", "--top-k", "--seed", NULL};
+const char *const cli_spec_flags[] = {"--draft", "--draft-k", "--ngram", NULL};
+
 bool cli_int(const char *flag, const char *s, long lo, long hi, long *out)
 {
     char *end;
@@ -61,7 +80,8 @@ int cli_model_flag(int argc, char **argv, int *i, cli_model_args *a)
         return 1;
     }
     if (strcmp(f, "--device") == 0) {
-        if (!(v = cli_value(argc, argv, i)) || !cli_int(f, v, 0, 64, &n)) return -1;
+        /* No upper bound here: the library names how many devices there are. */
+        if (!(v = cli_value(argc, argv, i)) || !cli_int(f, v, 0, 1 << 20, &n)) return -1;
         a->device = (int)n + 1;
         return 1;
     }
@@ -90,17 +110,29 @@ static void show_progress(void *user, float fraction)
     fflush(stderr);
 }
 
+/* The device to use: --device, else EMBER_DEVICE (read here, where --device is, so that
+ * both are checked and reported alike), else 0 (automatic). -1 when EMBER_DEVICE is bad. */
+static int pick_device(const cli_model_args *a, const char **source)
+{
+    const char *env = getenv("EMBER_DEVICE");
+    long n;
+    *source = "--device";
+    if (a->device || !env || !*env || a->backend == EMBER_BACKEND_CPU || a->vocab_only) return a->device;
+    *source = "EMBER_DEVICE";
+    return cli_int("EMBER_DEVICE", env, 0, 1 << 20, &n) ? (int)n + 1 : -1;
+}
+
 ember_model *cli_load_model(const cli_model_args *a)
 {
     if (!a->path) {
         fprintf(stderr, "ember: no model given (-m FILE.gguf)\n");
         return NULL;
     }
-    ember_model_opts o = {.backend = a->backend, .device_index = a->device, .memory = a->memory};
-    const char *env = getenv("EMBER_DEVICE");
-    long n;
-    if (!o.device_index && env && *env && cli_int("EMBER_DEVICE", env, 0, 64, &n)) o.device_index = (int)n + 1;
-    env = getenv("EMBER_VALIDATION");
+    const char *source;
+    ember_model_opts o = {.backend = a->backend, .device_index = pick_device(a, &source), .memory = a->memory,
+                          .vocab_only = a->vocab_only};
+    if (o.device_index < 0) return NULL;
+    const char *env = getenv("EMBER_VALIDATION");
     o.enable_validation = env && strcmp(env, "1") == 0;
     int last = -1;
     if (isatty(2)) {
@@ -110,7 +142,12 @@ ember_model *cli_load_model(const cli_model_args *a)
     ember_model *m = NULL;
     ember_status s = ember_model_load(a->path, &o, &m);
     if (s != EMBER_OK) {
-        fprintf(stderr, "ember: %s\n", m ? ember_model_error(m) : "out of memory");
+        fprintf(stderr, "ember: %s%s", a->role ? a->role : "", a->role ? ": " : "");
+        if (s == EMBER_ERR_NO_DEVICE && o.device_index) /* say where the number came from */
+            fprintf(stderr, "%s%s%d: %s; `ember info` lists the devices\n", source, source[0] == '-' ? " " : "=",
+                    o.device_index - 1, ember_model_error(m));
+        else
+            fprintf(stderr, "%s\n", ember_model_error(m));
         ember_model_free(m);
         return NULL;
     }
@@ -136,6 +173,7 @@ ember_model *cli_load_with_draft(const cli_model_args *a, const char *draft_path
     if (!m || !draft_path) return m;
     cli_model_args da = *a;
     da.path = draft_path;
+    da.role = "draft model";
     if (!(*draft = cli_load_model(&da))) {
         cli_free_model(m, 1);
         return NULL;

@@ -8,9 +8,24 @@
 
 #include "ember.h"
 
+/* Exit codes of every command: 0 done (and --help), 1 the work failed (a file that cannot
+ * be read, a model that does not load, a request that failed), 2 the command line is
+ * wrong (an unknown option, a bad value, a missing argument); docs/cli.md. */
+enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
+
 /* Returns the value after flag argv[*i] and advances *i, or NULL (with a message) when
  * it is missing. */
 const char *cli_value(int argc, char **argv, int *i);
+/* Whether arg is -h or --help (where an option may stand). */
+bool cli_is_help(const char *arg);
+/* Whether flag is one of list (NULL-terminated). */
+bool cli_flag_in(const char *flag, const char *const *list);
+/* Says on stderr that `ember cmd` does not take arg: "unknown option --x" for an option,
+ * "unexpected argument 'x'" for anything else. */
+void cli_unknown(const char *cmd, const char *arg);
+/* The flags cli_sampling_flag and cli_spec_flag take (each with a value). */
+extern const char *const cli_sampling_flags[];
+extern const char *const cli_spec_flags[];
 /* Parses an integer / float; false (with a message naming flag) when malformed. */
 bool cli_int(const char *flag, const char *s, long lo, long hi, long *out);
 bool cli_float(const char *flag, const char *s, float *out);
@@ -22,13 +37,16 @@ typedef struct cli_model_args {
     int device;          /* --device N or EMBER_DEVICE; 0 = auto */
     ember_memory_mode memory; /* --memory auto|discrete (discrete: staging copies, as on a
                                  discrete GPU, whatever the device) */
+    bool vocab_only;     /* load the vocabulary alone (tokenize) */
+    const char *role;    /* "draft model": said before a load error; NULL for the model */
 } cli_model_args;
 
 /* Handles -m/--model, --backend, --device, --memory at argv[*i]; returns 1 when consumed,
  * 0 when not one of them, -1 on a bad value. */
 int cli_model_flag(int argc, char **argv, int *i, cli_model_args *a);
-/* Loads the model (validation on when EMBER_VALIDATION=1); prints the error and returns
- * NULL on failure. */
+/* Loads the model (validation on when EMBER_VALIDATION=1; the device from --device, else
+ * EMBER_DEVICE); prints the error and returns NULL on failure, a bad EMBER_DEVICE
+ * included. */
 ember_model *cli_load_model(const cli_model_args *a);
 /* Frees the model; returns exit code 1 (with a message) if the validation layer spoke. */
 int cli_free_model(ember_model *m, int code);

@@ -1,13 +1,20 @@
 /* cmd_batch.c — `ember batch`: every line of a file is a request; all are served
- * together by one engine (continuous batching); results come back in input order. */
+ * together by one engine (continuous batching); results come back in input order. A
+ * prompt the engine refuses (longer than the context) gets its error in its place, the
+ * others still run, and the exit status is then 1. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "cli.h"
 #include "commands.h"
 
+/* One prompt of the file and what became of it. */
 typedef struct slot {
+    char *prompt;
+    size_t line;       /* in the file, from 1 (empty lines are skipped but counted) */
     uint32_t *tokens;
     size_t n, cap;
     char *text;
@@ -15,6 +22,7 @@ typedef struct slot {
     ember_finish why;
     ember_request_metrics m;
     bool done;
+    char error[256];   /* why the engine refused the prompt; "" when it ran */
 } slot;
 
 static bool push(void **p, size_t *cap, size_t need, size_t elem)
@@ -50,25 +58,57 @@ static void on_done(void *user, ember_request_id id, ember_finish why, const emb
     s->done = true;
 }
 
-/* Reads non-empty lines; returns the count (lines[] owned by the caller). */
-static size_t read_lines(const char *path, char ***out)
+static void free_slots(slot *s, size_t n)
 {
+    for (size_t i = 0; s && i < n; i++) free(s[i].prompt), free(s[i].tokens), free(s[i].text);
+    free(s);
+}
+
+/* Appends a prompt; false when out of memory. */
+static bool add_prompt(slot **s, size_t *n, size_t *cap, const char *text, size_t line)
+{
+    if (!push((void **)s, cap, *n + 1, sizeof **s)) return false;
+    (*s)[*n] = (slot){.prompt = strdup(text), .line = line};
+    return (*s)[(*n)++].prompt != NULL;
+}
+
+/* Reads the non-empty lines of path into *out (count *n). A file that cannot be opened,
+ * a directory and a file without a prompt each get a message of their own; false then. */
+static bool read_prompts(const char *path, slot **out, size_t *n)
+{
+    struct stat st;
     FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    char **lines = NULL, *line = NULL;
-    size_t n = 0, cap = 0, lcap = 0;
-    ssize_t len;
-    while ((len = getline(&line, &lcap, f)) >= 0) {
-        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
-        if (len == 0) continue;
-        if (!push((void **)&lines, &cap, n + 1, sizeof *lines)) break;
-        if (!(lines[n] = strdup(line))) break;
-        n++;
+    *out = NULL, *n = 0;
+    if (!f || fstat(fileno(f), &st) != 0) {
+        fprintf(stderr, "ember batch: cannot open %s: %s\n", path, strerror(errno));
+        if (f) fclose(f);
+        return false;
     }
+    if (S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "ember batch: %s is a directory; -f wants a file with one prompt per line\n", path);
+        fclose(f);
+        return false;
+    }
+    char *line = NULL;
+    size_t lcap = 0, cap = 0, number = 0;
+    ssize_t len;
+    bool ok = true;
+    while (ok && (len = getline(&line, &lcap, f)) >= 0) {
+        number++;
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
+        if (len > 0) ok = add_prompt(out, n, &cap, line, number);
+    }
+    if (!ok) fprintf(stderr, "ember batch: out of memory reading %s\n", path);
+    else if (ferror(f)) fprintf(stderr, "ember batch: cannot read %s: %s\n", path, strerror(errno)), ok = false;
+    else if (*n == 0 && number == 0)
+        fprintf(stderr, "ember batch: %s is empty; -f wants a file with one prompt per line\n", path), ok = false;
+    else if (*n == 0)
+        fprintf(stderr, "ember batch: %s holds no prompts (%zu line%s, all empty); -f wants one prompt per line\n",
+                path, number, number == 1 ? "" : "s"), ok = false;
     free(line);
     fclose(f);
-    *out = lines;
-    return n;
+    if (!ok) free_slots(*out, *n), *out = NULL, *n = 0;
+    return ok;
 }
 
 static double now_s(void)
@@ -78,26 +118,34 @@ static double now_s(void)
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void print_results(const slot *s, size_t n, double secs, bool json, bool spec)
+static void print_text(const slot *s, size_t n, size_t total, double secs, size_t failed)
 {
-    size_t total = 0, drafted = 0, accepted = 0;
     for (size_t i = 0; i < n; i++) {
-        total += s[i].n;
-        drafted += s[i].m.n_drafted;
-        accepted += s[i].m.n_accepted;
+        if (s[i].error[0]) printf("[%zu] error: line %zu: %s\n", i, s[i].line, s[i].error);
+        else printf("[%zu] %s\n", i, s[i].text ? s[i].text : "");
     }
-    if (!json) {
-        for (size_t i = 0; i < n; i++) printf("[%zu] %s\n", i, s[i].text ? s[i].text : "");
-        fprintf(stderr, "%zu requests, %zu tokens in %.2f s: %.1f tok/s\n", n, total, secs, total / secs);
-        return;
-    }
+    fprintf(stderr, "%zu requests, %zu tokens in %.2f s: %.1f tok/s\n", n - failed, total, secs, total / secs);
+    if (failed) fprintf(stderr, "ember batch: %zu of %zu prompts refused (see their lines above)\n", failed, n);
+}
+
+static void print_json(const slot *s, size_t n, size_t total, double secs, bool spec)
+{
+    size_t drafted = 0, accepted = 0;
     printf("{\"results\": [");
     for (size_t i = 0; i < n; i++) {
+        drafted += s[i].m.n_drafted;
+        accepted += s[i].m.n_accepted;
         printf("%s{\"tokens\": [", i ? ", " : "");
         for (size_t j = 0; j < s[i].n; j++) printf("%s%u", j ? ", " : "", s[i].tokens[j]);
         printf("], \"text\": ");
         cli_json_string(stdout, s[i].text ? s[i].text : "", s[i].len);
-        printf(", \"finish\": \"%s\"", cli_finish_name(s[i].why));
+        printf(", \"line\": %zu", s[i].line);
+        if (s[i].error[0]) {
+            printf(", \"finish\": \"error\", \"error\": ");
+            cli_json_string(stdout, s[i].error, strlen(s[i].error));
+        } else {
+            printf(", \"finish\": \"%s\"", cli_finish_name(s[i].why));
+        }
         if (spec) printf(", \"drafted\": %u, \"accepted\": %u", s[i].m.n_drafted, s[i].m.n_accepted);
         printf("}");
     }
@@ -109,30 +157,56 @@ static void print_results(const slot *s, size_t n, double secs, bool json, bool 
     printf("}\n");
 }
 
-static int serve(ember_model *m, char **lines, size_t n, const ember_request_desc *base, ember_engine_opts eo,
-                 bool json)
+/* A refused submission stays with its prompt; any other error ends the batch. */
+static bool refused(ember_status st)
+{
+    return st == EMBER_ERR_CONTEXT_FULL || st == EMBER_ERR_INVALID_ARG;
+}
+
+static int serve(ember_model *m, slot *s, size_t n, const ember_request_desc *base, ember_engine_opts eo, bool json)
 {
     ember_engine *e = NULL;
-    slot *s = calloc(n, sizeof *s);
-    ember_status st = s ? ember_engine_create(m, &eo, &e) : EMBER_ERR_OUT_OF_MEMORY;
+    ember_status st = ember_engine_create(m, &eo, &e);
+    size_t failed = 0;
     double t0 = now_s();
     for (size_t i = 0; st == EMBER_OK && i < n; i++) {
         ember_request_desc d = *base;
-        d.prompt = lines[i];
+        d.prompt = s[i].prompt;
         d.user = &s[i];
         st = ember_submit(e, &d, NULL);
+        if (refused(st)) {
+            snprintf(s[i].error, sizeof s[i].error, "%s", ember_engine_error(e));
+            failed++;
+            st = EMBER_OK;
+        }
     }
     while (st == EMBER_OK) st = ember_engine_step(e);
-    int code = 0;
+    int code = failed ? 1 : 0;
     if (st != EMBER_IDLE) {
         fprintf(stderr, "ember: %s\n", e ? ember_engine_error(e) : "out of memory");
         code = 1;
     } else {
-        print_results(s, n, now_s() - t0, json, base->spec.draft_k > 0);
+        size_t total = 0;
+        for (size_t i = 0; i < n; i++) total += s[i].n;
+        double secs = now_s() - t0;
+        if (json) print_json(s, n, total, secs, base->spec.draft_k > 0);
+        else print_text(s, n, total, secs, failed);
+        if (json && failed) fprintf(stderr, "ember batch: %zu of %zu prompts refused (their entries carry \"error\")\n",
+                                    failed, n);
     }
     ember_engine_destroy(e);
-    for (size_t i = 0; s && i < n; i++) free(s[i].tokens), free(s[i].text);
-    free(s);
+    return code;
+}
+
+static const char *const value_flags[] = {"-f", "-n", "--max-seqs", "--kv-type", "--kv-blocks", NULL};
+
+static int usage(FILE *out, int code)
+{
+    fprintf(out, "usage: ember batch -m MODEL.gguf -f PROMPTS [-n N] [--max-seqs S] [--kv-type f32|q8_0] [--kv-blocks B]\n"
+                 "                   [sampling] [--draft M2 --draft-k K | --ngram N] [--ignore-eos] [--json]\n"
+                 "PROMPTS: one prompt per line (empty lines skipped); all are served together.\n"
+                 "sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --repeat-penalty R\n"
+                 "          --frequency-penalty F --presence-penalty P --seed S\n");
     return code;
 }
 
@@ -147,40 +221,42 @@ int ember_cmd_batch(int argc, char **argv)
     ember_request_desc base = {.on_token = on_token, .on_done = on_done};
     for (int i = 1; i < argc; i++) {
         int r = cli_model_flag(argc, argv, &i, &ma);
-        if (r < 0) return 2;
+        if (r < 0) return usage(stderr, CLI_USAGE);
         if (r > 0) continue;
         const char *f = argv[i], *v;
+        if (cli_is_help(f)) return usage(stdout, CLI_OK);
         if (strcmp(f, "--json") == 0) { json = true; continue; }
         if (strcmp(f, "--ignore-eos") == 0) { base.ignore_eos = 1; continue; }
-        if (!(v = cli_value(argc, argv, &i))) return 2;
-        if (strcmp(f, "-f") == 0) file = v;
-        else if (strcmp(f, "-n") == 0) { if (!cli_int(f, v, 1, 1 << 20, &n)) return 2; }
-        else if (strcmp(f, "--max-seqs") == 0) { if (!cli_int(f, v, 1, 1024, &max_seqs)) return 2; }
-        else if (strcmp(f, "--kv-type") == 0) { if (!cli_kv_type(f, v, &kv_type)) return 2; }
-        else if (strcmp(f, "--kv-blocks") == 0) { if (!cli_int(f, v, 1, 1 << 24, &kv_blocks)) return 2; }
-        else if (!cli_sampling_flag(f, v, &base.sampling, &r)) return 2;
-        else if (!r && (r = cli_spec_flag(f, v, &base.spec, &draft_path)) < 0) return 2;
-        else if (!r) {
-            fprintf(stderr, "usage: ember batch -m MODEL.gguf -f PROMPTS [-n N] [--max-seqs S] [--kv-type f32|q8_0] [--kv-blocks B]\n"
-                            "                   [sampling] [--draft M2 --draft-k K | --ngram N] [--json]\n");
-            return 2;
+        if (!cli_flag_in(f, value_flags) && !cli_flag_in(f, cli_sampling_flags) && !cli_flag_in(f, cli_spec_flags)) {
+            cli_unknown("batch", f);
+            return usage(stderr, CLI_USAGE);
         }
+        if (!(v = cli_value(argc, argv, &i))) return usage(stderr, CLI_USAGE);
+        bool ok = true;
+        if (strcmp(f, "-f") == 0) file = v;
+        else if (strcmp(f, "-n") == 0) ok = cli_int(f, v, 1, 1 << 20, &n);
+        else if (strcmp(f, "--max-seqs") == 0) ok = cli_int(f, v, 1, 1024, &max_seqs);
+        else if (strcmp(f, "--kv-type") == 0) ok = cli_kv_type(f, v, &kv_type);
+        else if (strcmp(f, "--kv-blocks") == 0) ok = cli_int(f, v, 1, 1 << 24, &kv_blocks);
+        else if (!cli_sampling_flag(f, v, &base.sampling, &r)) ok = false;
+        else if (!r) ok = cli_spec_flag(f, v, &base.spec, &draft_path) > 0;
+        if (!ok) return usage(stderr, CLI_USAGE);
+    }
+    if (!ma.path || !file) {
+        fprintf(stderr, "ember batch: %s\n", !ma.path ? "no model given (-m MODEL.gguf)" : "no prompts given (-f FILE)");
+        return usage(stderr, CLI_USAGE);
     }
     base.max_tokens = (uint32_t)n;
-    char **lines = NULL;
-    size_t count = file ? read_lines(file, &lines) : 0;
-    if (!count) {
-        fprintf(stderr, "ember: no prompts read from %s\n", file ? file : "(no -f FILE given)");
-        return file ? 1 : 2;
-    }
+    slot *s;
+    size_t count;
+    if (!read_prompts(file, &s, &count)) return CLI_FAILED;
     ember_model *draft, *m = cli_load_with_draft(&ma, draft_path, &draft);
-    int code = 1;
+    int code = CLI_FAILED;
     if (m) {
         ember_engine_opts eo = {.max_seqs = (uint32_t)max_seqs, .kv_type = kv_type, .kv_blocks = (uint32_t)kv_blocks,
                                 .draft = draft};
-        code = cli_free_with_draft(m, draft, serve(m, lines, count, &base, eo, json));
+        code = cli_free_with_draft(m, draft, serve(m, s, count, &base, eo, json));
     }
-    for (size_t i = 0; i < count; i++) free(lines[i]);
-    free(lines);
+    free_slots(s, count);
     return code;
 }

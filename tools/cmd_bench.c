@@ -29,7 +29,7 @@ typedef struct bench_args {
     const char *url, *api_key;    /* --url: a server to drive instead of an engine */
     long vocab;                   /* --url: prompt token ids are drawn below this */
     const char *engine_flag;      /* the first engine option given, refused with --url */
-    bool json;
+    bool json, help;
 } bench_args;
 
 typedef struct req {
@@ -82,6 +82,7 @@ static bool engine_flag(const char *f, const char *v, bench_args *a)
     if (strcmp(f, "--batching") == 0) {
         for (int b = EMBER_BATCHING_CONTINUOUS; b <= EMBER_BATCHING_STATIC_RAGGED; b++)
             if (strcmp(v, batching_name[b]) == 0) return a->eo.batching = (ember_batching)b, true;
+        fprintf(stderr, "ember bench: --batching is continuous, static or static-ragged, got '%s'\n", v);
         return false;
     }
     if (strcmp(f, "--kv-type") == 0) return cli_kv_type(f, v, &a->eo.kv_type);
@@ -89,7 +90,9 @@ static bool engine_flag(const char *f, const char *v, bench_args *a)
     if (spec) return spec > 0;
     if (strcmp(f, "--kv") == 0) {
         a->eo.kv_layout = strcmp(v, "contiguous") == 0 ? EMBER_KV_CONTIGUOUS : EMBER_KV_PAGED;
-        return strcmp(v, "contiguous") == 0 || strcmp(v, "paged") == 0;
+        if (strcmp(v, "contiguous") == 0 || strcmp(v, "paged") == 0) return true;
+        fprintf(stderr, "ember bench: --kv is paged or contiguous, got '%s'\n", v);
+        return false;
     }
     uint32_t *u = strcmp(f, "--max-seqs") == 0 ? &a->eo.max_seqs
                 : strcmp(f, "--max-batch-tokens") == 0 ? &a->eo.max_batch_tokens
@@ -112,7 +115,9 @@ static bool bench_flag(const char *f, const char *v, bench_args *a)
     if (strcmp(f, "--rate") == 0) {
         float r;
         if (strcmp(v, "inf") == 0) return a->rate = 0, true;
-        return cli_float(f, v, &r) && r > 0 && (a->rate = r, true);
+        if (!cli_float(f, v, &r)) return false;
+        if (!(r > 0)) fprintf(stderr, "ember bench: --rate is requests per second above 0, or inf; got '%s'\n", v);
+        return r > 0 && (a->rate = r, true);
     }
     if (strcmp(f, "--prompt-len") == 0) return range(f, v, &a->prompt_lo, &a->prompt_hi);
     if (strcmp(f, "--gen-len") == 0) return range(f, v, &a->gen_lo, &a->gen_hi);
@@ -142,6 +147,12 @@ static bool consistent(const bench_args *a, bool vocab_given)
     return false;
 }
 
+/* The options that take a value, besides the model's and speculation's. */
+static const char *const value_flags[] = {"--requests", "--rate", "--prompt-len", "--gen-len", "--shared-prefix",
+    "--seed", "--slo-ttft-ms", "--slo-tpot-ms", "--concurrency", "--url", "--api-key", "--vocab", "--batching",
+    "--kv-type", "--kv", "--max-seqs", "--max-batch-tokens", "--chunk-ctx", "--kv-blocks", "--kv-block-size",
+    "--kv-mem", NULL};
+
 static bool parse(int argc, char **argv, bench_args *a)
 {
     *a = (bench_args){.requests = 48, .prompt_lo = 8, .prompt_hi = 200, .gen_lo = 8, .gen_hi = 160,
@@ -151,9 +162,11 @@ static bool parse(int argc, char **argv, bench_args *a)
         const char *v;
         if (r < 0) return false;
         if (r > 0) continue;
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) return false;
+        if (cli_is_help(argv[i])) return a->help = true;
         if (strcmp(argv[i], "--json") == 0) a->json = true;
         else if (strcmp(argv[i], "--no-prefix-cache") == 0) a->eo.no_prefix_cache = 1, a->engine_flag = argv[i];
+        else if (!cli_flag_in(argv[i], value_flags) && !cli_flag_in(argv[i], cli_spec_flags))
+            return cli_unknown("bench", argv[i]), false;
         else if (!(v = cli_value(argc, argv, &i)) || !bench_flag(argv[i - 1], v, a)) return false;
     }
     /* --url without --vocab: the vocabulary the server reports (vocab_size in
@@ -556,11 +569,9 @@ static int run_url(const bench_args *a)
     return code;
 }
 
-int ember_cmd_bench(int argc, char **argv)
+static int usage(FILE *out, int code)
 {
-    bench_args a;
-    if (!parse(argc, argv, &a)) {
-        fprintf(stderr,
+    fprintf(out,
                 "usage: ember bench -m MODEL.gguf [--requests N] [--rate R|inf] [--prompt-len A:B] [--gen-len A:B]\n"
                 "                   [--shared-prefix L] [--concurrency N] [--max-seqs S] [--max-batch-tokens T]\n"
                 "                   [--chunk-ctx C] [--kv-blocks K] [--kv-block-size B] [--kv-mem MIB]\n"
@@ -571,8 +582,14 @@ int ember_cmd_bench(int argc, char **argv)
                 "       ember bench --url http://HOST:PORT [--model NAME] [--api-key KEY] [--vocab V]\n"
                 "                   [the workload flags: --requests ... --concurrency N --slo-tpot-ms Y] [--json]\n"
                 "                   drives a running server (ember serve) with the same workload\n");
-        return 2;
-    }
+    return code;
+}
+
+int ember_cmd_bench(int argc, char **argv)
+{
+    bench_args a;
+    if (!parse(argc, argv, &a)) return usage(stderr, CLI_USAGE);
+    if (a.help) return usage(stdout, CLI_OK);
     if (a.url) return run_url(&a);
     ember_model *draft, *m = cli_load_with_draft(&a.model, a.draft, &draft);
     return m ? cli_free_with_draft(m, draft, run(m, draft, &a)) : 1;

@@ -2,7 +2,14 @@
  * come from stdin (a terminal or a pipe; end of input ends the chat), replies stream to
  * stdout. One engine and one ember_chat serve the whole conversation: each turn submits
  * the full conversation as token ids, and the engine's prefix cache finds the earlier
- * turns' KV blocks, so only the new part is computed (docs/chat.md). */
+ * turns' KV blocks, so only the new part is computed (docs/chat.md).
+ *
+ * Ctrl-C (SIGINT) stops the reply being generated and goes back to the prompt; at the
+ * prompt it says how to leave, and a second one in a row leaves, as shells and REPLs do.
+ * A line that is one of the commands (/reset, /exit, /help) is not sent to the model. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,7 +24,7 @@ typedef struct chat_args {
     long n;
     ember_sampling sampling;
     long kv_blocks;             /* 0 = the engine's default (a whole context at least) */
-    bool verbose;
+    bool verbose, help;
 } chat_args;
 
 /* One turn's reply as it arrives. */
@@ -29,15 +36,56 @@ typedef struct turn {
     ember_request_metrics m;
 } turn;
 
-static int usage(void)
+/* The conversation and what the loop needs between turns. */
+typedef struct session {
+    ember_model *model;
+    ember_engine *e;
+    ember_chat *chat;
+    const chat_args *a;
+    uint32_t ctx;
+    int n_turn;
+    bool full;                  /* the context is full: only /reset goes on */
+} session;
+
+/* Set by the SIGINT handler, cleared by whoever acts on it; main_thread is the one that
+ * reads the user's lines. A signal handler can only reach file-scope variables: these are
+ * the program's only global state. */
+static volatile sig_atomic_t interrupted;
+static pthread_t main_thread;
+
+/* The kernel hands a Ctrl-C to any thread that does not block it (the driver's too);
+ * passed on to the main thread, it interrupts the read at the prompt. pthread_self and
+ * pthread_kill are async-signal-safe (POSIX.1-2008 TC1). */
+static void on_sigint(int sig)
 {
-    fprintf(stderr, "usage: ember chat -m MODEL.gguf [--chat-template NAME] [--system TEXT] [-n MAX_PER_TURN]\n"
-                    "                  [sampling] [--kv-blocks N] [--backend vulkan|cpu] [--device N] [--verbose]\n"
-                    "templates: chatml, llama2, llama3, llama3.1, mistral, zephyr, gemma, phi3\n"
-                    "           (default: the model's own; see docs/chat.md)\n"
-                    "sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --repeat-penalty R\n"
-                    "          --frequency-penalty F --presence-penalty P --seed S\n");
-    return 2;
+    interrupted = 1;
+    if (!pthread_equal(pthread_self(), main_thread)) pthread_kill(main_thread, sig);
+}
+
+/* From the first prompt on Ctrl-C stops a reply instead of the program (before, while
+ * the model loads, it ends the program as usual). At the prompt without SA_RESTART, so
+ * that it interrupts the read; while a reply is generated with it, so that no system call
+ * in the library or the driver fails with EINTR (the flag is read between steps). */
+static void catch_sigint(bool at_prompt)
+{
+    struct sigaction sa = {.sa_handler = on_sigint, .sa_flags = at_prompt ? 0 : SA_RESTART};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+}
+
+static const char *const value_flags[] = {"--chat-template", "--system", "-n", "--kv-blocks", NULL};
+
+static int usage(FILE *out, int code)
+{
+    fprintf(out, "usage: ember chat -m MODEL.gguf [--chat-template NAME] [--system TEXT] [-n MAX_PER_TURN]\n"
+                 "                  [sampling] [--kv-blocks N] [--backend vulkan|cpu] [--device N] [--verbose]\n"
+                 "templates: chatml, llama2, llama3, llama3.1, mistral, zephyr, gemma, phi3\n"
+                 "           (default: the model's own; see docs/chat.md)\n"
+                 "sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --repeat-penalty R\n"
+                 "          --frequency-penalty F --presence-penalty P --seed S\n"
+                 "One message per line on stdin. Ctrl-C stops a reply; /reset starts a new conversation;\n"
+                 "/exit, Ctrl-D (end of input) or Ctrl-C twice at the prompt leaves.\n");
+    return code;
 }
 
 static bool parse(int argc, char **argv, chat_args *a)
@@ -48,20 +96,20 @@ static bool parse(int argc, char **argv, chat_args *a)
         int r = cli_model_flag(argc, argv, &i, &a->model);
         if (r < 0) return false;
         if (r > 0) continue;
+        if (cli_is_help(f)) return a->help = true;
         if (strcmp(f, "--verbose") == 0 || strcmp(f, "-v") == 0) a->verbose = true;
+        else if (!cli_flag_in(f, value_flags) && !cli_flag_in(f, cli_sampling_flags)) {
+            cli_unknown("chat", f);
+            return false;
+        }
         else if (!(v = cli_value(argc, argv, &i))) return false;
         else if (strcmp(f, "--chat-template") == 0) a->template_name = v;
         else if (strcmp(f, "--system") == 0) a->system = v;
         else if (strcmp(f, "-n") == 0) { if (!cli_int(f, v, 1, 1 << 20, &a->n)) return false; }
         else if (strcmp(f, "--kv-blocks") == 0) { if (!cli_int(f, v, 1, 1 << 24, &a->kv_blocks)) return false; }
         else if (!cli_sampling_flag(f, v, &a->sampling, &r)) return false;
-        else if (r) continue;
-        else {
-            fprintf(stderr, "ember chat: unknown option '%s'\n", f);
-            return false;
-        }
     }
-    if (!a->model.path) fprintf(stderr, "ember chat: no model (-m MODEL.gguf)\n");
+    if (!a->model.path) fprintf(stderr, "ember chat: no model given (-m MODEL.gguf)\n");
     return a->model.path != NULL;
 }
 
@@ -91,78 +139,183 @@ static void on_done(void *user, ember_request_id id, ember_finish why, const emb
     t->done = true;
 }
 
-/* Reads one line without its line end into *line (getline's buffer); false at EOF. */
-static bool read_line(char **line, size_t *cap, bool tty)
+typedef enum line_status { LINE_OK, LINE_EOF, LINE_INTERRUPTED } line_status;
+
+/* Reads one line without its line end into *line (getline's buffer). SIGINT interrupts
+ * the read (the handler is installed without SA_RESTART). */
+static line_status read_line(char **line, size_t *cap, bool tty)
 {
     if (tty) {
         fputs("> ", stdout);
         fflush(stdout);
     }
-    ssize_t n = getline(line, cap, stdin);
-    if (n < 0) return false;
+    catch_sigint(true);
+    errno = 0;
+    ssize_t n = interrupted ? -1 : getline(line, cap, stdin);
+    if (n < 0) {
+        bool intr = interrupted || errno == EINTR;
+        clearerr(stdin);
+        if (!intr) return LINE_EOF;
+        interrupted = 0;
+        return LINE_INTERRUPTED;
+    }
     while (n > 0 && ((*line)[n - 1] == '\n' || (*line)[n - 1] == '\r')) (*line)[--n] = 0;
-    return true;
+    return LINE_OK;
 }
 
 static double rate(double n, double ms) { return ms > 0 ? n * 1000.0 / ms : 0.0; }
 
-/* Runs one turn: submits the conversation, streams the reply, adds it to the chat. */
-static int run_turn(ember_engine *e, ember_chat *chat, const chat_args *a, uint32_t ctx, int n_turn)
+static void say_full(const session *s, size_t n)
+{
+    fprintf(stderr, "[the conversation (%zu tokens) fills the model's context of %u tokens: "
+                    "/reset starts a new one, /exit leaves]\n", n, s->ctx);
+}
+
+/* Submits the conversation and steps until the reply ends; Ctrl-C cancels it. */
+static ember_status generate(session *s, const uint32_t *ids, size_t n, turn *t, bool *stopped)
+{
+    ember_request_desc d = {.tokens = ids, .n_tokens = n, .max_tokens = (uint32_t)s->a->n,
+                            .sampling = s->a->sampling, .on_token = on_token, .on_done = on_done, .user = t};
+    ember_request_id id;
+    catch_sigint(false);
+    interrupted = 0;
+    ember_status st = ember_submit(s->e, &d, &id);
+    while (st == EMBER_OK && !t->done) {
+        if (interrupted && !*stopped) {
+            interrupted = 0;
+            *stopped = true;
+            ember_cancel(s->e, id); /* the next step ends it (EMBER_FINISH_CANCELLED) */
+        }
+        st = ember_engine_step(s->e);
+    }
+    fputc('\n', stdout);
+    fflush(stdout);
+    return st;
+}
+
+/* Runs one turn: submits the conversation, streams the reply, adds it to the chat (a
+ * reply stopped by Ctrl-C too: it is what the user saw). 1 on an error that ends the chat. */
+static int run_turn(session *s)
 {
     const uint32_t *ids;
     size_t n;
-    if (ember_chat_prompt(chat, &ids, &n) != EMBER_OK) {
-        fprintf(stderr, "ember chat: %s\n", ember_chat_error(chat));
+    if (ember_chat_prompt(s->chat, &ids, &n) != EMBER_OK) {
+        fprintf(stderr, "ember chat: %s\n", ember_chat_error(s->chat));
         return 1;
     }
-    if (n >= ctx) {
-        fprintf(stderr, "ember chat: the conversation (%zu tokens) no longer fits the context of %u tokens\n", n, ctx);
-        return 1;
+    if (n >= s->ctx) {
+        s->full = true;
+        say_full(s, n);
+        return 0;
     }
     turn t = {0};
-    ember_request_desc d = {.tokens = ids, .n_tokens = n, .max_tokens = (uint32_t)a->n, .sampling = a->sampling,
-                            .on_token = on_token, .on_done = on_done, .user = &t};
-    ember_status s = ember_submit(e, &d, NULL);
-    while (s == EMBER_OK && !t.done) s = ember_engine_step(e);
-    fputc('\n', stdout);
-    fflush(stdout);
+    bool stopped = false;
+    ember_status st = generate(s, ids, n, &t, &stopped);
     int code = 0;
-    if (s < 0 || !t.done || t.oom || t.why == EMBER_FINISH_ERROR) { /* EMBER_IDLE after the end is fine */
-        fprintf(stderr, "ember chat: %s\n", t.oom ? "out of memory" : s < 0 || t.done ? ember_engine_error(e)
-                                                                      : "the engine stopped with the reply pending");
+    if (st == EMBER_ERR_CONTEXT_FULL) { /* the KV pool (--kv-blocks) cannot hold it */
+        fprintf(stderr, "ember chat: %s\n", ember_engine_error(s->e));
+        s->full = true;
+        say_full(s, n);
+    } else if (st < 0 || !t.done || t.oom || t.why == EMBER_FINISH_ERROR) { /* EMBER_IDLE after the end is fine */
+        fprintf(stderr, "ember chat: %s\n", t.oom ? "out of memory" : st < 0 || t.done ? ember_engine_error(s->e)
+                                                                       : "the engine stopped with the reply pending");
         code = 1;
-    } else if (ember_chat_add_reply(chat, t.ids, t.n_ids) != EMBER_OK) {
-        fprintf(stderr, "ember chat: %s\n", ember_chat_error(chat));
+    } else if (ember_chat_add_reply(s->chat, t.ids, t.n_ids) != EMBER_OK) {
+        fprintf(stderr, "ember chat: %s\n", ember_chat_error(s->chat));
         code = 1;
     } else {
         const ember_request_metrics *m = &t.m;
-        fprintf(stderr, "[turn %d: %u prompt tokens, %u from cache, %u generated, %.1f tok/s]\n", n_turn,
-                m->n_prompt, m->n_cached, m->n_gen, rate(m->n_gen > 1 ? m->n_gen - 1 : 0, m->decode_ms));
+        fprintf(stderr, "[turn %d: %u prompt tokens, %u from cache, %u generated, %.1f tok/s%s]\n", ++s->n_turn,
+                m->n_prompt, m->n_cached, m->n_gen, rate(m->n_gen > 1 ? m->n_gen - 1 : 0, m->decode_ms),
+                stopped ? "; stopped by Ctrl-C" : "");
+        if (t.why == EMBER_FINISH_LENGTH && n + t.n_ids >= s->ctx) {
+            s->full = true;
+            say_full(s, n + t.n_ids);
+        }
     }
     free(t.ids);
     return code;
 }
 
-static int converse(ember_model *model, ember_engine *e, ember_chat *chat, const chat_args *a)
+/* A new ember_chat with the system message: what /reset and the start make. */
+static bool new_chat(session *s)
 {
-    ember_model_info info;
-    ember_model_get_info(model, &info);
-    if (a->verbose) fprintf(stderr, "[chat template: %s]\n", ember_chat_template_name(chat));
-    if (a->system && ember_chat_add(chat, "system", a->system) != EMBER_OK) {
-        fprintf(stderr, "ember chat: %s\n", ember_chat_error(chat));
+    ember_chat_free(s->chat);
+    s->chat = NULL;
+    s->full = false;
+    if (ember_chat_create(s->model, s->a->template_name, &s->chat) != EMBER_OK ||
+        (s->a->system && ember_chat_add(s->chat, "system", s->a->system) != EMBER_OK)) {
+        fprintf(stderr, "ember chat: %s\n", ember_chat_error(s->chat));
+        return false;
+    }
+    return true;
+}
+
+typedef enum command { CMD_NONE, CMD_EXIT, CMD_RESET, CMD_HELP } command;
+
+static command parse_command(const char *line)
+{
+    if (strcmp(line, "/exit") == 0 || strcmp(line, "/quit") == 0) return CMD_EXIT;
+    if (strcmp(line, "/reset") == 0) return CMD_RESET;
+    if (strcmp(line, "/help") == 0) return CMD_HELP;
+    return CMD_NONE;
+}
+
+static void banner(const session *s)
+{
+    fprintf(stderr, "ember chat: %s template, context %u tokens. Type a message and Enter.\n"
+                    "  Ctrl-C stops a reply; /reset starts a new conversation; /exit or Ctrl-D leaves.\n",
+            ember_chat_template_name(s->chat), s->ctx);
+}
+
+/* The user's line: a command or a message. 1 when the chat must end with an error, -1
+ * when the user leaves. */
+static int handle_line(session *s, const char *line)
+{
+    switch (parse_command(line)) {
+    case CMD_EXIT: return -1;
+    case CMD_RESET:
+        if (!new_chat(s)) return 1;
+        fprintf(stderr, "[a new conversation%s]\n", s->a->system ? " (the system message is kept)" : "");
+        return 0;
+    case CMD_HELP: banner(s); return 0;
+    case CMD_NONE: break;
+    }
+    if (s->full) {
+        fprintf(stderr, "[the context is full: /reset starts a new conversation, /exit leaves]\n");
+        return 0;
+    }
+    if (ember_chat_add(s->chat, "user", line) != EMBER_OK) {
+        fprintf(stderr, "ember chat: %s\n", ember_chat_error(s->chat));
         return 1;
     }
+    return run_turn(s);
+}
+
+static int converse(session *s)
+{
     bool tty = isatty(fileno(stdin));
+    if (s->a->verbose) fprintf(stderr, "[chat template: %s]\n", ember_chat_template_name(s->chat));
+    if (tty) banner(s);
     char *line = NULL;
     size_t cap = 0;
-    int code = 0, n_turn = 0;
-    while (code == 0 && read_line(&line, &cap, tty)) {
+    int code = 0;
+    bool interrupted_before = false; /* the last thing at the prompt was a Ctrl-C */
+    for (;;) {
+        line_status ls = read_line(&line, &cap, tty);
+        if (ls == LINE_EOF) break;
+        if (ls == LINE_INTERRUPTED) {
+            if (interrupted_before) break;
+            interrupted_before = true;
+            fprintf(stderr, "\n[Ctrl-C again, Ctrl-D or /exit leaves]\n");
+            continue;
+        }
+        interrupted_before = false;
         if (line[0] == 0) continue;
-        if (ember_chat_add(chat, "user", line) != EMBER_OK) {
-            fprintf(stderr, "ember chat: %s\n", ember_chat_error(chat));
-            code = 1;
-        } else {
-            code = run_turn(e, chat, a, info.ctx_len, ++n_turn);
+        int r = handle_line(s, line);
+        if (r) {
+            code = r > 0 ? r : 0;
+            break;
         }
     }
     if (tty && code == 0) fputc('\n', stdout);
@@ -172,26 +325,31 @@ static int converse(ember_model *model, ember_engine *e, ember_chat *chat, const
 
 static int run(ember_model *model, const chat_args *a)
 {
-    ember_chat *chat = NULL;
-    if (ember_chat_create(model, a->template_name, &chat) != EMBER_OK) {
-        fprintf(stderr, "ember chat: %s\n", ember_chat_error(chat));
-        ember_chat_free(chat);
+    ember_model_info info;
+    ember_model_get_info(model, &info);
+    session s = {.model = model, .a = a, .ctx = info.ctx_len};
+    if (!new_chat(&s)) {
+        ember_chat_free(s.chat);
         return 1;
     }
     ember_engine_opts eo = {.max_seqs = 1, .kv_blocks = (uint32_t)a->kv_blocks};
-    ember_engine *e = NULL;
     int code = 1;
-    if (ember_engine_create(model, &eo, &e) != EMBER_OK) fprintf(stderr, "ember chat: %s\n", ember_engine_error(e));
-    else code = converse(model, e, chat, a);
-    ember_engine_destroy(e);
-    ember_chat_free(chat);
+    if (ember_engine_create(model, &eo, &s.e) != EMBER_OK) {
+        fprintf(stderr, "ember chat: %s\n", ember_engine_error(s.e));
+    } else {
+        main_thread = pthread_self();
+        code = converse(&s);
+    }
+    ember_engine_destroy(s.e);
+    ember_chat_free(s.chat);
     return code;
 }
 
 int ember_cmd_chat(int argc, char **argv)
 {
     chat_args a;
-    if (!parse(argc, argv, &a)) return usage();
+    if (!parse(argc, argv, &a)) return usage(stderr, CLI_USAGE);
+    if (a.help) return usage(stdout, CLI_OK);
     ember_model *m = cli_load_model(&a.model);
     if (!m) return 1;
     return cli_free_model(m, run(m, &a));

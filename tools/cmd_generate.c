@@ -14,7 +14,7 @@ typedef struct gen_args {
     ember_sampling sampling;
     const char *stop[EMBER_MAX_STOP + 1];
     int n_stop;
-    bool json, no_bos, ignore_eos;
+    bool json, no_bos, ignore_eos, help;
     long max_batch_tokens;
     long kv_blocks;                    /* 0 = the engine's default (one whole context at least) */
     ember_kv_type kv_type;
@@ -34,15 +34,20 @@ typedef struct gen_state {
     double load_ms;             /* ember_model_load (and the draft's), wall time */
 } gen_state;
 
-static int usage(void)
+/* The options that take a value, besides the model's, sampling's and speculation's. */
+static const char *const value_flags[] = {"-p", "--prompt", "-n", "--stop", "--max-batch-tokens", "--kv-type",
+                                          "--kv-blocks", NULL};
+
+static int usage(FILE *out, int code)
 {
-    fprintf(stderr, "usage: ember generate -m MODEL.gguf [-p TEXT] [-n N] [sampling] [--stop STR]...\n"
+    fprintf(out, "usage: ember generate -m MODEL.gguf [-p TEXT] [-n N] [sampling] [--stop STR]...\n"
                     "                      [--backend vulkan|cpu] [--device N] [--no-bos] [--ignore-eos]\n"
                     "                      [--max-batch-tokens T] [--kv-type f32|q8_0] [--kv-blocks N] [--json]\n"
                     "sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --repeat-penalty R\n"
                     "          --frequency-penalty F --presence-penalty P --seed S\n"
-                    "speculation: --draft MODEL.gguf --draft-k K | --ngram N [--draft-k K] [--adaptive]\n");
-    return 2;
+                    "speculation: --draft MODEL.gguf --draft-k K | --ngram N [--draft-k K] [--adaptive]\n"
+                    "other: --memory auto|discrete  (see docs/cli.md)\n");
+    return code;
 }
 
 static bool parse(int argc, char **argv, gen_args *a)
@@ -53,10 +58,15 @@ static bool parse(int argc, char **argv, gen_args *a)
         int r = cli_model_flag(argc, argv, &i, &a->model);
         if (r < 0) return false;
         if (r > 0) continue;
+        if (cli_is_help(f)) return a->help = true;
         if (strcmp(f, "--json") == 0) a->json = true;
         else if (strcmp(f, "--no-bos") == 0) a->no_bos = true;
         else if (strcmp(f, "--ignore-eos") == 0) a->ignore_eos = true;
         else if (strcmp(f, "--adaptive") == 0) a->spec.adaptive = 1;
+        else if (!cli_flag_in(f, value_flags) && !cli_flag_in(f, cli_sampling_flags) && !cli_flag_in(f, cli_spec_flags)) {
+            cli_unknown("generate", f);
+            return false;
+        }
         else if (!(v = cli_value(argc, argv, &i))) return false;
         else if (strcmp(f, "-p") == 0 || strcmp(f, "--prompt") == 0) a->prompt = v;
         else if (strcmp(f, "-n") == 0) { if (!cli_int(f, v, 1, 1 << 20, &a->n)) return false; }
@@ -74,12 +84,9 @@ static bool parse(int argc, char **argv, gen_args *a)
         else if (strcmp(f, "--max-batch-tokens") == 0) { if (!cli_int(f, v, 1, 1 << 16, &a->max_batch_tokens)) return false; }
         else if (strcmp(f, "--kv-type") == 0) { if (!cli_kv_type(f, v, &a->kv_type)) return false; }
         else if (strcmp(f, "--kv-blocks") == 0) { if (!cli_int(f, v, 1, 1 << 24, &a->kv_blocks)) return false; }
-        else {
-            fprintf(stderr, "ember generate: unknown option '%s'\n", f);
-            return false;
-        }
     }
-    return true;
+    if (!a->model.path) fprintf(stderr, "ember generate: no model given (-m MODEL.gguf)\n");
+    return a->model.path != NULL;
 }
 
 static bool grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -198,7 +205,8 @@ static double now_ms(void)
 int ember_cmd_generate(int argc, char **argv)
 {
     gen_args a;
-    if (!parse(argc, argv, &a)) return usage();
+    if (!parse(argc, argv, &a)) return usage(stderr, CLI_USAGE);
+    if (a.help) return usage(stdout, CLI_OK);
     double t0 = now_ms();
     ember_model *draft, *m = cli_load_with_draft(&a.model, a.draft, &draft);
     double load_ms = now_ms() - t0;

@@ -74,9 +74,27 @@ static void print_json(uint32_t i, const ember_device_info *d)
     printf("}");
 }
 
+static int usage(FILE *out, int code)
+{
+    fprintf(out, "usage: ember info [--json]\n"
+                 "  the Vulkan devices with their features, limits and the shader variants Ember picks;\n"
+                 "  --device N and EMBER_DEVICE=N elsewhere take the index printed here\n");
+    return code;
+}
+
 int ember_cmd_info(int argc, char **argv)
 {
-    bool json = argc > 1 && strcmp(argv[1], "--json") == 0;
+    bool json = false;
+    for (int i = 1; i < argc; i++)
+        if (cli_is_help(argv[i])) return usage(stdout, CLI_OK);
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            json = true;
+            continue;
+        }
+        cli_unknown("info", argv[i]);
+        return usage(stderr, CLI_USAGE);
+    }
     ember_device_info dev[MAX_DEVICES];
     size_t n = 0;
     char msg[512];

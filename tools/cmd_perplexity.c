@@ -1,15 +1,29 @@
 /* cmd_perplexity.c — `ember perplexity`: how well a model predicts a text file. */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "commands.h"
 
+/* The whole file, NUL-terminated; NULL with a message when it cannot be read, is a
+ * directory or is empty (nothing to score is an error, not a perplexity of 0). */
 static char *read_file(const char *path, size_t *len)
 {
+    struct stat st;
     FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
+    if (!f || fstat(fileno(f), &st) != 0) {
+        fprintf(stderr, "ember perplexity: cannot open %s: %s\n", path, strerror(errno));
+        if (f) fclose(f);
+        return NULL;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "ember perplexity: %s is a directory; -f wants a text file\n", path);
+        fclose(f);
+        return NULL;
+    }
     char *buf = NULL;
     size_t cap = 0, n = 0, got;
     do {
@@ -21,8 +35,15 @@ static char *read_file(const char *path, size_t *len)
         got = fread(buf + n, 1, cap - n - 1, f);
         n += got;
     } while (got > 0);
+    bool bad = ferror(f) || !buf;
     fclose(f);
-    if (buf) buf[n] = 0;
+    if (bad || n == 0) {
+        fprintf(stderr, "ember perplexity: %s%s\n", path,
+                !buf ? ": out of memory" : bad ? ": cannot be read" : " is empty: there is no text to score");
+        free(buf);
+        return NULL;
+    }
+    buf[n] = 0;
     *len = n;
     return buf;
 }
@@ -41,7 +62,12 @@ static int score_text(ember_model *m, const char *path, const char *text, size_t
         fprintf(stderr, "ember: %s\n", ids ? ember_model_error(m) : "out of memory");
         return 1;
     }
-    double ppl = scored ? exp(nll / (double)scored) : 0;
+    if (!scored) { /* one token (BOS) predicts nothing */
+        fprintf(stderr, "ember perplexity: %s gives %zu token%s: at least 2 are needed to score one\n", path, n,
+                n == 1 ? "" : "s");
+        return 1;
+    }
+    double ppl = exp(nll / (double)scored);
     if (json) {
         printf("{\"file\": ");
         cli_json_string(stdout, path, strlen(path));
@@ -52,6 +78,14 @@ static int score_text(ember_model *m, const char *path, const char *text, size_t
     return 0;
 }
 
+static int usage(FILE *out, int code)
+{
+    fprintf(out, "usage: ember perplexity -m MODEL.gguf -f TEXTFILE [--ctx N] [--json]\n"
+                 "  the model's perplexity on the text, in windows of --ctx tokens (default: the model's context)\n"
+                 "  [--backend vulkan|cpu] [--device N] [--memory auto|discrete]\n");
+    return code;
+}
+
 int ember_cmd_perplexity(int argc, char **argv)
 {
     cli_model_args ma = {0};
@@ -60,24 +94,29 @@ int ember_cmd_perplexity(int argc, char **argv)
     bool json = false;
     for (int i = 1; i < argc; i++) {
         int r = cli_model_flag(argc, argv, &i, &ma);
-        if (r < 0) return 2;
+        if (r < 0) return usage(stderr, CLI_USAGE);
         if (r > 0) continue;
-        const char *v;
-        if (strcmp(argv[i], "--json") == 0) json = true;
-        else if (strcmp(argv[i], "-f") == 0 && (v = cli_value(argc, argv, &i))) file = v;
-        else if (strcmp(argv[i], "--ctx") == 0 && (v = cli_value(argc, argv, &i))) {
-            if (!cli_int("--ctx", v, 2, 1 << 20, &ctx)) return 2;
-        } else {
-            fprintf(stderr, "usage: ember perplexity -m MODEL.gguf -f TEXTFILE [--ctx N] [--json]\n");
-            return 2;
+        const char *f = argv[i], *v;
+        if (cli_is_help(f)) return usage(stdout, CLI_OK);
+        if (strcmp(f, "--json") == 0) json = true;
+        else if (strcmp(f, "-f") != 0 && strcmp(f, "--ctx") != 0) {
+            cli_unknown("perplexity", f);
+            return usage(stderr, CLI_USAGE);
+        } else if (!(v = cli_value(argc, argv, &i))) {
+            return usage(stderr, CLI_USAGE);
+        } else if (strcmp(f, "-f") == 0) {
+            file = v;
+        } else if (!cli_int("--ctx", v, 2, 1 << 20, &ctx)) {
+            return usage(stderr, CLI_USAGE);
         }
     }
-    size_t len = 0;
-    char *text = file ? read_file(file, &len) : NULL;
-    if (!text) {
-        fprintf(stderr, "ember: cannot read %s\n", file ? file : "(no -f FILE given)");
-        return file ? 1 : 2;
+    if (!ma.path || !file) {
+        fprintf(stderr, "ember perplexity: %s\n", !ma.path ? "no model given (-m MODEL.gguf)" : "no text given (-f FILE)");
+        return usage(stderr, CLI_USAGE);
     }
+    size_t len = 0;
+    char *text = read_file(file, &len);
+    if (!text) return CLI_FAILED;
     ember_model *m = cli_load_model(&ma);
     int code = m ? score_text(m, file, text, len, ctx, json) : 1;
     free(text);

@@ -25,6 +25,7 @@
  * what llama.cpp's convert-llama2c-to-ggml writes: ids 0/1/2 become <unk>/<s>/</s>
  * (llama2.c stores "\n<s>\n" and "\n</s>\n") typed UNKNOWN/CONTROL/CONTROL, "<0xXX>"
  * pieces are BYTE, the rest NORMAL, and spaces become U+2581. */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -96,11 +97,12 @@ static ember_status map_file(const char *path, l2c_file *f, ember_err *err)
 {
     f->path = path;
     int fd = open(path, O_RDONLY);
-    if (fd < 0) return ember_fail(err, EMBER_ERR_IO, "%s: cannot open", path);
-    struct stat st;
+    if (fd < 0) return ember_fail(err, EMBER_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st = {0};
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        return ember_fail(err, EMBER_ERR_IO, "%s: not a regular file", path);
+        return ember_fail(err, EMBER_ERR_IO, "%s: %s", path, S_ISDIR(st.st_mode) ? "a directory, not a file"
+                                                                               : "not a regular file");
     }
     f->size = (uint64_t)st.st_size;
     if (f->size > 0) {
@@ -505,22 +507,44 @@ ember_status ember_convert_llama2c(const char *ckpt, const char *tok, const char
 
 /* ---- the command ---------------------------------------------------------------------- */
 
+static int usage(FILE *out, int code)
+{
+    fprintf(out, "usage: ember convert llama2c CKPT.bin TOKENIZER.bin OUT.gguf\n"
+                 "  converts a llama2.c checkpoint (legacy version 0, or version 1/2 from\n"
+                 "  export.py) and its tokenizer.bin into a llama GGUF with F32 tensors\n");
+    return code;
+}
+
+/* Exit codes as tools/cli.h's (this file stands alone: tests/test_convert.c includes it). */
 int ember_cmd_convert(int argc, char **argv)
 {
-    if (argc != 5 || strcmp(argv[1], "llama2c") != 0) {
-        fprintf(stderr, "usage: ember convert llama2c CKPT.bin TOKENIZER.bin OUT.gguf\n"
-                        "  converts a llama2.c checkpoint (legacy version 0, or version 1/2 from\n"
-                        "  export.py) and its tokenizer.bin into a llama GGUF with F32 tensors\n");
-        if (argc >= 2 && strcmp(argv[1], "llama2c") != 0)
-            fprintf(stderr, "ember: convert: unknown source format '%s' (known: llama2c)\n", argv[1]);
-        return 2;
+    enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) return usage(stdout, CLI_OK);
+    for (int i = 1; i < argc; i++) {
+        if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "ember convert: unknown option %s\n", argv[i]);
+            return usage(stderr, CLI_USAGE);
+        }
+    }
+    if (argc < 2) {
+        fprintf(stderr, "ember convert: no source format given (known: llama2c)\n");
+        return usage(stderr, CLI_USAGE);
+    }
+    if (strcmp(argv[1], "llama2c") != 0) {
+        fprintf(stderr, "ember convert: unknown source format '%s' (known: llama2c)\n", argv[1]);
+        return usage(stderr, CLI_USAGE);
+    }
+    if (argc != 5) {
+        fprintf(stderr, "ember convert llama2c: wants 3 files, CKPT.bin TOKENIZER.bin OUT.gguf; got %d\n", argc - 2);
+        return usage(stderr, CLI_USAGE);
     }
     ember_err err = {{0}};
     ember_status st = ember_convert_llama2c(argv[2], argv[3], argv[4], &err);
     if (st) {
         fprintf(stderr, "ember: convert: %s\n", err.msg);
-        return 1;
+        return CLI_FAILED;
     }
     printf("wrote %s\n", argv[4]);
-    return 0;
+    return CLI_OK;
 }

@@ -1,4 +1,5 @@
 /* ember.c — the `ember` command-line program: dispatches to one subcommand. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,20 +31,38 @@ static void usage(FILE *f)
     fprintf(f, "usage: ember COMMAND [options]   (ember %s; ember --version)\n\ncommands:\n", ember_version());
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-16s %s\n", commands[i].name, commands[i].help);
+    fprintf(f, "\nember COMMAND --help (or ember help COMMAND) gives a command's options. Exit status: 0 done,\n"
+               "1 the work failed, 2 a wrong command line. EMBER_DEVICE=N picks a device as --device N does.\n");
+}
+
+static const command *find(const char *name)
+{
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(name, commands[i].name) == 0) return &commands[i];
+    return NULL;
 }
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+    bool help = argc >= 2 && strcmp(argv[1], "help") == 0;
+    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || (help && argc == 2)) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
+    }
+    if (help) { /* ember help COMMAND: COMMAND --help */
+        const command *c = find(argv[2]);
+        char *args[] = {argv[2], "--help", NULL};
+        if (c) return c->run(2, args);
+        fprintf(stderr, "ember: unknown command '%s'\n", argv[2]);
+        usage(stderr);
+        return 2;
     }
     if (strcmp(argv[1], "--version") == 0) {
         printf("ember %s\n", ember_version());
         return 0;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+    const command *c = find(argv[1]);
+    if (c) return c->run(argc - 1, argv + 1);
     fprintf(stderr, "ember: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;

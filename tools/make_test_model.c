@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -417,9 +418,9 @@ static ember_status add_hparams(ember_gguf_writer *w, const tm_args *a)
 
 /* ---- command line ---------------------------------------------------------------- */
 
-static int usage(void)
+static int usage(FILE *out, int code)
 {
-    fprintf(stderr,
+    fprintf(out,
         "usage: ember make-test-model OUT.gguf [options]\n"
         "  --dim N        embedding length (64)\n"
         "  --layers N     transformer blocks (2)\n"
@@ -434,9 +435,10 @@ static int usage(void)
         "  --tied         no output.weight: the LM head reuses token_embd\n"
         "  --arch A       llama or qwen2 (llama); qwen2 adds Q/K/V biases, NeoX RoPE\n"
         "  --rope-freqs   write rope_freqs.weight (Llama 3.1-style factors 1..8)\n"
-        "  --rope-scale F linear RoPE scaling factor (none)\n",
+        "  --rope-scale F linear RoPE scaling factor (none)\n"
+        "The file is built in memory: a model larger than this machine's memory is refused.\n",
         VOCAB_MIN, VOCAB_MAX);
-    return 2;
+    return code;
 }
 
 static bool parse_type(const char *s, ember_dtype *out)
@@ -533,6 +535,56 @@ static bool check_shape(const tm_args *a)
     return true;
 }
 
+/* ---- size ------------------------------------------------------------------------ */
+
+/* Bytes of one matrix of rows x fan_in in the model's type (Q8_0 rows that are not whole
+ * blocks are F16, as add_weight writes them). */
+static double matrix_bytes(const tm_args *a, double fan_in, double rows)
+{
+    ember_dtype t = a->type == EMBER_DTYPE_Q8_0 && (long)fan_in % EMBER_Q8_0_BLOCK ? EMBER_DTYPE_F16 : a->type;
+    double per_value = t == EMBER_DTYPE_F32 ? 4 : t == EMBER_DTYPE_F16 ? 2 : 34.0 / 32;
+    return fan_in * rows * per_value;
+}
+
+/* What write_model holds at its peak: every tensor (the writer keeps them until it
+ * writes), plus the F32 draft of the largest one. Doubles: an absurd shape must not
+ * overflow before it is refused. */
+static double model_bytes(const tm_args *a, double *params)
+{
+    double dim = (double)a->dim, ffn = (double)a->ffn, vocab = (double)a->vocab, layers = (double)a->layers;
+    double kv = dim / (double)a->heads * (double)a->kv_heads;
+    double layer = matrix_bytes(a, dim, dim) * 2 + matrix_bytes(a, dim, kv) * 2 + matrix_bytes(a, dim, ffn) * 2 +
+                   matrix_bytes(a, ffn, dim) + dim * 2 * 4;
+    double head = matrix_bytes(a, dim, vocab) * (a->tied ? 1 : 2) + dim * 4;
+    double largest = dim * (ffn > vocab ? ffn : vocab) * 4;
+    *params = layers * (2 * dim * dim + 2 * dim * kv + 3 * dim * ffn + 2 * dim) + dim * vocab * (a->tied ? 1 : 2) + dim;
+    return layers * layer + head + largest;
+}
+
+static void human(double bytes, char *buf, size_t cap)
+{
+    static const char *const unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    int u = 0;
+    while (bytes >= 1024 && u < 6) bytes /= 1024, u++;
+    snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", bytes, unit[u]);
+}
+
+/* Refuses, at once, a model that cannot be built in this machine's memory (rather than
+ * allocating until the machine runs out). */
+static bool check_size(const tm_args *a)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    double params, need = model_bytes(a, &params), have = pages > 0 && page > 0 ? (double)pages * page : 0;
+    if (!have || need <= have) return true;
+    char n[32], h[32];
+    human(need, n, sizeof n);
+    human(have, h, sizeof h);
+    fprintf(stderr, "ember make-test-model: this model needs %s of memory to build (%.3g weights as %s), "
+                    "and this machine has %s; make --dim, --layers, --ffn or --vocab smaller\n",
+            n, params, a->type == EMBER_DTYPE_F32 ? "f32" : a->type == EMBER_DTYPE_F16 ? "f16" : "q8_0", h);
+    return false;
+}
+
 static int write_model(const tm_args *a)
 {
     vocab v;
@@ -560,22 +612,27 @@ int ember_cmd_make_test_model(int argc, char **argv)
 {
     tm_args a = { NULL, 64, 2, 4, 2, 128, 512, 256, 1, 10000.0f, EMBER_DTYPE_F32, false,
                   "llama", false, 0.0f };
+    for (int i = 1; i < argc; i++)
+        if (cli_is_help(argv[i]))
+            return usage(stdout, CLI_OK);
     for (int i = 1; i < argc; i++) {
         int r = argv[i][0] == '-' ? parse_flag(argc, argv, &i, &a) : 0;
         if (r < 0)
-            return usage();
+            return usage(stderr, CLI_USAGE);
         if (r == 0 && (argv[i][0] == '-' || a.out)) {
-            fprintf(stderr, "ember: make-test-model: unexpected argument '%s'\n", argv[i]);
-            return usage();
+            cli_unknown("make-test-model", argv[i]);
+            return usage(stderr, CLI_USAGE);
         }
         if (r == 0)
             a.out = argv[i];
     }
     if (!a.out) {
-        fprintf(stderr, "ember: make-test-model: no output file given\n");
-        return usage();
+        fprintf(stderr, "ember make-test-model: no output file given\n");
+        return usage(stderr, CLI_USAGE);
     }
     if (!check_shape(&a))
-        return 2;
+        return CLI_USAGE;
+    if (!check_size(&a))
+        return CLI_FAILED;
     return write_model(&a);
 }

@@ -4,14 +4,22 @@
  * Every 2-D F32/F16 tensor whose rows are whole Q8_0 blocks (a multiple of 32 values)
  * is converted; everything else (norms, rows of other lengths, tensors already
  * quantized) is copied unchanged, because Q8_0 blocks must not straddle rows. All
- * metadata is copied, with general.file_type set to 7 (llama.cpp's MOSTLY_Q8_0). */
+ * metadata is copied, with general.file_type set to 7 (llama.cpp's MOSTLY_Q8_0).
+ *
+ * The input must be a model Ember loads (its description and vocabulary are checked as
+ * ember_model_load checks them) before anything is written: what quantize copies
+ * unchanged, such as an old Q8_0 tensor whose blocks cross rows, would make the output
+ * as unloadable as the input, and a user would learn it only from `generate`. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "engine/model/gguf_write.h"
+#include "engine/model/model.h"
 #include "engine/model/quant.h"
+#include "engine/tokenizer/tokenizer.h"
 
 static bool wants_q8_0(const ember_gguf_tensor *t)
 {
@@ -57,18 +65,51 @@ static ember_status convert(const ember_gguf *in, ember_gguf_writer *w)
     return st;
 }
 
+static int usage(FILE *out, int code)
+{
+    fprintf(out, "usage: ember quantize IN.gguf OUT.gguf q8_0\n"
+                 "  converts every 2-D F32/F16 matrix with rows of a multiple of 32\n"
+                 "  values to Q8_0; other tensors and all metadata are copied.\n"
+                 "  IN must be a model ember loads; q8_0 is the one type it writes\n");
+    return code;
+}
+
+/* Whether in describes a model ember_model_load would take (weights and vocabulary). */
+static ember_status check_input(const ember_gguf *in, ember_err *err)
+{
+    ember_llama llama;
+    ember_tokenizer *tok = NULL;
+    ember_status st = ember_llama_load(in, &llama, err);
+    if (st) return st;
+    ember_llama_free(&llama);
+    st = ember_tokenizer_load(in, &tok, err);
+    ember_tokenizer_free(tok);
+    return st;
+}
+
 int ember_cmd_quantize(int argc, char **argv)
 {
-    if (argc != 4 || strcmp(argv[3], "q8_0") != 0) {
-        fprintf(stderr, "usage: ember quantize IN.gguf OUT.gguf q8_0\n"
-                        "  converts every 2-D F32/F16 matrix with rows of a multiple of 32\n"
-                        "  values to Q8_0; other tensors and all metadata are copied\n");
-        return 2;
+    for (int i = 1; i < argc; i++)
+        if (cli_is_help(argv[i])) return usage(stdout, CLI_OK);
+    for (int i = 1; i < argc; i++)
+        if (argv[i][0] == '-' && argv[i][1]) {
+            cli_unknown("quantize", argv[i]);
+            return usage(stderr, CLI_USAGE);
+        }
+    if (argc != 4) {
+        fprintf(stderr, "ember quantize: wants 3 arguments, IN.gguf OUT.gguf q8_0; got %d\n", argc - 1);
+        return usage(stderr, CLI_USAGE);
+    }
+    if (strcmp(argv[3], "q8_0") != 0) {
+        fprintf(stderr, "ember quantize: unknown type '%s': ember quantizes to q8_0 only\n", argv[3]);
+        return usage(stderr, CLI_USAGE);
     }
     ember_gguf *in = NULL;
     ember_gguf_writer *w = NULL;
     ember_err err = {{0}};
     ember_status st = ember_gguf_open(argv[1], &in, &err);
+    if (!st && (st = check_input(in, &err)))
+        snprintf(err.msg + strlen(err.msg), sizeof err.msg - strlen(err.msg), " (nothing written)");
     if (!st)
         st = ember_gguf_writer_create(&w, &err);
     if (!st) {
@@ -81,8 +122,8 @@ int ember_cmd_quantize(int argc, char **argv)
     ember_gguf_writer_free(w);
     ember_gguf_close(in);
     if (st) {
-        fprintf(stderr, "ember: quantize: %s\n", err.msg);
-        return 1;
+        fprintf(stderr, "ember quantize: %s\n", err.msg);
+        return CLI_FAILED;
     }
-    return 0;
+    return CLI_OK;
 }

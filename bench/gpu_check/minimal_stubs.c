@@ -3,16 +3,22 @@
  * `ember bench --url` say they were not built. bench/gpu-check.sh builds this way on a
  * machine that has none of those libraries. */
 #include <stdio.h>
+#include <string.h>
 
 #include "tools/bench_http.h"
 #include "tools/commands.h"
 
 static const char not_built[] = "ember: built with EMBER_MINIMAL (no libmicrohttpd, cJSON or libcurl): %s is not available\n";
 
+/* --help still answers (exit 0), as every command's does (docs/cli.md). */
 int ember_cmd_serve(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            printf("usage: ember serve -m MODEL.gguf [options]\n");
+            printf(not_built, "serve");
+            return 0;
+        }
     fprintf(stderr, not_built, "serve");
     return 1;
 }

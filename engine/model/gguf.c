@@ -539,6 +539,8 @@ static ember_status map_file(ember_gguf *g, ember_err *err)
     ember_status s = EMBER_OK;
     if (fstat(fd, &st) != 0)
         s = ember_fail(err, EMBER_ERR_IO, "cannot stat: %s", strerror(errno));
+    else if (S_ISDIR(st.st_mode))
+        s = ember_fail(err, EMBER_ERR_IO, "a directory, not a GGUF file");
     else if (!S_ISREG(st.st_mode))
         s = ember_fail(err, EMBER_ERR_IO, "not a regular file");
     else if ((uint64_t)st.st_size > SIZE_MAX)

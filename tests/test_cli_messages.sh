@@ -1,0 +1,326 @@
+#!/usr/bin/env bash
+# The ember program explains itself: what a new user meets with bad input (docs/cli.md,
+# README "Bad input, and what it gets"). Each case asserts the exit status (0 done and
+# --help, 1 the work failed, 2 a wrong command line) and the message.
+#  - `ember COMMAND --help` (and `ember help COMMAND`) prints that command's usage on
+#    stdout and exits 0, for every command `ember --help` lists;
+#  - an unknown option is refused by name, an unknown value names itself;
+#  - perplexity on an empty file or a directory, batch -f on a missing file, a directory,
+#    an empty file; a batch prompt longer than the context names its line while the
+#    others complete (with --json its entry carries "error");
+#  - EMBER_DEVICE=99 fails as --device 99 does, with the index `ember info` prints;
+#  - make-test-model refuses an absurd size at once; quantize refuses a Q8_0 input whose
+#    rows are not whole blocks, writing nothing;
+#  - chat: SIGINT stops the reply and the chat goes on to the next prompt; at the prompt
+#    it says how to leave and a second one leaves; a full context offers /reset;
+#  - scripts/get-model.sh without a name lists the models;
+#  - tokenize reads a vocabulary-only GGUF made from stories260K's (skipped without
+#    ../shared).
+set -uo pipefail
+ember=${EMBER_BIN:?EMBER_BIN: the ember program}
+root=${EMBER_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+shared=${EMBER_SHARED:-$root/../shared}
+tmp=$(mktemp -d "${EMBER_TEST_TMP:-/tmp}/cli_messages.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+check() { # NAME STATUS
+    if [ "$2" -eq 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $1"; fi
+}
+
+# expect RC PATTERN CMD...: runs `ember CMD...`, stdin empty; the exit status must be RC
+# and stdout+stderr must match the extended regular expression PATTERN.
+expect() {
+    local rc=$1 pattern=$2 got out
+    shift 2
+    out=$(timeout 60 "$ember" "$@" </dev/null 2>&1)
+    got=$?
+    if [ "$got" -eq "$rc" ] && grep -qE -- "$pattern" <<<"$out"; then
+        pass=$((pass + 1))
+    else
+        fail=$((fail + 1))
+        echo "FAIL: ember $*: exit $got (want $rc), output:"
+        head -c 600 <<<"$out"
+        echo
+        echo "  (wanted /$pattern/)"
+    fi
+}
+
+model=$tmp/m.gguf
+"$ember" make-test-model "$model" --ctx 64 --seed 2 >/dev/null || { echo "FAIL: make-test-model"; exit 1; }
+have_device=0
+"$ember" info 2>/dev/null | grep -q "^device 0:" && have_device=1
+backend=cpu
+[ "$have_device" = 1 ] && backend=vulkan
+
+# ---- --help, for every command ember --help lists ------------------------------------------
+commands=$("$ember" --help | awk '/^commands:/ {on = 1; next} on && /^  [a-z]/ {print $1}')
+n=$(wc -w <<<"$commands")
+[ "$n" -ge 10 ]; check "ember --help lists the commands (found $n: $(echo $commands))" $?
+for c in $commands; do
+    out=$("$ember" "$c" --help 2>"$tmp/err"); rc=$?
+    [ "$rc" -eq 0 ] && grep -q "^usage: ember $c" <<<"$out" && [ ! -s "$tmp/err" ]
+    check "ember $c --help: usage on stdout, exit 0 (exit $rc, stderr: $(head -c 200 "$tmp/err"))" $?
+    out=$("$ember" help "$c" 2>/dev/null); rc=$?
+    [ "$rc" -eq 0 ] && grep -q "^usage: ember $c" <<<"$out"; check "ember help $c" $?
+    # -h too, and after other arguments
+    out=$("$ember" "$c" -m "$model" -h 2>/dev/null); rc=$?
+    [ "$rc" -eq 0 ] && grep -q "^usage: ember $c" <<<"$out"; check "ember $c -m M -h" $?
+done
+expect 0 "^usage: ember COMMAND" --help
+expect 2 "unknown command 'frobnicate'" frobnicate
+expect 2 "unknown command 'frobnicate'" help frobnicate
+
+# ---- unknown options and values ------------------------------------------------------------
+expect 2 "^ember generate: unknown option --verbose$" generate -m "$model" -p hi --verbose
+expect 2 "^ember generate: unknown option --verbose$" generate --verbose -m "$model"
+# An EMBER_MINIMAL build (bench/gpu-check.sh) has a stub for serve that only says so.
+minimal=0
+"$ember" serve --help 2>&1 | grep -q EMBER_MINIMAL && minimal=1
+for c in $commands; do
+    [ "$c" = serve ] && [ "$minimal" = 1 ] && continue
+    expect 2 "^ember $c: unknown option --bogus$" "$c" --bogus
+done
+expect 2 "^ember make-test-model: unexpected argument 'b.gguf'" make-test-model "$tmp/a.gguf" b.gguf
+expect 2 "^ember quantize: unknown type 'q4_0': ember quantizes to q8_0 only" quantize "$model" "$tmp/q.gguf" q4_0
+expect 2 "^ember bench: --batching is continuous, static or static-ragged, got 'dynamic'" \
+    bench -m "$model" --batching dynamic
+expect 2 "^ember bench: --kv is paged or contiguous, got 'flat'" bench -m "$model" --kv flat
+expect 2 "^ember bench: --rate is requests per second above 0, or inf; got '0'" bench -m "$model" --rate 0
+expect 2 "^ember convert: unknown source format 'hf' \(known: llama2c\)" convert hf a b c
+expect 2 "^ember convert: unknown source format 'hf'" convert hf
+expect 2 "^ember convert llama2c: wants 3 files" convert llama2c a.bin
+expect 2 "^ember: --backend is vulkan or cpu, got 'gpu'" generate -m "$model" --backend gpu
+expect 2 "^ember: --kv-type is f32 or q8_0, got 'q4'" generate -m "$model" --kv-type q4
+expect 2 "^ember: --type is f32, f16 or q8_0, got 'q4_0'" make-test-model "$tmp/x.gguf" --type q4_0
+# wrong types, missing values, missing arguments
+expect 2 "^ember: -n wants an integer in \[1, 1048576\], got 'many'" generate -m "$model" -n many
+expect 2 "^ember: --temp wants a number, got 'hot'" generate -m "$model" --temp hot
+expect 2 "^ember: -p needs a value" generate -m "$model" -p
+expect 2 "^ember generate: no model given \(-m MODEL.gguf\)" generate -p hi
+expect 2 "^ember chat: no model given" chat
+expect 2 "^ember tokenize: no model given" tokenize -p hi
+expect 2 "^ember perplexity: no text given \(-f FILE\)" perplexity -m "$model"
+expect 2 "^ember batch: no prompts given \(-f FILE\)" batch -m "$model"
+expect 2 "^ember bench: -m MODEL.gguf \(or --url URL\) is required" bench
+[ "$minimal" = 1 ] || expect 2 "^ember serve: no model given" serve
+expect 2 "^ember make-test-model: no output file given" make-test-model
+expect 2 "^ember quantize: wants 3 arguments, IN.gguf OUT.gguf q8_0; got 1" quantize "$model"
+expect 1 "^ember: $tmp/none.gguf: cannot open: No such file or directory" generate -m "$tmp/none.gguf"
+mkdir -p "$tmp/dir"
+expect 1 "^ember: $tmp/dir: a directory, not a GGUF file" generate -m "$tmp/dir"
+expect 1 "^ember: draft model: $tmp/none.gguf: cannot open: No such file" generate -m "$model" --draft "$tmp/none.gguf" --backend cpu
+expect 1 "^ember: convert: $tmp/none.bin: cannot open: No such file" convert llama2c "$tmp/none.bin" "$tmp/none.bin" "$tmp/o.gguf"
+: >"$tmp/empty.txt"
+expect 1 "^ember: $tmp/empty.txt: not a GGUF file: empty" tokenize -m "$tmp/empty.txt" -p hi
+expect 1 "^ember quantize: $tmp/none.gguf: cannot open: No such file" quantize "$tmp/none.gguf" "$tmp/q.gguf" q8_0
+
+# ---- perplexity: nothing to score is an error ----------------------------------------------
+mkdir -p "$tmp/dir"
+expect 1 "^ember perplexity: $tmp/empty.txt is empty: there is no text to score" perplexity -m "$model" -f "$tmp/empty.txt"
+expect 1 "^ember perplexity: $tmp/dir is a directory; -f wants a text file" perplexity -m "$model" -f "$tmp/dir"
+expect 1 "^ember perplexity: cannot open $tmp/none.txt: No such file" perplexity -m "$model" -f "$tmp/none.txt"
+
+# ---- devices: EMBER_DEVICE as --device, numbered as ember info numbers them ------------------
+if [ "$have_device" = 1 ]; then
+    n_dev=$("$ember" info | grep -c "^device [0-9]*:")
+    expect 1 "^ember: --device 99: device 99 requested, $n_dev present \(counted from 0\); \`ember info\` lists" \
+        generate -m "$model" -n 1 --device 99
+    EMBER_DEVICE=99 expect 1 "^ember: EMBER_DEVICE=99: device 99 requested, $n_dev present" generate -m "$model" -n 1
+    EMBER_DEVICE=$n_dev expect 1 "^ember: EMBER_DEVICE=$n_dev: device $n_dev requested" generate -m "$model" -n 1
+    EMBER_DEVICE=x expect 1 "^ember: EMBER_DEVICE wants an integer in \[0, [0-9]+\], got 'x'" generate -m "$model" -n 1
+    EMBER_DEVICE=0 expect 0 "generated" generate -m "$model" -n 2
+    # --device wins over EMBER_DEVICE; the CPU backend and tokenize use no device
+    EMBER_DEVICE=99 expect 0 "generated" generate -m "$model" -n 2 --device 0
+    EMBER_DEVICE=99 expect 0 "generated" generate -m "$model" -n 2 --backend cpu
+    EMBER_DEVICE=99 expect 0 "^ +1  ''$" tokenize -m "$model" -p hi
+else
+    echo "no Vulkan device: the device cases do not apply"
+fi
+
+# ---- make-test-model: an absurd size is refused at once -------------------------------------
+start=$(date +%s)
+expect 1 "^ember make-test-model: this model needs 23\.[0-9] TiB of memory to build \(6\.44e\+12 weights as f32\), and this machine has [0-9.]+ [GMT]iB" \
+    make-test-model "$tmp/huge.gguf" --dim 65536 --layers 100 --ffn 262144
+[ $(($(date +%s) - start)) -le 5 ] && [ ! -e "$tmp/huge.gguf" ]; check "refused at once, nothing written" $?
+
+# ---- batch -f ------------------------------------------------------------------------------
+expect 1 "^ember batch: cannot open $tmp/none.txt: No such file or directory" batch -m "$model" -f "$tmp/none.txt"
+expect 1 "^ember batch: $tmp/dir is a directory; -f wants a file with one prompt per line" batch -m "$model" -f "$tmp/dir"
+expect 1 "^ember batch: $tmp/empty.txt is empty; -f wants a file with one prompt per line" batch -m "$model" -f "$tmp/empty.txt"
+printf '\n\n\n' >"$tmp/blank.txt"
+expect 1 "^ember batch: $tmp/blank.txt holds no prompts \(3 lines, all empty\)" batch -m "$model" -f "$tmp/blank.txt"
+long=$(for i in $(seq 80); do printf 'the dog '; done)
+printf 'once upon a time\n\n%s\nthe cat\n' "$long" >"$tmp/prompts.txt"
+out=$("$ember" batch -m "$model" -f "$tmp/prompts.txt" -n 4 --ignore-eos --backend cpu 2>&1); rc=$?
+[ "$rc" -eq 1 ] && grep -qE "^\[1\] error: line 3: prompt of [0-9]+ tokens does not fit the context of 64$" <<<"$out" &&
+    grep -qE "^\[0\] .+" <<<"$out" && grep -qE "^\[2\] .+" <<<"$out" && ! grep -qE "^\[[02]\] error" <<<"$out" &&
+    grep -q "^ember batch: 1 of 3 prompts refused" <<<"$out"
+check "batch: the long prompt names line 3, the others complete, exit 1 ($rc): $out" $?
+"$ember" batch -m "$model" -f "$tmp/prompts.txt" -n 4 --ignore-eos --json --backend cpu >"$tmp/batch.json" 2>/dev/null
+rc=$?
+python3 - "$tmp/batch.json" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))["results"]
+assert len(r) == 3, r
+assert [x["line"] for x in r] == [1, 3, 4], r
+assert "does not fit the context of 64" in r[1]["error"] and r[1]["finish"] == "error" and r[1]["tokens"] == [], r[1]
+for x in (r[0], r[2]):
+    assert "error" not in x and len(x["tokens"]) == 4 and x["finish"] == "length", x
+EOF
+[ $? -eq 0 ] && [ "$rc" -eq 1 ]; check "batch --json: the refused entry carries error, the others tokens (exit $rc)" $?
+
+# ---- quantize: a Q8_0 input with rows of 172 values (blocks across rows) -------------------
+# gguf.py: the test's GGUF v3 surgery: `vocab IN OUT` keeps general.architecture and the
+# tokenizer keys and no tensors (a llama.cpp vocab file); `retype IN OUT NAME` marks the
+# F16 tensor NAME as Q8_0 in place (its flat Q8_0 blocks take fewer bytes than the F16).
+cat >"$tmp/gguf.py" <<'EOF'
+import struct, sys
+SIZE = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+def skip(b, pos, t):
+    if t == 8:
+        return pos + 8 + struct.unpack_from("<Q", b, pos)[0]
+    if t == 9:
+        at, n = struct.unpack_from("<IQ", b, pos)
+        pos += 12
+        if at != 8:
+            return pos + SIZE[at] * n
+        for _ in range(n):
+            pos += 8 + struct.unpack_from("<Q", b, pos)[0]
+        return pos
+    return pos + SIZE[t]
+def string(b, pos):
+    n = struct.unpack_from("<Q", b, pos)[0]
+    return b[pos + 8:pos + 8 + n].decode(), pos + 8 + n
+b = bytearray(open(sys.argv[2], "rb").read())
+assert b[:4] == b"GGUF" and struct.unpack_from("<I", b, 4)[0] == 3
+n_tensors, n_kv = struct.unpack_from("<QQ", b, 8)
+pos, kvs, types = 24, [], {}
+for _ in range(n_kv):
+    start = pos
+    key, pos = string(b, pos)
+    pos = skip(b, pos + 4, struct.unpack_from("<I", b, pos)[0])
+    kvs.append((key, bytes(b[start:pos])))
+for _ in range(n_tensors):
+    name, pos = string(b, pos)
+    pos += 4 + 8 * struct.unpack_from("<I", b, pos)[0]
+    types[name] = pos
+    pos += 12
+if sys.argv[1] == "vocab":
+    keep = [v for k, v in kvs if k == "general.architecture" or k.startswith("tokenizer.")]
+    b = b"GGUF" + struct.pack("<IQQ", 3, 0, len(keep)) + b"".join(keep)
+else:
+    at = types[sys.argv[4]]
+    assert struct.unpack_from("<I", b, at)[0] == 1, "not F16"
+    struct.pack_into("<I", b, at, 8)
+open(sys.argv[3], "wb").write(b)
+EOF
+"$ember" make-test-model "$tmp/odd.gguf" --type q8_0 --ffn 172 --seed 4 >/dev/null &&
+    python3 "$tmp/gguf.py" retype "$tmp/odd.gguf" "$tmp/odd_q8.gguf" blk.0.ffn_down.weight
+check "made a Q8_0 file with rows of 172" $?
+expect 1 "^ember: $tmp/odd_q8.gguf: tensor 'blk.0.ffn_down.weight' is Q8_0 with rows of 172 values, not a multiple of 32" \
+    generate -m "$tmp/odd_q8.gguf" -n 1 --backend cpu
+expect 1 "^ember quantize: $tmp/odd_q8.gguf: tensor 'blk.0.ffn_down.weight' is Q8_0 with rows of 172 values.*\(nothing written\)$" \
+    quantize "$tmp/odd_q8.gguf" "$tmp/odd_out.gguf" q8_0
+[ ! -e "$tmp/odd_out.gguf" ]; check "quantize wrote nothing for the odd Q8_0 input" $?
+# the same model made properly (ffn_down kept F16) quantizes and loads
+expect 0 "" quantize "$tmp/odd.gguf" "$tmp/odd_ok.gguf" q8_0
+expect 0 "generated" generate -m "$tmp/odd_ok.gguf" -n 2 --backend cpu
+
+# ---- chat: Ctrl-C, the banner, /reset, /exit -------------------------------------------------
+"$ember" make-test-model "$tmp/chat.gguf" --ctx 4096 --seed 3 >/dev/null
+cat >"$tmp/pty_chat.py" <<'EOF'
+# Runs ember chat on a terminal (a pty), sends SIGINT while a reply streams, then at the
+# prompt twice; prints what the terminal showed and checks it.
+import os, select, signal, subprocess, sys, time
+ember, model, backend = sys.argv[1:4]
+master, slave = os.openpty()
+p = subprocess.Popen([ember, "chat", "-m", model, "-n", "4000", "--backend", backend],
+                     stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+os.close(slave)
+seen = b""
+def until(pred, timeout=60):
+    global seen
+    end = time.time() + timeout
+    while not pred(seen) and time.time() < end:
+        if select.select([master], [], [], 0.1)[0]:
+            try:
+                seen += os.read(master, 65536)
+            except OSError:
+                break
+    return pred(seen)
+def prompt_after(mark):
+    return lambda s: s[mark:].rstrip(b" ").endswith(b">")
+fails = []
+def expect(ok, what):
+    if not ok: fails.append(what)
+expect(until(prompt_after(0)), "the first prompt")
+expect(b"/exit or Ctrl-D leaves" in seen and b"Ctrl-C stops a reply" in seen, "the banner says how to leave")
+for turn, line in enumerate([b"once upon a time\n", b"tell me more\n"], 1):
+    mark = len(seen)
+    os.write(master, line)
+    expect(until(lambda s: len(s) > mark + len(line) + 40), "turn %d: the reply streams" % turn)
+    os.kill(p.pid, signal.SIGINT)
+    expect(until(lambda s: b"[turn %d:" % turn in s[mark:] and prompt_after(mark)(s)),
+           "turn %d: back at the prompt after SIGINT" % turn)
+    expect(b"stopped by Ctrl-C]" in seen[mark:], "turn %d: the turn line says it was stopped" % turn)
+    expect(p.poll() is None, "turn %d: still running after SIGINT" % turn)
+mark = len(seen)
+os.kill(p.pid, signal.SIGINT)
+expect(until(lambda s: b"Ctrl-C again, Ctrl-D or /exit leaves" in s[mark:]), "SIGINT at the prompt: the hint")
+time.sleep(0.2)
+expect(p.poll() is None, "still running after one SIGINT at the prompt")
+os.kill(p.pid, signal.SIGINT)
+try:
+    rc = p.wait(timeout=20)
+except subprocess.TimeoutExpired:
+    p.kill()
+    rc = "hung"
+expect(rc == 0, "a second SIGINT at the prompt leaves with 0 (got %s)" % rc)
+until(lambda s: False, 0.2)
+print(seen.decode(errors="replace")[-1500:])
+for f in fails: print("FAIL:", f)
+sys.exit(1 if fails else 0)
+EOF
+python3 "$tmp/pty_chat.py" "$ember" "$tmp/chat.gguf" "$backend"
+check "chat on a terminal: SIGINT stops a reply and the chat goes on" $?
+# Piped: the context of 64 tokens fills up; later lines are refused with the offer to
+# /reset, /reset starts over, /exit leaves without reading what follows.
+printf 'once upon a time\nthe dog ran\nand then\n/reset\nhello\n/exit\nnever read\n' |
+    "$ember" chat -m "$model" -n 20 --backend cpu >"$tmp/chat.out" 2>"$tmp/chat.err"
+rc=$?
+cat "$tmp/chat.err"
+[ "$rc" -eq 0 ] && grep -qE "^\[the conversation \([0-9]+ tokens\) fills the model's context of 64 tokens: /reset starts a new one" "$tmp/chat.err"
+check "chat: a full context says so and offers /reset, exit 0 (exit $rc)" $?
+[ "$(grep -c '^\[the context is full: /reset starts a new conversation' "$tmp/chat.err")" -ge 1 ]
+check "chat: lines after a full context are refused with the offer" $?
+grep -A1 "^\[a new conversation\]" "$tmp/chat.err" | grep -qE "^\[turn [0-9]+: [0-9]+ prompt tokens, [0-9]+ from cache, [1-9]"
+check "chat: /reset, then a reply" $?
+[ "$(grep -c '^\[turn ' "$tmp/chat.err")" -eq 2 ]; check "chat: /exit ends it (two turns in all)" $?
+
+# ---- scripts/get-model.sh -----------------------------------------------------------------
+for arg in "" --help; do
+    out=$(EMBER_CACHE="$tmp/cache" bash "$root/scripts/get-model.sh" $arg 2>&1); rc=$?
+    [ "$rc" -eq 0 ] && grep -q "^known models" <<<"$out" && grep -q "^  smollm2-135m " <<<"$out"
+    check "get-model.sh $arg: lists the models, exit 0 (exit $rc)" $?
+done
+
+# ---- tokenize: a vocabulary-only GGUF -------------------------------------------------------
+stories=$shared/models/stories260K/stories260K-f32.v3.gguf
+if [ -f "$stories" ]; then
+    python3 "$tmp/gguf.py" vocab "$stories" "$tmp/vocab.gguf"; check "made a vocabulary-only GGUF" $?
+    text="Once upon a time, Lily saw a big dog."
+    want=$("$ember" tokenize -m "$stories" -p "$text" --json 2>&1)
+    got=$("$ember" tokenize -m "$tmp/vocab.gguf" -p "$text" --json 2>&1); rc=$?
+    echo "tokenize: model $want; vocabulary-only $got"
+    [ "$rc" -eq 0 ] && [ "$got" = "$want" ] && grep -qE '^\{"tokens": \[1, [0-9]+' <<<"$got"
+    check "tokenize: the vocabulary-only file gives the model's ids" $?
+    expect 1 "^ember: $tmp/vocab.gguf is a vocabulary-only file \(no weights\)" generate -m "$tmp/vocab.gguf" -n 1
+    llama=$shared/testdata/tokenizer/llama-spm/llama2-spm-vocab.v3.gguf
+    [ -f "$llama" ] && expect 0 '^\{"tokens": \[1, 306, 4658, 278, 6593, 310, 2834, 338\]\}$' \
+        tokenize -m "$llama" -p "I believe the meaning of life is" --json
+else
+    echo "note: ../shared is absent: the vocabulary-only cases were not run"
+fi
+
+echo "test_cli_messages: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
