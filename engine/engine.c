@@ -524,6 +524,8 @@ static void fail_items(ember_engine *e, uint32_t n_items)
 static void lose_device(ember_engine *e)
 {
     e->lost = true;
+    ember_fail_ctx(&e->step_err, EMBER_ERR_DEVICE_LOST, "the device was lost (destroy the engine and the model, "
+                                                         "then load the model again)");
     ember_inbox_close(e->inbox);
     bool cancels;
     take_inbox(e, &cancels);
@@ -711,7 +713,8 @@ static void publish_stats(ember_engine *e)
         .cow_copies = ss->cow_copies,
         .kv_type = e->o.kv_type,
         .kv_bytes_per_token = 2ull * hp->n_layers * kv_layer_token_bytes(hp, e->o.kv_type),
-        .requests_running = n_run, .requests_waiting = n_wait, .kv_blocks_max = e->o.kv_blocks};
+        .requests_running = n_run, .requests_waiting = n_wait, .kv_blocks_max = e->o.kv_blocks,
+        .device_lost = e->lost};
     ember_inbox_publish(e->inbox, &st);
 }
 

@@ -471,6 +471,9 @@ typedef struct ember_engine_stats {
                                      copied before a request wrote into them */
     uint32_t requests_running, requests_waiting; /* scheduled, and queued behind them */
     uint32_t kv_blocks_max;       /* the pool's size without a memory budget */
+    uint32_t device_lost;         /* 1 once the device was lost: every step fails; destroy the
+                                     engine and the model and load again (a server's /health
+                                     says 503) */
 } ember_engine_stats;
 /* A snapshot taken at the end of the last step (and at submit). Thread-safe. */
 EMBER_API void ember_engine_get_stats(ember_engine *engine, ember_engine_stats *stats);

@@ -92,6 +92,8 @@ static void submit_error(ember_status s, api_kind kind, ember_engine *e, api_err
                  "%s", ember_engine_error(e));
     else if (s == EMBER_ERR_INVALID_ARG)
         api_fail(err, 400, "invalid_request_error", NULL, NULL, "%s", ember_engine_error(e));
+    else if (s == EMBER_ERR_DEVICE_LOST) /* 503: a load balancer sends the request elsewhere */
+        api_fail(err, 503, "server_error", NULL, "device_lost", "%s", ember_engine_error(e));
     else
         api_fail(err, 500, "server_error", NULL, NULL, "%s", ember_engine_error(e));
 }
@@ -148,6 +150,17 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, api_kind 
 
 /* ---- routing ------------------------------------------------------------------------------------ */
 
+/* 200 while the server can serve; 503 once its GPU was lost (it never serves again:
+ * restart it), so that health checks take it out of a load balancer. */
+static enum MHD_Result health(srv_http *h, struct MHD_Connection *c)
+{
+    ember_engine_stats st;
+    ember_engine_get_stats(h->engine, &st);
+    if (!st.device_lost) return send_json(c, 200, strdup("{\"status\":\"ok\"}"));
+    return send_json(c, 503, strdup("{\"status\":\"device_lost\",\"message\":\"the GPU was lost; restart the "
+                                    "server\"}"));
+}
+
 static bool authorized(const srv_http *h, struct MHD_Connection *c)
 {
     if (!h->cfg.api_key) return true;
@@ -159,7 +172,7 @@ static enum MHD_Result route(srv_http *h, struct MHD_Connection *c, const char *
                              const conn *cn)
 {
     bool get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
-    if (get && strcmp(url, "/health") == 0) return send_json(c, 200, strdup("{\"status\":\"ok\"}"));
+    if (get && strcmp(url, "/health") == 0) return health(h, c);
     if (get && strcmp(url, "/metrics") == 0) {
         size_t len;
         char *text = srv_metrics_render(h->metrics, h->engine, &len);

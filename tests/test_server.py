@@ -37,9 +37,9 @@ def check(cond, what):
 class Server:
     """An `ember serve` process on a free port; stopped with SIGTERM."""
 
-    def __init__(self, model, *flags):
+    def __init__(self, model, *flags, env=None):
         self.p = subprocess.Popen([EMBER, "serve", "-m", model, "--port", "0", *flags],
-                                  stderr=subprocess.PIPE, text=True)
+                                  stderr=subprocess.PIPE, text=True, env=env)
         self.port = None
         deadline = time.time() + 60
         while time.time() < deadline and self.port is None:
@@ -339,6 +339,25 @@ def test_speculation(model):
     s.stop()
 
 
+def test_device_lost(model):
+    """A server whose GPU is lost (EMBER_FAULTS makes the 30th submission report it): the
+    request in flight ends with an error, /health says 503 so that a load balancer takes the
+    server out, and new requests get 503 device_lost; the server still exits cleanly."""
+    s = Server(model, "--model-name", "test-model", env=dict(os.environ, EMBER_FAULTS="submit_lost=30"))
+    status, _, _ = s.request("GET", "/health")
+    check(status == 200, "before the loss /health is 200")
+    req = {"prompt": "one two three", "max_tokens": 64, "temperature": 0, "ignore_eos": True}
+    status, _, r = s.post(CMPL, req)
+    finish = r["choices"][0].get("finish_reason") if status == 200 and isinstance(r, dict) else None
+    check(status >= 500 or finish == "error", f"the request in flight when the GPU is lost fails ({status}, {finish})")
+    status, _, text = s.request("GET", "/health")
+    check(status == 503 and json.loads(text).get("status") == "device_lost", f"then /health is 503: {text}")
+    status, _, r = s.post(CMPL, req)
+    code = r.get("error", {}).get("code") if isinstance(r, dict) else None
+    check(status == 503 and code == "device_lost", f"a new request gets 503 device_lost ({status}, {code})")
+    check(s.stop() == 0, "a server whose GPU was lost exits 0 on SIGTERM")
+
+
 def main():
     model = os.path.join(TMP, "server_model.gguf")
     ctx = 256
@@ -359,6 +378,7 @@ def main():
     check(code == 0, "the server exits 0 on SIGTERM")
     test_api_key(model)
     test_speculation(model)
+    test_device_lost(model)
     long_model = os.path.join(TMP, "server_model_long.gguf")
     subprocess.run([EMBER, "make-test-model", long_model, "--dim", "64", "--layers", "2", "--heads", "4",
                     "--kv-heads", "2", "--ffn", "128", "--vocab", "512", "--ctx", "4096"],

@@ -122,6 +122,32 @@ static int pick_device(const cli_model_args *a, const char **source)
     return cli_int("EMBER_DEVICE", env, 0, 1 << 20, &n) ? (int)n + 1 : -1;
 }
 
+/* EMBER_FAULTS="submit_lost=N,wait_lost=N,device_alloc=N": faults injected into the
+ * model's device (ember_model_inject_faults), so that tests can see what a command does
+ * when the GPU is lost or full. Unset: none. False (with a message) when malformed. */
+static bool faults_from_env(ember_faults *f)
+{
+    const char *env = getenv("EMBER_FAULTS");
+    memset(f, 0, sizeof *f);
+    if (!env || !*env) return true;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", env);
+    for (char *save = NULL, *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(item, '=');
+        long n;
+        if (eq) *eq = 0;
+        uint32_t *slot = !strcmp(item, "submit_lost") ? &f->submit_lost : !strcmp(item, "wait_lost") ? &f->wait_lost
+                       : !strcmp(item, "device_alloc") ? &f->device_alloc : NULL;
+        if (!slot || !eq || !cli_int("EMBER_FAULTS", eq + 1, 0, 1L << 30, &n)) {
+            fprintf(stderr, "ember: EMBER_FAULTS takes submit_lost=N, wait_lost=N, device_alloc=N separated by "
+                            "commas, not '%s'\n", env);
+            return false;
+        }
+        *slot = (uint32_t)n;
+    }
+    return true;
+}
+
 ember_model *cli_load_model(const cli_model_args *a)
 {
     if (!a->path) {
@@ -132,6 +158,9 @@ ember_model *cli_load_model(const cli_model_args *a)
     ember_model_opts o = {.backend = a->backend, .device_index = pick_device(a, &source), .memory = a->memory,
                           .vocab_only = a->vocab_only};
     if (o.device_index < 0) return NULL;
+    ember_faults faults;
+    if (!faults_from_env(&faults)) return NULL;
+    o.faults = &faults;
     const char *env = getenv("EMBER_VALIDATION");
     o.enable_validation = env && strcmp(env, "1") == 0;
     int last = -1;

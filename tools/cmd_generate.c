@@ -177,6 +177,8 @@ static int run(ember_model *model, ember_model *draft, const gen_args *a, double
     while (s == EMBER_OK && !g.done) s = ember_engine_step(e);
     int code = 0;
     if (s < 0 || !g.done) { /* EMBER_IDLE is fine once the request ended */
+        if (!a->json) puts(""); /* end the text streamed so far before the message */
+        fflush(stdout);
         fprintf(stderr, "ember: %s\n", s < 0 ? ember_engine_error(e) : "the engine stopped with the request pending");
         code = 1;
     } else {
