@@ -428,7 +428,8 @@ typedef struct ember_engine_stats {
     uint32_t requests_running, requests_waiting; /* scheduled, and queued behind them */
     uint32_t kv_blocks_max;       /* the pool's size without a memory budget */
 } ember_engine_stats;
-/* A snapshot taken at the end of the last step (and at submit). Thread-safe. */
+/* A snapshot taken at the end of the last step (and at submit, and as each request
+ * finishes, so that it agrees with ember_engine_pending). Thread-safe. */
 EMBER_API void ember_engine_get_stats(ember_engine *engine, ember_engine_stats *stats);
 
 /* Scores a token sequence for perplexity: the sequence is cut into consecutive windows

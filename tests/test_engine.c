@@ -413,6 +413,13 @@ static void test_worker_thread(ember_model *m, const result *alone)
     }
     for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
     ember_engine_wait_idle(e);
+    /* Idle means idle in the stats too, before the worker's step has ended (the stats were
+     * published only at the end of a step, after the last done callback had woken us). */
+    ember_engine_stats st;
+    ember_engine_get_stats(e, &st);
+    CHECKF(st.kv_blocks_used == 0 && st.requests_running == 0 && st.requests_waiting == 0,
+           "after ember_engine_wait_idle: %u blocks used, %u running, %u waiting", st.kv_blocks_used,
+           st.requests_running, st.requests_waiting);
     ember_engine_stop(e);
     int same = 0;
     for (int i = 0; i < NREQ; i++) same += res[i].done == 1 && memcmp(res[i].tokens, alone[i].tokens, 24 * 4) == 0;
