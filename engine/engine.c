@@ -323,6 +323,9 @@ static void finish(ember_engine *e, request *r, ember_finish why)
     ember_request_id id = r->id;
     if (r->on_done) r->on_done(r->user, id, why, &r->m);
     ember_request_free(r);
+    /* Before it stops counting as pending: whoever ember_engine_wait_idle wakes must not
+     * read stats that still show it running and its blocks in use. */
+    publish_stats(e);
     ember_inbox_done(e->inbox, id);
 }
 

@@ -111,17 +111,19 @@ static ember_status setup_speculation(const ember_request_env *env, const ember_
     return s;
 }
 
+/* Penalties change which token is the arg-max: a greedy request with any of them draws from
+ * its sampler (the arg-max of the penalized logits), not from the step's plain arg-max. */
+static bool penalized(const ember_sampling *s)
+{
+    return (s->repetition_penalty != 0 && s->repetition_penalty != 1) || s->frequency_penalty != 0 ||
+           s->presence_penalty != 0;
+}
+
 static ember_status build(const ember_request_env *env, const ember_request_desc *d, request *r, ember_err *err)
 {
     r->max_tokens = d->max_tokens ? d->max_tokens : 128;
     r->ignore_eos = d->ignore_eos != 0;
-    /* Greedy requests take the GPU's argmax; penalties change the logits first, so a
-     * greedy request with penalties goes through the sampler (at temperature 0 it takes
-     * the largest penalised logit). */
-    const ember_sampling *q = &d->sampling;
-    bool penalties = (q->repetition_penalty != 0 && q->repetition_penalty != 1) || q->frequency_penalty != 0 ||
-                     q->presence_penalty != 0;
-    r->greedy = q->temperature <= 0.0f && !penalties;
+    r->greedy = d->sampling.temperature <= 0.0f && !penalized(&d->sampling);
     r->on_token = d->on_token;
     r->on_done = d->on_done;
     r->user = d->user;

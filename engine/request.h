@@ -21,7 +21,8 @@ typedef struct request {
     bool cancelled;
     /* what was asked */
     uint32_t max_tokens;
-    bool ignore_eos, greedy;
+    bool ignore_eos;
+    bool greedy;                /* takes the step's arg-max: temperature 0 and no penalty */
     ember_token_cb on_token;
     ember_done_cb on_done;
     void *user;

@@ -475,7 +475,8 @@ typedef struct ember_engine_stats {
                                      engine and the model and load again (a server's /health
                                      says 503) */
 } ember_engine_stats;
-/* A snapshot taken at the end of the last step (and at submit). Thread-safe. */
+/* A snapshot taken at the end of the last step (and at submit, and as each request
+ * finishes, so that it agrees with ember_engine_pending). Thread-safe. */
 EMBER_API void ember_engine_get_stats(ember_engine *engine, ember_engine_stats *stats);
 
 /* Scores a token sequence for perplexity: the sequence is cut into consecutive windows

@@ -6,7 +6,8 @@
  *    exactly as the rule says, with the same tokens;
  *  - prefix caching: a repeated prefix is served from the cache, same tokens; copy on
  *    write of shared blocks a request continues;
- *  - seeded sampling, stop strings, cancellation (blocks freed at once);
+ *  - seeded sampling, greedy on penalized logits, stop strings, cancellation (blocks freed
+ *    at once);
  *  - the worker-thread mode with submits from several threads;
  *  - bad input: invalid UTF-8, an empty prompt, a prompt longer than the context;
  *  - a context longer than the device can attend over (lavapipe) is capped, not wrong. */
@@ -290,6 +291,39 @@ static void test_copy_on_write(ember_model *m)
     ember_engine_destroy(e);
 }
 
+/* Temperature 0 is the arg-max of the penalized logits (docs/sampling.md): with frequency and
+ * presence penalties of 100 over a window that holds the whole prompt, no token of the prompt
+ * or of the output comes again, with and without n-gram speculation. (Greedy requests took
+ * the step's plain arg-max, ignoring their penalties, until test_soak found it.) */
+static void test_greedy_penalties(ember_model *m)
+{
+    ember_engine *e = engine(m, (ember_engine_opts){0});
+    if (!e) return;
+    static result r[3];
+    const uint32_t *p = prompts[5];
+    for (int i = 0; i < 3; i++) {
+        ember_request_desc d = desc_for(p, plen[5], 32, &r[i]);
+        d.sampling = (ember_sampling){.frequency_penalty = 100, .presence_penalty = 100, .penalty_last_n = 256};
+        if (i == 1) d.spec = (ember_speculation){.draft_k = 4, .ngram = 1};
+        if (i == 2) d.sampling = (ember_sampling){0}; /* plain greedy: repeats tokens */
+        CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+    }
+    drain(e);
+    uint32_t repeats[3] = {0};
+    for (int k = 0; k < 3; k++)
+        for (uint32_t i = 0; i < r[k].n; i++) {
+            bool again = false;
+            for (uint32_t j = 0; j < plen[5]; j++) again |= p[j] == r[k].tokens[i];
+            for (uint32_t j = 0; j < i; j++) again |= r[k].tokens[j] == r[k].tokens[i];
+            repeats[k] += again;
+        }
+    printf("greedy with penalties: %u and %u (n-gram) of 32 tokens repeat one before them; %u without penalties\n",
+           repeats[0], repeats[1], repeats[2]);
+    CHECK(r[0].n == 32 && r[1].n == 32 && repeats[0] == 0 && repeats[2] > 0);
+    CHECK(memcmp(r[0].tokens, r[1].tokens, sizeof r[0].tokens) == 0);
+    ember_engine_destroy(e);
+}
+
 static void test_sampling_and_stop(ember_model *m)
 {
     result r1, r2, r3, rs;
@@ -324,6 +358,7 @@ static void test_sampling_and_stop(ember_model *m)
                "stop: why %d len %zu want %zu", rs.why, rs.text_len, want);
     }
     ember_engine_destroy(e);
+    test_greedy_penalties(m);
 }
 
 static void test_cancel(ember_model *m)
@@ -378,6 +413,13 @@ static void test_worker_thread(ember_model *m, const result *alone)
     }
     for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
     ember_engine_wait_idle(e);
+    /* Idle means idle in the stats too, before the worker's step has ended (the stats were
+     * published only at the end of a step, after the last done callback had woken us). */
+    ember_engine_stats st;
+    ember_engine_get_stats(e, &st);
+    CHECKF(st.kv_blocks_used == 0 && st.requests_running == 0 && st.requests_waiting == 0,
+           "after ember_engine_wait_idle: %u blocks used, %u running, %u waiting", st.kv_blocks_used,
+           st.requests_running, st.requests_waiting);
     ember_engine_stop(e);
     int same = 0;
     for (int i = 0; i < NREQ; i++) same += res[i].done == 1 && memcmp(res[i].tokens, alone[i].tokens, 24 * 4) == 0;
