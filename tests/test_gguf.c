@@ -232,6 +232,24 @@ static void test_roundtrip(void)
     size_t na = 0, nb = 0;
     uint8_t *pa = slurp(a, &na), *pb = slurp(b, &nb);
     CHECK(pa && pb && na == nb && memcmp(pa, pb, na) == 0);
+
+    /* The same bytes from memory give the same file; the caller's bytes are borrowed
+     * (tensor data points into them) and a refusal names the given name. */
+    ember_gguf *m = NULL;
+    size_t cut = 0; /* one byte into the tensor data: the first tensor is cut short */
+    CHECKF(pa && ember_gguf_open_memory(pa, na, "mem.gguf", &m, &err) == EMBER_OK, "%s", err.msg);
+    if (m) {
+        check_metadata(m);
+        check_tensors(m, 32);
+        CHECK(m->tensors[0].data == pa + (m->data_offset + m->tensors[0].offset));
+        cut = (size_t)m->data_offset + 1;
+        ember_gguf_close(m);
+    }
+    CHECK(pa && ember_gguf_open_memory(pa, cut, "mem.gguf", &m, &err) == EMBER_ERR_FORMAT && !m);
+    CHECKF(has(err.msg, "mem.gguf: ") && has(err.msg, "extends past end of file"), "%s", err.msg);
+    CHECK(ember_gguf_open_memory(pa, 0, NULL, &m, &err) == EMBER_ERR_FORMAT && !m);
+    CHECKF(strcmp(err.msg, "<memory>: not a GGUF file: empty") == 0, "%s", err.msg);
+    CHECK(ember_gguf_open_memory(NULL, 4, NULL, &m, &err) == EMBER_ERR_INVALID_ARG && !m);
     free(pa);
     free(pb);
 

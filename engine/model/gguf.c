@@ -556,6 +556,32 @@ static ember_status map_file(ember_gguf *g, ember_err *err)
     return s;
 }
 
+/* The handle both openers start from; path is kept for messages. */
+static ember_gguf *new_gguf(const char *path, ember_err *err)
+{
+    ember_gguf *g = calloc(1, sizeof *g);
+    if (g) g->path = strdup(path);
+    if (!g || !g->path) {
+        free(g);
+        ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        return NULL;
+    }
+    return g;
+}
+
+/* Parses g's bytes; on failure frees g and names path in the message. */
+static ember_status finish_open(ember_gguf *g, ember_status st, ember_gguf **out, ember_err *err)
+{
+    if (!st) st = parse(g, err);
+    if (st) {
+        ember_fail_ctx(err, st, "%s", g->path);
+        ember_gguf_close(g);
+        return st;
+    }
+    *out = g;
+    return EMBER_OK;
+}
+
 ember_status ember_gguf_open(const char *path, ember_gguf **out, ember_err *err)
 {
     ember_err local;
@@ -563,20 +589,28 @@ ember_status ember_gguf_open(const char *path, ember_gguf **out, ember_err *err)
     err->msg[0] = 0;
     *out = NULL;
     if (!path) return ember_fail(err, EMBER_ERR_INVALID_ARG, "ember_gguf_open: no path");
-    ember_gguf *g = calloc(1, sizeof *g);
-    if (g) g->path = strdup(path);
-    if (!g || !g->path) {
-        free(g);
-        return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-    }
-    ember_status st = map_file(g, err);
-    if (!st) st = parse(g, err);
-    if (st) {
-        ember_gguf_close(g);
-        return ember_fail_ctx(err, st, "%s", path);
-    }
-    *out = g;
-    return EMBER_OK;
+    ember_gguf *g = new_gguf(path, err);
+    if (!g) return EMBER_ERR_OUT_OF_MEMORY;
+    return finish_open(g, map_file(g, err), out, err);
+}
+
+ember_status ember_gguf_open_memory(const void *data, size_t size, const char *name, ember_gguf **out,
+                                    ember_err *err)
+{
+    ember_err local;
+    if (!err) err = &local;
+    err->msg[0] = 0;
+    *out = NULL;
+    if (!name) name = "<memory>";
+    if (!data && size) return ember_fail(err, EMBER_ERR_INVALID_ARG, "ember_gguf_open_memory: no data");
+    ember_gguf *g = new_gguf(name, err);
+    if (!g) return EMBER_ERR_OUT_OF_MEMORY;
+    g->map = (void *)data;
+    g->size = size;
+    g->borrowed = true;
+    /* As map_file says for an empty file; parse would say "truncated" instead. */
+    ember_status st = size ? EMBER_OK : ember_fail(err, EMBER_ERR_FORMAT, "not a GGUF file: empty");
+    return finish_open(g, st, out, err);
 }
 
 void ember_gguf_close(ember_gguf *g)
@@ -589,7 +623,7 @@ void ember_gguf_close(ember_gguf *g)
     for (uint64_t i = 0; g->tensors && i < g->n_tensors; i++) free((char *)g->tensors[i].name);
     free(g->kv);
     free(g->tensors);
-    if (g->map) munmap(g->map, g->size);
+    if (g->map && !g->borrowed) munmap(g->map, g->size);
     free(g->path);
     free(g);
 }
