@@ -52,6 +52,11 @@ static void add_own(vocab *v, int32_t type)
     add(v, v->own[v->n], type, 0.0f);
 }
 
+/* The vocabularies' files, kept reachable so that LeakSanitizer does not take them for
+ * leaks at exit. */
+static ember_gguf *open_files[16];
+static size_t n_open;
+
 /* Writes w to a temporary file, opens it and loads its tokenizer. The file is removed
  * at once; the GGUF stays open (mapped) for the life of the process. */
 static const ember_tokenizer *load(ember_gguf_writer *w)
@@ -69,9 +74,6 @@ static const ember_tokenizer *load(ember_gguf_writer *w)
     if (st == EMBER_OK) st = ember_tokenizer_load(g, &t, &err);
     if (fd >= 0) unlink(path);
     ember_gguf_writer_free(w);
-    /* Kept reachable, so that LeakSanitizer does not take them for leaks at exit. */
-    static ember_gguf *open_files[16];
-    static size_t n_open;
     if (g && n_open < 16) open_files[n_open++] = g;
     if (st != EMBER_OK) {
         fprintf(stderr, "fuzz: cannot build the vocabulary in %s: %s\n", dir, err.msg);
