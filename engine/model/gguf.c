@@ -468,6 +468,17 @@ static ember_status place_tensor(ember_gguf *g, ember_gguf_tensor *t, ember_err 
                           (ull)t->nbytes, (ull)g->size);
     }
     t->data = (const uint8_t *)g->map + g->data_offset + t->offset;
+    /* Readers take the data as float / uint16 arrays (model.c's rope_freqs check, the CPU
+     * backend, the quantizer), so it must sit at its element's alignment. A file whose
+     * general.alignment is 1 or 2 could place it anywhere: found by fuzz/fuzz_gguf.c
+     * (UBSan: misaligned float load in get_rope_freqs). Checked on the address, which
+     * for a file is the file offset (the mapping starts on a page). */
+    unsigned need = t->type == EMBER_DTYPE_F32 ? 4 : 2;
+    if ((uintptr_t)t->data % need)
+        return ember_fail(err, EMBER_ERR_FORMAT,
+                          "tensor '%s' data at offset %llu is not aligned to %u bytes (%s)",
+                          show(t->name, strlen(t->name), b), (ull)(g->data_offset + t->offset), need,
+                          ember_dtype_name(t->type));
     return EMBER_OK;
 }
 
