@@ -159,6 +159,10 @@ static bool stops(const cJSON *o, api_request *out, api_error *e)
 {
     cJSON *s = field(o, "stop");
     if (!s) return true;
+    /* An empty string is refused as in the array form: it was accepted here and then
+     * silently dropped by the engine (found by fuzz_server_request; also "\u0000..."). */
+    if (cJSON_IsString(s) && !s->valuestring[0])
+        return bad(e, "stop", "'%s' must hold non-empty strings", "stop", 0, 0);
     if (cJSON_IsString(s)) return (out->desc.stop[0] = out->stop[0] = strdup(s->valuestring)) != NULL;
     int n = cJSON_IsArray(s) ? cJSON_GetArraySize(s) : -1;
     if (n < 0 || n > EMBER_MAX_STOP)
