@@ -98,31 +98,40 @@ static const char *role_of(const cJSON *m)
     return NULL;
 }
 
-/* Renders messages through the model's chat template into out->prompt. */
-static bool chat_prompt(ember_model *model, const cJSON *msgs, api_request *out, api_error *e)
+/* A chat's messages into out->messages (roles static, content owned), not yet rendered. */
+static bool chat_messages(const cJSON *msgs, api_request *out, api_error *e)
 {
     int n = cJSON_IsArray(msgs) ? cJSON_GetArraySize(msgs) : 0;
     if (n == 0) return bad(e, "messages", "'%s' must be a non-empty array of {role, content}", "messages", 0, 0);
-    ember_chat_message *m = calloc((size_t)n, sizeof *m);
-    char **text = calloc((size_t)n, sizeof *text);
-    bool ok = m && text;
-    for (int i = 0; ok && i < n; i++) {
-        const cJSON *it = cJSON_GetArrayItem(msgs, i);
-        m[i].role = role_of(it);
-        m[i].content = text[i] = content_text(cJSON_GetObjectItemCaseSensitive(it, "content"));
-        if (!m[i].role || !text[i]) ok = bad(e, "messages", "each of '%s' needs a role (system, user or assistant) "
-                                                            "and text content", "messages", 0, 0);
+    if (!(out->messages = calloc((size_t)n, sizeof *out->messages))) {
+        api_fail(e, 500, "server_error", NULL, NULL, "out of memory");
+        return false;
     }
+    const cJSON *it;
+    cJSON_ArrayForEach(it, msgs) {
+        ember_chat_message *m = &out->messages[out->n_messages++];
+        m->role = role_of(it);
+        m->content = content_text(cJSON_GetObjectItemCaseSensitive(it, "content"));
+        if (!m->role || !m->content)
+            return bad(e, "messages", "each of '%s' needs a role (system, user or assistant) and text content",
+                       "messages", 0, 0);
+    }
+    return true;
+}
+
+bool api_render_chat(ember_model *model, api_request *r, api_error *e)
+{
     size_t len = 0;
-    if (ok && ember_chat_apply(model, NULL, m, (size_t)n, 1, NULL, 0, &len) == EMBER_OK &&
-        (out->prompt = malloc(len + 1)))
-        ok = ember_chat_apply(model, NULL, m, (size_t)n, 1, out->prompt, len + 1, &len) == EMBER_OK;
-    else if (ok) ok = false, api_fail(e, 500, "server_error", NULL, NULL, "the chat template failed");
-    for (int i = 0; text && i < n; i++) free(text[i]);
-    free(text);
-    free(m);
-    if (ok) out->desc.parse_special = 1; /* the template's control tokens */
-    return ok;
+    bool ok = ember_chat_apply(model, NULL, r->messages, r->n_messages, 1, NULL, 0, &len) == EMBER_OK &&
+              (r->prompt = malloc(len + 1)) &&
+              ember_chat_apply(model, NULL, r->messages, r->n_messages, 1, r->prompt, len + 1, &len) == EMBER_OK;
+    if (!ok) {
+        api_fail(e, 500, "server_error", NULL, NULL, "the chat template failed");
+        return false;
+    }
+    r->desc.prompt = r->prompt;
+    r->desc.parse_special = 1; /* the template's control tokens */
+    return true;
 }
 
 /* A completion prompt: a string, one string in an array, or an array of token ids. */
@@ -150,6 +159,10 @@ static bool stops(const cJSON *o, api_request *out, api_error *e)
 {
     cJSON *s = field(o, "stop");
     if (!s) return true;
+    /* An empty string is refused as in the array form: it was accepted here and then
+     * silently dropped by the engine (found by fuzz_server_request; also "\u0000..."). */
+    if (cJSON_IsString(s) && !s->valuestring[0])
+        return bad(e, "stop", "'%s' must hold non-empty strings", "stop", 0, 0);
     if (cJSON_IsString(s)) return (out->desc.stop[0] = out->stop[0] = strdup(s->valuestring)) != NULL;
     int n = cJSON_IsArray(s) ? cJSON_GetArraySize(s) : -1;
     if (n < 0 || n > EMBER_MAX_STOP)
@@ -205,8 +218,8 @@ static bool model_name(const api_limits *lim, const cJSON *o, api_error *e)
     return false;
 }
 
-bool api_parse(const api_limits *lim, ember_model *model, api_kind kind, const char *body, size_t len,
-               api_request *out, api_error *e)
+bool api_parse_body(const api_limits *lim, api_kind kind, const char *body, size_t len, api_request *out,
+                    api_error *e)
 {
     memset(out, 0, sizeof *out);
     out->kind = kind;
@@ -214,9 +227,10 @@ bool api_parse(const api_limits *lim, ember_model *model, api_kind kind, const c
     bool ok = cJSON_IsObject(o);
     if (!ok) api_fail(e, 400, "invalid_request_error", NULL, "invalid_json", "the body is not a JSON object");
     ok = ok && model_name(lim, o, e) && sampling(o, lim, out, e) && stops(o, out, e) && options(o, out, e);
-    if (ok && kind == API_CHAT) ok = chat_prompt(model, field(o, "messages"), out, e);
+    if (ok && kind == API_CHAT) ok = chat_messages(field(o, "messages"), out, e);
     if (ok && kind == API_COMPLETION) ok = completion_prompt(lim, field(o, "prompt"), out, e);
-    if (ok && !out->prompt && !out->tokens) ok = false, api_fail(e, 500, "server_error", NULL, NULL, "out of memory");
+    if (ok && kind == API_COMPLETION && !out->prompt && !out->tokens)
+        ok = false, api_fail(e, 500, "server_error", NULL, NULL, "out of memory");
     cJSON_Delete(o);
     out->desc.prompt = out->prompt;
     out->desc.tokens = out->tokens;
@@ -226,10 +240,23 @@ bool api_parse(const api_limits *lim, ember_model *model, api_kind kind, const c
     return ok;
 }
 
+bool api_parse(const api_limits *lim, ember_model *model, api_kind kind, const char *body, size_t len,
+               api_request *out, api_error *e)
+{
+    if (!api_parse_body(lim, kind, body, len, out, e)) return false;
+    if (kind == API_CHAT && !api_render_chat(model, out, e)) {
+        api_request_free(out);
+        return false;
+    }
+    return true;
+}
+
 void api_request_free(api_request *r)
 {
     free(r->prompt);
     free(r->tokens);
+    for (size_t i = 0; i < r->n_messages; i++) free((char *)r->messages[i].content);
+    free(r->messages);
     for (int i = 0; i < EMBER_MAX_STOP; i++) free(r->stop[i]);
     memset(r, 0, sizeof *r);
 }

@@ -34,12 +34,22 @@ typedef struct api_request {
     size_t n_tokens;
     ember_request_desc desc;  /* limits, sampling, stop strings, speculation; no callbacks */
     char *stop[EMBER_MAX_STOP];
+    ember_chat_message *messages; /* a chat's messages (roles static, content owned) */
+    size_t n_messages;
 } api_request;
 
-/* Parses a request body. The model renders chat messages (its chat template). false with
- * *err filled (a 4xx) when the body is refused. */
+/* Parses a request body: api_parse_body, then for a chat api_render_chat. false with
+ * *err filled (a 4xx, or a 500 when the template or memory fails) when it is refused. */
 bool api_parse(const api_limits *lim, ember_model *model, api_kind kind, const char *body, size_t len,
                api_request *out, api_error *err);
+/* The parse step alone, which needs no model or engine (fuzz/fuzz_server_request.c
+ * feeds it arbitrary bodies): checks every field against lim and fills *out; a chat's
+ * messages are left in out->messages with out->prompt NULL. On false *out is freed. */
+bool api_parse_body(const api_limits *lim, api_kind kind, const char *body, size_t len, api_request *out,
+                    api_error *err);
+/* Renders r->messages through the model's chat template into r->prompt. On false
+ * (a 500) r is left for api_request_free. */
+bool api_render_chat(ember_model *model, api_request *r, api_error *err);
 void api_request_free(api_request *r);
 
 /* Fills an error (printf-style message). */

@@ -232,6 +232,24 @@ static void test_roundtrip(void)
     size_t na = 0, nb = 0;
     uint8_t *pa = slurp(a, &na), *pb = slurp(b, &nb);
     CHECK(pa && pb && na == nb && memcmp(pa, pb, na) == 0);
+
+    /* The same bytes from memory give the same file; the caller's bytes are borrowed
+     * (tensor data points into them) and a refusal names the given name. */
+    ember_gguf *m = NULL;
+    size_t cut = 0; /* one byte into the tensor data: the first tensor is cut short */
+    CHECKF(pa && ember_gguf_open_memory(pa, na, "mem.gguf", &m, &err) == EMBER_OK, "%s", err.msg);
+    if (m) {
+        check_metadata(m);
+        check_tensors(m, 32);
+        CHECK(m->tensors[0].data == pa + (m->data_offset + m->tensors[0].offset));
+        cut = (size_t)m->data_offset + 1;
+        ember_gguf_close(m);
+    }
+    CHECK(pa && ember_gguf_open_memory(pa, cut, "mem.gguf", &m, &err) == EMBER_ERR_FORMAT && !m);
+    CHECKF(has(err.msg, "mem.gguf: ") && has(err.msg, "extends past end of file"), "%s", err.msg);
+    CHECK(ember_gguf_open_memory(pa, 0, NULL, &m, &err) == EMBER_ERR_FORMAT && !m);
+    CHECKF(strcmp(err.msg, "<memory>: not a GGUF file: empty") == 0, "%s", err.msg);
+    CHECK(ember_gguf_open_memory(NULL, 4, NULL, &m, &err) == EMBER_ERR_INVALID_ARG && !m);
     free(pa);
     free(pb);
 
@@ -410,6 +428,45 @@ static void test_nested_array(void)
     free(b.p);
     CHECK(ember_gguf_open(path, &g, &err) == EMBER_ERR_FORMAT && g == NULL);
     CHECKF(has(err.msg, path) && has(err.msg, "arrays of arrays") && has(err.msg, "a.nested"), "%s", err.msg);
+}
+
+/* general.alignment 1 lets a tensor start anywhere; its data must still sit at its
+ * element's alignment in memory (a fuzzing finding: float loads from an odd address).
+ * One tensor of the given type whose file offset is `at` past a multiple of 4. */
+static ember_status open_placed(ember_dtype type, unsigned at, ember_err *err)
+{
+    blob b = { 0 };
+    ember_gguf *g = NULL;
+    const char *path = tmp("placed");
+    b_header(&b, 3);
+    b_key(&b, "general.alignment", 4), b_uint(&b, 1, 4);
+    b_str(&b, "t"), b_uint(&b, 1, 4), b_count(&b, 32), b_uint(&b, type, 4);
+    size_t off_at = b.n;
+    b_uint(&b, 0, 8);
+    b_counts(&b, 1, 1);
+    size_t offset = (4 - b.n % 4) % 4 + at; /* the data section starts at b.n */
+    for (unsigned k = 0; k < 8; k++) b.p[off_at + k] = (uint8_t)(offset >> 8 * k);
+    for (size_t k = 0; k < offset + 128; k++) b_uint(&b, 0, 1);
+    CHECK(b_save(&b, path));
+    free(b.p);
+    ember_status st = ember_gguf_open(path, &g, err);
+    if (g) CHECK((uintptr_t)g->tensors[0].data % 4 == at);
+    ember_gguf_close(g);
+    return st;
+}
+
+static void test_tensor_alignment(void)
+{
+    ember_err err = { "" };
+    CHECKF(open_placed(EMBER_DTYPE_F32, 0, &err) == EMBER_OK, "%s", err.msg);
+    CHECKF(open_placed(EMBER_DTYPE_F16, 2, &err) == EMBER_OK, "%s", err.msg);
+    CHECKF(open_placed(EMBER_DTYPE_Q8_0, 2, &err) == EMBER_OK, "%s", err.msg);
+    CHECK(open_placed(EMBER_DTYPE_F32, 2, &err) == EMBER_ERR_FORMAT);
+    CHECKF(has(err.msg, "tensor 't' data at offset") && has(err.msg, "is not aligned to 4 bytes (F32)"), "%s", err.msg);
+    CHECK(open_placed(EMBER_DTYPE_F16, 1, &err) == EMBER_ERR_FORMAT);
+    CHECKF(has(err.msg, "is not aligned to 2 bytes (F16)"), "%s", err.msg);
+    CHECK(open_placed(EMBER_DTYPE_Q8_0, 3, &err) == EMBER_ERR_FORMAT);
+    CHECKF(has(err.msg, "is not aligned to 2 bytes (Q8_0)"), "%s", err.msg);
 }
 
 /* ---- typed getters -------------------------------------------------------------- */
@@ -849,6 +906,7 @@ int main(void)
     test_every_type(1);
     test_every_type(3);
     test_nested_array();
+    test_tensor_alignment();
     test_getters();
     test_writer_errors();
     test_llama_synthetic();

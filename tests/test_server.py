@@ -229,6 +229,8 @@ def test_bad_input(s, ctx):
     bad(s, "messages missing", {"max_tokens": 4}, 400, "messages")
     bad(s, "a message without a role", {"messages": [{"content": "x"}]}, 400, "messages")
     bad(s, "stop of the wrong type", {"messages": msgs, "stop": 5}, 400, "stop")
+    bad(s, "an empty stop string", {"messages": msgs, "stop": ""}, 400, "stop")
+    bad(s, "an empty stop string in the array", {"messages": msgs, "stop": ["x", ""]}, 400, "stop")
     bad(s, "stream not a boolean", {"messages": msgs, "stream": "yes"}, 400, "stream")
     bad(s, "unknown model", {"model": "gpt-9", "messages": msgs}, 404, "model", "model_not_found")
     long_text = "hello there " * (ctx * 2)

@@ -72,6 +72,7 @@ typedef struct ember_gguf {
     char *path;               /* owned copy, for messages */
     void *map;
     size_t size;
+    bool borrowed;            /* map is the caller's bytes (open_memory): not unmapped */
     uint32_t version;
     uint32_t alignment;       /* general.alignment or 32 */
     uint64_t n_kv, n_tensors;
@@ -82,6 +83,13 @@ typedef struct ember_gguf {
 
 /* Maps and validates path. On success *out is owned by the caller (ember_gguf_close). */
 ember_status ember_gguf_open(const char *path, ember_gguf **out, ember_err *err);
+/* The same over bytes already in memory (a fuzzer's input, an embedded file). The bytes
+ * are borrowed: they must stay unchanged until ember_gguf_close, since strings and tensor
+ * data point into them. name stands for the file in messages (NULL: "<memory>"). Give
+ * them at an address aligned as malloc's: tensor data must be aligned to its element
+ * (4 bytes for F32, 2 for F16 and Q8_0) in memory, not only in the file. */
+ember_status ember_gguf_open_memory(const void *data, size_t size, const char *name, ember_gguf **out,
+                                    ember_err *err);
 void ember_gguf_close(ember_gguf *g);
 
 const ember_gguf_kv *ember_gguf_find(const ember_gguf *g, const char *key);
