@@ -18,7 +18,7 @@ if [ "${1:-}" = "--list" ]; then
   targets
   exit 0
 fi
-if [ $# -lt 2 ] || ! [[ $2 =~ ^[0-9]+$ ]]; then
+if [ $# -lt 2 ] || ! [[ $2 =~ ^[1-9][0-9]*$ ]]; then  # libFuzzer reads 0 s as "no limit"
   echo "usage: $0 --list | TARGET SECONDS [libFuzzer args...]" >&2
   exit 2
 fi
@@ -36,8 +36,8 @@ fi
 cmake --build "$build" --target "fuzz_$name" -j"${FUZZ_JOBS:-2}" >/dev/null
 exe=$build/fuzz/fuzz_$name
 
-# Seeds once per build folder; the model seeds need an ember program (build/ember, when
-# the normal build is there).
+# Seeds once per build folder (remove build-fuzz/seeds to write them again); the model
+# seeds need an ember program ($EMBER_BIN, else build/ember from the normal build).
 if [ ! -d "$build/seeds/$name" ]; then
   scripts/fuzz-seeds.sh "$build/seeds" >/dev/null
 fi
