@@ -521,12 +521,22 @@ static void fail_items(ember_engine *e, uint32_t n_items)
         if (e->items[i].r) finish(e, e->items[i].r, EMBER_FINISH_ERROR);
 }
 
+/* A step that failed: its requests end with an error, or, when the device was lost,
+ * every request does (the engine shows itself lost before any done callback runs, so
+ * that a callback's thread sees it in the stats). */
+static void fail_step(ember_engine *e, uint32_t n_items, ember_status s)
+{
+    if (s == EMBER_ERR_DEVICE_LOST) lose_device(e);
+    else fail_items(e, n_items);
+}
+
 /* The device is gone for good (for real or by ember_model_inject_faults): every request
  * still pending ends with an error now, since no later step could run it, and the inbox
  * refuses new ones. The handles stay valid for destruction. */
 static void lose_device(ember_engine *e)
 {
     e->lost = true;
+    publish_stats(e);
     ember_fail_ctx(&e->step_err, EMBER_ERR_DEVICE_LOST, "the device was lost (destroy the engine and the model, "
                                                          "then load the model again)");
     ember_inbox_close(e->inbox);
@@ -569,7 +579,7 @@ static ember_status begin_step(ember_engine *e)
     if (s == EMBER_OK) s = ember_spec_propose(e->spec, e->sched, e->items, n_items, &e->buf, &e->step_err);
     if (s == EMBER_OK) s = submit_items(e, n_items);
     if (s != EMBER_OK) {
-        fail_items(e, n_items);
+        fail_step(e, n_items, s);
         publish_stats(e);
         return report(e, s);
     }
@@ -591,7 +601,7 @@ static ember_status end_step(ember_engine *e, uint64_t timeout_ns)
         after_step(e, e->n_items, e->t0, now_ms());
         ember_sched_end_step(e->sched);
     } else {
-        fail_items(e, e->n_items);
+        fail_step(e, e->n_items, s);
     }
     publish_stats(e);
     return report(e, s);
