@@ -84,8 +84,10 @@ static int on_token(void *user, ember_request_id id, uint32_t tok, const char *t
         if (!s) len = 0; /* text lost, the request goes on: never fail the engine's thread */
         else j->text = s, j->cap = cap;
     }
-    memcpy(j->text + j->len, text, len);
-    j->len += len;
+    if (len) { /* an empty piece (held back for a stop string) may come before any text: NULL */
+        memcpy(j->text + j->len, text, len);
+        j->len += len;
+    }
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
     return 0;
