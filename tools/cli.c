@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 const char *cli_value(int argc, char **argv, int *i)
@@ -214,6 +215,23 @@ int cli_free_with_draft(ember_model *m, ember_model *draft, int code)
 {
     if (draft) code = cli_free_model(draft, code);
     return cli_free_model(m, code);
+}
+
+FILE *cli_open_input(const char *cmd, const char *path, const char *mode, const char *wants)
+{
+    struct stat st;
+    FILE *f = fopen(path, mode);
+    if (!f || fstat(fileno(f), &st) != 0) {
+        fprintf(stderr, "ember %s: cannot open %s: %s\n", cmd, path, strerror(errno));
+        if (f) fclose(f);
+        return NULL;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "ember %s: %s is a directory; -f wants %s\n", cmd, path, wants);
+        fclose(f);
+        return NULL;
+    }
+    return f;
 }
 
 void cli_json_string(FILE *f, const char *s, size_t len)

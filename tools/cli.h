@@ -70,6 +70,11 @@ const char *cli_kv_type_name(ember_kv_type t);
 /* "length", "eos", "stop", "cancelled", "error". */
 const char *cli_finish_name(ember_finish why);
 
+/* Opens the file a -f flag names for reading; NULL, with "ember CMD: cannot open PATH:
+ * why" or "ember CMD: PATH is a directory; -f wants WANTS" on stderr, when it cannot be
+ * read as a file. The caller fcloses it. */
+FILE *cli_open_input(const char *cmd, const char *path, const char *mode, const char *wants);
+
 /* Writes s as a JSON string literal (with quotes), escaping as needed. */
 void cli_json_string(FILE *f, const char *s, size_t len);
 

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "cli.h"
@@ -76,19 +75,9 @@ static bool add_prompt(slot **s, size_t *n, size_t *cap, const char *text, size_
  * a directory and a file without a prompt each get a message of their own; false then. */
 static bool read_prompts(const char *path, slot **out, size_t *n)
 {
-    struct stat st;
-    FILE *f = fopen(path, "r");
+    FILE *f = cli_open_input("batch", path, "r", "a file with one prompt per line");
     *out = NULL, *n = 0;
-    if (!f || fstat(fileno(f), &st) != 0) {
-        fprintf(stderr, "ember batch: cannot open %s: %s\n", path, strerror(errno));
-        if (f) fclose(f);
-        return false;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "ember batch: %s is a directory; -f wants a file with one prompt per line\n", path);
-        fclose(f);
-        return false;
-    }
+    if (!f) return false;
     char *line = NULL;
     size_t lcap = 0, cap = 0, number = 0;
     ssize_t len;

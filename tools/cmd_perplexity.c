@@ -1,9 +1,7 @@
 /* cmd_perplexity.c — `ember perplexity`: how well a model predicts a text file. */
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -12,18 +10,8 @@
  * directory or is empty (nothing to score is an error, not a perplexity of 0). */
 static char *read_file(const char *path, size_t *len)
 {
-    struct stat st;
-    FILE *f = fopen(path, "rb");
-    if (!f || fstat(fileno(f), &st) != 0) {
-        fprintf(stderr, "ember perplexity: cannot open %s: %s\n", path, strerror(errno));
-        if (f) fclose(f);
-        return NULL;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "ember perplexity: %s is a directory; -f wants a text file\n", path);
-        fclose(f);
-        return NULL;
-    }
+    FILE *f = cli_open_input("perplexity", path, "rb", "a text file");
+    if (!f) return NULL;
     char *buf = NULL;
     size_t cap = 0, n = 0, got;
     do {
