@@ -267,3 +267,23 @@ void fuzz_check_ids_to_text(const ember_tokenizer *t, const uint8_t *data, size_
     free(plain);
     free(ids);
 }
+
+char *fuzz_tokenizer_round_trip(const ember_tokenizer *t, const uint8_t *data, size_t size, size_t *len)
+{
+    uint8_t mode = data[0];
+    data++, size--;
+    if (mode & 1) {
+        fuzz_check_ids_to_text(t, data, size);
+        return NULL;
+    }
+    unsigned flags = (mode & 2 ? EMBER_TOKENIZE_ADD_BOS : 0) | (mode & 4 ? EMBER_TOKENIZE_PARSE_SPECIAL : 0);
+    size_t n = 0;
+    uint32_t *ids = fuzz_encode(t, data, size, flags, &n);
+    char *back = fuzz_decode(t, ids, n, len);
+    free(ids);
+    if (flags & EMBER_TOKENIZE_PARSE_SPECIAL) {
+        free(back);
+        return NULL;
+    }
+    return back;
+}

@@ -57,4 +57,12 @@ char *fuzz_decode(const ember_tokenizer *t, const uint32_t *ids, size_t n, size_
  * what fuzz_decode gives. */
 void fuzz_check_ids_to_text(const ember_tokenizer *t, const uint8_t *data, size_t size);
 
+/* What both tokenizer targets do with an input (size > 0): byte 0 bit 0 set, the rest
+ * is ids for fuzz_check_ids_to_text; clear, the rest is text, encoded (flags: bit 1 adds
+ * BOS, bit 2 parses special tokens) and decoded again. Returns the decoded text
+ * (malloc'd, *len bytes) for the target's own round-trip check, or NULL when there is
+ * none to make: ids to text, or special tokens parsed (where <s> vanishes into a control
+ * token). */
+char *fuzz_tokenizer_round_trip(const ember_tokenizer *t, const uint8_t *data, size_t size, size_t *len);
+
 #endif
