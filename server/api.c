@@ -82,8 +82,14 @@ static char *content_text(const cJSON *c)
     }
     char *s = malloc(len + 1);
     if (!s) return NULL;
-    s[0] = 0;
-    cJSON_ArrayForEach(p, c) strcat(s, cJSON_GetObjectItemCaseSensitive(p, "text")->valuestring);
+    size_t at = 0; /* appended by length: strcat from the start each time is quadratic */
+    cJSON_ArrayForEach(p, c) {
+        const char *t = cJSON_GetObjectItemCaseSensitive(p, "text")->valuestring;
+        size_t n = strlen(t);
+        memcpy(s + at, t, n);
+        at += n;
+    }
+    s[at] = 0;
     return s;
 }
 
@@ -160,7 +166,7 @@ static bool stops(const cJSON *o, api_request *out, api_error *e)
     cJSON *s = field(o, "stop");
     if (!s) return true;
     /* An empty string is refused as in the array form: it was accepted here and then
-     * silently dropped by the engine (found by fuzz_server_request; also "\u0000..."). */
+     * silently dropped by the engine (found by fuzz_server_request). */
     if (cJSON_IsString(s) && !s->valuestring[0])
         return bad(e, "stop", "'%s' must hold non-empty strings", "stop", 0, 0);
     if (cJSON_IsString(s)) return (out->desc.stop[0] = out->stop[0] = strdup(s->valuestring)) != NULL;
@@ -218,11 +224,30 @@ static bool model_name(const api_limits *lim, const cJSON *o, api_error *e)
     return false;
 }
 
+/* Whether a string in body holds \u0000. cJSON decodes it into a NUL that would end the
+ * C string early: the rest of the prompt or stop string would vanish without a word.
+ * Only escapes are looked at (a raw NUL byte is not JSON), each skipped whole so that an
+ * escaped backslash followed by "u0000" is text. */
+static bool has_nul_escape(const char *body, size_t len)
+{
+    for (size_t i = 0; i + 1 < len; i++) {
+        if (body[i] != '\\') continue;
+        if (body[i + 1] == 'u' && i + 6 <= len && memcmp(body + i + 2, "0000", 4) == 0) return true;
+        i++;
+    }
+    return false;
+}
+
 bool api_parse_body(const api_limits *lim, api_kind kind, const char *body, size_t len, api_request *out,
                     api_error *e)
 {
     memset(out, 0, sizeof *out);
     out->kind = kind;
+    if (has_nul_escape(body, len)) {
+        api_fail(e, 400, "invalid_request_error", NULL, NULL,
+                 "a string in the body holds \\u0000 (NUL); prompts, messages and stop strings cannot");
+        return false;
+    }
     cJSON *o = cJSON_ParseWithLength(body, len);
     bool ok = cJSON_IsObject(o);
     if (!ok) api_fail(e, 400, "invalid_request_error", NULL, "invalid_json", "the body is not a JSON object");

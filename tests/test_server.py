@@ -232,6 +232,11 @@ def test_bad_input(s, ctx):
     bad(s, "an empty stop string", {"messages": msgs, "stop": ""}, 400, "stop")
     bad(s, "an empty stop string in the array", {"messages": msgs, "stop": ["x", ""]}, 400, "stop")
     bad(s, "stream not a boolean", {"messages": msgs, "stream": "yes"}, 400, "stream")
+    bad(s, "a NUL in a message", None, 400, raw=b'{"messages": [{"role": "user", "content": "a\\u0000b"}]}')
+    bad(s, "a NUL in a stop string", {"messages": msgs, "stop": ["x\u0000y"]}, 400)
+    got, _, r = s.post(CHAT, {"messages": [{"role": "user", "content": "a\\u0000b"}], "max_tokens": 2})
+    check(got == 200 and r["usage"]["completion_tokens"] == 2,
+          f"an escaped backslash before u0000 is text, not a NUL: {got}")
     bad(s, "unknown model", {"model": "gpt-9", "messages": msgs}, 404, "model", "model_not_found")
     long_text = "hello there " * (ctx * 2)
     bad(s, "a prompt longer than the context", {"messages": [{"role": "user", "content": long_text}]}, 400,
