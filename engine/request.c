@@ -71,8 +71,8 @@ static ember_status check_fits(const ember_request_env *env, const request *r, e
         return ember_fail(err, EMBER_ERR_CONTEXT_FULL, "prompt of %u tokens does not fit the context of %u",
                           r->n_prompt, ctx);
     if ((r->n_prompt + bs) / bs > env->kv_blocks)
-        return ember_fail(err, EMBER_ERR_CONTEXT_FULL, "prompt of %u tokens needs more than the %u KV blocks",
-                          r->n_prompt, env->kv_blocks);
+        return ember_fail(err, EMBER_ERR_CONTEXT_FULL, "prompt of %u tokens needs more than the %u KV block%s",
+                          r->n_prompt, env->kv_blocks, env->kv_blocks == 1 ? "" : "s");
     return EMBER_OK;
 }
 

@@ -120,6 +120,12 @@ expect 1 "^ember perplexity: $tmp/empty.txt is empty: there is no text to score"
 expect 1 "^ember perplexity: $tmp/dir is a directory; -f wants a text file" perplexity -m "$model" -f "$tmp/dir"
 expect 1 "^ember perplexity: cannot open $tmp/none.txt: No such file" perplexity -m "$model" -f "$tmp/none.txt"
 
+# ---- a KV cache too small: said in the singular when it is one block ----------------------
+expect 1 "^ember generate: the KV cache \(1 block of 16 tokens\) could not hold the sequence; --kv-blocks N raises it" \
+    generate -m "$model" --backend "$backend" -p hi -n 40 --ignore-eos --kv-blocks 1
+expect 1 "^ember: prompt of [0-9]+ tokens needs more than the 1 KV block$" \
+    generate -m "$model" --backend "$backend" -p "hi there how are you doing today my friend hello hi there" -n 4 --kv-blocks 1
+
 # ---- devices: EMBER_DEVICE as --device, numbered as ember info numbers them ------------------
 if [ "$have_device" = 1 ]; then
     n_dev=$("$ember" info | grep -c "^device [0-9]*:")

@@ -186,8 +186,9 @@ static int run(ember_model *model, ember_model *draft, const gen_args *a, double
         if (g.why == EMBER_FINISH_KV_FULL) {
             ember_engine_stats st;
             ember_engine_get_stats(e, &st);
-            fprintf(stderr, "ember generate: the KV cache (%u blocks of %u tokens) could not hold the sequence; "
-                    "--kv-blocks N raises it\n", st.kv_blocks_total, st.kv_block_size);
+            fprintf(stderr, "ember generate: the KV cache (%u block%s of %u tokens) could not hold the sequence; "
+                    "--kv-blocks N raises it\n", st.kv_blocks_total, st.kv_blocks_total == 1 ? "" : "s",
+                    st.kv_block_size);
             code = 1;
         }
     }
