@@ -190,7 +190,7 @@ static ember_status submit(panel *p, ember_engine *e, const char *text, const re
         .user = &p->slot,
     };
     s = ember_submit(e, &d, &p->request);
-    if (s != EMBER_OK) snprintf(err, cap, "%s", ember_engine_error(e));
+    if (s != EMBER_OK) ember_engine_copy_error(e, err, cap); /* the worker may be failing a step */
     return s;
 }
 
@@ -252,7 +252,8 @@ static void on_done(panel *p, const chat_event *ev, ember_engine *e, gen_stats *
     p->turns_ended++;
     g->last_done_ms = now_ms;
     if (ev->why == EMBER_FINISH_ERROR) {
-        panel_note(p, "the reply failed: %s", ember_engine_error(e));
+        char why[512];
+        panel_note(p, "the reply failed: %s", ember_engine_copy_error(e, why, sizeof why));
         rebuild_chat(p);
         return;
     }

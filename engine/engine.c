@@ -19,6 +19,7 @@
  * another thread calling Ember could need. */
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -309,6 +310,15 @@ static ember_status report(ember_engine *e, ember_status s)
 }
 
 const char *ember_engine_error(const ember_engine *e) { return e ? e->err.msg : "out of memory"; }
+
+const char *ember_engine_copy_error(const ember_engine *e, char *buf, size_t cap)
+{
+    if (!buf || !cap) return buf;
+    if (!e) snprintf(buf, cap, "out of memory");
+    else if (!e->inbox) snprintf(buf, cap, "%s", e->err.msg); /* create failed: no other thread has it */
+    else ember_inbox_copy_error(e->inbox, &e->err, buf, cap);
+    return buf;
+}
 
 /* ---- requests ------------------------------------------------------------------------ */
 

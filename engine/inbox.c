@@ -1,6 +1,7 @@
 /* inbox.c — the engine's thread-safe front (inbox.h). The live ids are kept sorted (ids
  * only grow), so a cancel is a binary search. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -172,6 +173,13 @@ void ember_inbox_store_error(ember_inbox *q, ember_err *dst, const ember_err *sr
 {
     pthread_mutex_lock(&q->mu);
     if (dst != src) *dst = *src;
+    pthread_mutex_unlock(&q->mu);
+}
+
+void ember_inbox_copy_error(ember_inbox *q, const ember_err *src, char *buf, size_t cap)
+{
+    pthread_mutex_lock(&q->mu);
+    snprintf(buf, cap, "%s", src->msg);
     pthread_mutex_unlock(&q->mu);
 }
 

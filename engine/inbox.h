@@ -38,6 +38,8 @@ void ember_inbox_stats(ember_inbox *q, ember_engine_stats *st);
 
 /* Copies an error message to dst under the lock (dst: the engine's last error). */
 void ember_inbox_store_error(ember_inbox *q, ember_err *dst, const ember_err *src);
+/* Copies src's message into buf (cap > 0 bytes, cut to fit) under the same lock. */
+void ember_inbox_copy_error(ember_inbox *q, const ember_err *src, char *buf, size_t cap);
 
 /* Worker thread: worker_begin returns false when one runs already; wait_work blocks
  * while nothing is pending (and at most timeout_ms more when timeout_ms > 0: pending work

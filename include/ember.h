@@ -18,9 +18,10 @@
  *    passes in is copied unless it says "borrowed".
  *  - The library never prints, aborts or exits.
  *  - No global state (one exception, ember_set_allocator, set once before anything else):
- *    handles may be used from different threads, one thread at a time per handle, except where a call says "thread-safe" (the engine's submit,
- *    cancel, pending, stats and memory budget calls: they return in microseconds
- *    whatever the GPU is doing).
+ *    handles may be used from different threads, one thread at a time per handle,
+ *    except where a call says "thread-safe" (the engine's submit, cancel, pending,
+ *    stats, copy_error and memory budget calls: they return in microseconds whatever
+ *    the GPU is doing).
  *
  * Build against it with pkg-config (`cc app.c $(pkg-config --cflags --libs ember)`) or
  * CMake (`find_package(ember)`, target ember::ember or ember::ember_static). */
@@ -315,7 +316,15 @@ EMBER_API ember_status ember_engine_create(ember_model *model, const ember_engin
                                            ember_engine **out);
 /* Cancels what is left (done callbacks run with EMBER_FINISH_CANCELLED) and frees. */
 EMBER_API void ember_engine_destroy(ember_engine *engine);
+/* The message of the engine's last failure. Not thread-safe: a step failing on another
+ * thread (a worker, a server's) may rewrite it while it is read; there, use
+ * ember_engine_copy_error. */
 EMBER_API const char *ember_engine_error(const ember_engine *engine);
+/* The same message copied into buf (cap bytes, NUL-terminated, cut to fit) under the
+ * engine's lock: thread-safe, for reading why ember_submit failed, or why the worker's
+ * step failed, from any thread. The last failure's message, whichever thread's it was.
+ * Returns buf ("out of memory" for a NULL engine). */
+EMBER_API const char *ember_engine_copy_error(const ember_engine *engine, char *buf, size_t cap);
 
 typedef struct ember_request_metrics {
     uint32_t n_prompt, n_gen;

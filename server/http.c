@@ -84,18 +84,21 @@ static void close_job(void *cls)
     free(c);
 }
 
-/* A 4xx/5xx for a request the engine refused. */
+/* A 4xx/5xx for a request the engine refused. The engine's worker may be failing a step
+ * meanwhile: its message is read with the thread-safe copy. */
 static void submit_error(ember_status s, api_kind kind, ember_engine *e, api_error *err)
 {
+    char why[512];
+    ember_engine_copy_error(e, why, sizeof why);
     if (s == EMBER_ERR_CONTEXT_FULL)
         api_fail(err, 400, "invalid_request_error", kind == API_CHAT ? "messages" : "prompt", "context_length_exceeded",
-                 "%s", ember_engine_error(e));
+                 "%s", why);
     else if (s == EMBER_ERR_INVALID_ARG)
-        api_fail(err, 400, "invalid_request_error", NULL, NULL, "%s", ember_engine_error(e));
+        api_fail(err, 400, "invalid_request_error", NULL, NULL, "%s", why);
     else if (s == EMBER_ERR_DEVICE_LOST) /* 503: a load balancer sends the request elsewhere */
-        api_fail(err, 503, "server_error", NULL, "device_lost", "%s", ember_engine_error(e));
+        api_fail(err, 503, "server_error", NULL, "device_lost", "%s", why);
     else
-        api_fail(err, 500, "server_error", NULL, NULL, "%s", ember_engine_error(e));
+        api_fail(err, 500, "server_error", NULL, NULL, "%s", why);
 }
 
 static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, api_kind kind, const conn *cn)
