@@ -5,6 +5,7 @@
 # the in-process bench of the same workload generates. Also: a server that is not there
 # is a clear error, and the server stops cleanly on SIGTERM.
 set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/serve_fixture.sh"
 if ! command -v curl >/dev/null; then
   echo "SKIP: curl not installed (apt-get install curl)"; exit 77
 fi
@@ -20,17 +21,8 @@ server=$!
 trap 'kill "$server" 2>/dev/null' EXIT
 fail() { echo "FAIL: $*"; echo "--- server log:"; cat "$log"; exit 1; }
 
-# The server says "listening on http://127.0.0.1:PORT" once it is; then /health answers.
-port=
-for _ in $(seq 300); do
-  port=$(grep -o 'listening on http://127\.0\.0\.1:[0-9]*' "$log" | grep -o '[0-9]*$')
-  [ -n "$port" ] && break
-  kill -0 "$server" 2>/dev/null || fail "ember serve exited before listening"
-  sleep 0.2
-done
-[ -n "$port" ] || fail "ember serve did not say where it listens within 60 s"
+port=$(serve_port "$server" "$log") || { echo "$port"; exit 1; }
 url=http://127.0.0.1:$port
-curl -sf "$url/health" >/dev/null || fail "GET $url/health"
 
 out=$("$EMBER_BIN" bench --url "$url" "${workload[@]}" --json) || fail "ember bench --url exited $?: $out"
 echo "bench --url: $out"

@@ -19,6 +19,7 @@
 #    next instance, so the client sees 200.
 # Skips when nginx is not installed.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/serve_fixture.sh"
 tmp=${EMBER_TEST_TMP:-/tmp}/deploy
 nginx_bin=$(command -v nginx || true)
 [ -z "$nginx_bin" ] && [ -x /usr/sbin/nginx ] && nginx_bin=/usr/sbin/nginx
@@ -60,20 +61,7 @@ for i in 0 1 2; do
   pids+=($!)
 done
 for i in 0 1 2; do
-  port=
-  for _ in $(seq 600); do  # 60 s for the model load (validation layer, a busy machine)
-    port=$(sed -n 's|^ember serve: .* listening on http://127\.0\.0\.1:\([0-9][0-9]*\)$|\1|p' "$tmp/serve$i.err")
-    [ -n "$port" ] && break
-    kill -0 "${pids[$i]}" 2>/dev/null || break
-    sleep 0.1
-  done
-  if [ -z "$port" ]; then
-    echo "FAIL: instance $i did not start listening"; sed "s/^/  serve$i: /" "$tmp/serve$i.err"; exit 1
-  fi
-  for _ in $(seq 100); do
-    curl -sf --max-time 2 "http://127.0.0.1:$port/health" >/dev/null && break
-    sleep 0.1
-  done
+  port=$(serve_port "${pids[$i]}" "$tmp/serve$i.err") || { echo "instance $i: $port"; exit 1; }
   ports+=("$port")
 done
 echo "instances on ports ${ports[*]}"

@@ -7,6 +7,7 @@
 # registry, the test skips. The model is stories260K when ../shared has it (real text),
 # else a small random test model.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/serve_fixture.sh"
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 tmp=${EMBER_TEST_TMP:-/tmp}/openai_client
 build=${EMBER_BUILD_DIR:?EMBER_BUILD_DIR is not set (run through ctest)}
@@ -50,21 +51,7 @@ echo "model $model_id ($model)"
 "$EMBER_BIN" serve -m "$model" --port 0 --api-key sk-test >"$tmp/serve.out" 2>"$tmp/serve.err" &
 server_pid=$!
 
-port=
-for _ in $(seq 600); do  # 60 s for the model load (validation layer, a busy machine)
-  port=$(sed -n 's|^ember serve: .* listening on http://127\.0\.0\.1:\([0-9][0-9]*\)$|\1|p' "$tmp/serve.err")
-  [ -n "$port" ] && break
-  kill -0 "$server_pid" 2>/dev/null || break
-  sleep 0.1
-done
-if [ -z "$port" ]; then
-  echo "FAIL: ember serve did not start listening"; sed 's/^/  serve: /' "$tmp/serve.err"; exit 1
-fi
-for _ in $(seq 100); do
-  curl -sf --max-time 2 "http://127.0.0.1:$port/health" >/dev/null && break
-  sleep 0.1
-done
-curl -sf --max-time 2 "http://127.0.0.1:$port/health" >/dev/null || { echo "FAIL: /health does not answer"; exit 1; }
+port=$(serve_port "$server_pid" "$tmp/serve.err") || { echo "$port"; exit 1; }
 echo "server on port $port"
 
 # ---- the client's checks ------------------------------------------------------------------
