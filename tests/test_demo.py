@@ -19,28 +19,18 @@ Uses ../shared/models/stories260K when present, else a test model made with
 import json
 import os
 import re
-import shutil
 import struct
 import subprocess
 import sys
 import zlib
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from demo_util import check, ember_chat, finish, need_tool, skip, stories260k  # noqa: E402
+
 TIMEOUT = 300
 XVFB = ["xvfb-run", "-a", "-s", "-screen 0 1280x720x24"]
 KEYS = {"panels", "replies", "tokens", "tok_s", "fps_mean", "frame_ms_p50", "frame_ms_p99"}
-failed = []
-
-
-def check(ok, what):
-    print(("ok: " if ok else "FAIL: ") + what)
-    if not ok:
-        failed.append(what)
-    return ok
-
-
-def skip(why):
-    print("SKIP: " + why)
-    sys.exit(77)
 
 
 def run(args, xvfb=True, env=None):
@@ -52,8 +42,7 @@ def run(args, xvfb=True, env=None):
 
 
 def model_path(tmp):
-    shared = os.environ.get("EMBER_SHARED", os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
-    m = os.path.join(shared, "models", "stories260K", "stories260K-f32.v3.gguf")
+    m = stories260k()
     if os.path.exists(m):
         return m
     ember = os.environ.get("EMBER_BIN")
@@ -210,11 +199,8 @@ def test_too_long(chat, model):
 
 
 def main():
-    chat = os.environ.get("EMBER_CHAT")
-    if not chat or not os.path.exists(chat):
-        skip("ember-chat is not built (SDL2, SDL2_ttf or libcjson missing: scripts/setup.sh)")
-    if not shutil.which("xvfb-run"):
-        skip("xvfb-run is not installed (scripts/setup.sh installs xvfb)")
+    chat = ember_chat()
+    need_tool("xvfb-run", "xvfb")
     tmp = os.environ.get("EMBER_TEST_TMP", "/tmp")
     os.makedirs(tmp, exist_ok=True)
     source = os.environ.get("EMBER_SOURCE_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -224,8 +210,7 @@ def main():
     test_missing_model(chat, tmp)
     test_old_device(chat, model, tmp)
     test_too_long(chat, model)
-    print("test_demo: %s" % ("all passed" if not failed else "%d check(s) failed" % len(failed)))
-    sys.exit(1 if failed else 0)
+    finish("test_demo")
 
 
 if __name__ == "__main__":

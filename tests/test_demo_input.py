@@ -17,13 +17,15 @@ several seconds here); skips (77) without it, without ember-chat, Xvfb, xdotool 
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
-failed = []
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from demo_util import check, ember_chat, finish, need_tool, skip, stories260k  # noqa: E402
+
 # chat_ui.h's layout for one panel in a 1280x720 window: stats bar 30 px, title bar 32 px
 # with the Stop button at its right end (x1 - 64, top + 5, 56 wide, 22 high); the user's
 # messages are right-aligned at the top of the message area (from y 62).
@@ -31,18 +33,6 @@ STOP_XY = (1280 - 64 + 28, 30 + 5 + 11)
 FIRST_MESSAGE_XY = (1180, 87)
 FIRST = "Once upon a time"
 SECOND = "Tell me about the park"
-
-
-def check(ok, what):
-    print(("ok: " if ok else "FAIL: ") + what)
-    if not ok:
-        failed.append(what)
-    return ok
-
-
-def skip(why):
-    print("SKIP: " + why)
-    sys.exit(77)
 
 
 class Display:
@@ -94,14 +84,10 @@ def stopped_tokens(chat, count):
 
 
 def main():
-    exe = os.environ.get("EMBER_CHAT")
-    if not exe or not os.path.exists(exe):
-        skip("ember-chat is not built (SDL2, SDL2_ttf or libcjson missing: scripts/setup.sh)")
+    exe = ember_chat()
     for tool in ("Xvfb", "xdotool", "xclip"):
-        if not shutil.which(tool):
-            skip(tool + " is not installed (scripts/setup.sh installs it)")
-    shared = os.environ.get("EMBER_SHARED", os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
-    model = os.path.join(shared, "models", "stories260K", "stories260K-f32.v3.gguf")
+        need_tool(tool)
+    model = stories260k()
     if not os.path.exists(model):
         skip("needs ../shared/models/stories260K (a reply long enough to stop mid-stream)")
     display = Display()
@@ -112,8 +98,7 @@ def main():
         if chat.proc.poll() is None:
             chat.proc.kill()
         display.close()
-    print("test_demo_input: %s" % ("all passed" if not failed else "%d check(s) failed" % len(failed)))
-    sys.exit(1 if failed else 0)
+    finish("test_demo_input")
 
 
 def drive(display, chat):

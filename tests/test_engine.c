@@ -17,45 +17,8 @@
 #include <string.h>
 
 #include "ember.h"
+#include "engine_fixture.h"
 #include "testutil.h"
-
-#define MAXTOK 64
-
-typedef struct result {
-    uint32_t tokens[MAXTOK];
-    uint32_t n;
-    char text[4096];
-    size_t text_len;
-    ember_finish why;
-    ember_request_metrics m;
-    int done;
-} result;
-
-static int on_token(void *user, ember_request_id id, uint32_t tok, const char *text, size_t len)
-{
-    result *r = user;
-    if (r->n < MAXTOK) r->tokens[r->n++] = tok;
-    if (r->text_len + len < sizeof r->text) {
-        memcpy(r->text + r->text_len, text, len);
-        r->text_len += len;
-    }
-    return 0;
-}
-
-static void on_done(void *user, ember_request_id id, ember_finish why, const ember_request_metrics *m)
-{
-    result *r = user;
-    r->why = why;
-    r->m = *m;
-    r->done++;
-}
-
-static ember_request_desc desc_for(const uint32_t *prompt, size_t n, uint32_t max_tokens, result *r)
-{
-    memset(r, 0, sizeof *r);
-    return (ember_request_desc){.tokens = prompt, .n_tokens = n, .max_tokens = max_tokens, .ignore_eos = 1,
-                                .on_token = on_token, .on_done = on_done, .user = r};
-}
 
 static void drain(ember_engine *e)
 {
@@ -90,11 +53,11 @@ static void make_prompts(uint32_t n_vocab)
     }
 }
 
-static void run_alone(ember_model *m, result *alone, uint32_t n_gen)
+static void run_alone(ember_model *m, ef_result *alone, uint32_t n_gen)
 {
     ember_engine *e = engine(m, (ember_engine_opts){.max_seqs = 1});
     for (int i = 0; e && i < NREQ; i++) {
-        ember_request_desc d = desc_for(prompts[i], plen[i], n_gen, &alone[i]);
+        ember_request_desc d = ef_desc(prompts[i], plen[i], n_gen, &alone[i]);
         CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
         drain(e);
         CHECK(alone[i].done == 1 && alone[i].n == n_gen);
@@ -103,27 +66,25 @@ static void run_alone(ember_model *m, result *alone, uint32_t n_gen)
 }
 
 /* Half the requests start together; the rest join while those decode. */
-static void run_together(ember_model *m, ember_engine_opts o, result *res, uint32_t n_gen, const char *what,
-                         const result *alone)
+static void run_together(ember_model *m, ember_engine_opts o, ef_result *res, uint32_t n_gen, const char *what,
+                         const ef_result *alone)
 {
     ember_engine *e = engine(m, o);
     if (!e) return;
     for (int i = 0; i < NREQ / 2; i++) {
-        ember_request_desc d = desc_for(prompts[i], plen[i], n_gen, &res[i]);
+        ember_request_desc d = ef_desc(prompts[i], plen[i], n_gen, &res[i]);
         CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
     }
     for (int k = 0; k < 6; k++) ember_engine_step(e);
     for (int i = NREQ / 2; i < NREQ; i++) {
-        ember_request_desc d = desc_for(prompts[i], plen[i], n_gen, &res[i]);
+        ember_request_desc d = ef_desc(prompts[i], plen[i], n_gen, &res[i]);
         CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
         ember_engine_step(e);
     }
     drain(e);
     ember_engine_stats st;
     ember_engine_get_stats(e, &st);
-    int same = 0;
-    for (int i = 0; i < NREQ; i++)
-        same += res[i].done == 1 && res[i].n == alone[i].n && memcmp(res[i].tokens, alone[i].tokens, n_gen * 4) == 0;
+    int same = ef_count_same(res, alone, NREQ, n_gen);
     printf("%s: %d/%d requests identical to running alone; %llu preemptions, peak %u of %u blocks\n", what, same,
            NREQ, (unsigned long long)st.preemptions, st.kv_peak_blocks_used, st.kv_blocks_total);
     CHECKF(same == NREQ, "%s: batch changed results", what);
@@ -133,7 +94,7 @@ static void run_together(ember_model *m, ember_engine_opts o, result *res, uint3
 
 static void test_invariance_and_preemption(ember_model *m)
 {
-    static result alone[NREQ], res[NREQ];
+    static ef_result alone[NREQ], res[NREQ];
     const uint32_t n_gen = 24;
     run_alone(m, alone, n_gen);
     run_together(m, (ember_engine_opts){.max_seqs = 16, .max_batch_tokens = 128}, res, n_gen,
@@ -144,7 +105,7 @@ static void test_invariance_and_preemption(ember_model *m)
     ember_engine *e = engine(m, (ember_engine_opts){.max_seqs = 16, .max_batch_tokens = 128, .kv_blocks = 40});
     if (e) {
         for (int i = 0; i < NREQ; i++) {
-            ember_request_desc d = desc_for(prompts[i], plen[i], n_gen, &res[i]);
+            ember_request_desc d = ef_desc(prompts[i], plen[i], n_gen, &res[i]);
             CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
         }
         drain(e);
@@ -160,21 +121,21 @@ static void test_invariance_and_preemption(ember_model *m)
  * that fit (at least one). A 200-token prompt alone: the chunks must follow that rule
  * and shrink, and the tokens must equal those of plain 32-row chunks; 16 requests
  * joining mid-way with chunk_ctx still give the tokens of each alone. */
-static void test_chunk_ctx(ember_model *m, const result *alone)
+static void test_chunk_ctx(ember_model *m, const ef_result *alone)
 {
-    static result res[NREQ];
+    static ef_result res[NREQ];
     run_together(m, (ember_engine_opts){.max_seqs = 16, .max_batch_tokens = 128, .chunk_ctx = 64}, res, 24,
                  "16 together, chunks sized by cost", alone);
     uint32_t p[200];
     for (uint32_t i = 0; i < 200; i++) p[i] = prompts[i % NREQ][i % plen[i % NREQ]];
-    result plain, costed;
+    ef_result plain, costed;
     ember_engine *e = engine(m, (ember_engine_opts){.max_seqs = 1, .max_batch_tokens = 32, .no_prefix_cache = 1});
-    ember_request_desc d = desc_for(p, 200, 8, &plain);
+    ember_request_desc d = ef_desc(p, 200, 8, &plain);
     if (e && ember_submit(e, &d, NULL) == EMBER_OK) drain(e);
     ember_engine_destroy(e);
     e = engine(m, (ember_engine_opts){.max_seqs = 1, .max_batch_tokens = 32, .chunk_ctx = 64, .no_prefix_cache = 1});
     if (!e) return;
-    d = desc_for(p, 200, 8, &costed);
+    d = ef_desc(p, 200, 8, &costed);
     CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
     uint32_t p0 = 0, steps = 0, bad = 0, first = 0, last = 0;
     while (p0 < 200) {
@@ -197,22 +158,22 @@ static void test_chunk_ctx(ember_model *m, const result *alone)
 }
 
 /* Tokens of prompt p served alone with no cache (the reference). */
-static void run_uncached(ember_model *m, const uint32_t *p, size_t n, uint32_t n_gen, result *r)
+static void run_uncached(ember_model *m, const uint32_t *p, size_t n, uint32_t n_gen, ef_result *r)
 {
     ember_engine *e = engine(m, (ember_engine_opts){.no_prefix_cache = 1});
-    ember_request_desc d = desc_for(p, n, n_gen, r);
+    ember_request_desc d = ef_desc(p, n, n_gen, r);
     if (e && ember_submit(e, &d, NULL) == EMBER_OK) drain(e);
     ember_engine_destroy(e);
 }
 
 /* Serves p1, then p2, one after the other on engine e; *st: the stats after both. */
-static void run_in_turn(ember_engine *e, const uint32_t *p1, size_t n1, result *r1, const uint32_t *p2, size_t n2,
-                        result *r2, uint32_t n_gen, ember_engine_stats *st)
+static void run_in_turn(ember_engine *e, const uint32_t *p1, size_t n1, ef_result *r1, const uint32_t *p2, size_t n2,
+                        ef_result *r2, uint32_t n_gen, ember_engine_stats *st)
 {
-    ember_request_desc d = desc_for(p1, n1, n_gen, r1);
+    ember_request_desc d = ef_desc(p1, n1, n_gen, r1);
     CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
     drain(e);
-    d = desc_for(p2, n2, n_gen, r2);
+    d = ef_desc(p2, n2, n_gen, r2);
     CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
     drain(e);
     ember_engine_get_stats(e, st);
@@ -224,7 +185,7 @@ static void test_prefix_cache(ember_model *m)
     memcpy(a, prompts[0], sizeof a);
     memcpy(b, prompts[0], 64 * sizeof b[0]); /* same 64-token prefix, different tail */
     memcpy(b + 64, prompts[1], 36 * sizeof b[0]);
-    result ra, rb, rb_alone;
+    ef_result ra, rb, rb_alone;
     run_uncached(m, b, 100, 16, &rb_alone);
     ember_engine *e = engine(m, (ember_engine_opts){0});
     if (!e) return;
@@ -246,7 +207,7 @@ static void test_copy_on_write(ember_model *m)
     /* The same 96-token prompt (6 blocks of 16) twice: 95 tokens from the cache. */
     uint32_t p96[96];
     memcpy(p96, prompts[0], sizeof p96);
-    result ref, r1, r2;
+    ef_result ref, r1, r2;
     run_uncached(m, p96, 96, 16, &ref);
     ember_engine *e = engine(m, (ember_engine_opts){0});
     if (!e) return;
@@ -263,10 +224,10 @@ static void test_copy_on_write(ember_model *m)
      * cache) with different tails, at the same time. */
     uint32_t pa[50], pb[69], pc[69];
     memcpy(pa, prompts[1], sizeof pa);
-    result ra, rb, rc, rb_ref, rc_ref;
+    ef_result ra, rb, rc, rb_ref, rc_ref;
     e = engine(m, (ember_engine_opts){0});
     if (!e) return;
-    ember_request_desc d = desc_for(pa, 50, 10, &ra);
+    ember_request_desc d = ef_desc(pa, 50, 10, &ra);
     CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
     drain(e);
     CHECK(ra.n == 10);
@@ -277,9 +238,9 @@ static void test_copy_on_write(ember_model *m)
     memcpy(pc + 59, prompts[3], 10 * sizeof pc[0]);
     run_uncached(m, pb, 69, 16, &rb_ref);
     run_uncached(m, pc, 69, 16, &rc_ref);
-    d = desc_for(pb, 69, 16, &rb);
+    d = ef_desc(pb, 69, 16, &rb);
     CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
-    d = desc_for(pc, 69, 16, &rc);
+    d = ef_desc(pc, 69, 16, &rc);
     CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
     drain(e);
     ember_engine_get_stats(e, &st);
@@ -299,10 +260,10 @@ static void test_greedy_penalties(ember_model *m)
 {
     ember_engine *e = engine(m, (ember_engine_opts){0});
     if (!e) return;
-    static result r[3];
+    static ef_result r[3];
     const uint32_t *p = prompts[5];
     for (int i = 0; i < 3; i++) {
-        ember_request_desc d = desc_for(p, plen[5], 32, &r[i]);
+        ember_request_desc d = ef_desc(p, plen[5], 32, &r[i]);
         d.sampling = (ember_sampling){.frequency_penalty = 100, .presence_penalty = 100, .penalty_last_n = 256};
         if (i == 1) d.spec = (ember_speculation){.draft_k = 4, .ngram = 1};
         if (i == 2) d.sampling = (ember_sampling){0}; /* plain greedy: repeats tokens */
@@ -320,16 +281,16 @@ static void test_greedy_penalties(ember_model *m)
     printf("greedy with penalties: %u and %u (n-gram) of 32 tokens repeat one before them; %u without penalties\n",
            repeats[0], repeats[1], repeats[2]);
     CHECK(r[0].n == 32 && r[1].n == 32 && repeats[0] == 0 && repeats[2] > 0);
-    CHECK(memcmp(r[0].tokens, r[1].tokens, sizeof r[0].tokens) == 0);
+    CHECK(r[0].n == r[1].n && memcmp(r[0].tokens, r[1].tokens, r[0].n * sizeof r[0].tokens[0]) == 0);
     ember_engine_destroy(e);
 }
 
 static void test_sampling_and_stop(ember_model *m)
 {
-    result r1, r2, r3, rs;
+    ef_result r1, r2, r3, rs;
     ember_engine *e = engine(m, (ember_engine_opts){0});
     if (!e) return;
-    ember_request_desc d = desc_for(prompts[2], plen[2], 32, &r1);
+    ember_request_desc d = ef_desc(prompts[2], plen[2], 32, &r1);
     d.sampling = (ember_sampling){.temperature = 1.0f, .top_k = 50, .seed = 1234};
     ember_submit(e, &d, NULL);
     d.user = &r2;
@@ -347,7 +308,7 @@ static void test_sampling_and_stop(ember_model *m)
     if (r1.text_len > 20) {
         char stop[8] = {0};
         memcpy(stop, r1.text + r1.text_len / 2, 4);
-        d = desc_for(prompts[2], plen[2], 32, &rs);
+        d = ef_desc(prompts[2], plen[2], 32, &rs);
         d.sampling = (ember_sampling){.temperature = 1.0f, .top_k = 50, .seed = 1234};
         d.stop[0] = stop;
         ember_submit(e, &d, NULL);
@@ -363,12 +324,12 @@ static void test_sampling_and_stop(ember_model *m)
 
 static void test_cancel(ember_model *m)
 {
-    result r[3];
+    ef_result r[3];
     ember_request_id ids[3];
     ember_engine *e = engine(m, (ember_engine_opts){0});
     if (!e) return;
     for (int i = 0; i < 3; i++) {
-        ember_request_desc d = desc_for(prompts[i], plen[i], 60, &r[i]);
+        ember_request_desc d = ef_desc(prompts[i], plen[i], 60, &r[i]);
         CHECK(ember_submit(e, &d, &ids[i]) == EMBER_OK);
     }
     for (int k = 0; k < 4; k++) ember_engine_step(e);
@@ -386,22 +347,22 @@ static void test_cancel(ember_model *m)
 typedef struct submitter {
     ember_engine *e;
     int first;
-    result *res;
+    ef_result *res;
 } submitter;
 
 static void *submit_some(void *arg)
 {
     submitter *s = arg;
     for (int i = s->first; i < s->first + 4; i++) {
-        ember_request_desc d = desc_for(prompts[i], plen[i], 24, &s->res[i]);
+        ember_request_desc d = ef_desc(prompts[i], plen[i], 24, &s->res[i]);
         CHECK(ember_submit(s->e, &d, NULL) == EMBER_OK);
     }
     return NULL;
 }
 
-static void test_worker_thread(ember_model *m, const result *alone)
+static void test_worker_thread(ember_model *m, const ef_result *alone)
 {
-    static result res[NREQ];
+    static ef_result res[NREQ];
     ember_engine *e = engine(m, (ember_engine_opts){0});
     if (!e) return;
     CHECK(ember_engine_start(e) == EMBER_OK);
@@ -421,8 +382,7 @@ static void test_worker_thread(ember_model *m, const result *alone)
            "after ember_engine_wait_idle: %u blocks used, %u running, %u waiting", st.kv_blocks_used,
            st.requests_running, st.requests_waiting);
     ember_engine_stop(e);
-    int same = 0;
-    for (int i = 0; i < NREQ; i++) same += res[i].done == 1 && memcmp(res[i].tokens, alone[i].tokens, 24 * 4) == 0;
+    int same = ef_count_same(res, alone, NREQ, 24);
     printf("worker thread: %d/%d requests from 4 threads identical\n", same, NREQ);
     CHECK(same == NREQ);
     ember_engine_destroy(e);
@@ -443,11 +403,11 @@ static void test_kv_full(void)
         ember_model_free(m);
         return;
     }
-    static result lone, big, small;
+    static ef_result lone, big, small;
     ember_engine *e = engine(m, (ember_engine_opts){.max_seqs = 1});
     ember_engine_stats st = {0};
     if (e) {
-        ember_request_desc d = desc_for(prompts[0], plen[0], 2048 - plen[0] - 1, &lone);
+        ember_request_desc d = ef_desc(prompts[0], plen[0], 2048 - plen[0] - 1, &lone);
         CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
         drain(e);
         ember_engine_get_stats(e, &st);
@@ -459,9 +419,9 @@ static void test_kv_full(void)
           st.kv_blocks_total * st.kv_block_size >= 2048);
     e = engine(m, (ember_engine_opts){.max_seqs = 2, .kv_blocks = 4});
     if (e) {
-        ember_request_desc d = desc_for(prompts[1], 10, 200, &big);
+        ember_request_desc d = ef_desc(prompts[1], 10, 200, &big);
         CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
-        d = desc_for(prompts[2], 5, 10, &small);
+        d = ef_desc(prompts[2], 5, 10, &small);
         CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
         drain(e);
         ember_engine_get_stats(e, &st);
@@ -479,20 +439,20 @@ static void test_bad_input(ember_model *m)
 {
     ember_engine *e = engine(m, (ember_engine_opts){0});
     if (!e) return;
-    result r;
-    ember_request_desc d = desc_for(NULL, 0, 4, &r);
+    ef_result r;
+    ember_request_desc d = ef_desc(NULL, 0, 4, &r);
     d.prompt = "\xff\xfe broken \xc3 utf-8 \xe2\x82";
     CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
     drain(e);
     CHECK(r.done == 1 && r.n == 4);
-    d = desc_for(NULL, 0, 4, &r);
+    d = ef_desc(NULL, 0, 4, &r);
     d.prompt = "";
     CHECK(ember_submit(e, &d, NULL) == EMBER_OK); /* BOS alone */
     drain(e);
     CHECK(r.done == 1 && r.n == 4);
     static uint32_t longp[300];
     for (int i = 0; i < 300; i++) longp[i] = 5;
-    d = desc_for(longp, 300, 4, &r);
+    d = ef_desc(longp, 300, 4, &r);
     CHECK(ember_submit(e, &d, NULL) == EMBER_ERR_CONTEXT_FULL);
     CHECK(strstr(ember_engine_error(e), "context") != NULL);
     ember_engine_destroy(e);
@@ -518,8 +478,8 @@ static void test_device_context(void)
     ember_engine *e = engine(m, (ember_engine_opts){0});
     static uint32_t longp[56401];
     for (size_t i = 0; i < sizeof longp / sizeof longp[0]; i++) longp[i] = 5;
-    result r;
-    ember_request_desc d = desc_for(longp, info.ctx_len < 56401 ? info.ctx_len : 56401, 4, &r);
+    ef_result r;
+    ember_request_desc d = ef_desc(longp, info.ctx_len < 56401 ? info.ctx_len : 56401, 4, &r);
     if (e) CHECK(ember_submit(e, &d, NULL) == EMBER_ERR_CONTEXT_FULL);
     ember_engine_destroy(e);
     uint32_t nv = ember_model_validation_messages(m, NULL, 0);
@@ -541,7 +501,7 @@ int main(void)
         return tu_skip("cannot load the test model on a Vulkan device");
     }
     make_prompts(512);
-    static result alone[NREQ];
+    static ef_result alone[NREQ];
     run_alone(m, alone, 24);
     test_invariance_and_preemption(m);
     test_chunk_ctx(m, alone);

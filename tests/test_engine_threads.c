@@ -16,9 +16,9 @@
 #include <time.h>
 
 #include "ember.h"
+#include "engine_fixture.h"
 #include "testutil.h"
 
-#define MAXTOK 48
 #define NREQ 6
 
 static double now_ms(void)
@@ -28,36 +28,8 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-typedef struct result {
-    uint32_t tokens[MAXTOK];
-    uint32_t n;
-    atomic_int done;
-    ember_finish why;
-} result;
-
-static int on_token(void *user, ember_request_id id, uint32_t tok, const char *text, size_t len)
-{
-    result *r = user;
-    if (r->n < MAXTOK) r->tokens[r->n++] = tok;
-    return 0;
-}
-
-static void on_done(void *user, ember_request_id id, ember_finish why, const ember_request_metrics *m)
-{
-    result *r = user;
-    r->why = why;
-    atomic_fetch_add(&r->done, 1);
-}
-
 static uint32_t prompts[NREQ][160];
 static uint32_t plen[NREQ];
-
-static ember_request_desc desc_for(int i, uint32_t max_tokens, result *r)
-{
-    memset(r, 0, sizeof *r);
-    return (ember_request_desc){.tokens = prompts[i], .n_tokens = plen[i], .max_tokens = max_tokens,
-                                .ignore_eos = 1, .on_token = on_token, .on_done = on_done, .user = r};
-}
 
 static ember_engine *engine(ember_model *m, uint32_t max_batch_tokens)
 {
@@ -71,32 +43,27 @@ static ember_engine *engine(ember_model *m, uint32_t max_batch_tokens)
 }
 
 /* The reference: every request served with the blocking step. */
-static void run_blocking(ember_model *m, result *res, uint32_t n_gen)
+static void run_blocking(ember_model *m, ef_result *res, uint32_t n_gen)
 {
     ember_engine *e = engine(m, 0);
     if (!e) return;
     for (int i = 0; i < NREQ; i++) {
-        ember_request_desc d = desc_for(i, n_gen, &res[i]);
+        ember_request_desc d = ef_desc(prompts[i], plen[i], n_gen, &res[i]);
         CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
     }
     while (ember_engine_step(e) == EMBER_OK) {}
     ember_engine_destroy(e);
 }
 
-static bool same_tokens(const result *a, const result *b, uint32_t n)
+static void test_begin_end(ember_model *m, const ef_result *ref, uint32_t n_gen)
 {
-    return atomic_load(&a->done) == 1 && a->n == n && b->n == n && memcmp(a->tokens, b->tokens, n * 4) == 0;
-}
-
-static void test_begin_end(ember_model *m, const result *ref, uint32_t n_gen)
-{
-    static result res[NREQ];
+    static ef_result res[NREQ];
     ember_engine *e = engine(m, 0);
     if (!e) return;
     CHECK(ember_engine_step_end(e, 0) == EMBER_IDLE);     /* nothing in flight */
     CHECK(ember_engine_step_begin(e) == EMBER_IDLE);      /* nothing to run */
     for (int i = 0; i < NREQ; i++) {
-        ember_request_desc d = desc_for(i, n_gen, &res[i]);
+        ember_request_desc d = ef_desc(prompts[i], plen[i], n_gen, &res[i]);
         CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
     }
     uint32_t steps = 0, not_ready = 0, second_begin = 0;
@@ -115,8 +82,7 @@ static void test_begin_end(ember_model *m, const result *ref, uint32_t n_gen)
         step_ms += now_ms() - t0;
         steps++;
     }
-    int same = 0;
-    for (int i = 0; i < NREQ; i++) same += same_tokens(&res[i], &ref[i], n_gen);
+    int same = ef_count_same(res, ref, NREQ, n_gen);
     printf("begin/end: %u steps, %d/%d requests identical to the blocking step; begin %.2f ms of a %.2f ms "
            "step on average; polled not-ready %u times\n", steps, same, NREQ, begin_ms / steps, step_ms / steps,
            not_ready);
@@ -124,21 +90,20 @@ static void test_begin_end(ember_model *m, const result *ref, uint32_t n_gen)
     ember_engine_destroy(e);
 }
 
-static void test_run_for(ember_model *m, const result *ref, uint32_t n_gen)
+static void test_run_for(ember_model *m, const ef_result *ref, uint32_t n_gen)
 {
-    static result res[NREQ];
+    static ef_result res[NREQ];
     ember_engine *e = engine(m, 0);
     if (!e) return;
     for (int i = 0; i < NREQ; i++) {
-        ember_request_desc d = desc_for(i, n_gen, &res[i]);
+        ember_request_desc d = ef_desc(prompts[i], plen[i], n_gen, &res[i]);
         CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
     }
     ember_status s;
     uint32_t frames = 0;
     while ((s = ember_engine_run_for(e, 2.0)) == EMBER_OK || s == EMBER_NOT_READY) frames++;
     CHECKF(s == EMBER_IDLE, "run_for: %s", ember_engine_error(e));
-    int same = 0;
-    for (int i = 0; i < NREQ; i++) same += same_tokens(&res[i], &ref[i], n_gen);
+    int same = ef_count_same(res, ref, NREQ, n_gen);
     printf("run_for(2 ms): %u frames, %d/%d requests identical\n", frames, same, NREQ);
     CHECK(same == NREQ);
     CHECK(ember_engine_pending(e) == 0);
@@ -150,7 +115,7 @@ static void test_run_for(ember_model *m, const result *ref, uint32_t n_gen)
 typedef struct stress {
     ember_engine *e;
     int thread;
-    result res[8];
+    ef_result res[8];
     double worst_ms;     /* the longest submit / cancel / pending / stats call */
 } stress;
 
@@ -158,7 +123,8 @@ static void *stress_main(void *arg)
 {
     stress *st = arg;
     for (int k = 0; k < 8; k++) {
-        ember_request_desc d = desc_for((st->thread + k) % NREQ, 24, &st->res[k]);
+        int i = (st->thread + k) % NREQ;
+        ember_request_desc d = ef_desc(prompts[i], plen[i], 24, &st->res[k]);
         ember_request_id id = 0;
         double t0 = now_ms();
         CHECK(ember_submit(st->e, &d, &id) == EMBER_OK);
@@ -184,9 +150,9 @@ static void test_threads(ember_model *m)
     ember_engine *e = engine(m, 512);
     if (!e) return;
     /* How long one full step of this engine takes. */
-    static result warm[NREQ];
+    static ef_result warm[NREQ];
     for (int i = 0; i < NREQ; i++) {
-        ember_request_desc d = desc_for(i, 2, &warm[i]);
+        ember_request_desc d = ef_desc(prompts[i], plen[i], 2, &warm[i]);
         ember_submit(e, &d, NULL);
     }
     double t0 = now_ms();
@@ -228,7 +194,7 @@ typedef struct helper {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool asked, answered;
-    result extra;
+    ef_result extra;
 } helper;
 
 /* Another thread that submits when asked: the callback waits for it. */
@@ -238,7 +204,7 @@ static void *helper_main(void *arg)
     pthread_mutex_lock(&h->mu);
     while (!h->asked) pthread_cond_wait(&h->cv, &h->mu);
     pthread_mutex_unlock(&h->mu);
-    ember_request_desc d = desc_for(1, 4, &h->extra);
+    ember_request_desc d = ef_desc(prompts[1], plen[1], 4, &h->extra);
     CHECK(ember_submit(h->e, &d, NULL) == EMBER_OK);
     ember_engine_stats s;
     ember_engine_get_stats(h->e, &s);
@@ -297,10 +263,8 @@ static void test_stop_wakes_waiter(ember_model *m)
 {
     ember_engine *e = engine(m, 0);
     if (!e) return;
-    static result r;
-    ember_request_desc d = desc_for(2, MAXTOK, &r);
-    d.max_tokens = 4000; /* longer than the test waits */
-    d.ignore_eos = 1;
+    static ef_result r;
+    ember_request_desc d = ef_desc(prompts[2], plen[2], 4000, &r); /* longer than the test waits */
     CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
     CHECK(ember_engine_start(e) == EMBER_OK);
     pthread_t t;
@@ -320,7 +284,7 @@ static void test_stop_wakes_waiter(ember_model *m)
 
 typedef struct twin {
     ember_model *m;
-    result res[NREQ];
+    ef_result res[NREQ];
     uint32_t n_gen;
 } twin;
 
@@ -330,7 +294,7 @@ static void *twin_main(void *arg)
     ember_engine *e = engine(tw->m, 0);
     if (!e) return NULL;
     for (int i = 0; i < NREQ; i++) {
-        ember_request_desc d = desc_for(i, tw->n_gen, &tw->res[i]);
+        ember_request_desc d = ef_desc(prompts[i], plen[i], tw->n_gen, &tw->res[i]);
         ember_submit(e, &d, NULL);
     }
     while (ember_engine_run_for(e, 1.0) != EMBER_IDLE) {}
@@ -338,7 +302,7 @@ static void *twin_main(void *arg)
     return NULL;
 }
 
-static void test_two_engines(ember_model *m, const result *ref, uint32_t n_gen)
+static void test_two_engines(ember_model *m, const ef_result *ref, uint32_t n_gen)
 {
     static twin tw[2];
     pthread_t t[2];
@@ -348,8 +312,7 @@ static void test_two_engines(ember_model *m, const result *ref, uint32_t n_gen)
     }
     for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
     int same = 0;
-    for (int k = 0; k < 2; k++)
-        for (int i = 0; i < NREQ; i++) same += same_tokens(&tw[k].res[i], &ref[i], n_gen);
+    for (int k = 0; k < 2; k++) same += ef_count_same(tw[k].res, ref, NREQ, n_gen);
     printf("two engines of one model on two threads: %d/%d requests identical\n", same, 2 * NREQ);
     CHECK(same == 2 * NREQ);
 }
@@ -372,7 +335,7 @@ int main(void)
         plen[i] = 40 + 20 * (uint32_t)i;
         for (uint32_t j = 0; j < plen[i]; j++) prompts[i][j] = 3 + (uint32_t)(tu_next(&rng) % 509);
     }
-    static result ref[NREQ];
+    static ef_result ref[NREQ];
     const uint32_t n_gen = 16;
     run_blocking(m, ref, n_gen);
     test_begin_end(m, ref, n_gen);

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "ember.h"
+#include "engine_fixture.h"
 #include "testutil.h"
 
 #define NREQ 6
@@ -62,35 +63,12 @@ static void count_from(long fail_at)
 
 /* ---- requests -------------------------------------------------------------------------- */
 
-typedef struct result {
-    uint32_t tokens[NGEN];
-    uint32_t n;
-    int done;
-    ember_finish why;
-} result;
-
-static int on_token(void *user, ember_request_id id, uint32_t tok, const char *text, size_t len)
-{
-    result *r = user;
-    if (r->n < NGEN) r->tokens[r->n++] = tok;
-    return 0;
-}
-
-static void on_done(void *user, ember_request_id id, ember_finish why, const ember_request_metrics *m)
-{
-    result *r = user;
-    r->done++;
-    r->why = why;
-}
-
 static uint32_t prompts[NREQ][40];
 
-static ember_status submit_all(ember_engine *e, result *res)
+static ember_status submit_all(ember_engine *e, ef_result *res)
 {
     for (int i = 0; i < NREQ; i++) {
-        memset(&res[i], 0, sizeof res[i]);
-        ember_request_desc d = {.tokens = prompts[i], .n_tokens = 10 + 5 * i, .max_tokens = NGEN, .ignore_eos = 1,
-                                .on_token = on_token, .on_done = on_done, .user = &res[i]};
+        ember_request_desc d = ef_desc(prompts[i], 10 + 5 * i, NGEN, &res[i]);
         ember_status s = ember_submit(e, &d, NULL);
         if (s != EMBER_OK) return s;
     }
@@ -98,20 +76,14 @@ static ember_status submit_all(ember_engine *e, result *res)
 }
 
 /* Serves the requests to the end with the blocking step; the last step's status. */
-static ember_status serve(ember_engine *e, result *res)
+static ember_status serve(ember_engine *e, ef_result *res)
 {
     ember_status s = submit_all(e, res);
     while (s == EMBER_OK) s = ember_engine_step(e);
     return s;
 }
 
-static int n_same(const result *a, const result *ref)
-{
-    int same = 0;
-    for (int i = 0; i < NREQ; i++)
-        same += a[i].done == 1 && a[i].n == NGEN && !memcmp(a[i].tokens, ref[i].tokens, sizeof a[i].tokens);
-    return same;
-}
+static int n_same(const ef_result *a, const ef_result *ref) { return ef_count_same(a, ref, NREQ, NGEN); }
 
 static ember_model_opts model_opts(const ember_faults *f)
 {
@@ -122,7 +94,7 @@ static ember_model_opts model_opts(const ember_faults *f)
 
 /* Load and engine creation with the Nth allocation failing; true when both succeeded
  * (and then the requests were served against ref). */
-static bool load_with_failure(const char *path, long n, const result *ref, int *clean)
+static bool load_with_failure(const char *path, long n, const ef_result *ref, int *clean)
 {
     ember_model_opts mo = model_opts(NULL);
     ember_model *m = NULL;
@@ -142,7 +114,7 @@ static bool load_with_failure(const char *path, long n, const result *ref, int *
     count_from(0);
     bool ok = s == EMBER_OK;
     if (ok) {
-        static result res[NREQ];
+        static ef_result res[NREQ];
         CHECK(serve(e, res) == EMBER_IDLE);
         CHECKF(n_same(res, ref) == NREQ, "allocation %ld failing: the model that loaded serves other tokens", n);
     } else {
@@ -158,7 +130,7 @@ static bool load_with_failure(const char *path, long n, const result *ref, int *
     return ok;
 }
 
-static void test_host_memory(const char *path, const result *ref)
+static void test_host_memory(const char *path, const ef_result *ref)
 {
     int clean = 0;
     ember_model_opts mo = model_opts(NULL);
@@ -219,7 +191,7 @@ static void test_device_memory(const char *path)
 
 /* The pool shrinks with the budget; when it should grow again its allocation fails: the
  * engine goes on with the small pool, then grows once the budget changes again. */
-static void test_pool_cannot_grow(const char *path, const result *ref)
+static void test_pool_cannot_grow(const char *path, const ef_result *ref)
 {
     ember_model_opts mo = model_opts(NULL);
     mo.memory_budget_mib = 1024;
@@ -236,7 +208,7 @@ static void test_pool_cannot_grow(const char *path, const result *ref)
     ember_engine_get_stats(e, &st);
     uint32_t full = st.kv_blocks_total;
     CHECK(ember_model_set_memory_budget(m, weights_mib + 1) == EMBER_OK);
-    static result res[NREQ];
+    static ef_result res[NREQ];
     CHECK(submit_all(e, res) == EMBER_OK);
     CHECK(ember_engine_step(e) == EMBER_OK);
     ember_engine_get_stats(e, &st);
@@ -266,7 +238,7 @@ static void test_pool_cannot_grow(const char *path, const result *ref)
 
 /* ---- device loss --------------------------------------------------------------------------- */
 
-static void test_lost(const char *path, const result *ref, bool at_submit, bool threaded)
+static void test_lost(const char *path, const ef_result *ref, bool at_submit, bool threaded)
 {
     const char *how = threaded ? "worker thread" : "blocking step";
     ember_model_opts mo = model_opts(NULL);
@@ -279,7 +251,7 @@ static void test_lost(const char *path, const result *ref, bool at_submit, bool 
         ember_model_free(m);
         return;
     }
-    static result res[NREQ];
+    static ef_result res[NREQ];
     /* The 20th submission or wait from now: the first two requests have finished (a
      * prompt step and 12 decode steps each, two at a time), the others are running or
      * waiting. */
@@ -308,8 +280,9 @@ static void test_lost(const char *path, const result *ref, bool at_submit, bool 
     CHECK(s == EMBER_ERR_DEVICE_LOST && again == EMBER_ERR_DEVICE_LOST);
     CHECK(once == NREQ && errors + finished == NREQ && errors > 0 && finished > 0);
     CHECK(strstr(ember_engine_error(e), "lost") != NULL);
-    result late = {0};
-    ember_request_desc d = {.tokens = prompts[0], .n_tokens = 10, .max_tokens = 2, .on_done = on_done, .user = &late};
+    ef_result late = {0};
+    ember_request_desc d = {.tokens = prompts[0], .n_tokens = 10, .max_tokens = 2, .on_done = ef_on_done,
+                            .user = &late};
     CHECK(ember_submit(e, &d, NULL) == EMBER_ERR_DEVICE_LOST && late.done == 0);
     ember_engine *e2 = NULL;
     CHECK(ember_engine_create(m, &eo, &e2) == EMBER_ERR_DEVICE_LOST);
@@ -351,7 +324,7 @@ int main(void)
     tu_rng rng = {7};
     for (int i = 0; i < NREQ; i++)
         for (int j = 0; j < 40; j++) prompts[i][j] = 3 + (uint32_t)(tu_next(&rng) % 290);
-    static result ref[NREQ];
+    static ef_result ref[NREQ];
     ember_engine *e = NULL;
     ember_engine_opts eo = {.max_seqs = 2};
     CHECK(ember_engine_create(m, &eo, &e) == EMBER_OK && serve(e, ref) == EMBER_IDLE);

@@ -18,6 +18,7 @@
 #include <vulkan/vulkan.h>
 
 #include "ember.h"
+#include "engine_fixture.h"
 #include "testutil.h"
 
 #define NREQ 4
@@ -116,38 +117,18 @@ static void *renderer_main(void *arg)
 
 /* ---- generating ------------------------------------------------------------------------ */
 
-typedef struct result {
-    uint32_t tokens[NGEN];
-    uint32_t n;
-    int done;
-} result;
-
-static int on_token(void *user, ember_request_id id, uint32_t tok, const char *text, size_t len)
-{
-    result *r = user;
-    if (r->n < NGEN) r->tokens[r->n++] = tok;
-    return 0;
-}
-
-static void on_done(void *user, ember_request_id id, ember_finish why, const ember_request_metrics *m)
-{
-    ((result *)user)->done++;
-}
-
 static uint32_t prompts[NREQ][120];
 
 /* Serves NREQ requests with opts; with shrink_to, lowers the model's budget to it after
  * a few steps and raises it again later. Returns the engine's peak pool sizes in lo/hi. */
-static void generate(ember_model *m, result *res, uint32_t shrink_to, uint32_t restore, uint32_t *lo, uint32_t *hi,
+static void generate(ember_model *m, ef_result *res, uint32_t shrink_to, uint32_t restore, uint32_t *lo, uint32_t *hi,
                      uint64_t *preemptions)
 {
     ember_engine *e = NULL;
     ember_engine_opts o = {.max_seqs = 4};
     CHECKF(ember_engine_create(m, &o, &e) == EMBER_OK, "%s", ember_engine_error(e));
     for (int i = 0; i < NREQ && e; i++) {
-        memset(&res[i], 0, sizeof res[i]);
-        ember_request_desc d = {.tokens = prompts[i], .n_tokens = 60 + 20 * i, .max_tokens = NGEN, .ignore_eos = 1,
-                                .on_token = on_token, .on_done = on_done, .user = &res[i]};
+        ember_request_desc d = ef_desc(prompts[i], 60 + 20 * i, NGEN, &res[i]);
         CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
     }
     ember_engine_stats st;
@@ -167,14 +148,7 @@ static void generate(ember_model *m, result *res, uint32_t shrink_to, uint32_t r
     ember_engine_destroy(e);
 }
 
-static int n_same(const result *a, const result *b)
-{
-    int same = 0;
-    for (int i = 0; i < NREQ; i++) same += a[i].done == 1 && a[i].n == NGEN && !memcmp(a[i].tokens, b[i].tokens, 4 * NGEN);
-    return same;
-}
-
-static void test_host_device(const char *path, const result *ref, bool optional_features)
+static void test_host_device(const char *path, const ef_result *ref, bool optional_features)
 {
     host h;
     if (!host_create(&h, optional_features)) {
@@ -188,12 +162,12 @@ static void test_host_device(const char *path, const result *ref, bool optional_
     CHECKF(ember_model_load(path, &mo, &m) == EMBER_OK, "%s", ember_model_error(m));
     pthread_t t;
     pthread_create(&t, NULL, renderer_main, &h);
-    static result res[NREQ];
+    static ef_result res[NREQ];
     if (m) generate(m, res, 0, 0, NULL, NULL, NULL);
     atomic_store(&h.stop, true);
     void *frames;
     pthread_join(t, &frames);
-    int same = n_same(res, ref);
+    int same = ef_count_same(res, ref, NREQ, NGEN);
     printf("the application's device (%s optional features): %d/%d requests identical to Ember's own device; "
            "Ember took the queue lock %d times beside %d renderer submissions\n",
            optional_features ? "with" : "without", same, NREQ, atomic_load(&h.locks), (int)(intptr_t)frames);
@@ -241,10 +215,8 @@ static void test_timeline(const char *path)
     VkSemaphoreCreateInfo sci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, .pNext = &tci};
     VkSemaphore sem = VK_NULL_HANDLE;
     CHECK(vkCreateSemaphore(h.device, &sci, NULL, &sem) == VK_SUCCESS);
-    static result r;
-    memset(&r, 0, sizeof r);
-    ember_request_desc d = {.tokens = prompts[0], .n_tokens = 30, .max_tokens = 4, .ignore_eos = 1,
-                            .on_token = on_token, .on_done = on_done, .user = &r};
+    static ef_result r;
+    ember_request_desc d = ef_desc(prompts[0], 30, 4, &r);
     ember_status waiting = EMBER_OK, after = EMBER_OK;
     uint64_t value = 0;
     if (e && sem) {
@@ -276,7 +248,7 @@ static void test_timeline(const char *path)
     host_destroy(&h);
 }
 
-static void test_budget(const char *path, const result *ref)
+static void test_budget(const char *path, const ef_result *ref)
 {
     ember_model_opts tiny = {.memory_budget_mib = 1};
     ember_model *m = NULL;
@@ -293,11 +265,11 @@ static void test_budget(const char *path, const result *ref)
     ember_model_get_info(m, &info);
     uint32_t weights_mib = (uint32_t)(info.device_bytes >> 20);
     /* A budget that leaves this engine a little more than its floor, then all again. */
-    static result res[NREQ];
+    static ef_result res[NREQ];
     uint32_t lo, hi;
     uint64_t preempted = 0;
     generate(m, res, weights_mib + 8, 1024, &lo, &hi, &preempted);
-    int same = n_same(res, ref);
+    int same = ef_count_same(res, ref, NREQ, NGEN);
     printf("budget lowered from 1024 MiB to %u MiB and raised again: the pool went from %u blocks down to %u and "
            "back, %llu preemptions, %d/%d requests identical\n", weights_mib + 8, hi, lo,
            (unsigned long long)preempted, same, NREQ);
@@ -322,7 +294,7 @@ int main(void)
     tu_rng rng = {3};
     for (int i = 0; i < NREQ; i++)
         for (int j = 0; j < 120; j++) prompts[i][j] = 3 + (uint32_t)(tu_next(&rng) % 500);
-    static result ref[NREQ];
+    static ef_result ref[NREQ];
     generate(own, ref, 0, 0, NULL, NULL, NULL);
     ember_model_free(own);
     test_host_device(path, ref, true);

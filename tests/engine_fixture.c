@@ -1,0 +1,44 @@
+/* engine_fixture.c — see engine_fixture.h. */
+#include "engine_fixture.h"
+
+#include <string.h>
+
+int ef_on_token(void *user, ember_request_id id, uint32_t tok, const char *text, size_t len)
+{
+    ef_result *r = user;
+    if (r->n < EF_MAX_TOKENS) r->tokens[r->n++] = tok;
+    if (r->text_len + len < sizeof r->text) {
+        memcpy(r->text + r->text_len, text, len);
+        r->text_len += len;
+        r->text[r->text_len] = 0;
+    }
+    return 0;
+}
+
+void ef_on_done(void *user, ember_request_id id, ember_finish why, const ember_request_metrics *m)
+{
+    ef_result *r = user;
+    r->why = why;
+    if (m) r->m = *m;
+    atomic_fetch_add(&r->done, 1);
+}
+
+ember_request_desc ef_desc(const uint32_t *prompt, size_t n, uint32_t max_tokens, ef_result *r)
+{
+    memset(r, 0, sizeof *r);
+    return (ember_request_desc){.tokens = prompt, .n_tokens = n, .max_tokens = max_tokens, .ignore_eos = 1,
+                                .on_token = ef_on_token, .on_done = ef_on_done, .user = r};
+}
+
+bool ef_same_tokens(const ef_result *a, const ef_result *b, uint32_t n)
+{
+    return atomic_load(&a->done) == 1 && a->n == n && b->n == n &&
+           memcmp(a->tokens, b->tokens, n * sizeof *a->tokens) == 0;
+}
+
+int ef_count_same(const ef_result *a, const ef_result *b, int count, uint32_t n)
+{
+    int same = 0;
+    for (int i = 0; i < count; i++) same += ef_same_tokens(&a[i], &b[i], n);
+    return same;
+}
