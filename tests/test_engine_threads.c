@@ -117,7 +117,36 @@ typedef struct stress {
     int thread;
     ef_result res[8];
     double worst_ms;     /* the longest submit / cancel / pending / stats call */
+    int bad_messages;    /* copies of the engine's message that were none of the expected */
 } stress;
+
+/* Thread i's refused prompt: longer than the context (256), of a length of its own, so
+ * that the four threads' messages differ in length as well as digits and a copy torn
+ * between two of them would be none of them. */
+static const uint32_t too_long[4] = {300, 1000, 2900, 70000};
+static uint32_t long_prompt[70000];
+
+static bool expected_message(const char *msg)
+{
+    for (int i = 0; i < 4; i++) {
+        char want[128];
+        snprintf(want, sizeof want, "prompt of %u tokens does not fit the context of 256", too_long[i]);
+        if (strcmp(msg, want) == 0) return true;
+    }
+    return false;
+}
+
+/* A submit refused while the worker steps and three other threads are refused too: the
+ * reason, read with ember_engine_copy_error, is one of the four messages in full. */
+static void refused_submit(stress *st)
+{
+    ef_result r;
+    ember_request_desc d = ef_desc(long_prompt, too_long[st->thread], 4, &r);
+    CHECK(ember_submit(st->e, &d, NULL) == EMBER_ERR_CONTEXT_FULL);
+    char msg[512];
+    CHECK(ember_engine_copy_error(st->e, msg, sizeof msg) == msg);
+    if (!expected_message(msg)) st->bad_messages++, fprintf(stderr, "thread %d read: %s\n", st->thread, msg);
+}
 
 static void *stress_main(void *arg)
 {
@@ -138,6 +167,7 @@ static void *stress_main(void *arg)
         double t3 = now_ms();
         if (k % 2) ember_cancel(st->e, id); /* may have finished already: NOT_FOUND is fine */
         double t4 = now_ms();
+        refused_submit(st);
         double w = t1 - t0 > t2 - t1 ? t1 - t0 : t2 - t1;
         if (t4 - t3 > w) w = t4 - t3;
         if (w > st->worst_ms) st->worst_ms = w;
@@ -170,9 +200,10 @@ static void test_threads(ember_model *m)
     ember_engine_wait_idle(e);
     ember_engine_stop(e);
     double worst = 0;
-    int once = 0;
+    int once = 0, bad = 0;
     for (int i = 0; i < 4; i++) {
         if (st[i].worst_ms > worst) worst = st[i].worst_ms;
+        bad += st[i].bad_messages;
         for (int k = 0; k < 8; k++) once += atomic_load(&st[i].res[k].done) == 1;
     }
     ember_engine_stats s;
@@ -181,6 +212,13 @@ static void test_threads(ember_model *m)
            "cancel, pending or stats call took %.2f ms, a full step %.1f ms; %u KV blocks in use after\n",
            once, worst, step_ms, s.kv_blocks_used);
     CHECK(once == 32 && s.kv_blocks_used == 0 && ember_engine_pending(e) == 0);
+    printf("threads: 32 refused submits, ember_engine_copy_error read %d unexpected messages\n", bad);
+    CHECK(bad == 0);
+    /* The copy is cut to fit the buffer, always terminated. */
+    char small[8];
+    CHECK(strcmp(ember_engine_copy_error(e, small, sizeof small), "prompt ") == 0);
+    CHECK(strcmp(ember_engine_copy_error(NULL, small, sizeof small), "out of ") == 0);
+    CHECK(expected_message(ember_engine_error(e)));
     /* Not a speed: the calls must not wait for a step. A generous bound, relative to the
      * step measured in this very run. */
     CHECKF(worst < step_ms / 2 + 5, "a call waited %.2f ms behind a %.1f ms step", worst, step_ms);
