@@ -37,9 +37,9 @@ extern "C" {
 
 /* The version of this header; ember_version() gives the library's. */
 #define EMBER_VERSION_MAJOR 0
-#define EMBER_VERSION_MINOR 4
+#define EMBER_VERSION_MINOR 5
 #define EMBER_VERSION_PATCH 0
-#define EMBER_VERSION_STRING "0.4.0"
+#define EMBER_VERSION_STRING "0.5.0"
 
 /* Marks the functions libember exports; everything else in the library is hidden. */
 #if defined(_WIN32) && defined(EMBER_BUILD)
