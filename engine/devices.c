@@ -34,10 +34,18 @@ static void add(char *out, size_t cap, size_t *n, const char *fmt, ...)
     if (k > 0) *n = *n + (size_t)k < cap ? *n + (size_t)k : cap;
 }
 
+#define FALSE_SIZE "lavapipe runs 16 of the lanes it reports (LP_NATIVE_VECTOR_WIDTH over 512)"
+
 /* Why the linear shader cannot use its subgroup variant here. */
 static const char *lin_baseline_reason(const ember_vk_caps *c)
 {
-    return c->subgroup_shuffle ? "not a multiple of 8" : "no subgroup shuffle";
+    return c->subgroup_false_size ? FALSE_SIZE : c->subgroup_shuffle ? "not a multiple of 8" : "no subgroup shuffle";
+}
+
+/* Why attention and the row kernels cannot use their subgroup variants here. */
+static const char *arith_reason(const ember_vk_caps *c)
+{
+    return c->subgroup_false_size ? FALSE_SIZE : "no subgroup arithmetic";
 }
 
 /* The choices of ember_kernels_describe (the selection ember_kernels_create runs), in
@@ -72,15 +80,15 @@ static void describe(const ember_vk_caps *c, char *out, size_t cap)
             k.attn_cpl_max > k.attn_cpl_min ? "-" : "", k.attn_cpl_max > k.attn_cpl_min ? k.attn_cpl_max : 0,
             k.attn_decode_pairs, k.attn_prefill_pairs, k.attn_max_head);
     else
-        add(out, cap, &n, "attention: invocation per (token, head) pair, %u/workgroup (no subgroup arithmetic); "
-            "head_dim <= %u\n", k.attn_tiles_per_wg, k.attn_max_head);
+        add(out, cap, &n, "attention: invocation per (token, head) pair, %u/workgroup (%s); head_dim <= %u\n",
+            k.attn_tiles_per_wg, arith_reason(c), k.attn_max_head);
 
     if (k.row_subgroup)
         add(out, cap, &n, "rmsnorm/argmax: subgroupAdd/Max, workgroup of %u per row (%u subgroup%s of %u)\n", k.row_wg,
             k.row_wg / sg, k.row_wg / sg == 1 ? "" : "s", sg);
     else
-        add(out, cap, &n, "rmsnorm/argmax: shared-memory tree, workgroup of %u per row (no subgroup arithmetic)\n",
-            k.row_wg);
+        add(out, cap, &n, "rmsnorm/argmax: shared-memory tree, workgroup of %u per row (%s)\n", k.row_wg,
+            arith_reason(c));
 
     if (k.texel)
         add(out, cap, &n, "reads: weights, x, K/V through texel views (RGBA32F/RGBA32UI%s uniform texel buffers); "

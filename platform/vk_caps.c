@@ -72,6 +72,11 @@ static void query_properties(VkPhysicalDevice phys, ember_vk_caps *c)
     c->is_cpu = p.properties.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
 
     c->subgroup_size = p11.subgroupSize;
+    /* gallivm's vectors are at most 512 bits (LP_MAX_VECTOR_WIDTH); LP_NATIVE_VECTOR_WIDTH
+     * 1024 or 2048 makes lavapipe report 32 or 64 lanes while a subgroup runs 16:
+     * gl_SubgroupInvocationID counts 0-15 and subgroupAdd sums 16 lanes (measured with
+     * Mesa 22.3; docs/portability.md). */
+    c->subgroup_false_size = c->is_cpu && strncmp(c->device_name, "llvmpipe", 8) == 0 && c->subgroup_size > 16;
     /* Pinning needs compute among the stages that take a required size, and the default
      * size among those allowed (query_features adds the features). */
     c->subgroup_pin = sc_ext && (sc.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT) &&

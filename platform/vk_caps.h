@@ -29,6 +29,9 @@ typedef struct ember_vk_caps {
                                            full subgroups (VK_EXT_subgroup_size_control:
                                            the features, compute in the required stages,
                                            the default size within min..max) */
+    bool subgroup_false_size;           /* the driver runs fewer lanes than subgroup_size
+                                           says: lavapipe past 16 (LP_NATIVE_VECTOR_WIDTH
+                                           over 512); no subgroup variant can be trusted */
     /* limits */
     uint64_t max_storage_range;         /* maxStorageBufferRange */
     uint64_t max_alloc;                 /* maxMemoryAllocationSize */

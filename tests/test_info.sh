@@ -3,7 +3,9 @@
 # (ember_device_info.variants, from ember_kernels_describe: the selection
 # ember_kernels_create runs), in text and in --json. On lavapipe the subgroup size follows
 # LP_NATIVE_VECTOR_WIDTH (128 bits: 4 lanes, 256: 8, 512: 16), and so do the choices: at 4
-# lanes the linear falls back to shared memory (its lane groups of 8 need a multiple of 8).
+# lanes the linear falls back to shared memory (its lane groups of 8 need a multiple of 8);
+# at 1024 and 2048 bits lavapipe reports 32 and 64 lanes but runs 16, so every part takes
+# its baseline, says why, and a model's tokens stay those of the default width.
 set -uo pipefail
 ember=${EMBER_BIN:?EMBER_BIN: the ember program}
 pass=0 fail=0
@@ -58,6 +60,23 @@ if has "$out" "^device [0-9]*: llvmpipe"; then
         has "$dev" "^    context: <= 56400 positions" ; check "LP_NATIVE_VECTOR_WIDTH=$1: the CPU device's context limit" $?
     done
     echo "$(LP_NATIVE_VECTOR_WIDTH=128 "$ember" info | grep -A12 '^device [0-9]*: llvmpipe')"
+    # Past 512 bits lavapipe reports 32 or 64 lanes but runs 16: every part takes its
+    # baseline and says why, and a model gives the tokens it gives at the default width.
+    model="$EMBER_TEST_TMP/info_wide.gguf"
+    "$ember" make-test-model "$model" --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 300 --seed 3 >/dev/null
+    gen() { "$ember" generate -m "$model" -p "hi there" -n 12 --ignore-eos --json | python3 -c \
+        'import json, sys; print(json.load(sys.stdin)["tokens"])'; }
+    want=$(gen)
+    for case in "1024 32" "2048 64"; do
+        set -- $case
+        w=$(LP_NATIVE_VECTOR_WIDTH=$1 "$ember" info 2>&1)
+        dev=$(awk '/^device [0-9]*: llvmpipe/{on=1; print; next} /^device /{on=0} on' <<<"$w")
+        has "$dev" "^  subgroup: size $2," ; check "LP_NATIVE_VECTOR_WIDTH=$1: reported subgroup size $2" $?
+        n=$(grep -c "lavapipe runs 16 of the lanes it reports" <<<"$dev")
+        [ "$n" -eq 3 ] ; check "LP_NATIVE_VECTOR_WIDTH=$1: linear, attention and rows on their baselines, saying why ($n)" $?
+        got=$(LP_NATIVE_VECTOR_WIDTH=$1 gen)
+        [ -n "$want" ] && [ "$got" = "$want" ] ; check "LP_NATIVE_VECTOR_WIDTH=$1: generate gives the same tokens ($got)" $?
+    done
 else
     echo "no lavapipe device: the LP_NATIVE_VECTOR_WIDTH cases do not apply"
 fi

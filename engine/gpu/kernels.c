@@ -296,11 +296,12 @@ static void choose(ember_kernels *k, const ember_vk_caps *caps, const ember_kern
     k->caps = *caps;
     ember_kernels_opts o = opts ? *opts : (ember_kernels_opts){0};
     const ember_vk_caps *c = &k->caps;
-    k->subgroup = c->subgroup_arith && c->subgroup_size >= 4 && !o.no_subgroup;
+    bool sg = !o.no_subgroup && !c->subgroup_false_size;
+    k->subgroup = c->subgroup_arith && c->subgroup_size >= 4 && sg;
     /* The linear's lane groups are 8 lanes of one subgroup. */
-    k->lin_subgroup = c->subgroup_shuffle && c->subgroup_size >= 8 && c->subgroup_size % 8 == 0 && !o.no_subgroup;
+    k->lin_subgroup = c->subgroup_shuffle && c->subgroup_size >= 8 && c->subgroup_size % 8 == 0 && sg;
     /* Attention sums a position's dot product over the lanes with subgroupAdd. */
-    k->attn_subgroup = c->subgroup_arith && c->subgroup_size >= 4 && !o.no_subgroup;
+    k->attn_subgroup = c->subgroup_arith && c->subgroup_size >= 4 && sg;
     k->texel = c->texel_rgba32f && c->texel_rgba32ui && !o.no_texel;
     k->force_tm = o.linear_tm;
     k->force_tpw = o.linear_tpw;
