@@ -50,18 +50,20 @@ static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, char
     return send_text(c, status, "application/json", json, NULL);
 }
 
-static enum MHD_Result send_error(struct MHD_Connection *c, const api_error *e)
+/* An error response; every one is a refused request in /metrics. */
+static enum MHD_Result send_error(srv_http *h, struct MHD_Connection *c, const api_error *e)
 {
+    srv_metrics_refused(h->metrics, e->status);
     return send_text(c, (unsigned)e->status, "application/json", api_error_json(e),
                      e->status == 503 ? "1" : NULL);
 }
 
-static enum MHD_Result fail(struct MHD_Connection *c, int status, const char *type, const char *code,
+static enum MHD_Result fail(srv_http *h, struct MHD_Connection *c, int status, const char *type, const char *code,
                             const char *msg)
 {
     api_error e;
     api_fail(&e, status, type, NULL, code, "%s", msg);
-    return send_error(c, &e);
+    return send_error(h, c, &e);
 }
 
 /* ---- generation ------------------------------------------------------------------------------ */
@@ -106,11 +108,11 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, api_kind 
     ember_engine_stats st;
     ember_engine_get_stats(h->engine, &st);
     if (st.requests_waiting >= h->cfg.max_queue) /* --max-queue 0: refuse all (draining) */
-        return fail(c, 503, "server_error", "queue_full", "the server's queue is full; retry later");
+        return fail(h, c, 503, "server_error", "queue_full", "the server's queue is full; retry later");
     api_request rq;
     api_error err;
     if (!api_parse(&h->cfg.limits, h->model, kind, cn->body ? cn->body : "", cn->len, &rq, &err))
-        return send_error(c, &err);
+        return send_error(h, c, &err);
     api_format f = {.kind = kind, .created = (long long)time(NULL), .model = h->cfg.limits.model_id};
     pthread_mutex_lock(&h->id_mu);
     snprintf(f.id, sizeof f.id, "%s-%llu", kind == API_CHAT ? "chatcmpl" : "cmpl", ++h->next_id);
@@ -120,7 +122,7 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, api_kind 
     if (!j || !cl) {
         free(cl);
         api_request_free(&rq);
-        return fail(c, 500, "server_error", NULL, "out of memory");
+        return fail(h, c, 500, "server_error", NULL, "out of memory");
     }
     job_attach(j, &rq.desc);
     ember_request_id id = 0;
@@ -132,7 +134,7 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, api_kind 
         free(cl);
         job_closed(j, h->engine);
         submit_error(s, kind, h->engine, &err);
-        return send_error(c, &err);
+        return send_error(h, c, &err);
     }
     *cl = (closing){j, h->engine};
     /* close_job runs when the response is done or the client went away (cancelling). */
@@ -182,18 +184,18 @@ static enum MHD_Result route(srv_http *h, struct MHD_Connection *c, const char *
         return send_text(c, 200, "text/plain; version=0.0.4", text, NULL);
     }
     if (!authorized(h, c))
-        return fail(c, 401, "invalid_request_error", "invalid_api_key", "a valid 'Authorization: Bearer KEY' is required");
+        return fail(h, c, 401, "invalid_request_error", "invalid_api_key", "a valid 'Authorization: Bearer KEY' is required");
     if (get && strcmp(url, "/v1/models") == 0)
         return send_json(c, 200, api_models(&h->cfg.limits, h->started));
     bool chat = strcmp(url, "/v1/chat/completions") == 0, completion = strcmp(url, "/v1/completions") == 0;
     if ((chat || completion) && post) {
         if (cn->too_big)
-            return fail(c, 413, "invalid_request_error", "request_too_large", "the request body is too large");
+            return fail(h, c, 413, "invalid_request_error", "request_too_large", "the request body is too large");
         return generate(h, c, chat ? API_CHAT : API_COMPLETION, cn);
     }
     if (chat || completion || strcmp(url, "/v1/models") == 0)
-        return fail(c, 405, "invalid_request_error", "method_not_allowed", "method not allowed");
-    return fail(c, 404, "invalid_request_error", "not_found", "no such endpoint");
+        return fail(h, c, 405, "invalid_request_error", "method_not_allowed", "method not allowed");
+    return fail(h, c, 404, "invalid_request_error", "not_found", "no such endpoint");
 }
 
 /* Called several times per request: first with no data (make the conn), then with each

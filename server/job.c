@@ -96,7 +96,7 @@ static int on_token(void *user, ember_request_id id, uint32_t tok, const char *t
 static void on_done(void *user, ember_request_id id, ember_finish why, const ember_request_metrics *m)
 {
     job *j = user;
-    srv_metrics_request_done(j->metrics, m);
+    srv_metrics_request_done(j->metrics, why, m);
     pthread_mutex_lock(&j->mu);
     j->done = true;
     j->why = why;

@@ -18,10 +18,18 @@ typedef struct histogram {
     double sum;
 } histogram;
 
+/* Finish reasons by ember_finish value, as `ember generate --json` names them. */
+static const char *const FINISH[] = {"length", "eos", "stop", "cancelled", "error", "kv_full"};
+#define N_FINISH (sizeof FINISH / sizeof *FINISH)
+/* The statuses the server refuses with (docs/server.md); any other counts as 500. */
+static const int REFUSED[] = {400, 401, 404, 405, 413, 500, 503};
+#define N_REFUSED (sizeof REFUSED / sizeof *REFUSED)
+
 struct srv_metrics {
     pthread_mutex_t mu;
     histogram ttft, itl, e2e;
     unsigned long long prompt_tokens, generation_tokens, drafted, accepted;
+    unsigned long long finished[N_FINISH], refused[N_REFUSED];
 };
 
 srv_metrics *srv_metrics_create(void)
@@ -47,15 +55,31 @@ static void observe(histogram *h, double v)
     h->sum += v;
 }
 
-void srv_metrics_request_done(srv_metrics *m, const ember_request_metrics *rm)
+void srv_metrics_request_done(srv_metrics *m, ember_finish why, const ember_request_metrics *rm)
 {
     pthread_mutex_lock(&m->mu);
+    m->finished[(unsigned)why < N_FINISH ? (unsigned)why : EMBER_FINISH_ERROR]++;
     if (rm->n_gen) observe(&m->ttft, rm->ttft_ms / 1e3);
     observe(&m->e2e, rm->e2e_ms / 1e3);
     m->prompt_tokens += rm->n_prompt;
     m->generation_tokens += rm->n_gen;
     m->drafted += rm->n_drafted;
     m->accepted += rm->n_accepted;
+    pthread_mutex_unlock(&m->mu);
+}
+
+static size_t refused_index(int status)
+{
+    for (size_t i = 0; i < N_REFUSED; i++)
+        if (REFUSED[i] == status) return i;
+    return refused_index(500);
+}
+
+void srv_metrics_refused(srv_metrics *m, int status)
+{
+    size_t i = refused_index(status);
+    pthread_mutex_lock(&m->mu);
+    m->refused[i]++;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -131,6 +155,14 @@ char *srv_metrics_render(srv_metrics *m, ember_engine *e, size_t *len)
            c.generation_tokens);
     metric(&o, "ember_spec_draft_tokens_total", "counter", "Speculative tokens proposed.", c.drafted);
     metric(&o, "ember_spec_accepted_tokens_total", "counter", "Speculative tokens accepted.", c.accepted);
+    put(&o, "# HELP ember_requests_finished_total Requests that ended, by finish reason.\n"
+            "# TYPE ember_requests_finished_total counter\n");
+    for (size_t i = 0; i < N_FINISH; i++)
+        put(&o, "ember_requests_finished_total{reason=\"%s\"} %llu\n", FINISH[i], c.finished[i]);
+    put(&o, "# HELP ember_requests_refused_total Requests answered with an HTTP error before generating, by "
+            "status.\n# TYPE ember_requests_refused_total counter\n");
+    for (size_t i = 0; i < N_REFUSED; i++)
+        put(&o, "ember_requests_refused_total{status=\"%d\"} %llu\n", REFUSED[i], c.refused[i]);
     render_histogram(&o, "ember_time_to_first_token_seconds", "Submit to first token.", &c.ttft);
     render_histogram(&o, "ember_inter_token_latency_seconds", "Time between two tokens of a request.", &c.itl);
     render_histogram(&o, "ember_e2e_request_latency_seconds", "Submit to finish.", &c.e2e);

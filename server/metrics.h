@@ -13,8 +13,10 @@ typedef struct srv_metrics srv_metrics;
 srv_metrics *srv_metrics_create(void);
 void srv_metrics_free(srv_metrics *m);
 
-/* A request finished with metrics rm. */
-void srv_metrics_request_done(srv_metrics *m, const ember_request_metrics *rm);
+/* A request finished, for reason why, with metrics rm. */
+void srv_metrics_request_done(srv_metrics *m, ember_finish why, const ember_request_metrics *rm);
+/* A request was answered with HTTP error status (4xx/5xx) before it reached the engine. */
+void srv_metrics_refused(srv_metrics *m, int status);
 /* The time between two tokens of one request, seconds. */
 void srv_metrics_inter_token(srv_metrics *m, double seconds);
 

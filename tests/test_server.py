@@ -147,11 +147,19 @@ METRICS = ["ember_requests_running", "ember_requests_waiting", "ember_kv_blocks_
            "ember_spec_accepted_tokens_total"]
 
 
+FINISH_REASONS = ["length", "eos", "stop", "cancelled", "error", "kv_full"]
+
+
 def test_metric_names(s):
     m = s.metrics()
     missing = [k for k in METRICS if k not in m]
     check(not missing and m["ember_e2e_request_latency_seconds_count"] > 0 and m["ember_generation_tokens_total"] > 0,
           f"/metrics has every name the issue lists (missing: {missing})")
+    finished = {r: m.get(f'ember_requests_finished_total{{reason="{r}"}}') for r in FINISH_REASONS}
+    check(None not in finished.values() and finished["length"] > 0 and
+          sum(finished.values()) == m["ember_e2e_request_latency_seconds_count"],
+          f"finished requests by reason {finished} add up to the requests timed end to end "
+          f"({m['ember_e2e_request_latency_seconds_count']:.0f})")
 
 
 def test_stop_and_seed(s):
@@ -209,8 +217,16 @@ def test_disconnect(s):
           f" -> {m['ember_kv_blocks_used']:.0f}")
 
 
+REFUSED = {}  # status -> how many requests bad() has had refused with it
+
+
+def refused(m, status):
+    return m.get(f'ember_requests_refused_total{{status="{status}"}}', -1)
+
+
 def bad(s, what, body, status, param=None, code=None, raw=None, headers=None):
     got, _, r = s.post(CHAT, body, raw=raw, headers=headers)
+    REFUSED[got] = REFUSED.get(got, 0) + 1
     err = r.get("error", {}) if isinstance(r, dict) else {}
     shape = set(err) == {"message", "type", "param", "code"} and err["message"]
     check(got == status and shape and (param is None or err["param"] == param) and
@@ -218,6 +234,8 @@ def bad(s, what, body, status, param=None, code=None, raw=None, headers=None):
 
 
 def test_bad_input(s, ctx):
+    before = s.metrics()
+    REFUSED.clear()
     msgs = [{"role": "user", "content": "hi"}]
     bad(s, "malformed JSON", None, 400, raw=b'{"messages": [', code="invalid_json")
     bad(s, "not an object", None, 400, raw=b"[1, 2]")
@@ -244,6 +262,11 @@ def test_bad_input(s, ctx):
     bad(s, "a body over --max-body", {"messages": [{"role": "user", "content": "x" * 70000}]}, 413)
     status, _, text = s.request("GET", "/v1/nothing")
     check(status == 404 and "error" in json.loads(text), "an unknown path: 404")
+    REFUSED[404] = REFUSED.get(404, 0) + 1
+    after = s.metrics()
+    counted = {st: refused(after, st) - refused(before, st) for st in REFUSED}
+    check(counted == REFUSED and set(REFUSED) >= {400, 404, 413},
+          f"/metrics counts the refused requests by status: {counted}, sent {REFUSED}")
 
 
 def test_api_key(model):
