@@ -234,6 +234,37 @@ FILE *cli_open_input(const char *cmd, const char *path, const char *mode, const 
     return f;
 }
 
+bool cli_grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) return true;
+    size_t c = *cap ? *cap * 2 : 64;
+    while (c < need) c *= 2;
+    void *q = realloc(*p, c * elem);
+    if (!q) return false;
+    *p = q;
+    *cap = c;
+    return true;
+}
+
+bool cli_output_add(cli_output *o, uint32_t token, const char *text, size_t len)
+{
+    if (!cli_grow((void **)&o->tokens, &o->cap, o->n + 1, sizeof *o->tokens) ||
+        !cli_grow((void **)&o->text, &o->text_cap, o->len + len + 1, 1))
+        return false;
+    o->tokens[o->n++] = token;
+    memcpy(o->text + o->len, text, len);
+    o->len += len;
+    o->text[o->len] = 0;
+    return true;
+}
+
+void cli_output_free(cli_output *o)
+{
+    free(o->tokens);
+    free(o->text);
+    *o = (cli_output){0};
+}
+
 void cli_json_string(FILE *f, const char *s, size_t len)
 {
     fputc('"', f);

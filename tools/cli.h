@@ -4,6 +4,7 @@
 #define EMBER_CLI_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "ember.h"
@@ -74,6 +75,22 @@ const char *cli_finish_name(ember_finish why);
  * why" or "ember CMD: PATH is a directory; -f wants WANTS" on stderr, when it cannot be
  * read as a file. The caller fcloses it. */
 FILE *cli_open_input(const char *cmd, const char *path, const char *mode, const char *wants);
+
+/* Grows *p (an array of *cap elements of elem bytes) to hold need, doubling from 64;
+ * false (the array unchanged) when memory runs out. */
+bool cli_grow(void **p, size_t *cap, size_t need, size_t elem);
+
+/* A request's output as it streams in: its tokens, and its text NUL-terminated. Zero is
+ * empty; cli_output_free releases it. */
+typedef struct cli_output {
+    uint32_t *tokens;
+    size_t n, cap;
+    char *text;
+    size_t len, text_cap;
+} cli_output;
+/* Appends a token and its text; false when memory ran out. */
+bool cli_output_add(cli_output *o, uint32_t token, const char *text, size_t len);
+void cli_output_free(cli_output *o);
 
 /* Writes s as a JSON string literal (with quotes), escaping as needed. */
 void cli_json_string(FILE *f, const char *s, size_t len);

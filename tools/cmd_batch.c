@@ -14,39 +14,16 @@
 typedef struct slot {
     char *prompt;
     size_t line;       /* in the file, from 1 (empty lines are skipped but counted) */
-    uint32_t *tokens;
-    size_t n, cap;
-    char *text;
-    size_t len, text_cap;
+    cli_output out;
     ember_finish why;
     ember_request_metrics m;
     bool done;
     char error[256];   /* why the engine refused the prompt; "" when it ran */
 } slot;
 
-static bool push(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap) return true;
-    size_t c = *cap ? *cap * 2 : 64;
-    while (c < need) c *= 2;
-    void *q = realloc(*p, c * elem);
-    if (!q) return false;
-    *p = q;
-    *cap = c;
-    return true;
-}
-
 static int on_token(void *user, ember_request_id id, uint32_t tok, const char *text, size_t len)
 {
-    slot *s = user;
-    if (!push((void **)&s->tokens, &s->cap, s->n + 1, sizeof *s->tokens) ||
-        !push((void **)&s->text, &s->text_cap, s->len + len + 1, 1))
-        return 1;
-    s->tokens[s->n++] = tok;
-    memcpy(s->text + s->len, text, len);
-    s->len += len;
-    s->text[s->len] = 0;
-    return 0;
+    return cli_output_add(&((slot *)user)->out, tok, text, len) ? 0 : 1;
 }
 
 static void on_done(void *user, ember_request_id id, ember_finish why, const ember_request_metrics *m)
@@ -59,14 +36,14 @@ static void on_done(void *user, ember_request_id id, ember_finish why, const emb
 
 static void free_slots(slot *s, size_t n)
 {
-    for (size_t i = 0; s && i < n; i++) free(s[i].prompt), free(s[i].tokens), free(s[i].text);
+    for (size_t i = 0; s && i < n; i++) free(s[i].prompt), cli_output_free(&s[i].out);
     free(s);
 }
 
 /* Appends a prompt; false when out of memory. */
 static bool add_prompt(slot **s, size_t *n, size_t *cap, const char *text, size_t line)
 {
-    if (!push((void **)s, cap, *n + 1, sizeof **s)) return false;
+    if (!cli_grow((void **)s, cap, *n + 1, sizeof **s)) return false;
     (*s)[*n] = (slot){.prompt = strdup(text), .line = line};
     return (*s)[(*n)++].prompt != NULL;
 }
@@ -111,7 +88,7 @@ static void print_text(const slot *s, size_t n, size_t total, double secs, size_
 {
     for (size_t i = 0; i < n; i++) {
         if (s[i].error[0]) printf("[%zu] error: line %zu: %s\n", i, s[i].line, s[i].error);
-        else printf("[%zu] %s\n", i, s[i].text ? s[i].text : "");
+        else printf("[%zu] %s\n", i, s[i].out.text ? s[i].out.text : "");
     }
     fprintf(stderr, "%zu requests, %zu tokens in %.2f s: %.1f tok/s\n", n - failed, total, secs, total / secs);
     if (failed) fprintf(stderr, "ember batch: %zu of %zu prompts refused (see their lines above)\n", failed, n);
@@ -125,9 +102,9 @@ static void print_json(const slot *s, size_t n, size_t total, double secs, bool 
         drafted += s[i].m.n_drafted;
         accepted += s[i].m.n_accepted;
         printf("%s{\"tokens\": [", i ? ", " : "");
-        for (size_t j = 0; j < s[i].n; j++) printf("%s%u", j ? ", " : "", s[i].tokens[j]);
+        for (size_t j = 0; j < s[i].out.n; j++) printf("%s%u", j ? ", " : "", s[i].out.tokens[j]);
         printf("], \"text\": ");
-        cli_json_string(stdout, s[i].text ? s[i].text : "", s[i].len);
+        cli_json_string(stdout, s[i].out.text ? s[i].out.text : "", s[i].out.len);
         printf(", \"line\": %zu", s[i].line);
         if (s[i].error[0]) {
             printf(", \"finish\": \"error\", \"error\": ");
@@ -176,7 +153,7 @@ static int serve(ember_model *m, slot *s, size_t n, const ember_request_desc *ba
         code = 1;
     } else {
         size_t total = 0;
-        for (size_t i = 0; i < n; i++) total += s[i].n;
+        for (size_t i = 0; i < n; i++) total += s[i].out.n;
         double secs = now_s() - t0;
         if (json) print_json(s, n, total, secs, base->spec.draft_k > 0);
         else print_text(s, n, total, secs, failed);

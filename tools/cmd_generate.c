@@ -24,10 +24,7 @@ typedef struct gen_args {
 
 typedef struct gen_state {
     bool json;
-    uint32_t *tokens;
-    size_t n_tokens, cap;
-    char *text;
-    size_t text_len, text_cap;
+    cli_output out;
     ember_finish why;
     ember_request_metrics m;
     bool done, spec;
@@ -89,28 +86,10 @@ static bool parse(int argc, char **argv, gen_args *a)
     return a->model.path != NULL;
 }
 
-static bool grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap) return true;
-    size_t c = *cap ? *cap : 64;
-    while (c < need) c *= 2;
-    void *q = realloc(*p, c * elem);
-    if (!q) return false;
-    *p = q;
-    *cap = c;
-    return true;
-}
-
 static int on_token(void *user, ember_request_id id, uint32_t token, const char *piece, size_t len)
 {
     gen_state *g = user;
-    if (!grow((void **)&g->tokens, &g->cap, g->n_tokens + 1, sizeof *g->tokens) ||
-        !grow((void **)&g->text, &g->text_cap, g->text_len + len + 1, 1))
-        return 1;
-    g->tokens[g->n_tokens++] = token;
-    memcpy(g->text + g->text_len, piece, len);
-    g->text_len += len;
-    g->text[g->text_len] = 0;
+    if (!cli_output_add(&g->out, token, piece, len)) return 1;
     if (!g->json) {
         fwrite(piece, 1, len, stdout);
         fflush(stdout);
@@ -141,9 +120,9 @@ static void report(const gen_state *g)
         return;
     }
     printf("{\"tokens\": [");
-    for (size_t i = 0; i < g->n_tokens; i++) printf("%s%u", i ? ", " : "", g->tokens[i]);
+    for (size_t i = 0; i < g->out.n; i++) printf("%s%u", i ? ", " : "", g->out.tokens[i]);
     printf("], \"text\": ");
-    cli_json_string(stdout, g->text ? g->text : "", g->text_len);
+    cli_json_string(stdout, g->out.text ? g->out.text : "", g->out.len);
     printf(", \"n_prompt\": %u, \"n_gen\": %u, \"load_ms\": %.3f, \"ttft_ms\": %.3f, \"prefill_tok_s\": %.3f, "
            "\"decode_tok_s\": %.3f, \"prefill_ms\": %.3f, \"decode_ms\": %.3f, \"finish\": \"%s\"",
            m->n_prompt, m->n_gen, g->load_ms, m->ttft_ms, prefill, decode, m->prefill_ms, m->decode_ms,
@@ -193,8 +172,7 @@ static int run(ember_model *model, ember_model *draft, const gen_args *a, double
         }
     }
     ember_engine_destroy(e);
-    free(g.tokens);
-    free(g.text);
+    cli_output_free(&g.out);
     return code;
 }
 
