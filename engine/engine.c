@@ -532,12 +532,17 @@ static void fail_items(ember_engine *e, uint32_t n_items)
 }
 
 /* A step that failed: its requests end with an error, or, when the device was lost,
- * every request does (the engine shows itself lost before any done callback runs, so
- * that a callback's thread sees it in the stats). */
+ * every request does. The engine shows itself lost (stats) and its message says why
+ * (ember_engine_copy_error) before any done callback runs, so that a callback can tell
+ * its client. */
 static void fail_step(ember_engine *e, uint32_t n_items, ember_status s)
 {
-    if (s == EMBER_ERR_DEVICE_LOST) lose_device(e);
-    else fail_items(e, n_items);
+    if (s == EMBER_ERR_DEVICE_LOST) {
+        lose_device(e);
+    } else {
+        ember_inbox_store_error(e->inbox, &e->err, &e->step_err);
+        fail_items(e, n_items);
+    }
 }
 
 /* The device is gone for good (for real or by ember_model_inject_faults): every request
@@ -549,6 +554,7 @@ static void lose_device(ember_engine *e)
     publish_stats(e);
     ember_fail_ctx(&e->step_err, EMBER_ERR_DEVICE_LOST, "the device was lost (destroy the engine and the model, "
                                                          "then load the model again)");
+    ember_inbox_store_error(e->inbox, &e->err, &e->step_err);
     ember_inbox_close(e->inbox);
     bool cancels;
     take_inbox(e, &cancels);

@@ -346,7 +346,8 @@ typedef enum ember_finish {
     EMBER_FINISH_EOS,         /* an end-of-generation token */
     EMBER_FINISH_STOP,        /* a stop string (not included in the text) */
     EMBER_FINISH_CANCELLED,
-    EMBER_FINISH_ERROR,
+    EMBER_FINISH_ERROR,       /* the step failed: ember_engine_copy_error says why, from
+                                 the done callback on */
     EMBER_FINISH_KV_FULL,     /* the KV pool could not hold the sequence with nothing left
                                  to preempt (a pool smaller than one whole context: kv_blocks,
                                  kv_mem_mib or the memory budget); the others go on */
@@ -360,7 +361,8 @@ typedef enum ember_finish {
 typedef int (*ember_token_cb)(void *user, ember_request_id id, uint32_t token,
                               const char *text, size_t text_len);
 /* Callbacks may call ember_submit, ember_cancel, ember_engine_pending,
- * ember_engine_get_stats and ember_model_set_memory_budget (on any engine), and may wait
+ * ember_engine_get_stats, ember_engine_copy_error and ember_model_set_memory_budget (on
+ * any engine), and may wait
  * for other threads that call them; they must not step, stop or destroy the engine.
  * Called exactly once when the request ends, with its metrics. When it ends at a token
  * (length, end-of-generation, stop string) that token's callback carried all the

@@ -295,15 +295,12 @@ static char *print(cJSON *o)
     return s;
 }
 
+static void add_error(cJSON *o, const api_error *e);
+
 char *api_error_json(const api_error *e)
 {
-    cJSON *o = cJSON_CreateObject(), *in = cJSON_AddObjectToObject(o, "error");
-    cJSON_AddStringToObject(in, "message", e->message);
-    cJSON_AddStringToObject(in, "type", e->type ? e->type : "invalid_request_error");
-    if (e->param) cJSON_AddStringToObject(in, "param", e->param);
-    else cJSON_AddNullToObject(in, "param");
-    if (e->code) cJSON_AddStringToObject(in, "code", e->code);
-    else cJSON_AddNullToObject(in, "code");
+    cJSON *o = cJSON_CreateObject();
+    add_error(o, e);
     return print(o);
 }
 
@@ -346,7 +343,20 @@ static cJSON *add_text(cJSON *o, const char *key, const char *text, size_t len)
     return it;
 }
 
-char *api_response(const api_format *f, const char *text, size_t len, ember_finish why, uint32_t n_gen)
+/* err's inner object, {"message", "type", "param", "code"}, added to o as "error". */
+static void add_error(cJSON *o, const api_error *e)
+{
+    cJSON *in = cJSON_AddObjectToObject(o, "error");
+    cJSON_AddStringToObject(in, "message", e->message);
+    cJSON_AddStringToObject(in, "type", e->type ? e->type : "invalid_request_error");
+    if (e->param) cJSON_AddStringToObject(in, "param", e->param);
+    else cJSON_AddNullToObject(in, "param");
+    if (e->code) cJSON_AddStringToObject(in, "code", e->code);
+    else cJSON_AddNullToObject(in, "code");
+}
+
+char *api_response(const api_format *f, const char *text, size_t len, ember_finish why, uint32_t n_gen,
+                   const api_error *err)
 {
     bool chat = f->kind == API_CHAT;
     cJSON *o = head(f, chat ? "chat.completion" : "text_completion");
@@ -363,6 +373,7 @@ char *api_response(const api_format *f, const char *text, size_t len, ember_fini
     cJSON_AddStringToObject(c, "finish_reason", api_finish_reason(why));
     cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"), c);
     usage(o, f, n_gen);
+    if (err) add_error(o, err);
     return print(o);
 }
 
@@ -376,6 +387,8 @@ static char *event(char *json)
     cJSON_free(json);
     return s;
 }
+
+char *api_error_event(const api_error *e) { return event(api_error_json(e)); }
 
 char *api_chunk(const api_format *f, bool role, const char *text, size_t len, const char *finish)
 {

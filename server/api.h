@@ -56,6 +56,9 @@ void api_request_free(api_request *r);
 void api_fail(api_error *e, int status, const char *type, const char *param, const char *code, const char *fmt, ...);
 /* {"error": {...}}; malloc'ed. */
 char *api_error_json(const api_error *e);
+/* The same as a stream event, "data: {"error": {...}}\n\n", which OpenAI's client
+ * libraries raise as an API error mid-stream; malloc'ed. */
+char *api_error_event(const api_error *e);
 
 /* What every response of one request repeats. */
 typedef struct api_format {
@@ -68,8 +71,10 @@ typedef struct api_format {
 
 /* "stop", "length" (also a full KV pool) or "error" (cancelled requests are "stop"). */
 const char *api_finish_reason(ember_finish why);
-/* The whole non-streamed response; malloc'ed. */
-char *api_response(const api_format *f, const char *text, size_t len, ember_finish why, uint32_t n_gen);
+/* The whole non-streamed response; malloc'ed. With err (a request that failed after its
+ * 200 was sent) it also holds an "error" object saying why. */
+char *api_response(const api_format *f, const char *text, size_t len, ember_finish why, uint32_t n_gen,
+                   const api_error *err);
 /* One Server-Sent Event "data: {...}\n\n" of a stream: role (chat's first chunk), text
  * (may be empty) and finish (NULL until the last chunk); with usage, the chunk of
  * stream_options.include_usage (no choices). malloc'ed. */

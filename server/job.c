@@ -1,5 +1,6 @@
 /* job.c — see job.h. A stream is: chat's role chunk, a chunk per piece of text as it
- * arrives, the chunk with finish_reason, the usage chunk when asked for, "data: [DONE]". */
+ * arrives, the chunk with finish_reason (for a request that failed: an error event
+ * instead, as vLLM sends), the usage chunk when asked for, "data: [DONE]". */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +26,10 @@ struct job {
     size_t len, cap;
     uint32_t n_gen;
     double t_last;                /* the last token's time, for inter-token latency */
+    ember_engine *engine;
     bool done;
     ember_finish why;
+    api_error err;                /* why, when why is EMBER_FINISH_ERROR */
     /* to the connection */
     size_t sent;                  /* text bytes already in chunks */
     phase ph;
@@ -93,21 +96,36 @@ static int on_token(void *user, ember_request_id id, uint32_t tok, const char *t
     return 0;
 }
 
+/* A request that failed after its 200 went out: the client is told in the body (a
+ * stream's error event, a response's "error"), 503 device_lost when the GPU is gone. */
+static void failed(job *j, api_error *err)
+{
+    char msg[512];
+    ember_engine_copy_error(j->engine, msg, sizeof msg);
+    ember_engine_stats st;
+    ember_engine_get_stats(j->engine, &st);
+    api_fail(err, st.device_lost ? 503 : 500, "server_error", NULL, st.device_lost ? "device_lost" : NULL, "%s", msg);
+}
+
 static void on_done(void *user, ember_request_id id, ember_finish why, const ember_request_metrics *m)
 {
     job *j = user;
     srv_metrics_request_done(j->metrics, why, m);
+    api_error err = {0};
+    if (why == EMBER_FINISH_ERROR) failed(j, &err);
     pthread_mutex_lock(&j->mu);
     j->done = true;
     j->why = why;
+    j->err = err;
     j->fmt.n_prompt = m->n_prompt;
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
     release(j);
 }
 
-void job_attach(job *j, ember_request_desc *desc)
+void job_attach(job *j, ember_request_desc *desc, ember_engine *e)
 {
+    j->engine = e;
     desc->on_token = on_token;
     desc->on_done = on_done;
     desc->user = j;
@@ -163,6 +181,10 @@ static char *next_event(job *j)
         j->sent += n;
         return e;
     }
+    if (j->ph == PH_TEXT && j->done && j->why == EMBER_FINISH_ERROR) {
+        j->ph = PH_DONE; /* as vLLM: the error event, then [DONE] */
+        return api_error_event(&j->err);
+    }
     if (j->ph == PH_TEXT && j->done) {
         j->ph = j->include_usage ? PH_USAGE : PH_DONE;
         return api_chunk(&j->fmt, false, "", 0, api_finish_reason(j->why));
@@ -185,7 +207,8 @@ static bool prepare(job *j)
     if (j->stream) {
         s = next_event(j);
     } else if (j->done && j->ph != PH_END) {
-        s = api_response(&j->fmt, j->text ? j->text : "", j->len, j->why, j->n_gen);
+        s = api_response(&j->fmt, j->text ? j->text : "", j->len, j->why, j->n_gen,
+                         j->why == EMBER_FINISH_ERROR ? &j->err : NULL);
         j->ph = PH_END;
     }
     if (!s) return false;

@@ -2,7 +2,9 @@
 # test_openai_client.sh — OpenAI's official client library (the `openai` npm package, v4)
 # drives `ember serve`: models.list, chat and legacy completions, streamed and not, and
 # the errors a client must see as its own exception classes (401, 404, 400). The checks
-# are tests/openai_client/check.mjs. The package is installed once into
+# are tests/openai_client/check.mjs; then tests/openai_client/check_lost.mjs against a
+# second server whose GPU is lost mid-reply (EMBER_FAULTS): the stream raises APIError
+# device_lost after some text, the next request 503. The package is installed once into
 # $EMBER_BUILD_DIR/npm (ignored by git) and reused; without npm, or without the npm
 # registry, the test skips. The model is stories260K when ../shared has it (real text),
 # else a small random test model.
@@ -59,6 +61,19 @@ rc=0
 NODE_PATH=$npm_dir/node_modules timeout 120 node "$here/openai_client/check.mjs" \
   "http://127.0.0.1:$port/v1" sk-test "$model_id" || rc=$?
 [ "$rc" -eq 124 ] && echo "FAIL: the client's checks took over 120 s"
+
+# ---- a second server whose GPU is lost mid-reply (EMBER_FAULTS): the client raises --------
+EMBER_FAULTS=submit_lost=30 "$EMBER_BIN" serve -m "$model" --port 0 --api-key sk-test \
+  >"$tmp/lost.out" 2>"$tmp/lost.err" &
+lost_pid=$!
+if lost_port=$(serve_port "$lost_pid" "$tmp/lost.err"); then
+  NODE_PATH=$npm_dir/node_modules timeout 60 node "$here/openai_client/check_lost.mjs" \
+    "http://127.0.0.1:$lost_port/v1" sk-test "$model_id" || rc=1
+else
+  echo "$lost_port"; rc=1
+fi
+kill -KILL "$lost_pid" 2>/dev/null || true
+wait "$lost_pid" 2>/dev/null || true
 
 # ---- stop: SIGTERM, exit 0 (which also says the validation layer was silent) -------------
 kill -TERM "$server_pid"

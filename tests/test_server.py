@@ -369,17 +369,32 @@ def test_speculation(model):
     s.stop()
 
 
-def test_device_lost(model):
+def test_device_lost(model, stream):
     """A server whose GPU is lost (EMBER_FAULTS makes the 30th submission report it): the
-    request in flight ends with an error, /health says 503 so that a load balancer takes the
-    server out, and new requests get 503 device_lost; the server still exits cleanly."""
+    request in flight ends with an error that says so in its body (its 200 went out
+    before): a streamed one gets an error event, then [DONE], as vLLM sends it, which
+    OpenAI's clients raise; a non-streamed one an "error" object beside finish_reason
+    "error". /health says 503 so that a load balancer takes the server out, and new
+    requests get 503 device_lost; the server still exits cleanly."""
+    how = "streamed" if stream else "not streamed"
     s = Server(model, "--model-name", "test-model", env=dict(os.environ, EMBER_FAULTS="submit_lost=30"))
     status, _, _ = s.request("GET", "/health")
     check(status == 200, "before the loss /health is 200")
     req = {"prompt": "one two three", "max_tokens": 64, "temperature": 0, "ignore_eos": True}
-    status, _, r = s.post(CMPL, req)
-    finish = r["choices"][0].get("finish_reason") if status == 200 and isinstance(r, dict) else None
-    check(status >= 500 or finish == "error", f"the request in flight when the GPU is lost fails ({status}, {finish})")
+    if stream:
+        status, chunks, done = s.stream(CMPL, req)
+        err = chunks[-1].get("error", {}) if chunks else {}
+        texts = [c for c in chunks if "choices" in c]
+        check(status == 200 and done and err.get("code") == "device_lost" and "lost" in err.get("message", "") and
+              len(texts) > 0 and all(c["choices"][0]["finish_reason"] is None for c in texts),
+              f"{how}: the request in flight ends with an error event ({status}, last {chunks[-1:]}, [DONE] {done})")
+    else:
+        status, _, r = s.post(CMPL, req)
+        finish = r["choices"][0].get("finish_reason") if status == 200 and isinstance(r, dict) else None
+        err = r.get("error", {}) if isinstance(r, dict) else {}
+        check(status == 200 and finish == "error" and err.get("code") == "device_lost" and
+              err.get("type") == "server_error" and "lost" in err.get("message", ""),
+              f"{how}: the request in flight ends with finish_reason error and says why ({status}, {finish}, {err})")
     status, _, text = s.request("GET", "/health")
     check(status == 503 and json.loads(text).get("status") == "device_lost", f"then /health is 503: {text}")
     status, _, r = s.post(CMPL, req)
@@ -408,7 +423,8 @@ def main():
     check(code == 0, "the server exits 0 on SIGTERM")
     test_api_key(model)
     test_speculation(model)
-    test_device_lost(model)
+    test_device_lost(model, stream=False)
+    test_device_lost(model, stream=True)
     long_model = os.path.join(TMP, "server_model_long.gguf")
     subprocess.run([EMBER, "make-test-model", long_model, "--dim", "64", "--layers", "2", "--heads", "4",
                     "--kv-heads", "2", "--ffn", "128", "--vocab", "512", "--ctx", "4096"],
