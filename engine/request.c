@@ -111,26 +111,28 @@ static ember_status setup_speculation(const ember_request_env *env, const ember_
     return s;
 }
 
-/* Penalties change which token is the arg-max: a greedy request with any of them draws from
- * its sampler (the arg-max of the penalized logits), not from the step's plain arg-max. */
-static bool penalized(const ember_sampling *s)
+/* Penalties and biases change which token is the arg-max: a greedy request with any of
+ * them draws from its sampler (the arg-max of the changed logits), not from the step's
+ * plain arg-max. */
+static bool changes_argmax(const ember_sampling *s)
 {
     return (s->repetition_penalty != 0 && s->repetition_penalty != 1) || s->frequency_penalty != 0 ||
-           s->presence_penalty != 0;
+           s->presence_penalty != 0 || s->n_logit_bias != 0;
 }
 
 static ember_status build(const ember_request_env *env, const ember_request_desc *d, request *r, ember_err *err)
 {
     r->max_tokens = d->max_tokens ? d->max_tokens : 128;
     r->ignore_eos = d->ignore_eos != 0;
-    r->greedy = d->sampling.temperature <= 0.0f && !penalized(&d->sampling);
+    r->greedy = d->sampling.temperature <= 0.0f && !changes_argmax(&d->sampling);
     r->on_token = d->on_token;
     r->on_done = d->on_done;
     r->user = d->user;
     ember_sampling_params sp = {d->sampling.temperature, d->sampling.top_k, d->sampling.top_p,
                                 d->sampling.min_p, d->sampling.repetition_penalty,
                                 d->sampling.frequency_penalty, d->sampling.presence_penalty,
-                                d->sampling.penalty_last_n, d->sampling.seed};
+                                d->sampling.penalty_last_n, d->sampling.seed, d->sampling.logit_bias,
+                                d->sampling.n_logit_bias};
     uint32_t V = env->model->llama.hp.n_vocab;
     ember_status s = ember_text_create(d->stop, &r->out, err);
     if (s == EMBER_OK) s = ember_sampler_create(&sp, V, &r->sampler, err);

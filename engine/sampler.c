@@ -36,6 +36,7 @@ struct ember_sampler {
     uint32_t *saved;        /* a copy of ring for ember_sampler_save/restore */
     uint32_t saved_pos, saved_len;
     uint32_t *scratch;      /* last_n: the window, sorted to count repeats */
+    ember_logit_bias *bias; /* the params' biases, copied (p.logit_bias points here) */
     uint32_t last_n, ring_pos, ring_len;
 };
 
@@ -59,6 +60,23 @@ double ember_sampler_uniform(ember_sampler *s)
 
 static bool top_p_on(const ember_sampling_params *p) { return p->top_p > 0 && p->top_p < 1; }
 
+static ember_status check_bias(const ember_sampling_params *p, uint32_t n_vocab, ember_err *err)
+{
+    if (p->n_logit_bias > EMBER_MAX_LOGIT_BIAS || (p->n_logit_bias && !p->logit_bias))
+        return ember_fail(err, EMBER_ERR_INVALID_ARG, "sampler: %u logit biases (at most %u, and not NULL)",
+                          p->n_logit_bias, EMBER_MAX_LOGIT_BIAS);
+    for (uint32_t i = 0; i < p->n_logit_bias; i++) {
+        const ember_logit_bias *b = &p->logit_bias[i];
+        if (b->token >= n_vocab)
+            return ember_fail(err, EMBER_ERR_INVALID_ARG, "sampler: logit bias for token %u, past the "
+                              "vocabulary of %u", b->token, n_vocab);
+        if (!isfinite(b->bias) && b->bias != -INFINITY)
+            return ember_fail(err, EMBER_ERR_INVALID_ARG, "sampler: logit bias %g for token %u is not a "
+                              "finite number or -inf", b->bias, b->token);
+    }
+    return EMBER_OK;
+}
+
 static ember_status check_params(const ember_sampling_params *p, uint32_t n_vocab, ember_err *err)
 {
     if (n_vocab == 0)
@@ -79,7 +97,7 @@ static ember_status check_params(const ember_sampling_params *p, uint32_t n_voca
     if (p->penalty_last_n > MAX_LAST_N)
         return ember_fail(err, EMBER_ERR_INVALID_ARG, "sampler: penalty_last_n %u is larger "
                           "than %u", p->penalty_last_n, MAX_LAST_N);
-    return EMBER_OK;
+    return check_bias(p, n_vocab, err);
 }
 
 ember_status ember_sampler_create(const ember_sampling_params *params, uint32_t n_vocab,
@@ -100,7 +118,11 @@ ember_status ember_sampler_create(const ember_sampling_params *params, uint32_t 
     s->saved = ember_malloc((size_t)s->last_n * sizeof *s->saved);
     s->scratch = ember_malloc((size_t)s->last_n * sizeof *s->scratch);
     if (top_p_on(p)) s->edge = ember_malloc((size_t)n_vocab * sizeof *s->edge);
-    if (!s->cand || !s->ring || !s->saved || !s->scratch || (top_p_on(p) && !s->edge)) {
+    if (p->n_logit_bias && (s->bias = ember_malloc(p->n_logit_bias * sizeof *s->bias)))
+        memcpy(s->bias, p->logit_bias, p->n_logit_bias * sizeof *s->bias);
+    s->p.logit_bias = s->bias;
+    if (!s->cand || !s->ring || !s->saved || !s->scratch || (top_p_on(p) && !s->edge) ||
+        (p->n_logit_bias && !s->bias)) {
         ember_sampler_free(s);
         return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "sampler: out of memory for %u tokens",
                           n_vocab);
@@ -118,6 +140,7 @@ void ember_sampler_free(ember_sampler *s)
     ember_free(s->ring);
     ember_free(s->saved);
     ember_free(s->scratch);
+    ember_free(s->bias);
     ember_free(s);
 }
 
@@ -345,13 +368,15 @@ static double softmax(cand *c, size_t n, float t)
     return total;
 }
 
-/* Copies the row into the candidates (id order, NaN -> -inf) and applies penalties. */
+/* Copies the row into the candidates (id order, NaN -> -inf) and applies the biases,
+ * then the penalties. */
 static void load(ember_sampler *s, const float *logits)
 {
     for (uint32_t i = 0; i < s->n_vocab; i++) {
         s->cand[i].v = isnan(logits[i]) ? -INFINITY : logits[i];
         s->cand[i].id = i;
     }
+    for (uint32_t i = 0; i < s->p.n_logit_bias; i++) s->cand[s->bias[i].token].v += s->bias[i].bias;
     apply_penalties(s, s->cand);
 }
 

@@ -5,9 +5,9 @@
  * seed and the same logits give the same tokens whatever else runs in the process.
  *
  * The chain, in llama.cpp's default order (docs/sampling.md):
- *   penalties -> top-k -> top-p -> min-p -> temperature -> softmax -> draw.
- * Temperature 0 is greedy: the arg-max of the penalized logits (lowest id on ties); the
- * filters then change nothing.
+ *   logit bias -> penalties -> top-k -> top-p -> min-p -> temperature -> softmax -> draw.
+ * Temperature 0 is greedy: the arg-max of the biased, penalized logits (lowest id on
+ * ties); the filters then change nothing.
  *
  * Cost per token: a few passes over the vocabulary, never a sort of it: top-k keeps a
  * heap of k, top-p finds its cut with a histogram of probability mass and sorts one
@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "ember.h"
 
 /* Zero in every field means "off" / the default. */
 typedef struct ember_sampling_params {
@@ -32,12 +33,15 @@ typedef struct ember_sampling_params {
     float presence_penalty;   /* ... + (count > 0) * presence_penalty; 0 = off */
     uint32_t penalty_last_n;  /* window of accepted tokens the penalties look at; 0 = 64 */
     uint64_t seed;            /* used as given (0 is a seed like any other) */
+    const ember_logit_bias *logit_bias; /* added to the logits first; copied by create */
+    uint32_t n_logit_bias;
 } ember_sampling_params;
 
 typedef struct ember_sampler ember_sampler;
 
 /* Checks the parameters (temperature >= 0, top_p and min_p in [0, 1], penalties finite,
- * repetition_penalty >= 0, penalty_last_n <= 1048576, n_vocab >= 1) and allocates a
+ * repetition_penalty >= 0, penalty_last_n <= 1048576, n_vocab >= 1, at most
+ * EMBER_MAX_LOGIT_BIAS biases on tokens < n_vocab, each finite or -inf) and allocates a
  * sampler for rows of n_vocab logits. params NULL means all zero (greedy). On success
  * *out is owned by the caller (ember_sampler_free). */
 ember_status ember_sampler_create(const ember_sampling_params *params, uint32_t n_vocab,

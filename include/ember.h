@@ -370,6 +370,15 @@ typedef int (*ember_token_cb)(void *user, ember_request_id id, uint32_t token,
 typedef void (*ember_done_cb)(void *user, ember_request_id id, ember_finish why,
                               const ember_request_metrics *m);
 
+/* One entry of a logit bias: added to the token's logit before anything else of the
+ * chain (as llama.cpp); -INFINITY bans the token. */
+typedef struct ember_logit_bias {
+    uint32_t token;
+    float bias;
+} ember_logit_bias;
+
+#define EMBER_MAX_LOGIT_BIAS 1024
+
 typedef struct ember_sampling {
     float temperature;        /* 0 = greedy (default) */
     uint32_t top_k;           /* 0 = off */
@@ -379,6 +388,11 @@ typedef struct ember_sampling {
     float frequency_penalty, presence_penalty; /* 0 = off */
     uint32_t penalty_last_n;  /* 0 = 64 */
     uint64_t seed;            /* same seed, same tokens */
+    /* Biases (at most EMBER_MAX_LOGIT_BIAS, tokens < n_vocab, finite or -INFINITY);
+     * copied at submit. A greedy request with a bias takes the arg-max of the biased
+     * logits. */
+    const ember_logit_bias *logit_bias;
+    uint32_t n_logit_bias;
 } ember_sampling;
 
 #define EMBER_MAX_STOP 8

@@ -203,6 +203,49 @@ static bool sampling(const cJSON *o, const api_limits *lim, api_request *out, ap
     return true;
 }
 
+/* A logit_bias key: a token id in decimal, below n_vocab. */
+static bool token_key(const char *key, uint32_t n_vocab, uint32_t *id)
+{
+    if (!key || !*key || strlen(key) > 10) return false;
+    unsigned long long v = 0;
+    for (const char *c = key; *c; c++) {
+        if (*c < '0' || *c > '9') return false;
+        v = v * 10 + (unsigned)(*c - '0');
+    }
+    *id = (uint32_t)v;
+    return v < n_vocab;
+}
+
+/* OpenAI's logit_bias: {"token id": bias in [-100, 100]}, added to the token's logit (as
+ * vLLM and llama.cpp do: -100 all but bans a token, 100 all but forces it). */
+static bool logit_bias(const cJSON *o, const api_limits *lim, api_request *out, api_error *e)
+{
+    cJSON *b = field(o, "logit_bias");
+    if (!b) return true;
+    if (!cJSON_IsObject(b)) return bad(e, "logit_bias", "'%s' must be an object of token ids to numbers", "logit_bias", 0, 0);
+    int n = cJSON_GetArraySize(b);
+    if (n > EMBER_MAX_LOGIT_BIAS)
+        return bad(e, "logit_bias", "'%s' may hold at most %g tokens", "logit_bias", EMBER_MAX_LOGIT_BIAS, 0);
+    if (n == 0) return true;
+    if (!(out->bias = malloc((size_t)n * sizeof *out->bias))) {
+        api_fail(e, 500, "server_error", NULL, NULL, "out of memory");
+        return false;
+    }
+    uint32_t k = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, b) {
+        uint32_t id;
+        if (!token_key(it->string, lim->n_vocab, &id))
+            return bad(e, "logit_bias", "'%s' keys must be token ids below %g", "logit_bias", lim->n_vocab, 0);
+        if (!cJSON_IsNumber(it) || !(it->valuedouble >= -100 && it->valuedouble <= 100))
+            return bad(e, "logit_bias", "'%s' values must be numbers in [%g, %g]", "logit_bias", -100, 100);
+        out->bias[k++] = (ember_logit_bias){id, (float)it->valuedouble};
+    }
+    out->desc.sampling.logit_bias = out->bias;
+    out->desc.sampling.n_logit_bias = k;
+    return true;
+}
+
 static bool options(const cJSON *o, api_request *out, api_error *e)
 {
     bool ignore_eos = false;
@@ -251,7 +294,8 @@ bool api_parse_body(const api_limits *lim, api_kind kind, const char *body, size
     cJSON *o = cJSON_ParseWithLength(body, len);
     bool ok = cJSON_IsObject(o);
     if (!ok) api_fail(e, 400, "invalid_request_error", NULL, "invalid_json", "the body is not a JSON object");
-    ok = ok && model_name(lim, o, e) && sampling(o, lim, out, e) && stops(o, out, e) && options(o, out, e);
+    ok = ok && model_name(lim, o, e) && sampling(o, lim, out, e) && logit_bias(o, lim, out, e) && stops(o, out, e) &&
+         options(o, out, e);
     if (ok && kind == API_CHAT) ok = chat_messages(field(o, "messages"), out, e);
     if (ok && kind == API_COMPLETION) ok = completion_prompt(lim, field(o, "prompt"), out, e);
     if (ok && kind == API_COMPLETION && !out->prompt && !out->tokens)
@@ -283,6 +327,7 @@ void api_request_free(api_request *r)
     for (size_t i = 0; i < r->n_messages; i++) free((char *)r->messages[i].content);
     free(r->messages);
     for (int i = 0; i < EMBER_MAX_STOP; i++) free(r->stop[i]);
+    free(r->bias);
     memset(r, 0, sizeof *r);
 }
 

@@ -34,6 +34,7 @@ typedef struct api_request {
     size_t n_tokens;
     ember_request_desc desc;  /* limits, sampling, stop strings, speculation; no callbacks */
     char *stop[EMBER_MAX_STOP];
+    ember_logit_bias *bias;   /* desc.sampling.logit_bias */
     ember_chat_message *messages; /* a chat's messages (roles static, content owned) */
     size_t n_messages;
 } api_request;

@@ -120,6 +120,20 @@ expect 1 "^ember perplexity: $tmp/empty.txt is empty: there is no text to score"
 expect 1 "^ember perplexity: $tmp/dir is a directory; -f wants a text file" perplexity -m "$model" -f "$tmp/dir"
 expect 1 "^ember perplexity: cannot open $tmp/none.txt: No such file" perplexity -m "$model" -f "$tmp/none.txt"
 
+# ---- --logit-bias: a forced token, a ban, and what is refused ------------------------------
+expect 0 '"tokens": \[300, 300, 300, 300\]' generate -m "$model" --backend "$backend" -p hi -n 4 --ignore-eos \
+    --logit-bias 300+100 --json
+expect 0 '"tokens": \[301, 301, 301, 301\]' generate -m "$model" --backend "$backend" -p hi -n 4 --ignore-eos \
+    --logit-bias 300=100 --logit-bias 300=-inf --logit-bias 301=90 --json
+printf 'hi\n' >"$tmp/one.txt"
+expect 0 '"tokens": \[300, 300\]' batch -m "$model" --backend "$backend" -f "$tmp/one.txt" -n 2 --ignore-eos \
+    --logit-bias 300=100 --json
+expect 2 "^ember: --logit-bias wants TOKEN_ID=BIAS \(or ID\+BIAS, ID-BIAS; BIAS a number or -inf\), got '5'" \
+    generate -m "$model" -p hi --logit-bias 5
+expect 2 "^ember: --logit-bias wants TOKEN_ID=BIAS .*got '5=\+inf'" generate -m "$model" -p hi --logit-bias 5=+inf
+expect 1 "sampler: logit bias for token 99999, past the vocabulary of [0-9]+" \
+    generate -m "$model" --backend "$backend" -p hi -n 2 --logit-bias 99999=1
+
 # ---- a KV cache too small: said in the singular when it is one block ----------------------
 expect 1 "^ember generate: the KV cache \(1 block of 16 tokens\) could not hold the sequence; --kv-blocks N raises it" \
     generate -m "$model" --backend "$backend" -p hi -n 40 --ignore-eos --kv-blocks 1

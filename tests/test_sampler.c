@@ -79,6 +79,8 @@ static void ref_probs(const ember_sampling_params *p, const float *logits, uint3
     double r = p->repetition_penalty;
     for (uint32_t i = 0; i < n; i++) {
         double l = isnan(logits[i]) ? -INFINITY : logits[i];
+        for (uint32_t b = 0; b < p->n_logit_bias; b++)
+            if (p->logit_bias[b].token == i) l += p->logit_bias[b].bias;
         if (cnt[i]) {
             if (r != 0 && r != 1) l = l > 0 ? l / r : l * r;
             l -= cnt[i] * (double)p->frequency_penalty + p->presence_penalty;
@@ -450,6 +452,47 @@ static void test_edges(void)
     CHECK(ember_sampler_create(NULL, 0, &bad, &err) == EMBER_ERR_INVALID_ARG && !bad);
 }
 
+/* Logit biases: added first, greedy or not; a ban; copied at create; bad ones refused. */
+static void test_logit_bias(void)
+{
+    float l[NV];
+    fixed_logits(l);
+    ember_logit_bias ban7[] = {{7, -INFINITY}}, lift[] = {{12, 10}, {7, -0.5f}};
+    ember_sampling_params p = { .logit_bias = ban7, .n_logit_bias = 1 };
+    ember_sampler *s = make(&p, NV);
+    CHECK(ember_sampler_sample(s, l) == 3); /* 7 banned: 3 and 21 tie at 2.75, lowest id */
+    ember_sampler_free(s);
+    p = (ember_sampling_params){ .logit_bias = lift, .n_logit_bias = 2 };
+    s = make(&p, NV);
+    lift[0].token = 13; /* the sampler holds its own copy */
+    CHECK(ember_sampler_sample(s, l) == 12);
+    ember_sampler_free(s);
+    lift[0].token = 12;
+    /* 7 at 2.5 now ties 30 and trails 3 and 21: against the reference, filters included. */
+    p = (ember_sampling_params){ .temperature = 0.7f, .top_k = 6, .top_p = 0.95f, .logit_bias = lift,
+                                 .n_logit_bias = 2, .seed = 3 };
+    freq_test("bias + top-k + top-p", &p);
+    ember_sampling_params pr = { .temperature = 1, .repetition_penalty = 1.5f, .logit_bias = lift, .n_logit_bias = 2 };
+    uint32_t hist[] = {12, 7};
+    s = make(&pr, NV);
+    for (int i = 0; i < 2; i++) ember_sampler_accept(s, hist[i]);
+    check_probs("bias, then the repetition penalty", s, &pr, l, NV, hist, 2, 2e-6);
+    ember_sampler_free(s);
+
+    ember_logit_bias past[] = {{NV, 1}}, nan_b[] = {{1, NAN}}, inf_b[] = {{1, INFINITY}};
+    ember_sampling_params bads[] = { { .logit_bias = past, .n_logit_bias = 1 },
+                                     { .logit_bias = nan_b, .n_logit_bias = 1 },
+                                     { .logit_bias = inf_b, .n_logit_bias = 1 },
+                                     { .logit_bias = NULL, .n_logit_bias = 1 },
+                                     { .logit_bias = past, .n_logit_bias = EMBER_MAX_LOGIT_BIAS + 1 } };
+    for (size_t i = 0; i < sizeof bads / sizeof bads[0]; i++) {
+        ember_sampler *bad = NULL;
+        ember_err err = {{0}};
+        CHECKF(ember_sampler_create(&bads[i], NV, &bad, &err) == EMBER_ERR_INVALID_ARG && !bad &&
+               strstr(err.msg, "logit bias"), "bad bias %zu: '%s'", i, err.msg);
+    }
+}
+
 int main(void)
 {
     test_chi2();
@@ -460,6 +503,7 @@ int main(void)
     test_seeds();
     test_sample_equals_draw();
     test_penalties();
+    test_logit_bias();
     test_large_vocab();
     test_edges();
     return tu_finish("test_sampler");

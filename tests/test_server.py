@@ -162,6 +162,23 @@ def test_metric_names(s):
           f"({m['ember_e2e_request_latency_seconds_count']:.0f})")
 
 
+def test_logit_bias(s):
+    """OpenAI's logit_bias: +100 on a token makes a greedy reply that token again and again;
+    so does -100 on every other token; 0 changes nothing."""
+    base = {"prompt": "hello there", "max_tokens": 4, "temperature": 0, "ignore_eos": True}
+    _, _, plain = s.post(CMPL, base)
+    _, _, forced = s.post(CMPL, dict(base, logit_bias={"300": 100}))
+    text = forced["choices"][0]["text"] if isinstance(forced, dict) else ""
+    piece = text[:len(text) // 4]
+    check(piece and text == piece * 4 and forced["usage"]["completion_tokens"] == 4,
+          f"logit_bias +100 on token 300: the same piece 4 times ({text!r})")
+    _, _, zero = s.post(CMPL, dict(base, logit_bias={"300": 0}))
+    check(zero["choices"][0]["text"] == plain["choices"][0]["text"], "logit_bias 0 changes nothing")
+    _, _, others = s.post(CMPL, dict(base, logit_bias={str(i): -100 for i in range(512) if i != 300}))
+    check(others["choices"][0]["text"] == text and text != plain["choices"][0]["text"],
+          f"logit_bias -100 on every other token leaves token 300 ({others['choices'][0]['text']!r})")
+
+
 def test_stop_and_seed(s):
     """A stop string ends the text before it (finish_reason stop); the same seed gives the
     same sampled text, another seed (almost surely) another."""
@@ -250,6 +267,10 @@ def test_bad_input(s, ctx):
     bad(s, "an empty stop string", {"messages": msgs, "stop": ""}, 400, "stop")
     bad(s, "an empty stop string in the array", {"messages": msgs, "stop": ["x", ""]}, 400, "stop")
     bad(s, "stream not a boolean", {"messages": msgs, "stream": "yes"}, 400, "stream")
+    bad(s, "logit_bias not an object", {"messages": msgs, "logit_bias": [1]}, 400, "logit_bias")
+    bad(s, "a logit_bias key that is not a token id", {"messages": msgs, "logit_bias": {"abc": 1}}, 400, "logit_bias")
+    bad(s, "a logit_bias token past the vocabulary", {"messages": msgs, "logit_bias": {"512": 1}}, 400, "logit_bias")
+    bad(s, "a logit_bias value past 100", {"messages": msgs, "logit_bias": {"5": 101}}, 400, "logit_bias")
     bad(s, "a NUL in a message", None, 400, raw=b'{"messages": [{"role": "user", "content": "a\\u0000b"}]}')
     bad(s, "a NUL in a stop string", {"messages": msgs, "stop": ["x\u0000y"]}, 400)
     got, _, r = s.post(CHAT, {"messages": [{"role": "user", "content": "a\\u0000b"}], "max_tokens": 2})
@@ -413,6 +434,7 @@ def main():
     try:
         test_basic(s)
         test_stop_and_seed(s)
+        test_logit_bias(s)
         test_metric_names(s)
         test_loopback_only(s)
         test_disconnect(s)

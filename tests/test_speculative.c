@@ -168,6 +168,9 @@ static int same(const out *a, const out *b, int n)
  * same sampling without speculation. */
 static void test_every_sampling(ember_model *mt, ember_model *md)
 {
+    /* Filled once the plain greedy tokens are known: their first token banned, another
+     * lifted. */
+    static ember_logit_bias bias[2];
     static const struct {
         const char *name;
         ember_sampling s;
@@ -180,20 +183,32 @@ static void test_every_sampling(ember_model *mt, ember_model *md)
         {"min-p", {.temperature = 0.9f, .min_p = 0.1f, .seed = 6}},
         {"temperature, penalties", {.temperature = 0.7f, .repetition_penalty = 1.3f, .frequency_penalty = 0.5f,
                                     .presence_penalty = 0.5f, .seed = 7}},
+        {"greedy, logit bias", {.logit_bias = bias, .n_logit_bias = 2}},
+        {"temperature, logit bias", {.temperature = 0.8f, .seed = 8, .logit_bias = bias, .n_logit_bias = 2}},
     };
     static out plain[1], spec[1], greedy_plain[1];
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
         bool greedy = kinds[k].s.temperature == 0;
         if (greedy) serve_sampled(mt, NULL, 1, (ember_speculation){0}, kinds[k].s, plain);
-        if (k == 0) greedy_plain[0] = plain[0];
-        /* Penalties apply at temperature 0 too (they were once skipped there). */
+        if (k == 0) {
+            greedy_plain[0] = plain[0];
+            bias[0] = (ember_logit_bias){plain[0].tok[0], -INFINITY};
+            bias[1] = (ember_logit_bias){plain[0].tok[0] == 5 ? 6 : 5, 1.5f};
+        }
+        /* Penalties and biases apply at temperature 0 too (penalties were once skipped there). */
         if (k == 1) CHECKF(same(greedy_plain, plain, 1) == 0, "greedy with penalties gives the greedy tokens");
+        if (kinds[k].s.n_logit_bias && greedy)
+            CHECKF(plain[0].n == 96 && plain[0].tok[0] != bias[0].token && same(greedy_plain, plain, 1) == 0,
+                   "greedy with a bias banning the greedy first token %u: first token %u", bias[0].token,
+                   plain[0].tok[0]);
         for (int mode = 0; mode < 2; mode++) {
             ember_speculation sp = mode ? (ember_speculation){.draft_k = 4, .ngram = 2}
                                         : (ember_speculation){.draft_k = 3};
             serve_sampled(mt, mode ? NULL : md, 1, sp, kinds[k].s, spec);
+            bool banned = false;
+            for (uint32_t i = 0; kinds[k].s.n_logit_bias && i < spec[0].n; i++) banned |= spec[0].tok[i] == bias[0].token;
             bool ok = spec[0].done && spec[0].n == 96 && (mode || spec[0].m.n_drafted > 0) &&
-                      (!greedy || same(plain, spec, 1) == 1);
+                      (!greedy || same(plain, spec, 1) == 1) && !banned;
             printf("%s with %s: %u tokens, drafted %u, accepted %u%s\n", mode ? "n-gram" : "draft model",
                    kinds[k].name, spec[0].n, spec[0].m.n_drafted, spec[0].m.n_accepted,
                    greedy ? (same(plain, spec, 1) ? ", identical to no speculation" : ", DIFFERENT") : "");

@@ -2,6 +2,8 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -32,7 +34,7 @@ void cli_unknown(const char *cmd, const char *arg)
 }
 
 const char *const cli_sampling_flags[] = {"--temp", "--top-p", "--min-p", "--repeat-penalty", "--frequency-penalty",
-                                          "--presence-penalty", "--top-k", "--seed", NULL};
+                                          "--presence-penalty", "--top-k", "--seed", "--logit-bias", NULL};
 const char *const cli_spec_flags[] = {"--draft", "--draft-k", "--ngram", NULL};
 
 bool cli_int(const char *flag, const char *s, long lo, long hi, long *out)
@@ -280,10 +282,34 @@ void cli_json_string(FILE *f, const char *s, size_t len)
     fputc('"', f);
 }
 
-bool cli_sampling_flag(const char *f, const char *v, ember_sampling *s, int *matched)
+/* One --logit-bias value, "ID=BIAS", "ID+BIAS" or "ID-BIAS", appended to s's biases. */
+static bool logit_bias_flag(const char *f, const char *v, ember_sampling *s, ember_logit_bias *bias)
+{
+    char *end;
+    errno = 0;
+    unsigned long id = strtoul(v, &end, 10);
+    const char *b = *end == '=' ? end + 1 : end; /* '+' and '-' belong to the number */
+    char *bend = (char *)b;
+    float x = end > v && !errno && id <= UINT32_MAX && (*end == '=' || *end == '+' || *end == '-')
+                  ? strtof(b, &bend) : NAN;
+    if (isnan(x) || *bend || bend == b || (isinf(x) && x > 0)) {
+        fprintf(stderr, "ember: %s wants TOKEN_ID=BIAS (or ID+BIAS, ID-BIAS; BIAS a number or -inf), got '%s'\n", f, v);
+        return false;
+    }
+    if (s->n_logit_bias == CLI_MAX_BIAS) {
+        fprintf(stderr, "ember: at most %d %s\n", CLI_MAX_BIAS, f);
+        return false;
+    }
+    bias[s->n_logit_bias++] = (ember_logit_bias){(uint32_t)id, x};
+    s->logit_bias = bias;
+    return true;
+}
+
+bool cli_sampling_flag(const char *f, const char *v, ember_sampling *s, ember_logit_bias *bias, int *matched)
 {
     long n;
     *matched = 1;
+    if (strcmp(f, "--logit-bias") == 0) return logit_bias_flag(f, v, s, bias);
     if (strcmp(f, "--temp") == 0) return cli_float(f, v, &s->temperature);
     if (strcmp(f, "--top-p") == 0) return cli_float(f, v, &s->top_p);
     if (strcmp(f, "--min-p") == 0) return cli_float(f, v, &s->min_p);

@@ -58,9 +58,13 @@ ember_model *cli_load_with_draft(const cli_model_args *a, const char *draft_path
 int cli_free_with_draft(ember_model *m, ember_model *draft, int code);
 
 /* Handles a sampling flag (--temp --top-k --top-p --min-p --repeat-penalty
- * --frequency-penalty --presence-penalty --seed) with its value: *matched = 1 when flag
- * was one of them; false on a bad value. */
-bool cli_sampling_flag(const char *flag, const char *value, ember_sampling *s, int *matched);
+ * --frequency-penalty --presence-penalty --seed --logit-bias) with its value: *matched = 1
+ * when flag was one of them; false on a bad value. --logit-bias ID=BIAS (or llama.cpp's
+ * ID+BIAS / ID-BIAS; BIAS may be -inf, a ban) may be repeated up to CLI_MAX_BIAS times:
+ * the entries go into bias (room for CLI_MAX_BIAS, the caller's; s->logit_bias points
+ * there). */
+#define CLI_MAX_BIAS 64
+bool cli_sampling_flag(const char *flag, const char *value, ember_sampling *s, ember_logit_bias *bias, int *matched);
 /* Handles --draft PATH, --draft-k K, --ngram N: 1 when consumed, 0 when not one of
  * them, -1 on a bad value. --ngram or --draft without --draft-k means k = 4. */
 int cli_spec_flag(const char *flag, const char *value, ember_speculation *spec, const char **draft_path);

@@ -172,7 +172,8 @@ static int usage(FILE *out, int code)
                  "                   [sampling] [--draft M2 --draft-k K | --ngram N] [--ignore-eos] [--json]\n"
                  "PROMPTS: one prompt per line (empty lines skipped); all are served together.\n"
                  "sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --repeat-penalty R\n"
-                 "          --frequency-penalty F --presence-penalty P --seed S\n");
+                 "          --frequency-penalty F --presence-penalty P --seed S\n"
+                 "          --logit-bias ID=BIAS (repeatable; -inf bans the token)\n");
     return code;
 }
 
@@ -185,6 +186,7 @@ int ember_cmd_batch(int argc, char **argv)
     ember_kv_type kv_type = EMBER_KV_F32;
     const char *draft_path = NULL;
     ember_request_desc base = {.on_token = on_token, .on_done = on_done};
+    ember_logit_bias bias[CLI_MAX_BIAS]; /* base.sampling.logit_bias */
     for (int i = 1; i < argc; i++) {
         int r = cli_model_flag(argc, argv, &i, &ma);
         if (r < 0) return usage(stderr, CLI_USAGE);
@@ -204,7 +206,7 @@ int ember_cmd_batch(int argc, char **argv)
         else if (strcmp(f, "--max-seqs") == 0) ok = cli_int(f, v, 1, 1024, &max_seqs);
         else if (strcmp(f, "--kv-type") == 0) ok = cli_kv_type(f, v, &kv_type);
         else if (strcmp(f, "--kv-blocks") == 0) ok = cli_int(f, v, 1, 1 << 24, &kv_blocks);
-        else if (!cli_sampling_flag(f, v, &base.sampling, &r)) ok = false;
+        else if (!cli_sampling_flag(f, v, &base.sampling, bias, &r)) ok = false;
         else if (!r) ok = cli_spec_flag(f, v, &base.spec, &draft_path) > 0;
         if (!ok) return usage(stderr, CLI_USAGE);
     }

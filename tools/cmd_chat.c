@@ -23,6 +23,7 @@ typedef struct chat_args {
     const char *system;
     long n;
     ember_sampling sampling;
+    ember_logit_bias bias[CLI_MAX_BIAS]; /* sampling.logit_bias */
     long kv_blocks;             /* 0 = the engine's default (a whole context at least) */
     bool verbose, help;
 } chat_args;
@@ -83,6 +84,7 @@ static int usage(FILE *out, int code)
                  "           (default: the model's own; see docs/chat.md)\n"
                  "sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --repeat-penalty R\n"
                  "          --frequency-penalty F --presence-penalty P --seed S\n"
+                 "          --logit-bias ID=BIAS (repeatable; -inf bans the token)\n"
                  "One message per line on stdin. Ctrl-C stops a reply; /reset starts a new conversation;\n"
                  "/exit, Ctrl-D (end of input) or Ctrl-C twice at the prompt leaves.\n");
     return code;
@@ -107,7 +109,7 @@ static bool parse(int argc, char **argv, chat_args *a)
         else if (strcmp(f, "--system") == 0) a->system = v;
         else if (strcmp(f, "-n") == 0) { if (!cli_int(f, v, 1, 1 << 20, &a->n)) return false; }
         else if (strcmp(f, "--kv-blocks") == 0) { if (!cli_int(f, v, 1, 1 << 24, &a->kv_blocks)) return false; }
-        else if (!cli_sampling_flag(f, v, &a->sampling, &r)) return false;
+        else if (!cli_sampling_flag(f, v, &a->sampling, a->bias, &r)) return false;
     }
     if (!a->model.path) fprintf(stderr, "ember chat: no model given (-m MODEL.gguf)\n");
     return a->model.path != NULL;

@@ -12,6 +12,7 @@ typedef struct gen_args {
     const char *prompt;
     long n;
     ember_sampling sampling;
+    ember_logit_bias bias[CLI_MAX_BIAS]; /* sampling.logit_bias */
     const char *stop[EMBER_MAX_STOP + 1];
     int n_stop;
     bool json, no_bos, ignore_eos, help;
@@ -42,6 +43,7 @@ static int usage(FILE *out, int code)
                     "                      [--max-batch-tokens T] [--kv-type f32|q8_0] [--kv-blocks N] [--json]\n"
                     "sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --repeat-penalty R\n"
                     "          --frequency-penalty F --presence-penalty P --seed S\n"
+                 "          --logit-bias ID=BIAS (repeatable; -inf bans the token)\n"
                     "speculation: --draft MODEL.gguf --draft-k K | --ngram N [--draft-k K] [--adaptive]\n"
                     "other: --memory auto|discrete  (see docs/cli.md)\n");
     return code;
@@ -74,7 +76,7 @@ static bool parse(int argc, char **argv, gen_args *a)
             }
             a->stop[a->n_stop++] = v;
         }
-        else if (!cli_sampling_flag(f, v, &a->sampling, &r)) return false;
+        else if (!cli_sampling_flag(f, v, &a->sampling, a->bias, &r)) return false;
         else if (r) continue;
         else if ((r = cli_spec_flag(f, v, &a->spec, &a->draft)) < 0) return false;
         else if (r) continue;
