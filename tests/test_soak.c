@@ -412,6 +412,12 @@ static void make_request(soak *S, uint32_t i)
     } else {
         make_prompt(g, r);
         make_sampling(g, r);
+        /* stories260K never ends a story within MAX_GEN tokens (its end-of-text logit is
+         * ~20 below the rest): a lift on it makes some requests end with EMBER_FINISH_EOS,
+         * so that those checks run. */
+        static const ember_logit_bias eos_lift[] = {{EOS_ID, 17}, {EOS_ID, 20}, {EOS_ID, 23}};
+        if (!r->ignore_eos && chance(g, 25))
+            r->sampling.logit_bias = &eos_lift[rnd(g, 3)], r->sampling.n_logit_bias = 1;
     }
     make_stops(g, r);
     uint32_t k = rnd(g, 100);
