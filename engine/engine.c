@@ -330,6 +330,10 @@ static void finish(ember_engine *e, request *r, ember_finish why)
     r->m.n_prompt = r->n_prompt;
     r->m.e2e_ms = now_ms() - r->t_submit;
     if (r->m.n_gen > 1) r->m.tpot_ms = (r->t_last_token - r->t_first_token) / (r->m.n_gen - 1);
+    /* A failed step's message; step_err is written only by the stepping thread, which is
+     * running this: it stays put through the callback. */
+    if (why != EMBER_FINISH_ERROR) r->m.error = NULL;
+    else if (!r->m.error) r->m.error = e->step_err.msg;
     ember_request_id id = r->id;
     if (r->on_done) r->on_done(r->user, id, why, &r->m);
     ember_request_free(r);
@@ -465,7 +469,7 @@ static bool emit(ember_engine *e, request *r, uint32_t tok, double t)
     if (r->draft_sampler) ember_sampler_accept(r->draft_sampler, tok);
     int stop = ember_text_push(r->out, e->model->tok, tok);
     int done = -1; /* or an ember_finish */
-    if (stop < 0) done = EMBER_FINISH_ERROR;
+    if (stop < 0) done = EMBER_FINISH_ERROR, r->m.error = "out of memory for the request's text";
     else if (stop > 0) done = EMBER_FINISH_STOP;
     else if (!r->ignore_eos && ember_tokenizer_is_eog(e->model->tok, tok)) done = EMBER_FINISH_EOS;
     else if (r->m.n_gen >= r->max_tokens || r->n_tokens >= e->model->llama.hp.ctx_len) done = EMBER_FINISH_LENGTH;

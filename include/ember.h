@@ -339,6 +339,10 @@ typedef struct ember_request_metrics {
     uint32_t n_drafted;    /* speculative decoding: tokens proposed */
     uint32_t n_accepted;   /* ... and accepted by the target */
     uint32_t n_decode_steps; /* target steps that produced tokens after the first */
+    /* EMBER_FINISH_ERROR: why this request failed (the failed step's message), valid
+     * during the done callback (copy it to keep it); NULL for every other finish. Unlike
+     * ember_engine_copy_error, no other thread's failure can stand in its place. */
+    const char *error;
 } ember_request_metrics;
 
 typedef enum ember_finish {
@@ -346,8 +350,8 @@ typedef enum ember_finish {
     EMBER_FINISH_EOS,         /* an end-of-generation token */
     EMBER_FINISH_STOP,        /* a stop string (not included in the text) */
     EMBER_FINISH_CANCELLED,
-    EMBER_FINISH_ERROR,       /* the step failed: ember_engine_copy_error says why, from
-                                 the done callback on */
+    EMBER_FINISH_ERROR,       /* the step failed: the metrics' error says why (and
+                                 ember_engine_copy_error, from the done callback on) */
     EMBER_FINISH_KV_FULL,     /* the KV pool could not hold the sequence with nothing left
                                  to preempt (a pool smaller than one whole context: kv_blocks,
                                  kv_mem_mib or the memory budget); the others go on */

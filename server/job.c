@@ -96,15 +96,14 @@ static int on_token(void *user, ember_request_id id, uint32_t tok, const char *t
     return 0;
 }
 
-/* A request that failed after its 200 went out: the client is told in the body (a
+/* A request that failed after its 200 went out: the client is told why in the body (a
  * stream's error event, a response's "error"), 503 device_lost when the GPU is gone. */
-static void failed(job *j, api_error *err)
+static void failed(job *j, const char *why, api_error *err)
 {
-    char msg[512];
-    ember_engine_copy_error(j->engine, msg, sizeof msg);
     ember_engine_stats st;
     ember_engine_get_stats(j->engine, &st);
-    api_fail(err, st.device_lost ? 503 : 500, "server_error", NULL, st.device_lost ? "device_lost" : NULL, "%s", msg);
+    api_fail(err, st.device_lost ? 503 : 500, "server_error", NULL, st.device_lost ? "device_lost" : NULL, "%s",
+             why ? why : "the request failed");
 }
 
 static void on_done(void *user, ember_request_id id, ember_finish why, const ember_request_metrics *m)
@@ -112,7 +111,7 @@ static void on_done(void *user, ember_request_id id, ember_finish why, const emb
     job *j = user;
     srv_metrics_request_done(j->metrics, why, m);
     api_error err = {0};
-    if (why == EMBER_FINISH_ERROR) failed(j, &err);
+    if (why == EMBER_FINISH_ERROR) failed(j, m->error, &err);
     pthread_mutex_lock(&j->mu);
     j->done = true;
     j->why = why;

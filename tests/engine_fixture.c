@@ -1,6 +1,7 @@
 /* engine_fixture.c — see engine_fixture.h. */
 #include "engine_fixture.h"
 
+#include <stdio.h>
 #include <string.h>
 
 int ef_on_token(void *user, ember_request_id id, uint32_t tok, const char *text, size_t len)
@@ -20,6 +21,8 @@ void ef_on_done(void *user, ember_request_id id, ember_finish why, const ember_r
     ef_result *r = user;
     r->why = why;
     if (m) r->m = *m;
+    if (m && m->error) snprintf(r->error, sizeof r->error, "%s", m->error);
+    r->m.error = NULL; /* valid only during the callback */
     atomic_fetch_add(&r->done, 1);
 }
 

@@ -24,7 +24,8 @@ typedef struct ef_result {
     char text[EF_TEXT_CAP];     /* the streamed text, NUL-terminated */
     size_t text_len;
     ember_finish why;           /* from the done callback */
-    ember_request_metrics m;    /* from the done callback */
+    ember_request_metrics m;    /* from the done callback (m.error NULL: see error) */
+    char error[256];            /* the metrics' error, copied; "" when there was none */
     atomic_int done;            /* done callbacks so far (1 when the request ended) */
 } ef_result;
 

@@ -268,17 +268,20 @@ static void test_lost(const char *path, const ef_result *ref, bool at_submit, bo
         s = serve(e, res);
     }
     again = ember_engine_step(e);
-    int once = 0, errors = 0, finished = 0;
+    int once = 0, errors = 0, finished = 0, told = 0;
     for (int i = 0; i < NREQ; i++) {
         once += res[i].done == 1;
         errors += res[i].done == 1 && res[i].why == EMBER_FINISH_ERROR;
         finished += res[i].done == 1 && res[i].why == EMBER_FINISH_LENGTH && res[i].n == NGEN;
+        /* each failed request's own reason; none on the others */
+        told += res[i].why == EMBER_FINISH_ERROR ? strstr(res[i].error, "device was lost") != NULL : !res[i].error[0];
     }
     printf("device lost at the 20th %s (%s): step %s, then %s: '%s'; %d/%d done callbacks exactly once (%d with "
            "EMBER_FINISH_ERROR, %d finished before)\n", at_submit ? "submission" : "wait", how,
            ember_status_name(s), ember_status_name(again), ember_engine_error(e), once, NREQ, errors, finished);
     CHECK(s == EMBER_ERR_DEVICE_LOST && again == EMBER_ERR_DEVICE_LOST);
     CHECK(once == NREQ && errors + finished == NREQ && errors > 0 && finished > 0);
+    CHECKF(told == NREQ, "%d of %d requests had the right metrics' error", told, NREQ);
     CHECK(strstr(ember_engine_error(e), "lost") != NULL);
     ef_result late = {0};
     ember_request_desc d = {.tokens = prompts[0], .n_tokens = 10, .max_tokens = 2, .on_done = ef_on_done,
