@@ -69,6 +69,9 @@ struct ember_engine {
     bool lost;                    /* the device was lost: every step fails */
 };
 
+/* What every call says once the device is lost: nothing of it can be used again. */
+#define LOST "the device was lost (destroy the engine and the model, then load the model again)"
+
 /* Token rows a step may hold beyond max_batch_tokens: a draft model's catch-up. */
 #define STEP_SPARE(max_seqs) (2u * (max_seqs))
 
@@ -356,8 +359,7 @@ ember_status ember_submit(ember_engine *e, const ember_request_desc *desc, ember
         s = ember_inbox_push(e->inbox, r, &got);
         if (s != EMBER_OK) {
             ember_request_free(r);
-            ember_fail(&err, s, s == EMBER_ERR_DEVICE_LOST ? "the device was lost: destroy the engine and the model, "
-                                                              "then load the model again" : "out of memory");
+            ember_fail(&err, s, s == EMBER_ERR_DEVICE_LOST ? LOST : "out of memory");
         } else if (id) {
             *id = got;
         }
@@ -556,8 +558,7 @@ static void lose_device(ember_engine *e)
 {
     e->lost = true;
     publish_stats(e);
-    ember_fail_ctx(&e->step_err, EMBER_ERR_DEVICE_LOST, "the device was lost (destroy the engine and the model, "
-                                                         "then load the model again)");
+    ember_fail_ctx(&e->step_err, EMBER_ERR_DEVICE_LOST, LOST);
     ember_inbox_store_error(e->inbox, &e->err, &e->step_err);
     ember_inbox_close(e->inbox);
     bool cancels;
@@ -571,8 +572,7 @@ static void lose_device(ember_engine *e)
 static ember_status begin_step(ember_engine *e)
 {
     if (e->lost)
-        return report(e, ember_fail(&e->step_err, EMBER_ERR_DEVICE_LOST, "the device was lost: destroy the engine "
-                                                                         "and the model, then load the model again"));
+        return report(e, ember_fail(&e->step_err, EMBER_ERR_DEVICE_LOST, LOST));
     bool cancels;
     take_inbox(e, &cancels);
     if (cancels) drop_cancelled(e);

@@ -340,7 +340,17 @@ static char *print(cJSON *o)
     return s;
 }
 
-static void add_error(cJSON *o, const api_error *e);
+/* err's inner object, {"message", "type", "param", "code"}, added to o as "error". */
+static void add_error(cJSON *o, const api_error *e)
+{
+    cJSON *in = cJSON_AddObjectToObject(o, "error");
+    cJSON_AddStringToObject(in, "message", e->message);
+    cJSON_AddStringToObject(in, "type", e->type ? e->type : "invalid_request_error");
+    if (e->param) cJSON_AddStringToObject(in, "param", e->param);
+    else cJSON_AddNullToObject(in, "param");
+    if (e->code) cJSON_AddStringToObject(in, "code", e->code);
+    else cJSON_AddNullToObject(in, "code");
+}
 
 char *api_error_json(const api_error *e)
 {
@@ -386,18 +396,6 @@ static cJSON *add_text(cJSON *o, const char *key, const char *text, size_t len)
     cJSON *it = cJSON_AddStringToObject(o, key, s);
     free(s);
     return it;
-}
-
-/* err's inner object, {"message", "type", "param", "code"}, added to o as "error". */
-static void add_error(cJSON *o, const api_error *e)
-{
-    cJSON *in = cJSON_AddObjectToObject(o, "error");
-    cJSON_AddStringToObject(in, "message", e->message);
-    cJSON_AddStringToObject(in, "type", e->type ? e->type : "invalid_request_error");
-    if (e->param) cJSON_AddStringToObject(in, "param", e->param);
-    else cJSON_AddNullToObject(in, "param");
-    if (e->code) cJSON_AddStringToObject(in, "code", e->code);
-    else cJSON_AddNullToObject(in, "code");
 }
 
 char *api_response(const api_format *f, const char *text, size_t len, ember_finish why, uint32_t n_gen,

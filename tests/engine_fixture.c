@@ -45,3 +45,12 @@ int ef_count_same(const ef_result *a, const ef_result *b, int count, uint32_t n)
     for (int i = 0; i < count; i++) same += ef_same_tokens(&a[i], &b[i], n);
     return same;
 }
+
+ember_model *ef_load(const char *path, const ember_model_opts *o)
+{
+    ember_model *m = NULL;
+    if (ember_model_load(path, o, &m) == EMBER_OK) return m;
+    fprintf(stderr, "%s\n", ember_model_error(m));
+    ember_model_free(m);
+    return NULL;
+}

@@ -43,4 +43,8 @@ bool ef_same_tokens(const ef_result *a, const ef_result *b, uint32_t n);
 /* How many of the count pairs a[i], b[i] are ef_same_tokens over n tokens. */
 int ef_count_same(const ef_result *a, const ef_result *b, int count, uint32_t n);
 
+/* The model at path loaded with o; NULL, with its error on stderr and nothing left
+ * loaded, when there is no Vulkan device for it (the caller skips). */
+ember_model *ef_load(const char *path, const ember_model_opts *o);
+
 #endif

@@ -494,12 +494,8 @@ int main(void)
     tu_make_model(path, "--dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 512 --ctx 256 --type q8_0 "
                         "--seed 21");
     ember_model_opts mo = {.enable_validation = tu_validation(), .memory = tu_memory_mode()};
-    ember_model *m = NULL;
-    if (ember_model_load(path, &mo, &m) != EMBER_OK) {
-        fprintf(stderr, "%s\n", ember_model_error(m));
-        ember_model_free(m);
-        return tu_skip("cannot load the test model on a Vulkan device");
-    }
+    ember_model *m = ef_load(path, &mo);
+    if (!m) return tu_skip("cannot load the test model on a Vulkan device");
     make_prompts(512);
     static ef_result alone[NREQ];
     run_alone(m, alone, 24);

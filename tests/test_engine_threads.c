@@ -362,12 +362,8 @@ int main(void)
     tu_make_model(path, "--dim 128 --layers 3 --heads 4 --kv-heads 2 --ffn 256 --vocab 512 --ctx 256 "
                         "--type q8_0 --seed 5");
     ember_model_opts mo = {.enable_validation = tu_validation()};
-    ember_model *m = NULL;
-    if (ember_model_load(path, &mo, &m) != EMBER_OK) {
-        fprintf(stderr, "%s\n", ember_model_error(m));
-        ember_model_free(m);
-        return tu_skip("cannot load the test model on a Vulkan device");
-    }
+    ember_model *m = ef_load(path, &mo);
+    if (!m) return tu_skip("cannot load the test model on a Vulkan device");
     tu_rng rng = {77};
     for (int i = 0; i < NREQ; i++) {
         plen[i] = 40 + 20 * (uint32_t)i;

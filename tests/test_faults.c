@@ -318,12 +318,8 @@ int main(void)
     /* Small, so that loading it a few hundred times stays quick. */
     tu_make_model(path, "--dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 300 --ctx 128 --seed 5");
     ember_model_opts mo = model_opts(NULL);
-    ember_model *m = NULL;
-    if (ember_model_load(path, &mo, &m) != EMBER_OK) {
-        fprintf(stderr, "%s\n", ember_model_error(m));
-        ember_model_free(m);
-        return tu_skip("cannot load the test model on a Vulkan device");
-    }
+    ember_model *m = ef_load(path, &mo);
+    if (!m) return tu_skip("cannot load the test model on a Vulkan device");
     tu_rng rng = {7};
     for (int i = 0; i < NREQ; i++)
         for (int j = 0; j < 40; j++) prompts[i][j] = 3 + (uint32_t)(tu_next(&rng) % 290);

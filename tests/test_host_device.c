@@ -284,13 +284,9 @@ int main(void)
     snprintf(path, sizeof path, "%s/host_device_model.gguf", tu_tmp_dir());
     /* Wide enough that 8 MiB hold fewer blocks than the engine would make. */
     tu_make_model(path, "--dim 256 --layers 4 --heads 8 --kv-heads 8 --ffn 512 --vocab 512 --ctx 256 --seed 9");
-    ember_model *own = NULL;
     ember_model_opts mo = {.enable_validation = tu_validation()};
-    if (ember_model_load(path, &mo, &own) != EMBER_OK) {
-        fprintf(stderr, "%s\n", ember_model_error(own));
-        ember_model_free(own);
-        return tu_skip("cannot load the test model on a Vulkan device");
-    }
+    ember_model *own = ef_load(path, &mo);
+    if (!own) return tu_skip("cannot load the test model on a Vulkan device");
     tu_rng rng = {3};
     for (int i = 0; i < NREQ; i++)
         for (int j = 0; j < 120; j++) prompts[i][j] = 3 + (uint32_t)(tu_next(&rng) % 500);

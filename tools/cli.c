@@ -282,17 +282,25 @@ void cli_json_string(FILE *f, const char *s, size_t len)
     fputc('"', f);
 }
 
-/* One --logit-bias value, "ID=BIAS", "ID+BIAS" or "ID-BIAS", appended to s's biases. */
-static bool logit_bias_flag(const char *f, const char *v, ember_sampling *s, ember_logit_bias *bias)
+/* "ID=BIAS", or llama.cpp's "ID+BIAS" / "ID-BIAS"; BIAS a number or -inf. */
+static bool parse_bias(const char *v, uint32_t *id, float *bias)
 {
     char *end;
     errno = 0;
-    unsigned long id = strtoul(v, &end, 10);
-    const char *b = *end == '=' ? end + 1 : end; /* '+' and '-' belong to the number */
-    char *bend = (char *)b;
-    float x = end > v && !errno && id <= UINT32_MAX && (*end == '=' || *end == '+' || *end == '-')
-                  ? strtof(b, &bend) : NAN;
-    if (isnan(x) || *bend || bend == b || (isinf(x) && x > 0)) {
+    unsigned long n = strtoul(v, &end, 10);
+    if (end == v || errno || n > UINT32_MAX || (*end != '=' && *end != '+' && *end != '-')) return false;
+    const char *b = *end == '=' ? end + 1 : end; /* the sign belongs to the number */
+    *id = (uint32_t)n;
+    *bias = strtof(b, &end);
+    return end != b && !*end && !isnan(*bias) && *bias != INFINITY;
+}
+
+/* One --logit-bias value, appended to s's biases. */
+static bool logit_bias_flag(const char *f, const char *v, ember_sampling *s, ember_logit_bias *bias)
+{
+    uint32_t id;
+    float x;
+    if (!parse_bias(v, &id, &x)) {
         fprintf(stderr, "ember: %s wants TOKEN_ID=BIAS (or ID+BIAS, ID-BIAS; BIAS a number or -inf), got '%s'\n", f, v);
         return false;
     }
@@ -300,7 +308,7 @@ static bool logit_bias_flag(const char *f, const char *v, ember_sampling *s, emb
         fprintf(stderr, "ember: at most %d %s\n", CLI_MAX_BIAS, f);
         return false;
     }
-    bias[s->n_logit_bias++] = (ember_logit_bias){(uint32_t)id, x};
+    bias[s->n_logit_bias++] = (ember_logit_bias){id, x};
     s->logit_bias = bias;
     return true;
 }
