@@ -53,6 +53,7 @@ const char *ember_status_name(ember_status s)
     case EMBER_ERR_VULKAN: return "EMBER_ERR_VULKAN";
     case EMBER_ERR_CONTEXT_FULL: return "EMBER_ERR_CONTEXT_FULL";
     case EMBER_ERR_NOT_FOUND: return "EMBER_ERR_NOT_FOUND";
+    case EMBER_ERR_SHUTTING_DOWN: return "EMBER_ERR_SHUTTING_DOWN";
     }
     return "EMBER_ERR_UNKNOWN";
 }

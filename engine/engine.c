@@ -71,6 +71,8 @@ struct ember_engine {
 
 /* What every call says once the device is lost: nothing of it can be used again. */
 #define LOST "the device was lost (destroy the engine and the model, then load the model again)"
+/* What ember_submit says once ember_engine_destroy has begun. */
+#define SHUTTING_DOWN "the engine is being destroyed: it takes no new requests"
 
 /* Token rows a step may hold beyond max_batch_tokens: a draft model's catch-up. */
 #define STEP_SPARE(max_seqs) (2u * (max_seqs))
@@ -359,7 +361,8 @@ ember_status ember_submit(ember_engine *e, const ember_request_desc *desc, ember
         s = ember_inbox_push(e->inbox, r, &got);
         if (s != EMBER_OK) {
             ember_request_free(r);
-            ember_fail(&err, s, s == EMBER_ERR_DEVICE_LOST ? LOST : "out of memory");
+            ember_fail(&err, s, s == EMBER_ERR_DEVICE_LOST ? LOST : s == EMBER_ERR_SHUTTING_DOWN ? SHUTTING_DOWN
+                                                                                               : "out of memory");
         } else if (id) {
             *id = got;
         }
@@ -474,7 +477,8 @@ static bool emit(ember_engine *e, request *r, uint32_t tok, double t)
     if (stop < 0) done = EMBER_FINISH_ERROR, r->m.error = "out of memory for the request's text";
     else if (stop > 0) done = EMBER_FINISH_STOP;
     else if (!r->ignore_eos && ember_tokenizer_is_eog(e->model->tok, tok)) done = EMBER_FINISH_EOS;
-    else if (r->m.n_gen >= r->max_tokens || r->n_tokens >= e->model->llama.hp.ctx_len) done = EMBER_FINISH_LENGTH;
+    else if (r->m.n_gen >= r->max_tokens) done = EMBER_FINISH_LENGTH;
+    else if (r->n_tokens >= e->model->llama.hp.ctx_len) done = EMBER_FINISH_CONTEXT;
     if (done >= 0) ember_text_finish(r->out);
     const char *text;
     size_t len = ember_text_take(r->out, &text);
@@ -560,7 +564,7 @@ static void lose_device(ember_engine *e)
     publish_stats(e);
     ember_fail_ctx(&e->step_err, EMBER_ERR_DEVICE_LOST, LOST);
     ember_inbox_store_error(e->inbox, &e->err, &e->step_err);
-    ember_inbox_close(e->inbox);
+    ember_inbox_close(e->inbox, EMBER_ERR_DEVICE_LOST);
     bool cancels;
     take_inbox(e, &cancels);
     for (request *r; (r = first_running(e));) finish(e, r, EMBER_FINISH_ERROR);
@@ -760,10 +764,15 @@ static request *first_running(ember_engine *e)
     return n ? run[0] : NULL;
 }
 
+/* Destroy closes the inbox first: a done callback it runs (or another thread) that
+ * submits is refused, so nothing is pushed after the last take and lost with the inbox. */
 void ember_engine_destroy(ember_engine *e)
 {
     if (!e) return;
-    if (e->inbox) ember_engine_stop(e);
+    if (e->inbox) {
+        ember_inbox_close(e->inbox, EMBER_ERR_SHUTTING_DOWN);
+        ember_engine_stop(e);
+    }
     if (e->in_flight) end_step(e, UINT64_MAX); /* its tokens are delivered, then all is cancelled */
     bool cancels;
     if (e->sched && e->inbox) take_inbox(e, &cancels);

@@ -25,7 +25,7 @@ struct ember_inbox {
     ember_request_id next_id;
     ember_engine_stats stats;
     bool worker, stop;
-    bool closed;                 /* the device was lost: no request is taken any more */
+    ember_status closed;         /* EMBER_OK, or why no request is taken any more */
 };
 
 ember_status ember_inbox_create(ember_inbox **out, ember_err *err)
@@ -65,7 +65,7 @@ static bool reserve_live(ember_inbox *q)
 ember_status ember_inbox_push(ember_inbox *q, request *r, ember_request_id *id)
 {
     pthread_mutex_lock(&q->mu);
-    ember_status s = q->closed ? EMBER_ERR_DEVICE_LOST : reserve_live(q) ? EMBER_OK : EMBER_ERR_OUT_OF_MEMORY;
+    ember_status s = q->closed ? q->closed : reserve_live(q) ? EMBER_OK : EMBER_ERR_OUT_OF_MEMORY;
     if (s == EMBER_OK) {
         *id = r->id = q->next_id++;
         q->live[q->n_live++] = (live){*id, false};
@@ -80,10 +80,10 @@ ember_status ember_inbox_push(ember_inbox *q, request *r, ember_request_id *id)
     return s;
 }
 
-void ember_inbox_close(ember_inbox *q)
+void ember_inbox_close(ember_inbox *q, ember_status why)
 {
     pthread_mutex_lock(&q->mu);
-    q->closed = true;
+    q->closed = why;
     pthread_mutex_unlock(&q->mu);
 }
 

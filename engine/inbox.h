@@ -16,11 +16,13 @@ ember_status ember_inbox_create(ember_inbox **out, ember_err *err);
 /* Frees the inbox; requests still in it must have been taken. */
 void ember_inbox_free(ember_inbox *q);
 
-/* Adds r (then owned by the engine) with the next id, returned in *id. Fails with
- * EMBER_ERR_DEVICE_LOST once closed, EMBER_ERR_OUT_OF_MEMORY (r stays the caller's). */
+/* Adds r (then owned by the engine) with the next id, returned in *id. Fails with the
+ * status the inbox was closed with, or EMBER_ERR_OUT_OF_MEMORY (r stays the caller's). */
 ember_status ember_inbox_push(ember_inbox *q, request *r, ember_request_id *id);
-/* Refuses every later push: the engine's device was lost, so nothing would ever run. */
-void ember_inbox_close(ember_inbox *q);
+/* Refuses every later push with why: the device was lost (EMBER_ERR_DEVICE_LOST), so
+ * nothing would ever run, or the engine is being destroyed (EMBER_ERR_SHUTTING_DOWN), so
+ * nothing would ever be taken. The last reason given stands. */
+void ember_inbox_close(ember_inbox *q, ember_status why);
 /* Takes the requests pushed since the last call, oldest first (linked by r->next).
  * *cancels is set when a cancel arrived since the last call. */
 request *ember_inbox_take(ember_inbox *q, bool *cancels);

@@ -64,6 +64,15 @@ oom:
     return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
 }
 
+/* vLLM's truncate_prompt_tokens: the last n tokens of the prompt stay (BOS goes with
+ * the rest of the front). */
+static void truncate_prompt(request *r, uint32_t n)
+{
+    if (!n || n >= r->n_prompt) return;
+    memmove(r->tokens, r->tokens + (r->n_prompt - n), n * sizeof *r->tokens);
+    r->n_prompt = n;
+}
+
 static ember_status check_fits(const ember_request_env *env, const request *r, ember_err *err)
 {
     uint32_t ctx = env->model->llama.hp.ctx_len, bs = env->kv_block_size;
@@ -137,6 +146,7 @@ static ember_status build(const ember_request_env *env, const ember_request_desc
     ember_status s = ember_text_create(d->stop, &r->out, err);
     if (s == EMBER_OK) s = ember_sampler_create(&sp, V, &r->sampler, err);
     if (s == EMBER_OK) s = tokenize_prompt(env, d, r, err);
+    if (s == EMBER_OK) truncate_prompt(r, d->truncate_prompt_tokens);
     if (s == EMBER_OK) s = check_fits(env, r, err);
     if (s != EMBER_OK) return s;
     r->n_tokens = r->n_prompt;

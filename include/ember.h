@@ -7,8 +7,8 @@
  *    (ember_model_free, ember_engine_destroy, ember_chat_free), ember_engine_stop and
  *    ember_engine_wait_idle, the getters (ember_version, ember_status_name,
  *    ember_model_error, ember_engine_error, ember_chat_error, ember_chat_template_name,
- *    ember_model_get_info, ember_engine_get_stats, ember_engine_pending,
- *    ember_model_validation_messages) and ember_token_to_text.
+ *    ember_chat_get_info, ember_model_get_info, ember_engine_get_stats,
+ *    ember_engine_pending, ember_model_validation_messages) and ember_token_to_text.
  *  - Options structs are zero-initialised for defaults: `ember_model_opts o = {0};`.
  *  - A failed ember_model_load / ember_engine_create still returns a handle in *out
  *    (unless memory ran out, then *out is NULL) so that the message can be read with
@@ -37,9 +37,9 @@ extern "C" {
 
 /* The version of this header; ember_version() gives the library's. */
 #define EMBER_VERSION_MAJOR 0
-#define EMBER_VERSION_MINOR 5
+#define EMBER_VERSION_MINOR 6
 #define EMBER_VERSION_PATCH 0
-#define EMBER_VERSION_STRING "0.5.0"
+#define EMBER_VERSION_STRING "0.6.0"
 
 /* Marks the functions libember exports; everything else in the library is hidden. */
 #if defined(_WIN32) && defined(EMBER_BUILD)
@@ -67,6 +67,8 @@ typedef enum ember_status {
     EMBER_ERR_VULKAN = -9,        /* any other Vulkan failure */
     EMBER_ERR_CONTEXT_FULL = -10, /* the sequence reached the context length / KV space */
     EMBER_ERR_NOT_FOUND = -11,    /* no such request (ember_cancel) */
+    EMBER_ERR_SHUTTING_DOWN = -12, /* ember_submit once ember_engine_destroy has begun (from a
+                                      done callback it runs, or another thread) */
 } ember_status;
 
 /* The library's version, "MAJOR.MINOR.PATCH" (EMBER_VERSION_STRING when the header and the
@@ -314,7 +316,10 @@ typedef struct ember_engine_opts {
 
 EMBER_API ember_status ember_engine_create(ember_model *model, const ember_engine_opts *opts,
                                            ember_engine **out);
-/* Cancels what is left (done callbacks run with EMBER_FINISH_CANCELLED) and frees. */
+/* Stops the worker thread, cancels what is left (done callbacks run with
+ * EMBER_FINISH_CANCELLED, on the calling thread) and frees. From its start ember_submit
+ * on this engine returns EMBER_ERR_SHUTTING_DOWN, so every request accepted before has
+ * had its done callback when it returns. */
 EMBER_API void ember_engine_destroy(ember_engine *engine);
 /* The message of the engine's last failure. Not thread-safe: a step failing on another
  * thread (a worker, a server's) may rewrite it while it is read; there, use
@@ -346,7 +351,7 @@ typedef struct ember_request_metrics {
 } ember_request_metrics;
 
 typedef enum ember_finish {
-    EMBER_FINISH_LENGTH = 0,  /* max_tokens or the context length reached */
+    EMBER_FINISH_LENGTH = 0,  /* max_tokens reached */
     EMBER_FINISH_EOS,         /* an end-of-generation token */
     EMBER_FINISH_STOP,        /* a stop string (not included in the text) */
     EMBER_FINISH_CANCELLED,
@@ -355,6 +360,9 @@ typedef enum ember_finish {
     EMBER_FINISH_KV_FULL,     /* the KV pool could not hold the sequence with nothing left
                                  to preempt (a pool smaller than one whole context: kv_blocks,
                                  kv_mem_mib or the memory budget); the others go on */
+    EMBER_FINISH_CONTEXT,     /* the sequence filled the model's context (ctx_len tokens,
+                                 prompt included) before max_tokens: the reply is cut. An
+                                 ember_chat drops old turns at its next prompt */
 } ember_finish;
 
 /* Called once per generated token, on the thread that steps the engine (the caller of
@@ -424,13 +432,21 @@ typedef struct ember_request_desc {
     const char *stop[EMBER_MAX_STOP]; /* stop strings (NULL-terminated list; copied) */
     ember_speculation spec;
     int ignore_eos;              /* 1 = keep going past end-of-generation tokens */
+    /* > 0: keep only the last N tokens of the prompt (after tokenizing, BOS included:
+     * a cut prompt loses its BOS, as vLLM's truncate_prompt_tokens does); 0 = all.
+     * ember_request_metrics.n_prompt counts what was kept. */
+    uint32_t truncate_prompt_tokens;
     ember_token_cb on_token;
     ember_done_cb on_done;
     void *user;
 } ember_request_desc;
 
 /* Queues a request. Thread-safe: the prompt is tokenized on the calling thread and the
- * engine's lock is held only to add the request to the queue. */
+ * engine's lock is held only to add the request to the queue. A request it accepts
+ * (EMBER_OK) gets exactly one done callback, whatever happens later. Once
+ * ember_engine_destroy has begun it refuses every request with EMBER_ERR_SHUTTING_DOWN
+ * (a done callback that submits a follow-up while destroy cancels the rest learns it
+ * here); during ember_engine_stop a request is accepted and stays queued. */
 EMBER_API ember_status ember_submit(ember_engine *engine, const ember_request_desc *desc,
                                     ember_request_id *id);
 /* One bounded scheduler iteration: at most one forward pass over at most
@@ -543,8 +559,33 @@ EMBER_API ember_status ember_chat_apply(ember_model *model, const char *template
  *               generated ids from the token callback;
  *               ember_chat_add_reply(c, gen, n_gen);
  * Only the part added since the last reply is rendered and tokenized (with special-token
- * parsing); the reply stays exactly as generated. */
+ * parsing); the reply stays exactly as generated.
+ * A conversation longer than the context goes on: when the next prompt and the room kept
+ * for its reply do not fit, ember_chat_prompt drops the oldest whole turns after the
+ * leading system messages (ember_chat_set_fit; ember_chat_get_info says what went), and
+ * the prefix cache still serves the system prompt. docs/chat.md, "Long conversations". */
 typedef struct ember_chat ember_chat;
+
+/* What ember_chat_prompt does when the conversation does not fit. */
+typedef enum ember_chat_overflow {
+    EMBER_CHAT_DROP_OLDEST = 0, /* drop the oldest whole turns (a user message and what
+                                   follows it up to the next one) after the leading system
+                                   messages, as few as make it fit (default) */
+    EMBER_CHAT_REFUSE = 1,      /* refuse: EMBER_ERR_CONTEXT_FULL, the chat unchanged */
+} ember_chat_overflow;
+
+/* How a conversation is fitted into the context; the zero value is the default. */
+typedef struct ember_chat_fit {
+    ember_chat_overflow overflow;
+    /* The max_tokens the replies are submitted with (0 = 128, ember_request_desc's
+     * default): the prompt leaves room for min(max_tokens, n_ctx / 2) tokens of reply. */
+    uint32_t max_tokens;
+    /* > 0: leave exactly this many tokens for the reply instead (below n_ctx). */
+    uint32_t reply_room;
+    /* The context to fit (0 = the model's ctx_len); smaller when the engine's KV pool
+     * holds less than one context (kv_blocks * kv_block_size). */
+    uint32_t n_ctx;
+} ember_chat_fit;
 
 /* template_name as for ember_chat_apply. On failure *out (if not NULL) holds the message;
  * free it with ember_chat_free. The model must outlive the chat. */
@@ -565,6 +606,34 @@ EMBER_API ember_status ember_chat_prompt(ember_chat *chat, const uint32_t **toke
 /* Appends the assistant's reply to the last prompt: the ids the engine generated,
  * including an end-of-generation token that ended it. */
 EMBER_API ember_status ember_chat_add_reply(ember_chat *chat, const uint32_t *tokens, size_t n);
+
+/* Sets how ember_chat_prompt fits the conversation into the context (copied; a new chat
+ * has the zero value). EMBER_ERR_INVALID_ARG for an unknown overflow or a reply_room
+ * that leaves no room for a prompt.
+ * When the prompt plus the reply's room exceed n_ctx, ember_chat_prompt (DROP_OLDEST)
+ * drops as few of the oldest turns as make it fit, renders what is kept afresh (the
+ * kept replies as text), and returns that prompt; the turns dropped are in
+ * ember_chat_get_info. Never dropped: the leading system messages and the last turn (the
+ * one being asked). When even they do not fit, or under REFUSE, it returns
+ * EMBER_ERR_CONTEXT_FULL, with the numbers in ember_chat_error, and the chat is unchanged
+ * (the messages added since the last reply stay: start a new chat to go on). */
+EMBER_API ember_status ember_chat_set_fit(ember_chat *chat, const ember_chat_fit *fit);
+
+typedef struct ember_chat_info {
+    size_t n_messages;          /* in the conversation now (dropped ones are gone) */
+    size_t n_tokens;            /* the last prompt, and the reply added to it */
+    uint32_t n_ctx;             /* the context it is fitted to */
+    uint32_t reply_room;        /* tokens each prompt leaves for the reply */
+    /* What the last ember_chat_prompt dropped (0 and NULL when it fitted): whole turns,
+     * their messages oldest first, for an application to show or to summarise. The
+     * messages stay valid until the next call on the chat that changes it. */
+    uint32_t dropped_turns;
+    size_t n_dropped;
+    const ember_chat_message *dropped;
+    uint64_t dropped_turns_total; /* turns dropped since the chat was created */
+} ember_chat_info;
+/* Where the conversation stands. Cannot fail (a NULL chat gives zeros). */
+EMBER_API void ember_chat_get_info(const ember_chat *chat, ember_chat_info *info);
 
 #ifdef __cplusplus
 }

@@ -361,10 +361,11 @@ char *api_error_json(const api_error *e)
 
 const char *api_finish_reason(ember_finish why)
 {
-    /* The KV pool running out ends a reply short as the context does: "length". */
-    return why == EMBER_FINISH_LENGTH || why == EMBER_FINISH_KV_FULL ? "length"
-           : why == EMBER_FINISH_ERROR                                ? "error"
-                                                                      : "stop";
+    /* OpenAI (and vLLM) say "length" for a reply cut by max_tokens or by the context;
+     * the KV pool running out ends it short the same way. */
+    return why == EMBER_FINISH_LENGTH || why == EMBER_FINISH_CONTEXT || why == EMBER_FINISH_KV_FULL ? "length"
+           : why == EMBER_FINISH_ERROR                                                            ? "error"
+                                                                                                  : "stop";
 }
 
 /* The fields every object of the request starts with. */

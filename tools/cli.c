@@ -347,6 +347,7 @@ const char *cli_finish_name(ember_finish why)
     case EMBER_FINISH_CANCELLED: return "cancelled";
     case EMBER_FINISH_ERROR: return "error";
     case EMBER_FINISH_KV_FULL: return "kv_full";
+    case EMBER_FINISH_CONTEXT: return "context";
     }
     return "error";
 }

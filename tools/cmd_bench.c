@@ -311,7 +311,8 @@ static pct percentiles(double *v, size_t n)
 /* One request as either mode measured it. */
 typedef struct outcome {
     bool done;             /* in-process: finished; --url: a whole 200 stream */
-    bool length;           /* ran to its max tokens: with ignore_eos, the only good end */
+    bool length;           /* ran to its max tokens or the context (--url cannot tell them
+                              apart: both are "length"): with ignore_eos, the only good end */
     uint32_t n_tokens;
     double ttft_ms, tpot_ms;
     const double *times;   /* arrival of each token (in-process) or text event (--url) */
@@ -447,7 +448,7 @@ static bool report(const bench_args *a, workload *w, ember_engine *e, double dur
     if (!o) fprintf(stderr, "ember bench: out of memory\n");
     for (uint32_t i = 0; o && i < w->n; i++) {
         const req *r = &w->r[i];
-        o[i] = (outcome){.done = r->done, .length = r->why == EMBER_FINISH_LENGTH, .n_tokens = r->n_tokens,
+        o[i] = (outcome){.done = r->done, .length = r->why == EMBER_FINISH_LENGTH || r->why == EMBER_FINISH_CONTEXT, .n_tokens = r->n_tokens,
                          .ttft_ms = r->m.ttft_ms, .tpot_ms = r->m.tpot_ms, .times = r->token_ms,
                          .n_times = r->n_tokens};
     }

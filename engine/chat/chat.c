@@ -1,10 +1,13 @@
 /* chat.c — chat templates applied to a model: ember_chat_apply, and ember_chat, a
  * conversation kept as token ids so that every turn's prompt extends the last one and
- * the engine's prefix cache serves the earlier turns (docs/chat.md). */
+ * the engine's prefix cache serves the earlier turns; when it outgrows the context, the
+ * oldest turns go (chat_fit.c chooses how many) and the rest is rendered afresh
+ * (docs/chat.md). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/alloc.h"
+#include "chat_fit.h"
 #include "chat_template.h"
 #include "engine/model_handle.h"
 
@@ -78,6 +81,11 @@ struct ember_chat {
     size_t base_msgs, base_ids; /* fixed part: the messages through the last reply, their ids */
     bool reply_eog;            /* the last reply ended with an end-of-generation token */
     bool prompted;             /* ids end with a prompt for the messages after base_msgs */
+    ember_chat_fit fit;
+    ember_chat_message *dropped; /* what the last prompt dropped (content owned) */
+    size_t n_dropped;
+    uint32_t dropped_turns;
+    uint64_t dropped_total;
 };
 
 ember_status ember_chat_create(ember_model *model, const char *template_name, ember_chat **out)
@@ -91,11 +99,21 @@ ember_status ember_chat_create(ember_model *model, const char *template_name, em
     return s;
 }
 
+static void free_dropped(ember_chat *c)
+{
+    for (size_t i = 0; i < c->n_dropped; i++) ember_free((char *)c->dropped[i].content);
+    ember_free(c->dropped);
+    c->dropped = NULL;
+    c->n_dropped = 0;
+    c->dropped_turns = 0;
+}
+
 void ember_chat_free(ember_chat *c)
 {
     if (!c) return;
     for (size_t i = 0; i < c->n_msgs; i++) ember_free((char *)c->msgs[i].content);
     ember_free(c->msgs);
+    free_dropped(c);
     ember_free(c->ids);
     if (c->tmpl_ok) ember_chat_template_free(&c->tmpl);
     ember_free(c);
@@ -200,9 +218,10 @@ static ember_status join_reply_end(ember_chat *c, const uint32_t *ids, size_t n,
     return EMBER_OK;
 }
 
-ember_status ember_chat_prompt(ember_chat *c, const uint32_t **tokens, size_t *n_tokens)
+/* The conversation's ids for a prompt: the fixed part (through the last reply) and,
+ * after it, the new messages rendered and tokenized. */
+static ember_status extend(ember_chat *c)
 {
-    if (!c->tmpl_ok) return ember_fail(&c->err, EMBER_ERR_INVALID_ARG, "the chat has no template");
     char *text = NULL;
     size_t len = 0;
     ember_status s = ember_chat_render(&c->tmpl, c->msgs, c->n_msgs, c->base_msgs, true, &text, &len, &c->err);
@@ -220,12 +239,155 @@ ember_status ember_chat_prompt(ember_chat *c, const uint32_t **tokens, size_t *n
     if (s == EMBER_OK) {
         memcpy(c->ids + keep, ids + skip, (n - skip) * sizeof *ids);
         c->n_ids = keep + (n - skip);
-        c->prompted = true;
-        *tokens = c->ids;
-        *n_tokens = c->n_ids;
     }
     ember_free(ids);
     return s;
+}
+
+/* ---- fitting the context ----------------------------------------------------------- */
+
+/* The context to fit: the model's, or less (ember_chat_fit.n_ctx); 0 = no limit (a
+ * vocab_only model, which has no context, without n_ctx). */
+static uint32_t fit_ctx(const ember_chat *c)
+{
+    uint32_t model = c->model->llama_loaded ? c->model->llama.hp.ctx_len : 0, n = c->fit.n_ctx;
+    return n && (!model || n < model) ? n : model;
+}
+
+static uint32_t reply_room(const ember_chat *c, uint32_t ctx)
+{
+    if (c->fit.reply_room) return c->fit.reply_room;
+    uint32_t want = c->fit.max_tokens ? c->fit.max_tokens : 128;
+    return want < ctx / 2 ? want : ctx / 2;
+}
+
+/* The leading system messages and the messages from first_kept on, rendered whole and
+ * tokenized (BOS by the vocabulary's rule) into *ids (malloc'd). */
+static ember_status render_kept(ember_chat *c, size_t first_kept, uint32_t **ids, size_t *n)
+{
+    size_t n_sys = ember_chat_n_system(c->msgs, c->n_msgs), n_kept = n_sys + (c->n_msgs - first_kept);
+    ember_chat_message *kept = ember_malloc(n_kept * sizeof *kept);
+    if (!kept) return oom(c);
+    memcpy(kept, c->msgs, n_sys * sizeof *kept);
+    memcpy(kept + n_sys, c->msgs + first_kept, (c->n_msgs - first_kept) * sizeof *kept);
+    char *text = NULL;
+    size_t len = 0;
+    ember_status s = ember_chat_render(&c->tmpl, kept, n_kept, 0, true, &text, &len, &c->err);
+    ember_free(kept);
+    unsigned flags = EMBER_TOKENIZE_PARSE_SPECIAL | (ember_tokenizer_add_bos(c->model->tok) ? EMBER_TOKENIZE_ADD_BOS : 0);
+    if (s == EMBER_OK) s = tokenize(c, text, len, flags, ids, n);
+    ember_free(text);
+    return s;
+}
+
+typedef struct measuring {
+    ember_chat *c;
+    const size_t *starts; /* where each turn starts */
+} measuring;
+
+static ember_status measure(void *user, size_t d, size_t *n_tokens)
+{
+    measuring *m = user;
+    uint32_t *ids = NULL;
+    ember_status s = render_kept(m->c, m->starts[d], &ids, n_tokens);
+    ember_free(ids);
+    return s;
+}
+
+/* Drops the d turns before msgs[first_kept] (after the leading system messages): the
+ * kept conversation becomes the prompt, rendered afresh, and the dropped messages move
+ * to c->dropped. Nothing changes when memory runs out. */
+static ember_status drop_turns(ember_chat *c, size_t first_kept, size_t d)
+{
+    size_t n_sys = ember_chat_n_system(c->msgs, c->n_msgs), n_gone = first_kept - n_sys, n = 0;
+    uint32_t *ids = NULL;
+    ember_status s = render_kept(c, first_kept, &ids, &n);
+    ember_chat_message *gone = s == EMBER_OK ? ember_malloc(n_gone * sizeof *gone) : NULL;
+    if (s == EMBER_OK && (!gone || !reserve_ids(c, n))) s = oom(c);
+    if (s != EMBER_OK) {
+        ember_free(ids);
+        ember_free(gone);
+        return s;
+    }
+    memcpy(c->ids, ids, n * sizeof *ids);
+    ember_free(ids);
+    memcpy(gone, c->msgs + n_sys, n_gone * sizeof *gone);
+    memmove(c->msgs + n_sys, c->msgs + first_kept, (c->n_msgs - first_kept) * sizeof *c->msgs);
+    c->n_msgs -= n_gone;
+    c->dropped = gone, c->n_dropped = n_gone;
+    c->dropped_turns = (uint32_t)d;
+    c->dropped_total += d;
+    c->n_ids = n;
+    c->base_msgs = c->base_ids = 0; /* nothing of the old ids stays */
+    c->reply_eog = false;
+    return EMBER_OK;
+}
+
+/* The prompt in c->ids does not leave room for the reply: drop turns, or refuse. */
+static ember_status make_room(ember_chat *c, uint32_t ctx, uint32_t room)
+{
+    if (c->fit.overflow == EMBER_CHAT_REFUSE)
+        return ember_fail(&c->err, EMBER_ERR_CONTEXT_FULL, "the conversation (%zu tokens) and the %u tokens kept "
+                          "for the reply do not fit the context of %u", c->n_ids, room, ctx);
+    size_t n_turns = ember_chat_turns(c->msgs, c->n_msgs, NULL, 0), d = 0, len = c->n_ids;
+    size_t *starts = ember_malloc((n_turns ? n_turns : 1) * sizeof *starts);
+    if (!starts) return oom(c);
+    ember_chat_turns(c->msgs, c->n_msgs, starts, n_turns);
+    measuring m = {c, starts};
+    ember_status s = ember_chat_fewest_drops(n_turns, ctx - room, measure, &m, &d, &len);
+    if (s == EMBER_OK && d == 0)
+        s = ember_fail(&c->err, EMBER_ERR_CONTEXT_FULL, "the system message and the last turn alone take %zu "
+                       "tokens: with the %u kept for the reply they do not fit the context of %u",
+                       n_turns < 2 ? c->n_ids : len, room, ctx);
+    if (s == EMBER_OK) s = drop_turns(c, starts[d], d);
+    ember_free(starts);
+    return s;
+}
+
+ember_status ember_chat_prompt(ember_chat *c, const uint32_t **tokens, size_t *n_tokens)
+{
+    if (!c->tmpl_ok) return ember_fail(&c->err, EMBER_ERR_INVALID_ARG, "the chat has no template");
+    free_dropped(c);
+    c->prompted = false;
+    uint32_t last = c->base_ids ? c->ids[c->base_ids - 1] : 0; /* extend may write over it */
+    ember_status s = extend(c);
+    uint32_t ctx = fit_ctx(c), room = ctx ? reply_room(c, ctx) : 0;
+    if (s == EMBER_OK && ctx && c->n_ids + room > ctx) s = make_room(c, ctx, room);
+    if (s != EMBER_OK) { /* the conversation as it was */
+        c->n_ids = c->base_ids;
+        if (c->base_ids) c->ids[c->base_ids - 1] = last;
+        return s;
+    }
+    c->prompted = true;
+    *tokens = c->ids;
+    *n_tokens = c->n_ids;
+    return EMBER_OK;
+}
+
+ember_status ember_chat_set_fit(ember_chat *c, const ember_chat_fit *fit)
+{
+    ember_chat_fit f = fit ? *fit : (ember_chat_fit){0}, old = c->fit;
+    if ((unsigned)f.overflow > EMBER_CHAT_REFUSE)
+        return ember_fail(&c->err, EMBER_ERR_INVALID_ARG, "unknown overflow policy %d", (int)f.overflow);
+    c->fit = f;
+    uint32_t ctx = fit_ctx(c);
+    if (f.reply_room && ctx && f.reply_room >= ctx) {
+        c->fit = old;
+        return ember_fail(&c->err, EMBER_ERR_INVALID_ARG, "a reply room of %u tokens leaves no room for a prompt "
+                          "in the context of %u", f.reply_room, ctx);
+    }
+    return EMBER_OK;
+}
+
+void ember_chat_get_info(const ember_chat *c, ember_chat_info *info)
+{
+    *info = (ember_chat_info){0};
+    if (!c) return;
+    uint32_t ctx = fit_ctx(c);
+    *info = (ember_chat_info){.n_messages = c->n_msgs, .n_tokens = c->n_ids, .n_ctx = ctx,
+                              .reply_room = ctx ? reply_room(c, ctx) : 0, .dropped_turns = c->dropped_turns,
+                              .n_dropped = c->n_dropped, .dropped = c->n_dropped ? c->dropped : NULL,
+                              .dropped_turns_total = c->dropped_total};
 }
 
 /* The reply's text, for the assistant message (control tokens give ""). */
