@@ -1,6 +1,6 @@
 /* api.c — see api.h. Parsing follows OpenAI's API reference for /v1/chat/completions and
- * /v1/completions, plus the sampling fields vLLM accepts (top_k, min_p,
- * repetition_penalty, ignore_eos); fields it does not know are ignored, as OpenAI's
+ * /v1/completions, plus the fields vLLM accepts (top_k, min_p, repetition_penalty,
+ * ignore_eos, truncate_prompt_tokens); fields it does not know are ignored, as OpenAI's
  * clients send some the server cannot use. */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -246,6 +246,26 @@ static bool logit_bias(const cJSON *o, const api_limits *lim, api_request *out, 
     return true;
 }
 
+/* vLLM's truncate_prompt_tokens: N keeps the last N prompt tokens (cut by the engine after
+ * tokenizing, so the BOS goes, or a chat's template start). -1, vLLM's "the model's
+ * length", is the context less one, the longest prompt the engine takes (the reply needs a
+ * position); max_tokens is not taken off, as its default, the whole context, would leave no
+ * prompt. N of the context or more cannot make a prompt fit; 0 is refused as vLLM refuses
+ * it (off is null or absent). */
+static bool truncation(const cJSON *o, const api_limits *lim, api_request *out, api_error *e)
+{
+    const char *key = "truncate_prompt_tokens";
+    cJSON *it = field(o, key);
+    if (!it) return true;
+    double most = (double)lim->ctx_len - 1;
+    double n = cJSON_IsNumber(it) && it->valuedouble == floor(it->valuedouble) ? it->valuedouble : 0;
+    if (n == -1) n = most;
+    if (n < 1 || n > most)
+        return bad(e, key, "'%s' must be -1 (as many as fit) or an integer between %g and %g", key, 1, most);
+    out->desc.truncate_prompt_tokens = (uint32_t)n;
+    return true;
+}
+
 static bool options(const cJSON *o, api_request *out, api_error *e)
 {
     bool ignore_eos = false;
@@ -295,7 +315,7 @@ bool api_parse_body(const api_limits *lim, api_kind kind, const char *body, size
     bool ok = cJSON_IsObject(o);
     if (!ok) api_fail(e, 400, "invalid_request_error", NULL, "invalid_json", "the body is not a JSON object");
     ok = ok && model_name(lim, o, e) && sampling(o, lim, out, e) && logit_bias(o, lim, out, e) && stops(o, out, e) &&
-         options(o, out, e);
+         options(o, out, e) && truncation(o, lim, out, e);
     if (ok && kind == API_CHAT) ok = chat_messages(field(o, "messages"), out, e);
     if (ok && kind == API_COMPLETION) ok = completion_prompt(lim, field(o, "prompt"), out, e);
     if (ok && kind == API_COMPLETION && !out->prompt && !out->tokens)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # test_openai_client.sh — OpenAI's official client library (the `openai` npm package, v4)
-# drives `ember serve`: models.list, chat and legacy completions, streamed and not, and
-# the errors a client must see as its own exception classes (401, 404, 400). The checks
+# drives `ember serve`: models.list, chat and legacy completions, streamed and not, vLLM's
+# truncate_prompt_tokens passed as an extra body field (usage.prompt_tokens is what was
+# kept), and the errors a client must see as its own exception classes (401, 404, 400,
+# context_length_exceeded for a prompt longer than the context). The checks
 # are tests/openai_client/check.mjs; then tests/openai_client/check_lost.mjs against a
 # second server whose GPU is lost mid-reply (EMBER_FAULTS): the stream raises APIError
 # device_lost after some text, the next request 503. The package is installed once into

@@ -4,9 +4,12 @@
    streamed text equals the non-streamed one at temperature 0; chunks end in [DONE]);
  - a client that disconnects mid-stream: its request is cancelled and its KV blocks freed
    (ember_kv_blocks_used back to 0);
- - bad input: malformed JSON, wrong types, max_tokens out of range, n > 1, a prompt longer
-   than the context, an unknown model (404), a body over --max-body (413); unknown fields
-   ignored; errors in OpenAI's shape;
+ - bad input: malformed JSON, wrong types, max_tokens or truncate_prompt_tokens out of range,
+   n > 1, a prompt longer than the context, an unknown model (404), a body over --max-body
+   (413); unknown fields ignored; errors in OpenAI's shape;
+ - vLLM's truncate_prompt_tokens: a prompt longer than the context is refused without it and
+   served with it (its last N tokens, BOS lost; -1 = the context less one), on both
+   endpoints, streamed and not;
  - --api-key (401 without or with a wrong key); a full queue (503 with Retry-After);
  - 64 requests from 16 concurrent clients: all 200, served together (their intervals
    overlap and the engine ran several at once).
@@ -209,6 +212,11 @@ def test_loopback_only(s):
 
 
 def test_disconnect(s):
+    """A client that hangs up after three streamed chunks: its request is cancelled before its
+    200 tokens (finish reason cancelled) and its KV blocks freed. The socket closes at once
+    on the third chunk: a /metrics read in between gave a fast engine the time to finish
+    all 200 first. What follows waits for the cancellation to show, not for a time."""
+    before = s.metrics()
     sock = socket.create_connection(("127.0.0.1", s.port))
     body = json.dumps({"prompt": "hello", "max_tokens": 200, "ignore_eos": True, "stream": True})
     sock.sendall((f"POST {CMPL} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -220,18 +228,20 @@ def test_disconnect(s):
         if not more:
             break
         got += more
-    running = s.metrics()
     sock.close()
-    deadline, m = time.time() + 10, {}
-    while time.time() < deadline:
+    cancelled = 'ember_requests_finished_total{reason="cancelled"}'
+    deadline, m = time.time() + 60, {}
+    while time.time() < deadline:  # the cancellation is noticed at the server's next write
         m = s.metrics()
-        if m["ember_kv_blocks_used"] == 0 and m["ember_requests_running"] == 0:
+        if m[cancelled] > before[cancelled] and m["ember_kv_blocks_used"] == 0 and m["ember_requests_running"] == 0:
             break
         time.sleep(0.1)
-    check(running["ember_kv_blocks_used"] > 0 and m["ember_kv_blocks_used"] == 0 and
-          m["ember_requests_running"] == 0,
-          f"a client that disconnects: its request is cancelled, KV blocks {running['ember_kv_blocks_used']:.0f}"
-          f" -> {m['ember_kv_blocks_used']:.0f}")
+    gen = m["ember_generation_tokens_total"] - before["ember_generation_tokens_total"]
+    check(got.count(b"data: ") >= 3 and m[cancelled] - before[cancelled] == 1 and 3 <= gen < 200 and
+          m["ember_kv_blocks_used"] == 0 and m["ember_requests_running"] == 0,
+          f"a client that disconnects after {got.count(b'data: ')} chunks: its request is cancelled "
+          f"({m[cancelled] - before[cancelled]:.0f} cancelled, {gen:.0f} of 200 tokens), KV blocks in use "
+          f"{m['ember_kv_blocks_used']:.0f}, running {m['ember_requests_running']:.0f}")
 
 
 REFUSED = {}  # status -> how many requests bad() has had refused with it
@@ -260,6 +270,9 @@ def test_bad_input(s, ctx):
     bad(s, "max_tokens 0", {"messages": msgs, "max_tokens": 0}, 400, "max_tokens")
     bad(s, "max_tokens beyond the context", {"messages": msgs, "max_tokens": ctx + 1}, 400, "max_tokens")
     bad(s, "max_tokens not an integer", {"messages": msgs, "max_tokens": 2.5}, 400, "max_tokens")
+    for t in (0, -2, 2.5, "10", True, ctx):  # ctx: a prompt of the whole context leaves no room for a reply
+        bad(s, f"truncate_prompt_tokens {t!r}", {"messages": msgs, "truncate_prompt_tokens": t}, 400,
+            "truncate_prompt_tokens")
     bad(s, "n = 2", {"messages": msgs, "n": 2}, 400, "n")
     bad(s, "messages missing", {"max_tokens": 4}, 400, "messages")
     bad(s, "a message without a role", {"messages": [{"content": "x"}]}, 400, "messages")
@@ -290,6 +303,72 @@ def test_bad_input(s, ctx):
           f"/metrics counts the refused requests by status: {counted}, sent {REFUSED}")
 
 
+def tokenize(model, text):
+    """The prompt's tokens as the server makes them (BOS first), from `ember tokenize`."""
+    out = subprocess.run([EMBER, "tokenize", "-m", model, "-p", text, "--json"], check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out)["tokens"]
+
+
+def reply(path, r):
+    """The text of a non-streamed response, or of a stream's chunks."""
+    if isinstance(r, list):
+        return "".join(c["choices"][0]["delta"].get("content", "") if path == CHAT else c["choices"][0]["text"]
+                       for c in r if c.get("choices"))
+    return r["choices"][0]["message"]["content"] if path == CHAT else r["choices"][0]["text"]
+
+
+def test_truncate(s, model, ctx):
+    """vLLM's truncate_prompt_tokens on a prompt longer than the context: without it (or
+    null) a 400 context_length_exceeded naming both numbers; with N the last N tokens are
+    kept (usage.prompt_tokens == N) and the reply comes, streamed and not, on both
+    endpoints; -1 keeps ctx - 1 tokens, and the reply ends at the context after 1 token."""
+    long_text = "hello there " * ctx
+    ids = tokenize(model, long_text)
+    common = {"max_tokens": 8, "temperature": 0, "ignore_eos": True}
+    for path, body, param in ((CHAT, dict(common, messages=[{"role": "user", "content": long_text}]), "messages"),
+                              (CMPL, dict(common, prompt=long_text), "prompt")):
+        for off in ({}, {"truncate_prompt_tokens": None}):
+            status, _, r = s.post(path, dict(body, **off))
+            err = r.get("error", {}) if isinstance(r, dict) else {}
+            m = re.fullmatch(r"prompt of (\d+) tokens does not fit the context of (\d+)", err.get("message", ""))
+            check(status == 400 and err.get("code") == "context_length_exceeded" and err.get("param") == param and
+                  m is not None and int(m[1]) > ctx and int(m[2]) == ctx,
+                  f"{path} {off or 'without truncate_prompt_tokens'}: {status} {err.get('message')!r}")
+        for n, kept, n_gen in ((100, 100, 8), (-1, ctx - 1, 1)):
+            before = s.metrics()["ember_prompt_tokens_total"]
+            status, _, r = s.post(path, dict(body, truncate_prompt_tokens=n))
+            counted = s.metrics()["ember_prompt_tokens_total"] - before
+            u = r.get("usage", {}) if isinstance(r, dict) else {}
+            check(status == 200 and u.get("prompt_tokens") == kept and u.get("completion_tokens") == n_gen and
+                  u.get("total_tokens") == kept + n_gen and counted == kept and
+                  r["choices"][0]["finish_reason"] == "length",
+                  f"{path} truncate_prompt_tokens {n}: {status}, usage {u}, /metrics counts {counted:.0f} prompt tokens")
+            status, chunks, done = s.stream(path, dict(body, truncate_prompt_tokens=n,
+                                                       stream_options={"include_usage": True}))
+            su = chunks[-1].get("usage", {}) if chunks else {}
+            check(status == 200 and done and su.get("prompt_tokens") == kept and su.get("completion_tokens") == n_gen
+                  and reply(path, chunks) == reply(path, r),
+                  f"{path} streamed, truncate_prompt_tokens {n}: {status}, usage {su}, the same "
+                  f"{len(reply(path, chunks))} characters")
+    # The cut is made on the tokens, BOS included: the text prompt cut to 100 is its last 100 ids.
+    cut = dict(common, prompt=long_text, truncate_prompt_tokens=100)
+    a, b = s.post(CMPL, cut)[2], s.post(CMPL, dict(common, prompt=ids[-100:]))[2]
+    check(len(ids) > ctx and ids[0] not in ids[-100:] and reply(CMPL, a) == reply(CMPL, b) and
+          a["usage"]["prompt_tokens"] == b["usage"]["prompt_tokens"] == 100,
+          f"the {len(ids)}-token prompt cut to 100 is its last 100 token ids, BOS ({ids[0]}) gone: the same reply")
+    short = tokenize(model, "hello there")
+    a = s.post(CMPL, dict(common, prompt="hello there", truncate_prompt_tokens=100))[2]
+    b = s.post(CMPL, dict(common, prompt="hello there"))[2]
+    check(a["usage"]["prompt_tokens"] == len(short) and reply(CMPL, a) == reply(CMPL, b),
+          f"a prompt of {len(short)} tokens under truncate_prompt_tokens 100 stays whole: "
+          f"{a['usage']['prompt_tokens']} prompt tokens, the same reply")
+    a = s.post(CMPL, dict(common, prompt=[5, 6, 7, 8, 9], truncate_prompt_tokens=2))[2]
+    b = s.post(CMPL, dict(common, prompt=[8, 9]))[2]
+    check(a["usage"]["prompt_tokens"] == 2 and reply(CMPL, a) == reply(CMPL, b),
+          "token ids [5..9] cut to 2 answer as [8, 9] does")
+
+
 def test_api_key(model):
     s = Server(model, "--model-name", "test-model", "--api-key", "sk-secret")
     req = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
@@ -312,9 +391,10 @@ def test_queue_full(model):
         body = json.dumps({"prompt": "hello", "max_tokens": ctx - 8, "ignore_eos": True, "stream": True})
         sock.sendall((f"POST {CMPL} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n{body}").encode())
         hold.append(sock)
-        deadline = time.time() + 10
+        deadline = time.time() + 60
         while time.time() < deadline and s.metrics()[gauge] < 1:
             time.sleep(0.02)
+        check(s.metrics()[gauge] >= 1, f"a held request shows in {gauge}")
     before = s.metrics()
     status, headers, r = s.post(CMPL, {"prompt": "hello", "max_tokens": 2})
     if status != 503:
@@ -333,10 +413,9 @@ def test_load(s):
     peak = {"running": 0}
     stop = threading.Event()
 
-    def watch():
+    def watch():  # samples back to back: a fixed pause could miss every moment of overlap
         while not stop.is_set():
             peak["running"] = max(peak["running"], s.metrics()["ember_requests_running"])
-            time.sleep(0.05)
 
     def client(k):
         for i in range(per_client):
@@ -439,6 +518,7 @@ def main():
         test_loopback_only(s)
         test_disconnect(s)
         test_bad_input(s, ctx)
+        test_truncate(s, model, ctx)
         test_load(s)
     finally:
         code = s.stop()

@@ -3,6 +3,8 @@
 //
 //   NODE_PATH=DIR/node_modules node check.mjs BASE_URL API_KEY MODEL_ID
 //
+// Besides OpenAI's fields it passes vLLM's truncate_prompt_tokens, as an extra body field.
+//
 // Prints one line per check ("ok   ..." or "FAIL ...") and exits 1 when any failed.
 // ESM `import` ignores NODE_PATH, so the package is loaded with a CommonJS require.
 import { createRequire } from 'node:module';
@@ -40,14 +42,16 @@ function expect(cond, what) {
   if (!cond) throw new Error(what);
 }
 
-// fn must throw an instance of cls with the HTTP status.
-async function expectError(fn, cls, status) {
+// fn must throw an instance of cls with the HTTP status (and, given, the error's code or param).
+async function expectError(fn, cls, status, { code, param } = {}) {
   try {
     const r = await fn();
     throw new Error(`no error; got ${show(r)}`);
   } catch (e) {
     if (!(e instanceof cls)) throw new Error(`want ${cls.name}, got ${e && e.constructor && e.constructor.name}: ${e}`);
     expect(e.status === status, `want status ${status}, got ${e.status}`);
+    expect(code === undefined || e.code === code, `want code ${code}, got ${show(e.code)}`);
+    expect(param === undefined || e.param === param, `want param ${param}, got ${show(e.param)}`);
     return `${e.constructor.name} ${e.status}: ${e.message}`;
   }
 }
@@ -159,6 +163,57 @@ await check('an unknown model: NotFoundError 404', () =>
 await check('max_tokens: 0: BadRequestError 400', () =>
   expectError(() => client.completions.create({ model: modelId, prompt, max_tokens: 0 }),
     OpenAI.BadRequestError, 400));
+
+// vLLM's truncate_prompt_tokens is not in the client's types; create() sends params it does
+// not know in the body as they are, which is how vLLM's own docs pass it. The prompt is
+// longer than any context the test serves (stories260K: 512; the test model: 256).
+const longPrompt = 'Once upon a time there was a cat. '.repeat(120);
+const longChat = [{ role: 'user', content: longPrompt }];
+const KEEP = 40;
+
+await check('a prompt longer than the context: BadRequestError 400 context_length_exceeded', async () => {
+  const tooLong = { code: 'context_length_exceeded' };
+  const saw = await expectError(() => client.completions.create({ model: modelId, prompt: longPrompt, max_tokens: 4 }),
+    OpenAI.BadRequestError, 400, tooLong);
+  await expectError(() => client.chat.completions.create({ model: modelId, messages: longChat, max_tokens: 4 }),
+    OpenAI.BadRequestError, 400, tooLong);
+  return saw;
+});
+
+await check(`completions.create truncate_prompt_tokens: ${KEEP}`, async () => {
+  const r = await client.completions.create({ model: modelId, prompt: longPrompt, temperature: 0, max_tokens: MAX,
+    truncate_prompt_tokens: KEEP });
+  expect(r.usage.prompt_tokens === KEEP, `usage ${show(r.usage)}`);
+  expect(r.usage.completion_tokens > 0 && r.usage.completion_tokens <= MAX, `usage ${show(r.usage)}`);
+  return `usage ${show(r.usage)}`;
+});
+
+await check(`chat.completions.create stream: true, truncate_prompt_tokens: ${KEEP}`, async () => {
+  const stream = await client.chat.completions.create({ model: modelId, messages: longChat, temperature: 0,
+    max_tokens: MAX, stream: true, stream_options: { include_usage: true }, truncate_prompt_tokens: KEEP });
+  let usage = null, n = 0;
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    if (chunk.choices[0] && chunk.choices[0].delta.content) n++;
+  }
+  expect(usage && usage.prompt_tokens === KEEP, `usage ${show(usage)}`);
+  expect(usage.completion_tokens > 0 && usage.completion_tokens <= MAX, `usage ${show(usage)}`);
+  return `${n} chunks of text, usage ${show(usage)}`;
+});
+
+await check('truncate_prompt_tokens: -1 keeps the context less one', async () => {
+  const page = await client.models.list();
+  const ctx = page.data.find((m) => m.id === modelId).max_model_len;
+  const r = await client.completions.create({ model: modelId, prompt: longPrompt, temperature: 0, max_tokens: MAX,
+    truncate_prompt_tokens: -1 });
+  expect(r.usage.prompt_tokens === ctx - 1 && r.usage.completion_tokens === 1, `context ${ctx}, usage ${show(r.usage)}`);
+  expect(r.choices[0].finish_reason === 'length', `finish_reason ${show(r.choices[0].finish_reason)}`);
+  return `context ${ctx}, usage ${show(r.usage)}`;
+});
+
+await check('truncate_prompt_tokens: 0: BadRequestError 400 naming the field', () =>
+  expectError(() => client.completions.create({ model: modelId, prompt, max_tokens: 4, truncate_prompt_tokens: 0 }),
+    OpenAI.BadRequestError, 400, { param: 'truncate_prompt_tokens' }));
 
 console.log(failed ? `${failed} check(s) failed` : 'all checks passed');
 process.exit(failed ? 1 : 0);
