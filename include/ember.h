@@ -614,9 +614,12 @@ EMBER_API ember_status ember_chat_add_reply(ember_chat *chat, const uint32_t *to
  * drops as few of the oldest turns as make it fit, renders what is kept afresh (the
  * kept replies as text), and returns that prompt; the turns dropped are in
  * ember_chat_get_info. Never dropped: the leading system messages and the last turn (the
- * one being asked). When even they do not fit, or under REFUSE, it returns
- * EMBER_ERR_CONTEXT_FULL, with the numbers in ember_chat_error, and the chat is unchanged
- * (the messages added since the last reply stay: start a new chat to go on). */
+ * one being asked). When dropping every older turn still leaves less room than asked,
+ * they all go and the prompt leaves the room there is (the reply may end with
+ * EMBER_FINISH_CONTEXT). When even the system messages and the last turn fill n_ctx, or
+ * under REFUSE whenever the room is short, it returns EMBER_ERR_CONTEXT_FULL with the
+ * numbers in ember_chat_error, and the chat is unchanged (the messages added since the
+ * last reply stay: start a new chat to go on). */
 EMBER_API ember_status ember_chat_set_fit(ember_chat *chat, const ember_chat_fit *fit);
 
 typedef struct ember_chat_info {

@@ -303,19 +303,33 @@ sys.exit(1 if fails else 0)
 EOF
 python3 "$tmp/pty_chat.py" "$ember" "$tmp/chat.gguf" "$backend"
 check "chat on a terminal: SIGINT stops a reply and the chat goes on" $?
-# Piped: the context of 64 tokens fills up; later lines are refused with the offer to
-# /reset, /reset starts over, /exit leaves without reading what follows.
+# Piped, a context of 64 tokens: the conversation goes on past it. Each line is answered;
+# a reply that reaches the context's end says so, and the next turn drops the oldest
+# one, in one line; /reset starts over, /exit leaves without reading what follows.
 printf 'once upon a time\nthe dog ran\nand then\n/reset\nhello\n/exit\nnever read\n' |
     "$ember" chat -m "$model" -n 20 --backend cpu >"$tmp/chat.out" 2>"$tmp/chat.err"
 rc=$?
 cat "$tmp/chat.err"
-[ "$rc" -eq 0 ] && grep -qE "^\[the conversation \([0-9]+ tokens\) fills the model's context of 64 tokens: /reset starts a new one" "$tmp/chat.err"
-check "chat: a full context says so and offers /reset, exit 0 (exit $rc)" $?
-[ "$(grep -c '^\[the context is full: /reset starts a new conversation' "$tmp/chat.err")" -ge 1 ]
-check "chat: lines after a full context are refused with the offer" $?
-grep -A1 "^\[a new conversation\]" "$tmp/chat.err" | grep -qE "^\[turn [0-9]+: [0-9]+ prompt tokens, [0-9]+ from cache, [1-9]"
+[ "$rc" -eq 0 ] && [ "$(grep -cE '^\[turn [0-9]+: [0-9]+ prompt tokens, [0-9]+ from cache, [1-9][0-9]* generated' "$tmp/chat.err")" -eq 4 ]
+check "chat: past the context every line is answered (4 turns), exit 0 (exit $rc)" $?
+grep -qE "^\[turn 1: .*; cut at the end of the context\]$" "$tmp/chat.err"
+check "chat: a reply cut by the context's end says so" $?
+[ "$(grep -c '^\[dropped the oldest turn to fit the context of 64 tokens\]$' "$tmp/chat.err")" -eq 2 ]
+check "chat: turns 2 and 3 each drop the oldest turn, in one line" $?
+grep -A1 "^\[a new conversation\]" "$tmp/chat.err" | grep -qE "^\[turn 4: [0-9]+ prompt tokens, [0-9]+ from cache, [1-9]"
 check "chat: /reset, then a reply" $?
-[ "$(grep -c '^\[turn ' "$tmp/chat.err")" -eq 2 ]; check "chat: /exit ends it (two turns in all)" $?
+# --overflow refuse: the old rule. The first line leaves less than -n for the reply:
+# refused with the numbers and the offer; later lines get the offer until /reset.
+printf 'once upon a time\nthe dog ran\n/reset\n/exit\n' |
+    "$ember" chat -m "$model" -n 20 --overflow refuse --backend cpu >"$tmp/chat.out" 2>"$tmp/chat.err"
+rc=$?
+cat "$tmp/chat.err"
+[ "$rc" -eq 0 ] && grep -qE "^\[the context is full: the conversation \([0-9]+ tokens\) and the 20 tokens kept for the reply do not fit the context of 64; /reset starts a new conversation, /exit leaves\]$" "$tmp/chat.err"
+check "chat --overflow refuse: a full context says so with the numbers and offers /reset, exit 0 (exit $rc)" $?
+[ "$(grep -c '^\[the context is full: /reset starts a new conversation, /exit leaves\]$' "$tmp/chat.err")" -eq 1 ] &&
+    ! grep -q '^\[turn ' "$tmp/chat.err"
+check "chat --overflow refuse: the next line gets the offer, nothing is generated" $?
+expect 2 "^ember chat: --overflow is drop or refuse, got 'rotate'" chat -m "$model" --overflow rotate
 
 # ---- scripts/get-model.sh -----------------------------------------------------------------
 for arg in "" --help; do

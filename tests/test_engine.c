@@ -10,6 +10,9 @@
  *    at once);
  *  - the worker-thread mode with submits from several threads;
  *  - bad input: invalid UTF-8, an empty prompt, a prompt longer than the context;
+ *  - the context's end: a reply that reaches it ends EMBER_FINISH_CONTEXT, one that ends
+ *    with max_tokens there EMBER_FINISH_LENGTH; truncate_prompt_tokens keeps the last N
+ *    prompt tokens (the same tokens as a request of those N);
  *  - a context longer than the device can attend over (lavapipe) is capped, not wrong. */
 #include <pthread.h>
 #include <stdbool.h>
@@ -458,6 +461,39 @@ static void test_bad_input(ember_model *m)
     ember_engine_destroy(e);
 }
 
+/* The model's context is 256 positions. */
+static void test_context_end(ember_model *m)
+{
+    ember_engine *e = engine(m, (ember_engine_opts){0});
+    if (!e) return;
+    static uint32_t p[300];
+    for (int i = 0; i < 300; i++) p[i] = 3 + (uint32_t)(i * 7 % 500);
+    ef_result cut, exact, kept, direct;
+    ember_request_desc d = ef_desc(p, 246, 40, &cut); /* 10 positions left, 40 asked */
+    CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+    d = ef_desc(p, 246, 10, &exact); /* exactly the positions left */
+    CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+    drain(e);
+    printf("context end: %u tokens, finish %d; max_tokens at the end: %u tokens, finish %d\n", cut.n, (int)cut.why,
+           exact.n, (int)exact.why);
+    CHECK(cut.done == 1 && cut.why == EMBER_FINISH_CONTEXT && cut.n == 10 && cut.m.n_prompt + cut.m.n_gen == 256);
+    CHECK(exact.done == 1 && exact.why == EMBER_FINISH_LENGTH && exact.n == 10);
+    /* 300 prompt tokens do not fit; the last 100 do, and answer as those 100 alone. */
+    d = ef_desc(p, 300, 8, &kept);
+    d.truncate_prompt_tokens = 100;
+    CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+    d = ef_desc(p + 200, 100, 8, &direct);
+    CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+    drain(e);
+    CHECK(kept.done == 1 && kept.m.n_prompt == 100 && ef_same_tokens(&kept, &direct, 8));
+    d = ef_desc(p, 300, 8, &kept);
+    d.truncate_prompt_tokens = 256; /* still the whole context: refused as without */
+    CHECK(ember_submit(e, &d, NULL) == EMBER_ERR_CONTEXT_FULL);
+    d.truncate_prompt_tokens = 1000; /* more than the prompt: all of it, refused */
+    CHECK(ember_submit(e, &d, NULL) == EMBER_ERR_CONTEXT_FULL);
+    ember_engine_destroy(e);
+}
+
 /* lavapipe ends a shader invocation after 65535 loop iterations, so attention cannot walk
  * a context longer than ~56000 positions there: a model's context is capped to what the
  * device serves (a GPU keeps it whole), and a longer prompt is refused, not answered
@@ -507,6 +543,7 @@ int main(void)
     test_cancel(m);
     test_worker_thread(m, alone);
     test_bad_input(m);
+    test_context_end(m);
     test_kv_full();
     test_device_context();
     /* The CPU backend takes the same batches over the same KV blocks (engine/step.h):

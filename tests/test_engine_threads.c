@@ -6,6 +6,10 @@
  *    each returns in a small fraction of a step, every done callback runs exactly once;
  *  - callbacks that call the engine, and one that waits for another thread to submit;
  *  - ember_engine_stop while another thread waits in ember_engine_wait_idle;
+ *  - done callbacks that submit a follow-up while the engine stops (accepted: it stays
+ *    queued or runs), is destroyed (refused, EMBER_ERR_SHUTTING_DOWN) or loses its device
+ *    (refused, EMBER_ERR_DEVICE_LOST), with the worker and with the caller stepping:
+ *    every request ember_submit accepted gets exactly one done callback;
  *  - two engines of one model stepped from two threads at once (one queue, serialised).
  * Times are only compared with the length of a step measured in the same run. */
 #include <pthread.h>
@@ -297,25 +301,185 @@ static void *wait_idle_main(void *arg)
     return NULL;
 }
 
+/* The request's first token holds the worker until the test lets it go, just before
+ * ember_engine_stop: the request cannot have ended by then, however fast the device. */
+typedef struct gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool streaming, released;
+    ef_result r;
+} gate;
+
+static int gate_on_token(void *user, ember_request_id id, uint32_t tok, const char *text, size_t len)
+{
+    gate *g = user;
+    pthread_mutex_lock(&g->mu);
+    g->streaming = true;
+    pthread_cond_broadcast(&g->cv);
+    while (!g->released) pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+    return ef_on_token(&g->r, id, tok, text, len);
+}
+
+static void gate_on_done(void *user, ember_request_id id, ember_finish why, const ember_request_metrics *m)
+{
+    ef_on_done(&((gate *)user)->r, id, why, m);
+}
+
 static void test_stop_wakes_waiter(ember_model *m)
 {
     ember_engine *e = engine(m, 0);
     if (!e) return;
-    static ef_result r;
-    ember_request_desc d = ef_desc(prompts[2], plen[2], 4000, &r); /* longer than the test waits */
+    static gate g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    ember_request_desc d = ef_desc(prompts[2], plen[2], 4000, &g.r); /* as long as the context allows */
+    d.on_token = gate_on_token, d.on_done = gate_on_done, d.user = &g;
     CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
     CHECK(ember_engine_start(e) == EMBER_OK);
     pthread_t t;
     pthread_create(&t, NULL, wait_idle_main, e);
-    struct timespec pause = {0, 50 * 1000 * 1000};
-    nanosleep(&pause, NULL);
+    pthread_mutex_lock(&g.mu);
+    while (!g.streaming) pthread_cond_wait(&g.cv, &g.mu);
+    g.released = true;
+    pthread_cond_broadcast(&g.cv);
+    pthread_mutex_unlock(&g.mu);
     ember_engine_stop(e);
     /* The waiter must return now that no worker runs; a hang is the test timing out. */
     pthread_join(t, NULL);
     CHECK(ember_engine_pending(e) == 1);
     ember_engine_destroy(e); /* cancels the request */
-    CHECK(atomic_load(&r.done) == 1 && r.why == EMBER_FINISH_CANCELLED);
+    CHECK(atomic_load(&g.r.done) == 1 && g.r.why == EMBER_FINISH_CANCELLED);
     printf("stop: a thread in wait_idle returned when the worker stopped\n");
+}
+
+/* ---- follow-ups submitted from done callbacks while the engine ends ----------------------- */
+
+/* A request whose done callback submits a follow-up, as a game's "reply finished" handler
+ * queues the character's next line. */
+typedef struct chain {
+    ember_engine *e;
+    ef_result r, follow;
+    ember_status resubmit;   /* what ember_submit said to the follow-up */
+    char msg[256];           /* ember_engine_copy_error after a refused follow-up */
+} chain;
+
+static int chain_on_token(void *user, ember_request_id id, uint32_t tok, const char *text, size_t len)
+{
+    return ef_on_token(&((chain *)user)->r, id, tok, text, len);
+}
+
+static void chain_on_done(void *user, ember_request_id id, ember_finish why, const ember_request_metrics *m)
+{
+    chain *c = user;
+    ember_request_desc d = ef_desc(prompts[5], plen[5], 4, &c->follow);
+    c->resubmit = ember_submit(c->e, &d, NULL);
+    if (c->resubmit != EMBER_OK) ember_engine_copy_error(c->e, c->msg, sizeof c->msg);
+    ef_on_done(&c->r, id, why, m);
+}
+
+#define NCHAIN 4
+
+static void submit_chains(ember_engine *e, chain *c, uint32_t max_tokens)
+{
+    for (int i = 0; i < NCHAIN; i++) {
+        c[i] = (chain){.e = e, .resubmit = 1};
+        ember_request_desc d = ef_desc(prompts[i], plen[i], max_tokens, &c[i].r);
+        d.on_token = chain_on_token, d.on_done = chain_on_done, d.user = &c[i];
+        CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+    }
+}
+
+/* Every request accepted ended exactly once: each chain's own, and each follow-up that
+ * ember_submit took. Refused follow-ups said want with its message. Returns how many
+ * follow-ups were refused. */
+static int check_chains(const chain *c, ember_status want, const char *msg, const char *what)
+{
+    int refused = 0, once = 0, accepted = 0, followed = 0;
+    for (int i = 0; i < NCHAIN; i++) {
+        once += atomic_load(&c[i].r.done) == 1;
+        if (c[i].resubmit == EMBER_OK) accepted++, followed += atomic_load(&c[i].follow.done) == 1;
+        else if (c[i].resubmit == want && strstr(c[i].msg, msg)) refused++;
+    }
+    printf("%s: %d/%d requests ended once; follow-ups: %d accepted (%d ended once), %d refused with %s\n", what, once,
+           NCHAIN, accepted, followed, refused, ember_status_name(want));
+    CHECKF(once == NCHAIN && followed == accepted && accepted + refused == NCHAIN, "%s", what);
+    return refused;
+}
+
+/* The issue's case: worker mode, contiguous KV, four requests queued, stop, then
+ * destroy; every callback submits again. The cancelled ones' follow-ups are refused. */
+static void test_follow_up_at_destroy(ember_model *m, bool worker)
+{
+    ember_engine_opts o = {.max_seqs = 4, .kv_layout = EMBER_KV_CONTIGUOUS};
+    ember_engine *e = NULL;
+    CHECKF(ember_engine_create(m, &o, &e) == EMBER_OK, "%s", ember_engine_error(e));
+    static chain c[NCHAIN];
+    submit_chains(e, c, 150);
+    if (worker) {
+        CHECK(ember_engine_start(e) == EMBER_OK);
+        ember_engine_stop(e);
+    } else {
+        for (int k = 0; k < 3; k++) ember_engine_step(e);
+    }
+    ember_engine_destroy(e);
+    int refused = check_chains(c, EMBER_ERR_SHUTTING_DOWN, "being destroyed",
+                               worker ? "destroy after stop (worker)" : "destroy (caller stepping)");
+    int cancelled = 0;
+    for (int i = 0; i < NCHAIN; i++) cancelled += c[i].r.why == EMBER_FINISH_CANCELLED;
+    CHECK(cancelled == refused && cancelled > 0);
+}
+
+/* A follow-up submitted while ember_engine_stop runs is accepted and stays queued (or ran,
+ * if the worker reached it before it saw the stop): a later step serves it. */
+static void test_follow_up_at_stop(ember_model *m)
+{
+    ember_engine *e = engine(m, 0);
+    if (!e) return;
+    static gate g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    static chain c[NCHAIN];
+    submit_chains(e, c, 2);
+    ember_request_desc d = ef_desc(prompts[4], plen[4], 150, &g.r); /* holds the worker, as above */
+    d.on_token = gate_on_token, d.on_done = gate_on_done, d.user = &g;
+    CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+    CHECK(ember_engine_start(e) == EMBER_OK);
+    pthread_mutex_lock(&g.mu);
+    while (!g.streaming) pthread_cond_wait(&g.cv, &g.mu);
+    g.released = true;
+    pthread_cond_broadcast(&g.cv);
+    pthread_mutex_unlock(&g.mu);
+    ember_engine_stop(e);
+    uint32_t left = ember_engine_pending(e);
+    while (ember_engine_step(e) == EMBER_OK) {}
+    printf("stop: %u requests still queued after it; stepping served them\n", left);
+    check_chains(c, EMBER_OK, "", "follow-ups around stop");
+    CHECK(atomic_load(&g.r.done) == 1 && ember_engine_pending(e) == 0);
+    ember_engine_destroy(e);
+}
+
+/* A lost device fails every request; their follow-ups are refused. A model of its own:
+ * the loss is for good. */
+static void test_follow_up_at_loss(const char *path, bool worker)
+{
+    ember_model_opts mo = {.enable_validation = tu_validation()};
+    ember_model *m = ef_load(path, &mo);
+    ember_engine *e = m ? engine(m, 0) : NULL;
+    if (!e) {
+        ember_model_free(m);
+        return;
+    }
+    static chain c[NCHAIN];
+    submit_chains(e, c, 150);
+    ember_model_inject_faults(m, &(ember_faults){.wait_lost = 3});
+    if (worker) {
+        CHECK(ember_engine_start(e) == EMBER_OK);
+        ember_engine_wait_idle(e); /* the loss ends every request */
+        ember_engine_stop(e);
+    } else {
+        while (ember_engine_step(e) == EMBER_OK) {}
+    }
+    check_chains(c, EMBER_ERR_DEVICE_LOST, "device was lost", worker ? "lost device (worker)" : "lost device (caller)");
+    for (int i = 0; i < NCHAIN; i++) CHECK(c[i].r.why == EMBER_FINISH_ERROR);
+    ember_engine_destroy(e);
+    ember_model_free(m);
 }
 
 /* ---- two engines on one model ------------------------------------------------------------- */
@@ -377,7 +541,12 @@ int main(void)
     test_threads(m);
     test_callbacks(m);
     test_stop_wakes_waiter(m);
+    test_follow_up_at_destroy(m, true);
+    test_follow_up_at_destroy(m, false);
+    test_follow_up_at_stop(m);
     test_two_engines(m, ref, n_gen);
+    test_follow_up_at_loss(path, true);
+    test_follow_up_at_loss(path, false);
     char first[512];
     uint32_t nv = ember_model_validation_messages(m, first, sizeof first);
     CHECKF(nv == 0, "%u validation messages: %s", nv, first);

@@ -4,6 +4,10 @@
  * the full conversation as token ids, and the engine's prefix cache finds the earlier
  * turns' KV blocks, so only the new part is computed (docs/chat.md).
  *
+ * A conversation longer than the context goes on: the chat drops its oldest turns (the
+ * system message stays) and says so in one line; --overflow refuse keeps the old rule
+ * (a full context is the end of the conversation until /reset).
+ *
  * Ctrl-C (SIGINT) stops the reply being generated and goes back to the prompt; at the
  * prompt it says how to leave, and a second one in a row leaves, as shells and REPLs do.
  * A line that is one of the commands (/reset, /exit, /help) is not sent to the model. */
@@ -25,6 +29,7 @@ typedef struct chat_args {
     ember_sampling sampling;
     ember_logit_bias bias[CLI_MAX_BIAS]; /* sampling.logit_bias */
     long kv_blocks;             /* 0 = the engine's default (a whole context at least) */
+    ember_chat_overflow overflow;
     bool verbose, help;
 } chat_args;
 
@@ -43,9 +48,9 @@ typedef struct session {
     ember_engine *e;
     ember_chat *chat;
     const chat_args *a;
-    uint32_t ctx;
+    uint32_t ctx;               /* what the conversation may hold: the context, or the KV pool */
     int n_turn;
-    bool full;                  /* the context is full: only /reset goes on */
+    bool full;                  /* refused for want of room: only /reset goes on */
 } session;
 
 /* Set by the SIGINT handler, cleared by whoever acts on it; main_thread is the one that
@@ -74,20 +79,31 @@ static void catch_sigint(bool at_prompt)
     sigaction(SIGINT, &sa, NULL);
 }
 
-static const char *const value_flags[] = {"--chat-template", "--system", "-n", "--kv-blocks", NULL};
+static const char *const value_flags[] = {"--chat-template", "--system", "-n", "--kv-blocks", "--overflow", NULL};
 
 static int usage(FILE *out, int code)
 {
     fprintf(out, "usage: ember chat -m MODEL.gguf [--chat-template NAME] [--system TEXT] [-n MAX_PER_TURN]\n"
-                 "                  [sampling] [--kv-blocks N] [--backend vulkan|cpu] [--device N] [--verbose]\n"
+                 "                  [--overflow drop|refuse] [sampling] [--kv-blocks N] [--backend vulkan|cpu]\n"
+                 "                  [--device N] [--verbose]\n"
                  "templates: chatml, llama2, llama3, llama3.1, mistral, zephyr, gemma, phi3\n"
                  "           (default: the model's own; see docs/chat.md)\n"
                  "sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --repeat-penalty R\n"
                  "          --frequency-penalty F --presence-penalty P --seed S\n"
                  "          --logit-bias ID=BIAS (repeatable; -inf bans the token)\n"
                  "One message per line on stdin. Ctrl-C stops a reply; /reset starts a new conversation;\n"
-                 "/exit, Ctrl-D (end of input) or Ctrl-C twice at the prompt leaves.\n");
+                 "/exit, Ctrl-D (end of input) or Ctrl-C twice at the prompt leaves.\n"
+                 "Past the context the oldest turns are dropped (the system message stays);\n"
+                 "--overflow refuse ends the conversation there instead (until /reset).\n");
     return code;
+}
+
+static bool parse_overflow(const char *v, ember_chat_overflow *o)
+{
+    if (strcmp(v, "drop") == 0) *o = EMBER_CHAT_DROP_OLDEST;
+    else if (strcmp(v, "refuse") == 0) *o = EMBER_CHAT_REFUSE;
+    else fprintf(stderr, "ember chat: --overflow is drop or refuse, got '%s'\n", v);
+    return strcmp(v, "drop") == 0 || strcmp(v, "refuse") == 0;
 }
 
 static bool parse(int argc, char **argv, chat_args *a)
@@ -109,6 +125,7 @@ static bool parse(int argc, char **argv, chat_args *a)
         else if (strcmp(f, "--system") == 0) a->system = v;
         else if (strcmp(f, "-n") == 0) { if (!cli_int(f, v, 1, 1 << 20, &a->n)) return false; }
         else if (strcmp(f, "--kv-blocks") == 0) { if (!cli_int(f, v, 1, 1 << 24, &a->kv_blocks)) return false; }
+        else if (strcmp(f, "--overflow") == 0) { if (!parse_overflow(v, &a->overflow)) return false; }
         else if (!cli_sampling_flag(f, v, &a->sampling, a->bias, &r)) return false;
     }
     if (!a->model.path) fprintf(stderr, "ember chat: no model given (-m MODEL.gguf)\n");
@@ -167,10 +184,22 @@ static line_status read_line(char **line, size_t *cap, bool tty)
 
 static double rate(double n, double ms) { return ms > 0 ? n * 1000.0 / ms : 0.0; }
 
-static void say_full(const session *s, size_t n)
+/* The chat refused the prompt: the context (or, under --overflow drop, the system
+ * message and this line alone) leaves no room for a reply. */
+static void say_full(session *s)
 {
-    fprintf(stderr, "[the conversation (%zu tokens) fills the model's context of %u tokens: "
-                    "/reset starts a new one, /exit leaves]\n", n, s->ctx);
+    s->full = true;
+    fprintf(stderr, "[the context is full: %s; /reset starts a new conversation, /exit leaves]\n",
+            ember_chat_error(s->chat));
+}
+
+static void say_dropped(const session *s)
+{
+    ember_chat_info ci;
+    ember_chat_get_info(s->chat, &ci);
+    if (ci.dropped_turns == 1) fprintf(stderr, "[dropped the oldest turn to fit the context of %u tokens]\n", ci.n_ctx);
+    else if (ci.dropped_turns > 1)
+        fprintf(stderr, "[dropped the %u oldest turns to fit the context of %u tokens]\n", ci.dropped_turns, ci.n_ctx);
 }
 
 /* Submits the conversation and steps until the reply ends; Ctrl-C cancels it. */
@@ -201,24 +230,21 @@ static int run_turn(session *s)
 {
     const uint32_t *ids;
     size_t n;
-    if (ember_chat_prompt(s->chat, &ids, &n) != EMBER_OK) {
+    ember_status ps = ember_chat_prompt(s->chat, &ids, &n);
+    if (ps == EMBER_ERR_CONTEXT_FULL) {
+        say_full(s);
+        return 0;
+    }
+    if (ps != EMBER_OK) {
         fprintf(stderr, "ember chat: %s\n", ember_chat_error(s->chat));
         return 1;
     }
-    if (n >= s->ctx) {
-        s->full = true;
-        say_full(s, n);
-        return 0;
-    }
+    say_dropped(s);
     turn t = {0};
     bool stopped = false;
     ember_status st = generate(s, ids, n, &t, &stopped);
     int code = 0;
-    if (st == EMBER_ERR_CONTEXT_FULL) { /* the KV pool (--kv-blocks) cannot hold it */
-        fprintf(stderr, "ember chat: %s\n", ember_engine_error(s->e));
-        s->full = true;
-        say_full(s, n);
-    } else if (st < 0 || !t.done || t.oom || t.why == EMBER_FINISH_ERROR) { /* EMBER_IDLE after the end is fine */
+    if (st < 0 || !t.done || t.oom || t.why == EMBER_FINISH_ERROR) { /* EMBER_IDLE after the end is fine */
         fprintf(stderr, "ember chat: %s\n", t.oom ? "out of memory" : st < 0 || t.done ? ember_engine_error(s->e)
                                                                        : "the engine stopped with the reply pending");
         code = 1;
@@ -229,23 +255,25 @@ static int run_turn(session *s)
         const ember_request_metrics *m = &t.m;
         fprintf(stderr, "[turn %d: %u prompt tokens, %u from cache, %u generated, %.1f tok/s%s]\n", ++s->n_turn,
                 m->n_prompt, m->n_cached, m->n_gen, rate(m->n_gen > 1 ? m->n_gen - 1 : 0, m->decode_ms),
-                stopped ? "; stopped by Ctrl-C" : "");
-        if (t.why == EMBER_FINISH_LENGTH && n + t.n_ids >= s->ctx) {
-            s->full = true;
-            say_full(s, n + t.n_ids);
-        }
+                stopped                           ? "; stopped by Ctrl-C"
+                : t.why == EMBER_FINISH_CONTEXT ? "; cut at the end of the context"
+                : t.why == EMBER_FINISH_KV_FULL ? "; cut: the KV cache (--kv-blocks) is full"
+                                                : "");
     }
     free(t.ids);
     return code;
 }
 
-/* A new ember_chat with the system message: what /reset and the start make. */
+/* A new ember_chat with the system message, fitted to what the engine holds: what
+ * /reset and the start make. */
 static bool new_chat(session *s)
 {
     ember_chat_free(s->chat);
     s->chat = NULL;
     s->full = false;
+    ember_chat_fit fit = {.overflow = s->a->overflow, .max_tokens = (uint32_t)s->a->n, .n_ctx = s->ctx};
     if (ember_chat_create(s->model, s->a->template_name, &s->chat) != EMBER_OK ||
+        ember_chat_set_fit(s->chat, &fit) != EMBER_OK ||
         (s->a->system && ember_chat_add(s->chat, "system", s->a->system) != EMBER_OK)) {
         fprintf(stderr, "ember chat: %s\n", ember_chat_error(s->chat));
         return false;
@@ -325,22 +353,29 @@ static int converse(session *s)
     return code;
 }
 
+/* The tokens a conversation may hold: the model's context, or less when --kv-blocks
+ * makes the pool smaller (one block spare for a copy on write). */
+static uint32_t room_of(ember_engine *e, uint32_t ctx)
+{
+    ember_engine_stats st;
+    ember_engine_get_stats(e, &st);
+    uint64_t pool = st.kv_blocks_total > 1 ? (uint64_t)(st.kv_blocks_total - 1) * st.kv_block_size : st.kv_block_size;
+    return pool < ctx ? (uint32_t)pool : ctx;
+}
+
 static int run(ember_model *model, const chat_args *a)
 {
     ember_model_info info;
     ember_model_get_info(model, &info);
-    session s = {.model = model, .a = a, .ctx = info.ctx_len};
-    if (!new_chat(&s)) {
-        ember_chat_free(s.chat);
-        return 1;
-    }
+    session s = {.model = model, .a = a};
     ember_engine_opts eo = {.max_seqs = 1, .kv_blocks = (uint32_t)a->kv_blocks};
     int code = 1;
     if (ember_engine_create(model, &eo, &s.e) != EMBER_OK) {
         fprintf(stderr, "ember chat: %s\n", ember_engine_error(s.e));
     } else {
+        s.ctx = room_of(s.e, info.ctx_len);
         main_thread = pthread_self();
-        code = converse(&s);
+        if (new_chat(&s)) code = converse(&s);
     }
     ember_engine_destroy(s.e);
     ember_chat_free(s.chat);

@@ -323,7 +323,9 @@ static ember_status drop_turns(ember_chat *c, size_t first_kept, size_t d)
     return EMBER_OK;
 }
 
-/* The prompt in c->ids does not leave room for the reply: drop turns, or refuse. */
+/* The prompt in c->ids does not leave room for the reply: drop turns, or refuse. When
+ * even dropping every older turn leaves less room than asked, they all go and the
+ * prompt goes with the room there is; only a prompt that cannot fit at all is refused. */
 static ember_status make_room(ember_chat *c, uint32_t ctx, uint32_t room)
 {
     if (c->fit.overflow == EMBER_CHAT_REFUSE)
@@ -335,11 +337,13 @@ static ember_status make_room(ember_chat *c, uint32_t ctx, uint32_t room)
     ember_chat_turns(c->msgs, c->n_msgs, starts, n_turns);
     measuring m = {c, starts};
     ember_status s = ember_chat_fewest_drops(n_turns, ctx - room, measure, &m, &d, &len);
-    if (s == EMBER_OK && d == 0)
+    size_t least = n_turns < 2 ? c->n_ids : len; /* the prompt with every older turn dropped */
+    if (s == EMBER_OK && d == 0 && least >= ctx)
         s = ember_fail(&c->err, EMBER_ERR_CONTEXT_FULL, "the system message and the last turn alone take %zu "
-                       "tokens: with the %u kept for the reply they do not fit the context of %u",
-                       n_turns < 2 ? c->n_ids : len, room, ctx);
-    if (s == EMBER_OK) s = drop_turns(c, starts[d], d);
+                       "tokens: they do not fit the context of %u", least, ctx);
+    else if (s == EMBER_OK && d == 0 && n_turns >= 2)
+        d = n_turns - 1; /* less room than asked, but the conversation goes on: the reply may be cut */
+    if (s == EMBER_OK && d > 0) s = drop_turns(c, starts[d], d);
     ember_free(starts);
     return s;
 }
