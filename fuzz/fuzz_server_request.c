@@ -30,6 +30,7 @@ static void check_request(const api_limits *lim, api_kind kind, const api_reques
 {
     const ember_request_desc *d = &r->desc;
     FUZZ_CHECK(d->max_tokens >= 1 && d->max_tokens <= lim->ctx_len, "max_tokens %u", d->max_tokens);
+    FUZZ_CHECK(d->truncate_prompt_tokens < lim->ctx_len, "truncate_prompt_tokens %u", d->truncate_prompt_tokens);
     FUZZ_CHECK(d->sampling.temperature >= 0 && d->sampling.temperature <= 2, "temperature");
     FUZZ_CHECK(d->sampling.top_p >= 0 && d->sampling.top_p <= 1, "top_p");
     FUZZ_CHECK(d->sampling.min_p >= 0 && d->sampling.min_p <= 1, "min_p");
