@@ -670,6 +670,8 @@ static void check_finish(const rec *r, uint32_t idx)
                "request %u: kv_full with %u + %u tokens", idx, r->m.n_prompt, r->max_tokens);
     if (r->why == EMBER_FINISH_LENGTH) CHECKF(n == r->max_tokens, "request %u: length after %u of %u", idx, n,
                                               r->max_tokens);
+    if (r->why == EMBER_FINISH_CONTEXT) CHECKF(n < r->max_tokens, "request %u: context end after %u of %u", idx, n,
+                                               r->max_tokens);
     if (r->why == EMBER_FINISH_EOS)
         CHECKF(!r->ignore_eos && n > 0 && r->toks[(n - 1) % MAX_GEN] == EOS_ID, "request %u: eos without it", idx);
     if (r->why == EMBER_FINISH_STOP) CHECKF(r->n_stop > 0, "request %u: stop without stop strings", idx);
@@ -701,7 +703,7 @@ static void check_probe(const rec *r, uint32_t idx)
 }
 
 typedef struct totals {
-    uint32_t submitted, refused, finish[6], text_checked, twins, probes;
+    uint32_t submitted, refused, finish[7], text_checked, twins, probes;
     uint64_t gen, prompt, drafted, accepted;
 } totals;
 
@@ -722,7 +724,7 @@ static void check_rec(soak *S, uint32_t idx, totals *t)
            "request %u (id %llu): %d done callbacks (id %llu), %u tokens after done", idx, (unsigned long long)id,
            atomic_load(&r->n_done), (unsigned long long)r->done_id, r->late_tokens);
     if (atomic_load(&r->n_done) != 1) return;
-    t->finish[r->why <= EMBER_FINISH_KV_FULL ? r->why : EMBER_FINISH_ERROR]++;
+    t->finish[r->why <= EMBER_FINISH_CONTEXT ? r->why : EMBER_FINISH_ERROR]++;
     t->gen += r->m.n_gen;
     t->prompt += r->m.n_prompt;
     t->drafted += r->m.n_drafted;
@@ -838,9 +840,10 @@ static void run_mode(soak *S, ember_model *draft, uint64_t seed)
     printf("soak %s: %u requests (%u refused at submit), %llu tokens generated from %llu prompt tokens in %.1f s: "
            "%.0f tok/s\n", S->mode, t.submitted, t.refused, (unsigned long long)t.gen, (unsigned long long)t.prompt,
            secs, t.gen / secs);
-    printf("soak %s: finish length %u, eos %u, stop %u, cancelled %u, kv_full %u, error %u\n", S->mode,
+    printf("soak %s: finish length %u, eos %u, stop %u, cancelled %u, kv_full %u, context %u, error %u\n", S->mode,
            t.finish[EMBER_FINISH_LENGTH], t.finish[EMBER_FINISH_EOS], t.finish[EMBER_FINISH_STOP],
-           t.finish[EMBER_FINISH_CANCELLED], t.finish[EMBER_FINISH_KV_FULL], t.finish[EMBER_FINISH_ERROR]);
+           t.finish[EMBER_FINISH_CANCELLED], t.finish[EMBER_FINISH_KV_FULL], t.finish[EMBER_FINISH_CONTEXT],
+           t.finish[EMBER_FINISH_ERROR]);
     printf("soak %s: %llu steps, %llu preemptions, %llu prefix-cache tokens, %llu copies on write, peak %u of %u "
            "blocks; drafts %llu, accepted %llu; text checked on %u, %u probe and %u twin requests compared\n",
            S->mode, (unsigned long long)(sa.steps + sb.steps), (unsigned long long)(sa.preemptions + sb.preemptions),
