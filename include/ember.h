@@ -607,6 +607,12 @@ EMBER_API ember_status ember_chat_prompt(ember_chat *chat, const uint32_t **toke
  * including an end-of-generation token that ended it. */
 EMBER_API ember_status ember_chat_add_reply(ember_chat *chat, const uint32_t *tokens, size_t n);
 
+/* Takes back the last message ember_chat_add added, when no reply came after it (a user
+ * message whose request was refused or failed): the conversation goes on as if it had
+ * never been added; turns a prompt dropped meanwhile stay dropped. EMBER_ERR_INVALID_ARG
+ * when the last message is a reply (or there is none). */
+EMBER_API ember_status ember_chat_take_back(ember_chat *chat);
+
 /* Sets how ember_chat_prompt fits the conversation into the context (copied; a new chat
  * has the zero value). EMBER_ERR_INVALID_ARG for an unknown overflow or a reply_room
  * that leaves no room for a prompt.

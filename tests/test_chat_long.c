@@ -9,6 +9,8 @@
  *    left), and after each drop the prefix cache serves the system prompt;
  *  - a reply cut by the context's end (EMBER_FINISH_CONTEXT), then the next turn;
  *  - the refuse policy, a last turn too long for any drop, bad fits;
+ *  - ember_chat_take_back: a message taken back (after a prompt, or a refused one) leaves
+ *    the conversation as if never added;
  *  - `ember chat` on stdin through the same 30 turns: every turn answered, the drop lines
  *    and the cache hits after them. */
 #include <stdlib.h>
@@ -268,6 +270,43 @@ static void test_bad_fits(ember_model *m, uint32_t ctx)
     ember_chat_free(c);
 }
 
+/* Two chats through the same turns, one of which takes back a message in between: their
+ * next prompts are the same ids. */
+static void test_take_back(ember_model *m)
+{
+    ember_chat *a = new_chat(m, (ember_chat_fit){0}), *b = new_chat(m, (ember_chat_fit){0});
+    uint32_t reply[64];
+    size_t nr = 0, na = 0, nb = 0;
+    const char *text = "Ben ran to the park and played with the red ball.";
+    CHECK(ember_tokenize(m, text, strlen(text), 0, reply, 64, &nr) == EMBER_OK && nr < 64);
+    const uint32_t *ia, *ib;
+    CHECK(ember_chat_take_back(a) == EMBER_OK); /* the system message: no reply after it */
+    CHECK(ember_chat_add(a, "system", SYSTEM) == EMBER_OK);
+    for (int k = 0; k < 2; k++) {
+        CHECK(ember_chat_add(a, "user", "Hello there.") == EMBER_OK && ember_chat_prompt(a, &ia, &na) == EMBER_OK);
+        CHECK(ember_chat_add(b, "user", "Hello there.") == EMBER_OK && ember_chat_prompt(b, &ib, &nb) == EMBER_OK);
+        CHECK(ember_chat_add_reply(a, reply, nr) == EMBER_OK && ember_chat_add_reply(b, reply, nr) == EMBER_OK);
+    }
+    CHECK(ember_chat_take_back(a) == EMBER_ERR_INVALID_ARG); /* the last message is a reply */
+    /* Taken back after its prompt (a request that failed), and after a refused prompt. */
+    CHECK(ember_chat_add(a, "user", "This one fails.") == EMBER_OK && ember_chat_prompt(a, &ia, &na) == EMBER_OK);
+    CHECK(ember_chat_take_back(a) == EMBER_OK);
+    static char big[4000];
+    for (size_t i = 0; i + 4 < sizeof big; i += 4) memcpy(big + i, "cat ", 4);
+    CHECK(ember_chat_add(a, "user", big) == EMBER_OK && ember_chat_prompt(a, &ia, &na) == EMBER_ERR_CONTEXT_FULL);
+    CHECK(ember_chat_take_back(a) == EMBER_OK);
+    CHECK(ember_chat_add(a, "user", "And then?") == EMBER_OK && ember_chat_prompt(a, &ia, &na) == EMBER_OK);
+    CHECK(ember_chat_add(b, "user", "And then?") == EMBER_OK && ember_chat_prompt(b, &ib, &nb) == EMBER_OK);
+    printf("take back: %zu and %zu prompt tokens\n", na, nb);
+    CHECK(na == nb && memcmp(ia, ib, na * sizeof *ia) == 0);
+    ember_chat_info ia_info, ib_info;
+    ember_chat_get_info(a, &ia_info);
+    ember_chat_get_info(b, &ib_info);
+    CHECK(ia_info.n_messages == ib_info.n_messages);
+    ember_chat_free(a);
+    ember_chat_free(b);
+}
+
 /* ---- `ember chat` ------------------------------------------------------------------------------ */
 
 /* Replies end at the end of their story (EOS) or at -n, the room each prompt keeps. */
@@ -352,6 +391,7 @@ int main(void)
         test_cut_by_context(m, e, info.ctx_len);
         test_refuse(m, e);
         test_bad_fits(m, info.ctx_len);
+        test_take_back(m);
         ember_engine_stats st;
         ember_engine_get_stats(e, &st);
         printf("engine: %llu prompt tokens served from the prefix cache in all\n",

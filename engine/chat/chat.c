@@ -78,7 +78,10 @@ struct ember_chat {
     size_t n_msgs, cap_msgs;
     uint32_t *ids;             /* the conversation; past base_ids, the pending prompt */
     size_t n_ids, cap_ids;
-    size_t base_msgs, base_ids; /* fixed part: the messages through the last reply, their ids */
+    size_t base_msgs, base_ids; /* fixed part: the messages through the last reply, their ids
+                                  (none after a drop: the next prompt renders all afresh) */
+    size_t replied_msgs;       /* the messages through the last reply, drop or not */
+    uint32_t base_last;        /* ids[base_ids - 1] as the reply left it: extend may write over it */
     bool reply_eog;            /* the last reply ended with an end-of-generation token */
     bool prompted;             /* ids end with a prompt for the messages after base_msgs */
     ember_chat_fit fit;
@@ -244,6 +247,13 @@ static ember_status extend(ember_chat *c)
     return s;
 }
 
+/* The ids back to the fixed part, as the last reply left them. */
+static void restore_base(ember_chat *c)
+{
+    c->n_ids = c->base_ids;
+    if (c->base_ids) c->ids[c->base_ids - 1] = c->base_last;
+}
+
 /* ---- fitting the context ----------------------------------------------------------- */
 
 /* The context to fit: the model's, or less (ember_chat_fit.n_ctx); 0 = no limit (a
@@ -314,6 +324,7 @@ static ember_status drop_turns(ember_chat *c, size_t first_kept, size_t d)
     memcpy(gone, c->msgs + n_sys, n_gone * sizeof *gone);
     memmove(c->msgs + n_sys, c->msgs + first_kept, (c->n_msgs - first_kept) * sizeof *c->msgs);
     c->n_msgs -= n_gone;
+    c->replied_msgs -= n_gone;
     c->dropped = gone, c->n_dropped = n_gone;
     c->dropped_turns = (uint32_t)d;
     c->dropped_total += d;
@@ -353,13 +364,11 @@ ember_status ember_chat_prompt(ember_chat *c, const uint32_t **tokens, size_t *n
     if (!c->tmpl_ok) return ember_fail(&c->err, EMBER_ERR_INVALID_ARG, "the chat has no template");
     free_dropped(c);
     c->prompted = false;
-    uint32_t last = c->base_ids ? c->ids[c->base_ids - 1] : 0; /* extend may write over it */
     ember_status s = extend(c);
     uint32_t ctx = fit_ctx(c), room = ctx ? reply_room(c, ctx) : 0;
     if (s == EMBER_OK && ctx && c->n_ids + room > ctx) s = make_room(c, ctx, room);
     if (s != EMBER_OK) { /* the conversation as it was */
-        c->n_ids = c->base_ids;
-        if (c->base_ids) c->ids[c->base_ids - 1] = last;
+        restore_base(c);
         return s;
     }
     c->prompted = true;
@@ -424,9 +433,20 @@ ember_status ember_chat_add_reply(ember_chat *c, const uint32_t *tokens, size_t 
     if (s != EMBER_OK) return s;
     if (n) memcpy(c->ids + c->n_ids, tokens, n * sizeof *tokens);
     c->n_ids += n;
-    c->base_msgs = c->n_msgs;
+    c->base_msgs = c->replied_msgs = c->n_msgs;
     c->base_ids = c->n_ids;
+    c->base_last = c->n_ids ? c->ids[c->n_ids - 1] : 0;
     c->reply_eog = n > 0 && ember_tokenizer_is_eog(tok, tokens[n - 1]);
     c->prompted = false;
+    return EMBER_OK;
+}
+
+ember_status ember_chat_take_back(ember_chat *c)
+{
+    if (c->n_msgs == c->replied_msgs)
+        return ember_fail(&c->err, EMBER_ERR_INVALID_ARG, "nothing to take back: no message since the last reply");
+    ember_free((char *)c->msgs[--c->n_msgs].content);
+    c->prompted = false;
+    restore_base(c); /* after a drop the fixed part is empty: the next prompt renders all */
     return EMBER_OK;
 }
