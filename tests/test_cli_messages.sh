@@ -306,10 +306,13 @@ check "chat on a terminal: SIGINT stops a reply and the chat goes on" $?
 # Piped, a context of 64 tokens: the conversation goes on past it. Each line is answered;
 # a reply that reaches the context's end says so, and the next turn drops the oldest
 # one, in one line; /reset starts over, /exit leaves without reading what follows.
-printf 'once upon a time\nthe dog ran\nand then\n/reset\nhello\n/exit\nnever read\n' |
+# A line too long for the context even alone is not sent, and the chat goes on.
+printf 'once upon a time\nthe dog ran\nthe dog ran and ran and ran and ran and ran and then it ran home\nand then\n/reset\nhello\n/exit\nnever read\n' |
     "$ember" chat -m "$model" -n 20 --backend cpu >"$tmp/chat.out" 2>"$tmp/chat.err"
 rc=$?
 cat "$tmp/chat.err"
+grep -qE "^\[not sent: the last turn alone takes [0-9]+ tokens: it does not fit the context of 64; the conversation goes on without it\]$" "$tmp/chat.err"
+check "chat: a line longer than the context is not sent, and says why" $?
 [ "$rc" -eq 0 ] && [ "$(grep -cE '^\[turn [0-9]+: [0-9]+ prompt tokens, [0-9]+ from cache, [1-9][0-9]* generated' "$tmp/chat.err")" -eq 4 ]
 check "chat: past the context every line is answered (4 turns), exit 0 (exit $rc)" $?
 grep -qE "^\[turn 1: .*; cut at the end of the context\]$" "$tmp/chat.err"

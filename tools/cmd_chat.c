@@ -232,7 +232,9 @@ static int run_turn(session *s)
     size_t n;
     ember_status ps = ember_chat_prompt(s->chat, &ids, &n);
     if (ps == EMBER_ERR_CONTEXT_FULL) {
-        say_full(s);
+        if (s->a->overflow == EMBER_CHAT_REFUSE) say_full(s);
+        else fprintf(stderr, "[not sent: %s; the conversation goes on without it]\n", ember_chat_error(s->chat));
+        ember_chat_take_back(s->chat);
         return 0;
     }
     if (ps != EMBER_OK) {
@@ -244,7 +246,10 @@ static int run_turn(session *s)
     bool stopped = false;
     ember_status st = generate(s, ids, n, &t, &stopped);
     int code = 0;
-    if (st < 0 || !t.done || t.oom || t.why == EMBER_FINISH_ERROR) { /* EMBER_IDLE after the end is fine */
+    if (st == EMBER_ERR_CONTEXT_FULL) { /* refused by the engine: its KV pool (--kv-blocks) */
+        fprintf(stderr, "[not sent: %s; the conversation goes on without it]\n", ember_engine_error(s->e));
+        ember_chat_take_back(s->chat);
+    } else if (st < 0 || !t.done || t.oom || t.why == EMBER_FINISH_ERROR) { /* EMBER_IDLE after the end is fine */
         fprintf(stderr, "ember chat: %s\n", t.oom ? "out of memory" : st < 0 || t.done ? ember_engine_error(s->e)
                                                                        : "the engine stopped with the reply pending");
         code = 1;

@@ -349,9 +349,11 @@ static ember_status make_room(ember_chat *c, uint32_t ctx, uint32_t room)
     measuring m = {c, starts};
     ember_status s = ember_chat_fewest_drops(n_turns, ctx - room, measure, &m, &d, &len);
     size_t least = n_turns < 2 ? c->n_ids : len; /* the prompt with every older turn dropped */
+    bool sys = ember_chat_n_system(c->msgs, c->n_msgs) > 0;
     if (s == EMBER_OK && d == 0 && least >= ctx)
-        s = ember_fail(&c->err, EMBER_ERR_CONTEXT_FULL, "the system message and the last turn alone take %zu "
-                       "tokens: they do not fit the context of %u", least, ctx);
+        s = ember_fail(&c->err, EMBER_ERR_CONTEXT_FULL, "%s alone take%s %zu tokens: %s not fit the context of %u",
+                       sys ? "the system message and the last turn" : "the last turn", sys ? "" : "s", least,
+                       sys ? "they do" : "it does", ctx);
     else if (s == EMBER_OK && d == 0 && n_turns >= 2)
         d = n_turns - 1; /* less room than asked, but the conversation goes on: the reply may be cut */
     if (s == EMBER_OK && d > 0) s = drop_turns(c, starts[d], d);
