@@ -350,6 +350,8 @@ static void finish(ember_engine *e, request *r, ember_finish why)
 
 ember_status ember_submit(ember_engine *e, const ember_request_desc *desc, ember_request_id *id)
 {
+    if (!e || !e->spec) /* ember_engine_create failed: no part of it may run a request */
+        return e ? EMBER_ERR_INVALID_ARG : EMBER_ERR_OUT_OF_MEMORY;
     ember_request_env env = {.model = e->model, .kv_block_size = e->o.kv_block_size, .kv_blocks = e->o.kv_blocks,
                              .max_blocks_per_seq = e->max_blocks_per_seq, .has_draft = ember_spec_has_draft(e->spec)};
     ember_err err = {0};

@@ -446,7 +446,8 @@ typedef struct ember_request_desc {
  * (EMBER_OK) gets exactly one done callback, whatever happens later. Once
  * ember_engine_destroy has begun it refuses every request with EMBER_ERR_SHUTTING_DOWN
  * (a done callback that submits a follow-up while destroy cancels the rest learns it
- * here); during ember_engine_stop a request is accepted and stays queued. */
+ * here); during ember_engine_stop a request is accepted and stays queued. An engine whose
+ * ember_engine_create failed refuses every request with EMBER_ERR_INVALID_ARG. */
 EMBER_API ember_status ember_submit(ember_engine *engine, const ember_request_desc *desc,
                                     ember_request_id *id);
 /* One bounded scheduler iteration: at most one forward pass over at most

@@ -459,6 +459,14 @@ static void test_bad_input(ember_model *m)
     CHECK(ember_submit(e, &d, NULL) == EMBER_ERR_CONTEXT_FULL);
     CHECK(strstr(ember_engine_error(e), "context") != NULL);
     ember_engine_destroy(e);
+    /* An engine whose creation failed takes no request (one would never end), and keeps
+     * saying why it failed. */
+    ember_engine_opts bad = {.kv_type = (ember_kv_type)7};
+    CHECK(ember_engine_create(m, &bad, &e) == EMBER_ERR_INVALID_ARG);
+    d = ef_desc(longp, 10, 4, &r);
+    CHECK(e && ember_submit(e, &d, NULL) == EMBER_ERR_INVALID_ARG && r.done == 0);
+    CHECKF(strstr(ember_engine_error(e), "unknown KV cache type 7") != NULL, "%s", ember_engine_error(e));
+    ember_engine_destroy(e);
 }
 
 /* The model's context is 256 positions. */
