@@ -25,6 +25,7 @@ static const SDL_Color REPLY_BG = {34, 37, 46, 255};
 static const SDL_Color REPLY_FG = {244, 222, 180, 255};     /* warm: the test tells replies by it */
 static const SDL_Color SYSTEM_FG = {130, 138, 155, 255};
 static const SDL_Color NOTE_FG = {255, 128, 110, 255};
+static const SDL_Color INFO_FG = {150, 160, 178, 255};     /* grey-blue, not warm nor blue enough to count as text */
 static const SDL_Color FLASH_BG = {60, 92, 60, 255};
 static const SDL_Color STOP_BG = {150, 50, 50, 255};
 static const SDL_Color KV_FG = {90, 190, 120, 255};
@@ -62,7 +63,13 @@ void ui_layout(int w, int h, int n, layout *l)
 
 static SDL_Color fg_of(msg_role r)
 {
-    return r == MSG_USER ? USER_FG : r == MSG_ASSISTANT ? REPLY_FG : r == MSG_NOTE ? NOTE_FG : SYSTEM_FG;
+    switch (r) {
+    case MSG_USER: return USER_FG;
+    case MSG_ASSISTANT: return REPLY_FG;
+    case MSG_NOTE: return NOTE_FG;
+    case MSG_INFO: return INFO_FG;
+    default: return SYSTEM_FG;
+    }
 }
 
 /* The widest a role's text may be in a panel of width w. */

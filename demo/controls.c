@@ -19,7 +19,7 @@ void app_send(app *a, int i, const char *text)
         p->turns_ended++;
         return;
     }
-    panel_send(p, a->engine, text, &a->reply, &a->gen, a->now_ms);
+    panel_send(p, a->engine, text, &a->gen, a->now_ms);
 }
 
 static void send_input(app *a)

@@ -81,11 +81,12 @@ static int init_state(app *a)
 {
     a->n_panels = a->opt.panels;
     a->reply.max_tokens = (uint32_t)a->opt.max_tokens;
+    a->reply.progress = (uint32_t)a->opt.progress;
     if (a->opt.ngram) a->reply.spec = (ember_speculation){.draft_k = 4, .ngram = (uint32_t)a->opt.ngram};
     if (a->opt.draft) a->reply.spec = (ember_speculation){.draft_k = 4};
     if (event_queue_init(&a->queue) != 0 || input_init(&a->input) != 0) return -1;
     for (int i = 0; i < a->n_panels; i++)
-        if (panel_init(&a->panels[i], i, options_character(&a->opt, i), &a->queue) != 0) return -1;
+        if (panel_init(&a->panels[i], i, options_character(&a->opt, i), &a->reply, &a->queue) != 0) return -1;
     return 0;
 }
 

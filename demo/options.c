@@ -19,8 +19,11 @@ static void usage(FILE *out)
             "                  [-n MAX_TOKENS] [--temp T] [--draft MODEL.gguf | --ngram N] [--device N]\n"
             "                  [--threaded | --blocking | --budget MS] [--font FILE.ttf] [--size WxH]\n"
             "                  [--fps N] [--renderer NAME] [--say TEXT] [--screenshot FILE.png]\n"
-            "                  [--quit-after-reply]\n"
-            "Side-by-side chats served by one Ember engine (docs/ember-chat.md).\n"
+            "                  [--quit-after-reply] [--progress N]\n"
+            "Side-by-side chats served by one Ember engine (docs/ember-chat.md). A conversation that\n"
+            "outgrows the model's context drops its oldest turns (the panel says so).\n"
+            "stderr: a line per reply as it ends (finish, prompt tokens, from cache, generated, turns\n"
+            "kept, dropped); --progress N adds one every N tokens streamed (for scripts).\n"
             "Keys: Enter sends to the focused panel, Tab / click focuses, Esc stops a reply,\n"
             "      Up/Down recall sent lines, wheel / PageUp / PageDown scroll, Ctrl+L clears a panel,\n"
             "      a click on a message copies it, F12 saves ember-chat-N.png.\n");
@@ -141,7 +144,7 @@ static const char *value(int argc, char **argv, int *i)
 {
     static const char *const valued[] = {"-m", "--model", "--panels", "--characters", "--system", "--draft",
                                          "--ngram", "--device", "-n", "--temp", "--budget", "--fps", "--font",
-                                         "--renderer", "--say", "--screenshot", "--size"};
+                                         "--renderer", "--say", "--screenshot", "--size", "--progress"};
     int known = 0;
     for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= strcmp(argv[*i], valued[k]) == 0;
     if (!known) {
@@ -194,6 +197,7 @@ static int parse_valued(options *o, const char *f, const char *v)
     if (strcmp(f, "--temp") == 0) return num_value(f, v, 0, 5, &x) && ((o->temperature = (float)x), 1);
     if (strcmp(f, "--budget") == 0) return num_value(f, v, 0, 1000, &o->budget_ms);
     if (strcmp(f, "--fps") == 0) return int_value(f, v, 1, 1000, &o->fps);
+    if (strcmp(f, "--progress") == 0) return int_value(f, v, 1, 1 << 20, &o->progress);
     if (strcmp(f, "--font") == 0) return (o->font = v), 1;
     if (strcmp(f, "--renderer") == 0) return (o->renderer = v), 1;
     if (strcmp(f, "--say") == 0) return (o->say = v), 1;

@@ -25,6 +25,7 @@ typedef struct options {
     const char *model_why;   /* how it was chosen, for the message on stderr */
     const char *font, *characters, *system, *draft, *say, *screenshot, *renderer;
     int panels, ngram, max_tokens, quit_after_reply, width, height, fps;
+    int progress;            /* --progress N: a stderr line every N tokens of a reply; 0 = none */
     int device;              /* --device N: the Nth device of `ember info`; -1 = automatic */
     float temperature;
     double budget_ms;        /* run_for's budget; < 0 = what the frame has left */

@@ -58,72 +58,58 @@ void message_free(message *m)
     *m = (message){0};
 }
 
-void panel_note(panel *p, const char *fmt, ...)
+static void add_note(panel *p, msg_role role, const char *fmt, va_list ap)
 {
     char buf[1024];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    const char *open = role == MSG_INFO ? "[" : "", *close = role == MSG_INFO ? "]" : "";
+    fprintf(stderr, "ember-chat: panel %d (%s): %s%s%s\n", p->index + 1, p->who->name, open, buf, close);
+    message *m = add_message(p, role);
+    if (!m) return;
+    message_append(m, open, strlen(open));
+    message_append(m, buf, strlen(buf));
+    message_append(m, close, strlen(close));
+}
+
+void panel_note(panel *p, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    add_note(p, MSG_NOTE, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "ember-chat: panel %d (%s): %s\n", p->index + 1, p->who->name, buf);
-    add_text_message(p, MSG_NOTE, buf);
+}
+
+void panel_info(panel *p, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    add_note(p, MSG_INFO, fmt, ap);
+    va_end(ap);
 }
 
 /* ---- the conversation ------------------------------------------------------------------ */
 
-static void free_turns(panel *p)
-{
-    for (int i = 0; i < p->n_turns; i++) {
-        free(p->turns[i].user);
-        free(p->turns[i].reply);
-    }
-    p->n_turns = 0;
-}
-
-/* Remembers a finished turn (it takes p->asked). */
-static void keep_turn(panel *p)
-{
-    if (p->n_turns == p->cap_turns) {
-        int cap = p->cap_turns ? 2 * p->cap_turns : 8;
-        turn *t = realloc(p->turns, (size_t)cap * sizeof *t);
-        if (!t) return;
-        p->turns = t, p->cap_turns = cap;
-    }
-    uint32_t *ids = malloc((p->n_gen ? p->n_gen : 1) * sizeof *ids);
-    if (!ids) return;
-    if (p->n_gen) memcpy(ids, p->gen, p->n_gen * sizeof *ids);
-    p->turns[p->n_turns++] = (turn){p->asked, ids, p->n_gen};
-    p->asked = NULL;
-}
-
-/* A fresh chat with the system prompt and the kept turns, their replies as the exact ids
- * generated: the rebuilt prompt is token for token the old one, so the prefix cache still
- * serves it. */
-static int rebuild_chat(panel *p)
+/* A new conversation: a chat with the system prompt, fitted to the model's context with
+ * room for a reply of max_tokens, so that it drops its oldest turns instead of filling
+ * up. On failure a note, and no chat. */
+static void new_chat(panel *p)
 {
     ember_chat_free(p->chat);
     p->chat = NULL;
+    ember_chat_fit fit = {.overflow = EMBER_CHAT_DROP_OLDEST, .max_tokens = p->ro->max_tokens};
     ember_status s = ember_chat_create(p->model, NULL, &p->chat);
+    if (s == EMBER_OK) s = ember_chat_set_fit(p->chat, &fit);
     if (s == EMBER_OK && p->who->system) s = ember_chat_add(p->chat, "system", p->who->system);
-    for (int i = 0; s == EMBER_OK && i < p->n_turns; i++) {
-        const uint32_t *ids;
-        size_t n;
-        s = ember_chat_add(p->chat, "user", p->turns[i].user);
-        if (s == EMBER_OK) s = ember_chat_prompt(p->chat, &ids, &n);
-        if (s == EMBER_OK) s = ember_chat_add_reply(p->chat, p->turns[i].reply, p->turns[i].n_reply);
-    }
     if (s != EMBER_OK) {
         panel_note(p, "the chat cannot be set up: %s", p->chat ? ember_chat_error(p->chat) : "out of memory");
         ember_chat_free(p->chat);
         p->chat = NULL;
-        return -1;
     }
-    return 0;
 }
 
-int panel_init(panel *p, int index, const character *who, event_queue *q)
+int panel_init(panel *p, int index, const character *who, const reply_opts *ro, event_queue *q)
 {
-    *p = (panel){.index = index, .who = who, .slot = {q, index}, .follow = 1, .reply_msg = -1};
+    *p = (panel){.index = index, .who = who, .ro = ro, .slot = {q, index}, .follow = 1, .reply_msg = -1};
     if (who->system) add_text_message(p, MSG_SYSTEM, who->system);
     return 0;
 }
@@ -131,16 +117,13 @@ int panel_init(panel *p, int index, const character *who, event_queue *q)
 void panel_open_chat(panel *p, ember_model *model)
 {
     p->model = model;
-    rebuild_chat(p);
+    new_chat(p);
 }
 
 void panel_free(panel *p)
 {
     for (int i = 0; i < p->n_msgs; i++) message_free(&p->msgs[i]);
     free(p->msgs);
-    free_turns(p);
-    free(p->turns);
-    free(p->asked);
     free(p->gen);
     ember_chat_free(p->chat);
     text_tex_free(&p->title);
@@ -157,44 +140,63 @@ void panel_clear(panel *p)
     }
     for (int i = 0; i < p->n_msgs; i++) message_free(&p->msgs[i]);
     p->n_msgs = 0;
-    free_turns(p);
     if (p->who->system) add_text_message(p, MSG_SYSTEM, p->who->system);
-    if (p->model) rebuild_chat(p);
+    if (p->model) new_chat(p); /* its count of dropped turns starts again from 0 */
     p->scroll = 0, p->follow = 1;
 }
 
 /* ---- sending and receiving ---------------------------------------------------------------- */
 
-/* Adds the user message to the chat and submits the whole conversation; the engine error
- * text when it fails. */
-static ember_status submit(panel *p, ember_engine *e, const char *text, const reply_opts *ro, char *err, size_t cap)
+/* Says in the panel that the prompt just made dropped old turns, if it did: they stay on
+ * screen, but the model no longer sees them. */
+static void note_dropped(panel *p)
 {
+    ember_chat_info info;
+    ember_chat_get_info(p->chat, &info);
+    if (info.dropped_turns == 1)
+        panel_info(p, "dropped the oldest turn to fit the context of %u tokens", info.n_ctx);
+    else if (info.dropped_turns > 1)
+        panel_info(p, "dropped the %u oldest turns to fit the context of %u tokens", info.dropped_turns, info.n_ctx);
+}
+
+/* Adds the user message to the chat and submits the whole conversation; the error text
+ * when it fails. A message whose prompt or submit failed is taken back: the conversation
+ * goes on without it (turns its prompt dropped stay dropped, as the panel said). */
+static ember_status submit(panel *p, ember_engine *e, const char *text, char *err, size_t cap)
+{
+    const reply_opts *ro = p->ro;
     const uint32_t *ids;
     size_t n;
     ember_status s = ember_chat_add(p->chat, "user", text);
-    if (s == EMBER_OK) s = ember_chat_prompt(p->chat, &ids, &n);
+    int added = s == EMBER_OK; /* else there is nothing to take back */
+    if (added) s = ember_chat_prompt(p->chat, &ids, &n);
     if (s != EMBER_OK) {
         snprintf(err, cap, "%s", ember_chat_error(p->chat));
+        if (added) ember_chat_take_back(p->chat);
         return s;
     }
+    note_dropped(p);
     ember_request_desc d = {
         .tokens = ids,
         .n_tokens = n,
         .max_tokens = ro->max_tokens,
         /* a seed per panel and turn: a rerun of the demo gives the same replies */
         .sampling = {.temperature = p->who->temperature, .top_p = 0.95f,
-                     .seed = 1000u * (unsigned)p->index + (unsigned)p->n_turns + 1},
+                     .seed = 1000u * (unsigned)p->index + (unsigned)p->n_asked + 1},
         .spec = ro->spec,
         .on_token = event_on_token,
         .on_done = event_on_done,
         .user = &p->slot,
     };
     s = ember_submit(e, &d, &p->request);
-    if (s != EMBER_OK) ember_engine_copy_error(e, err, cap); /* the worker may be failing a step */
+    if (s != EMBER_OK) {
+        ember_engine_copy_error(e, err, cap); /* the worker may be failing a step */
+        ember_chat_take_back(p->chat);
+    }
     return s;
 }
 
-int panel_send(panel *p, ember_engine *e, const char *text, const reply_opts *ro, gen_stats *g, double now_ms)
+int panel_send(panel *p, ember_engine *e, const char *text, gen_stats *g, double now_ms)
 {
     if (p->busy) {
         panel_note(p, "still answering; wait for the reply or press Esc to stop it");
@@ -208,16 +210,15 @@ int panel_send(panel *p, ember_engine *e, const char *text, const reply_opts *ro
         return 0;
     }
     char err[512];
-    ember_status s = submit(p, e, text, ro, err, sizeof err);
+    ember_status s = submit(p, e, text, err, sizeof err);
     if (s != EMBER_OK) {
-        panel_note(p, "%s: %s%s", ember_status_name(s), err,
-                   s == EMBER_ERR_CONTEXT_FULL && p->n_turns ? " (Ctrl+L clears this conversation)" : "");
-        rebuild_chat(p); /* take the message back: the next turn starts from the last reply */
+        /* Old turns are dropped as needed, so this is a message that does not fit even
+         * alone, or an engine that cannot take it. */
+        panel_note(p, "%s: %s", ember_status_name(s), err);
         p->turns_ended++;
         return 0;
     }
-    free(p->asked);
-    p->asked = strdup(text);
+    p->n_asked++;
     p->busy = 1;
     p->n_gen = 0;
     p->reply_msg = add_message(p, MSG_ASSISTANT) ? p->n_msgs - 1 : -1;
@@ -243,33 +244,64 @@ static void on_token(panel *p, const chat_event *ev, const char *text, gen_stats
     if (p->reply_msg >= 0) message_append(&p->msgs[p->reply_msg], text, ev->text_len);
     rate_meter_add(&p->meter, 1);
     g->tokens++;
+    /* --progress: what a script driving the window waits for (tests/test_demo_input.py) */
+    if (p->ro->progress && p->n_gen % p->ro->progress == 0)
+        fprintf(stderr, "ember-chat: panel %d reply %d: %zu tokens streamed\n", p->index + 1, p->n_asked, p->n_gen);
+}
+
+/* One stderr line per reply: how it ended, how much of its prompt the prefix cache
+ * served, and where the conversation stands (the turns its chat holds, and the turns it
+ * dropped since it began), so that a script can follow a long conversation. */
+static void log_done(const panel *p, const chat_event *ev)
+{
+    ember_chat_info info;
+    ember_chat_get_info(p->chat, &info);
+    /* after the system prompt, every turn is a user message and its reply: a message
+     * whose request failed has been taken back */
+    size_t system = p->who->system && info.n_messages ? 1 : 0, kept = (info.n_messages - system) / 2;
+    fprintf(stderr, "ember-chat: panel %d reply %d: %s, %u prompt tokens, %u from cache, %u generated; "
+                    "turns: %zu kept, %llu dropped in all\n",
+            p->index + 1, p->n_asked, ember_finish_name(ev->why), ev->m.n_prompt, ev->m.n_cached, ev->m.n_gen, kept,
+            (unsigned long long)info.dropped_turns_total);
+}
+
+/* A reply that ended without an error joins the conversation (a stopped one as far as
+ * it got). */
+static void keep_reply(panel *p, const chat_event *ev, gen_stats *g)
+{
+    const ember_request_metrics *m = &ev->m;
+    g->replies++;
+    g->drafted += m->n_drafted;
+    g->accepted += m->n_accepted;
+    if (m->n_gen > 0) g->last_ttft_ms = p->last_ttft_ms = m->ttft_ms;
+    p->last_tok_s = m->e2e_ms > m->ttft_ms && m->n_gen > 1 ? (m->n_gen - 1) * 1000.0 / (m->e2e_ms - m->ttft_ms) : 0;
+    if (ember_chat_add_reply(p->chat, p->gen, p->n_gen) != EMBER_OK) {
+        panel_note(p, "%s", ember_chat_error(p->chat));
+        ember_chat_take_back(p->chat); /* the turn goes; the conversation goes on without it */
+        return;
+    }
+    if (ev->why == EMBER_FINISH_CANCELLED) panel_note(p, "stopped after %u tokens", m->n_gen);
+    if (ev->why == EMBER_FINISH_CONTEXT) {
+        ember_chat_info info;
+        ember_chat_get_info(p->chat, &info);
+        panel_info(p, "the reply reached the end of the context (%u tokens): the next message drops the oldest turns",
+                   info.n_ctx);
+    }
 }
 
 static void on_done(panel *p, const chat_event *ev, ember_engine *e, gen_stats *g, double now_ms)
 {
-    const ember_request_metrics *m = &ev->m;
     p->busy = 0;
     p->turns_ended++;
     g->last_done_ms = now_ms;
     if (ev->why == EMBER_FINISH_ERROR) {
         char why[512];
         panel_note(p, "the reply failed: %s", ember_engine_copy_error(e, why, sizeof why));
-        rebuild_chat(p);
-        return;
+        ember_chat_take_back(p->chat); /* its message goes; the conversation goes on */
+    } else {
+        keep_reply(p, ev, g);
     }
-    g->replies++;
-    g->drafted += m->n_drafted;
-    g->accepted += m->n_accepted;
-    if (m->n_gen > 0) g->last_ttft_ms = p->last_ttft_ms = m->ttft_ms;
-    p->last_tok_s = m->e2e_ms > m->ttft_ms && m->n_gen > 1 ? (m->n_gen - 1) * 1000.0 / (m->e2e_ms - m->ttft_ms) : 0;
-    /* A stopped reply stays in the conversation as far as it got. */
-    if (ember_chat_add_reply(p->chat, p->gen, p->n_gen) != EMBER_OK) {
-        panel_note(p, "%s", ember_chat_error(p->chat));
-        rebuild_chat(p);
-        return;
-    }
-    keep_turn(p);
-    if (ev->why == EMBER_FINISH_CANCELLED) panel_note(p, "stopped after %u tokens", m->n_gen);
+    log_done(p, ev);
 }
 
 int panel_apply(panel *p, const chat_event *ev, const char *text, ember_engine *e, gen_stats *g, double now_ms)

@@ -17,6 +17,7 @@ typedef enum msg_role {
     MSG_USER,
     MSG_ASSISTANT,
     MSG_NOTE,       /* what went wrong, or that a reply was stopped */
+    MSG_INFO,       /* a remark, not an error: old turns dropped, the context's end */
 } msg_role;
 
 typedef struct message {
@@ -43,38 +44,30 @@ void message_append(message *m, const char *s, size_t n);
 /* Frees a message's text, lines and textures. */
 void message_free(message *m);
 
-/* A finished turn, kept so that the chat can be rebuilt with the exact reply ids when a
- * later turn has to be taken back (a submit that failed). */
-typedef struct turn {
-    char *user;
-    uint32_t *reply;
-    size_t n_reply;
-} turn;
-
-/* What every reply is asked for (from the options). */
+/* What every reply is asked for (from the options); the app's, outlives the panels. */
 typedef struct reply_opts {
     uint32_t max_tokens;
     ember_speculation spec;
+    uint32_t progress;         /* --progress N: a stderr line every N tokens streamed; 0 = none */
 } reply_opts;
 
 typedef struct panel {
     int index;
     const character *who;
+    const reply_opts *ro;
     request_slot slot;         /* the callbacks' user pointer: must not move */
     ember_model *model;
-    ember_chat *chat;
-    turn *turns;
-    int n_turns, cap_turns;
+    ember_chat *chat;          /* NULL when it could not be set up (a note says why) */
     message *msgs;
     int n_msgs, cap_msgs;
     /* the reply in flight */
     int busy;
     ember_request_id request;
-    char *asked;               /* the user text of that turn */
     uint32_t *gen;             /* the ids generated so far */
     size_t n_gen, cap_gen;
     int reply_msg;             /* its message */
     int turns_ended;           /* turns that ended since start (replies, failures) */
+    int n_asked;               /* replies submitted since start: "reply N" on stderr */
     rate_meter meter;
     double last_tok_s, last_ttft_ms;
     /* the view (chat_ui.c) */
@@ -83,19 +76,26 @@ typedef struct panel {
 } panel;
 
 /* 0 on success, -1 when memory ran out. */
-int panel_init(panel *p, int index, const character *who, event_queue *q);
-/* Creates the panel's chat once the model is there; a failure becomes a note. */
+int panel_init(panel *p, int index, const character *who, const reply_opts *ro, event_queue *q);
+/* Creates the panel's chat once the model is there, fitted to the model's context with
+ * room for a reply of max_tokens (older turns are dropped as needed); a failure becomes a
+ * note. */
 void panel_open_chat(panel *p, ember_model *model);
 void panel_free(panel *p);
-/* Adds a note line (also printed on stderr, for headless runs). */
+/* Adds a note line, in red: something went wrong or was stopped (also printed on stderr,
+ * for headless runs: "ember-chat: panel N (NAME): TEXT"). */
 void panel_note(panel *p, const char *fmt, ...);
-/* Sends a user message: adds it to the chat and submits the conversation. A failure
- * (the conversation does not fit the context, ...) becomes a note and the turn is taken
- * back. 1 when a reply is on its way. */
-int panel_send(panel *p, ember_engine *e, const char *text, const reply_opts *ro, gen_stats *g, double now_ms);
+/* Adds a remark that is no error, in grey and in brackets (on stderr too, as
+ * "ember-chat: panel N (NAME): [TEXT]"). */
+void panel_info(panel *p, const char *fmt, ...);
+/* Sends a user message: adds it to the chat and submits the conversation; when the
+ * conversation outgrew the context the chat dropped its oldest turns, and the panel says
+ * so. A failure (the message alone does not fit the context, ...) becomes a note and the
+ * message is taken back (ember_chat_take_back). 1 when a reply is on its way. */
+int panel_send(panel *p, ember_engine *e, const char *text, gen_stats *g, double now_ms);
 /* Stops the reply in flight (it ends with EMBER_FINISH_CANCELLED, through the queue). */
 void panel_cancel(panel *p, ember_engine *e);
-/* Forgets the conversation (Ctrl+L); not while a reply is in flight. */
+/* Forgets the conversation (Ctrl+L): a new chat; not while a reply is in flight. */
 void panel_clear(panel *p);
 /* Applies one event from the queue; 1 when it ended the turn. */
 int panel_apply(panel *p, const chat_event *ev, const char *text, ember_engine *e, gen_stats *g, double now_ms);

@@ -11,6 +11,12 @@
 #include "sampler.h"
 #include "text_out.h"
 
+const char *ember_finish_name(ember_finish why)
+{
+    static const char *const names[] = {"length", "eos", "stop", "cancelled", "error", "kv_full", "context"};
+    return (unsigned)why < sizeof names / sizeof *names ? names[why] : "unknown";
+}
+
 void ember_request_free(request *r)
 {
     ember_sampler_free(r->sampler);

@@ -5,7 +5,7 @@
  *    non-error EMBER_IDLE (ember_engine_step only), or an error, which is negative.
  *    The calls that cannot fail return what they look up instead: the destructors
  *    (ember_model_free, ember_engine_destroy, ember_chat_free), ember_engine_stop and
- *    ember_engine_wait_idle, the getters (ember_version, ember_status_name,
+ *    ember_engine_wait_idle, the getters (ember_version, ember_status_name, ember_finish_name,
  *    ember_model_error, ember_engine_error, ember_chat_error, ember_chat_template_name,
  *    ember_chat_get_info, ember_model_get_info, ember_engine_get_stats,
  *    ember_engine_pending, ember_model_validation_messages) and ember_token_to_text.
@@ -364,6 +364,10 @@ typedef enum ember_finish {
                                  prompt included) before max_tokens: the reply is cut. An
                                  ember_chat drops old turns at its next prompt */
 } ember_finish;
+
+/* A short name for a finish reason, as `ember generate --json` writes it ("length", "eos",
+ * "stop", "cancelled", "error", "kv_full", "context"). Never NULL; static storage. */
+EMBER_API const char *ember_finish_name(ember_finish why);
 
 /* Called once per generated token, on the thread that steps the engine (the caller of
  * ember_engine_step, ember_engine_step_end or ember_engine_run_for, or the worker thread),

@@ -1,11 +1,18 @@
-"""demo_util.py — what the ember-chat tests (tests/test_demo.py, tests/test_demo_input.py)
-share: checks that print "ok: " or "FAIL: " and are counted, skipping (exit 77, ctest's
-skip code), finding ember-chat, the tools and the stories260K model, and the summary line
-with the exit status. The tests import it from their own folder (sys.path), whatever the
-working directory."""
+"""demo_util.py — what the ember-chat tests (tests/test_demo.py, tests/test_demo_input.py,
+tests/test_demo_long.py) share: checks that print "ok: " or "FAIL: " and are counted,
+skipping (exit 77, ctest's skip code), finding ember-chat, the tools and the stories260K
+model, the summary line with the exit status, and for the tests that type into the
+window: a private Xvfb display and ember-chat run on it with its stderr read as it grows
+(the events they wait for: docs/ember-chat.md, "What stderr says"). The tests import it
+from their own folder (sys.path), whatever the working directory."""
+import json
 import os
+import re
 import shutil
+import subprocess
 import sys
+import tempfile
+import time
 
 failed = []  # what each failed check said
 
@@ -49,3 +56,113 @@ def finish(name):
     """Prints the summary line and exits: 0 when every check held, else 1."""
     print("%s: %s" % (name, "all passed" if not failed else "%d check(s) failed" % len(failed)))
     sys.exit(1 if failed else 0)
+
+
+class Display:
+    """A private Xvfb server; its display number comes back through -displayfd."""
+
+    def __init__(self):
+        r, w = os.pipe()
+        self.proc = subprocess.Popen(["Xvfb", "-displayfd", str(w), "-screen", "0", "1280x720x24", "-nolisten", "tcp"],
+                                     pass_fds=(w,), stderr=subprocess.DEVNULL)
+        os.close(w)
+        with os.fdopen(r) as f:
+            self.name = ":" + f.readline().strip()
+        self.env = dict(os.environ, DISPLAY=self.name)
+
+    def x(self, *args):
+        """Runs xdotool or xclip on this display; its stdout."""
+        return subprocess.run(list(args), env=self.env, capture_output=True, text=True, timeout=30).stdout
+
+    def window(self):
+        """The ember-chat window's id, with the pointer moved over it (Xvfb runs no window
+        manager: keys go to the window under the pointer); None when there is none."""
+        win = self.x("xdotool", "search", "--sync", "--name", "ember-chat").split()
+        if not win:
+            return None
+        self.x("xdotool", "mousemove", "--window", win[0], "600", "400")
+        return win[0]
+
+    def type_line(self, text):
+        """Types text into the window under the pointer and presses Enter."""
+        self.x("xdotool", "type", "--delay", "10", text)
+        self.x("xdotool", "key", "Return")
+
+    def paste_line(self, text):
+        """Puts text on the clipboard (xclip serves it until the display closes), pastes it
+        into the window under the pointer with Ctrl+V and presses Enter: a message far
+        too long to type."""
+        subprocess.run(["xclip", "-selection", "clipboard", "-i"], input=text, text=True, env=self.env,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
+        # xclip's child takes the selection after its parent returned: wait until it has.
+        wait_until(lambda: self.x("xclip", "-o", "-selection", "clipboard") == text, timeout=30)
+        self.x("xdotool", "key", "ctrl+v", "Return")
+
+    def close(self):
+        self.proc.terminate()
+        self.proc.wait()
+
+
+class Chat:
+    """ember-chat on a Display, with stderr collected in a file, read as it grows."""
+
+    def __init__(self, display, args):
+        self.err = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen(args, env=display.env, stdout=subprocess.PIPE, stderr=self.err, text=True)
+
+    def stderr(self):
+        self.err.seek(0)
+        return self.err.read()
+
+    def wait_for(self, pattern, count=1, timeout=120):
+        """Waits until pattern has matched count times on stderr (or ember-chat exited);
+        the count-th match (re.findall's item) or None."""
+        end = time.time() + timeout
+        while time.time() < end and self.proc.poll() is None:
+            found = re.findall(pattern, self.stderr())
+            if len(found) >= count:
+                return found[count - 1]
+            time.sleep(0.05)
+        return None
+
+    def close(self):
+        """SIGTERM (SDL makes it a quit event); (exit status, stdout)."""
+        self.proc.terminate()
+        out, _ = self.proc.communicate(timeout=60)
+        return self.proc.returncode, out
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def wait_until(probe, timeout=30):
+    """Calls probe() until it returns something true or timeout seconds passed; its last
+    result."""
+    end = time.time() + timeout
+    while True:
+        got = probe()
+        if got or time.time() >= end:
+            return got
+        time.sleep(0.05)
+
+
+def json_of(stdout):
+    """The JSON line ember-chat prints on stdout at exit ({} when there is none)."""
+    lines = [l for l in stdout.splitlines() if l.strip()]
+    try:
+        return json.loads(lines[-1]) if lines else {}
+    except ValueError:
+        return {}
+
+
+# The stderr line of each reply as it ends (panel.c's log_done).
+DONE = (r"ember-chat: panel (\d+) reply (\d+): (\w+), (\d+) prompt tokens, (\d+) from cache, (\d+) generated; "
+        r"turns: (\d+) kept, (\d+) dropped in all")
+
+
+def replies_done(stderr):
+    """Every reply's end line on stderr, as dicts, in order."""
+    keys = ("panel", "reply", "finish", "n_prompt", "n_cached", "n_gen", "kept", "dropped_total")
+    return [dict(zip(keys, [int(v) if v.isdigit() else v for v in m])) for m in re.findall(DONE, stderr)]

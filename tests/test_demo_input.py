@@ -5,26 +5,30 @@
 
 Registered by demo/CMakeLists.txt (label gpu). xdotool sends real X input events (XTEST)
 and xclip reads the clipboard, both installed by scripts/setup.sh. One panel, one window:
-  1. "Once upon a time" is sent (--say); about a second into the reply Esc stops it: the
-     panel notes "stopped after N tokens" with 0 < N < the tokens a whole reply takes;
-  2. a second message is typed and sent with Enter; the Stop button (the title bar's right
-     end while a reply streams) stops that reply the same way;
+  1. "Once upon a time" is sent (--say); once 8 of its tokens have streamed Esc stops the
+     reply: the panel notes "stopped after N tokens" with 8 <= N < 400 (a whole reply
+     takes ~460, to the end of the context);
+  2. a second message is typed and sent with Enter; once 8 of its tokens have streamed
+     the Stop button (the title bar's right end while a reply streams) stops that reply
+     the same way;
   3. a click on the first message copies it: the clipboard holds "Once upon a time";
   4. SIGTERM closes the window (SDL turns it into a quit event): exit 0, the JSON line
      counts the two stopped replies (replies that ended) and their tokens.
-Uses ../shared/models/stories260K (its context of 512 makes a whole reply ~480 tokens,
-several seconds here); skips (77) without it, without ember-chat, Xvfb, xdotool or xclip."""
-import json
+Nothing here depends on the machine's speed: every step waits for an event (a stderr line
+of ember-chat's, --progress 8 giving one every 8 tokens streamed; the clipboard's content),
+never a fixed time. And --budget 0 --fps 30 lets the engine finish at most one step per
+frame, so a reply streams at most 30 tokens a second however fast the machine is: a
+whole reply takes 15 s or more, far longer than the few frames between a progress line
+and the key or click that answers it.
+Uses ../shared/models/stories260K (its context of 512 makes a reply long enough to stop);
+skips (77) without it, without ember-chat, Xvfb, xdotool or xclip."""
 import os
-import re
-import subprocess
 import sys
-import tempfile
-import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from demo_util import check, ember_chat, finish, need_tool, skip, stories260k  # noqa: E402
+from demo_util import (Chat, Display, check, ember_chat, finish, json_of, need_tool, replies_done,  # noqa: E402
+                       skip, stories260k, wait_until)
 
 # chat_ui.h's layout for one panel in a 1280x720 window: stats bar 30 px, title bar 32 px
 # with the Stop button at its right end (x1 - 64, top + 5, 56 wide, 22 high); the user's
@@ -33,53 +37,16 @@ STOP_XY = (1280 - 64 + 28, 30 + 5 + 11)
 FIRST_MESSAGE_XY = (1180, 87)
 FIRST = "Once upon a time"
 SECOND = "Tell me about the park"
+PROGRESS = 8  # --progress: a stderr line every 8 tokens streamed
 
 
-class Display:
-    """A private Xvfb server; its display number comes back through -displayfd."""
-
-    def __init__(self):
-        r, w = os.pipe()
-        self.proc = subprocess.Popen(["Xvfb", "-displayfd", str(w), "-screen", "0", "1280x720x24", "-nolisten", "tcp"],
-                                     pass_fds=(w,), stderr=subprocess.DEVNULL)
-        os.close(w)
-        with os.fdopen(r) as f:
-            self.name = ":" + f.readline().strip()
-        self.env = dict(os.environ, DISPLAY=self.name)
-
-    def x(self, *args):
-        """Runs xdotool or xclip on this display; its stdout."""
-        return subprocess.run(list(args), env=self.env, capture_output=True, text=True, timeout=30).stdout
-
-    def close(self):
-        self.proc.terminate()
-        self.proc.wait()
-
-
-class Chat:
-    """ember-chat with stderr collected in a file, read as it grows."""
-
-    def __init__(self, display, args):
-        self.err = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen(args, env=display.env, stdout=subprocess.PIPE, stderr=self.err, text=True)
-
-    def stderr(self):
-        self.err.seek(0)
-        return self.err.read()
-
-    def wait_for(self, pattern, count=1, timeout=120):
-        """Waits until pattern has matched count times on stderr; the last match or None."""
-        end = time.time() + timeout
-        while time.time() < end and self.proc.poll() is None:
-            found = re.findall(pattern, self.stderr())
-            if len(found) >= count:
-                return found[count - 1]
-            time.sleep(0.1)
-        return None
+def streamed(chat, reply):
+    """Waits until PROGRESS tokens of reply (1, 2, ...) have streamed; whether they did."""
+    return chat.wait_for(r"panel 1 reply %d: %d tokens streamed" % (reply, PROGRESS), timeout=120) is not None
 
 
 def stopped_tokens(chat, count):
-    m = chat.wait_for(r"panel 1 \([^)]*\): stopped after (\d+) tokens", count, timeout=30)
+    m = chat.wait_for(r"panel 1 \([^)]*\): stopped after (\d+) tokens", count, timeout=60)
     return int(m) if m is not None else None
 
 
@@ -91,54 +58,58 @@ def main():
     if not os.path.exists(model):
         skip("needs ../shared/models/stories260K (a reply long enough to stop mid-stream)")
     display = Display()
-    chat = Chat(display, [exe, "-m", model, "--say", FIRST, "-n", "2000"])
+    chat = Chat(display, [exe, "-m", model, "--say", FIRST, "-n", "2000", "--progress", str(PROGRESS),
+                          "--budget", "0", "--fps", "30"])
     try:
         drive(display, chat)
     finally:
-        if chat.proc.poll() is None:
-            chat.proc.kill()
+        chat.kill()
         display.close()
     finish("test_demo_input")
+
+
+def stop_with_esc(display, chat):
+    if not check(streamed(chat, 1), "the first reply streams (%d tokens)" % PROGRESS):
+        return None
+    display.x("xdotool", "key", "Escape")
+    n1 = stopped_tokens(chat, 1)
+    check(n1 is not None and PROGRESS <= n1 < 400, "Esc stops the first reply mid-stream (after %s tokens)" % n1)
+    return n1
+
+
+def stop_with_button(display, chat, win):
+    display.type_line(SECOND)
+    if not check(streamed(chat, 2), "the second message, typed and sent with Enter, is answered"):
+        return None
+    display.x("xdotool", "mousemove", "--window", win, str(STOP_XY[0]), str(STOP_XY[1]), "click", "1")
+    n2 = stopped_tokens(chat, 2)
+    check(n2 is not None and PROGRESS <= n2 < 400,
+          "the Stop button stops the second reply mid-stream (after %s tokens)" % n2)
+    return n2
 
 
 def drive(display, chat):
     if not check(chat.wait_for(r"ember-chat: ready:") is not None, "the model loads"):
         print(chat.stderr())
         return
-    win = display.x("xdotool", "search", "--sync", "--name", "ember-chat").split()
-    if not check(len(win) >= 1, "the window is found by its title"):
+    win = display.window()
+    if not check(win is not None, "the window is found by its title"):
         return
-    win = win[0]
-    # Keys go to the window under the pointer (Xvfb runs no window manager).
-    display.x("xdotool", "mousemove", "--window", win, "600", "400")
-
-    time.sleep(1.0)
-    display.x("xdotool", "key", "Escape")
-    n1 = stopped_tokens(chat, 1)
-    check(n1 is not None and 0 < n1 < 400, "Esc stops the first reply mid-stream (after %s tokens)" % n1)
-
-    display.x("xdotool", "type", "--delay", "20", SECOND)
-    display.x("xdotool", "key", "Return")
-    time.sleep(1.0)
-    display.x("xdotool", "mousemove", "--window", win, str(STOP_XY[0]), str(STOP_XY[1]), "click", "1")
-    n2 = stopped_tokens(chat, 2)
-    check(n2 is not None and 0 < n2 < 400, "the Stop button stops the second reply mid-stream (after %s tokens)" % n2)
-    check(chat.stderr().count("stopped after") == 2, "exactly two replies were stopped")
+    n1 = stop_with_esc(display, chat)
+    n2 = stop_with_button(display, chat, win)
+    done = replies_done(chat.stderr())
+    check([d["finish"] for d in done] == ["cancelled", "cancelled"], "exactly two replies, both stopped: %s" % done)
 
     display.x("xdotool", "mousemove", "--window", win, str(FIRST_MESSAGE_XY[0]), str(FIRST_MESSAGE_XY[1]),
               "click", "1")
-    time.sleep(0.5)  # the click is handled at the next frame
-    clip = display.x("xclip", "-o", "-selection", "clipboard")
-    check(clip == FIRST, "a click on the first message copies it (clipboard: %r)" % clip)
+    # The click is handled at the next frame: wait for the clipboard to change.
+    clipboard = lambda: display.x("xclip", "-o", "-selection", "clipboard")  # noqa: E731
+    copied = wait_until(lambda: clipboard() == FIRST, timeout=30)
+    check(copied, "a click on the first message copies it (clipboard: %r)" % clipboard())
 
-    chat.proc.terminate()
-    out, _ = chat.proc.communicate(timeout=60)
-    check(chat.proc.returncode == 0, "SIGTERM closes the window: exit 0 (got %d)" % chat.proc.returncode)
-    lines = [l for l in out.splitlines() if l.strip()]
-    try:
-        j = json.loads(lines[-1]) if lines else {}
-    except ValueError:
-        j = {}
+    rc, out = chat.close()
+    check(rc == 0, "SIGTERM closes the window: exit 0 (got %d)" % rc)
+    j = json_of(out)
     check(j.get("replies") == 2, "both stopped replies count as ended (docs/ember-chat.md): %s" % j)
     if n1 is not None and n2 is not None:
         check(j.get("tokens") == n1 + n2, "the JSON's tokens are those of the two stopped replies (%d + %d)" % (n1, n2))

@@ -486,6 +486,8 @@ static void test_context_end(ember_model *m)
            exact.n, (int)exact.why);
     CHECK(cut.done == 1 && cut.why == EMBER_FINISH_CONTEXT && cut.n == 10 && cut.m.n_prompt + cut.m.n_gen == 256);
     CHECK(exact.done == 1 && exact.why == EMBER_FINISH_LENGTH && exact.n == 10);
+    CHECK(strcmp(ember_finish_name(cut.why), "context") == 0 && strcmp(ember_finish_name(exact.why), "length") == 0);
+    CHECK(strcmp(ember_finish_name((ember_finish)99), "unknown") == 0);
     /* 300 prompt tokens do not fit; the last 100 do, and answer as those 100 alone. */
     d = ef_desc(p, 300, 8, &kept);
     d.truncate_prompt_tokens = 100;

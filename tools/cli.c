@@ -338,20 +338,6 @@ bool cli_sampling_flag(const char *f, const char *v, ember_sampling *s, ember_lo
     return true;
 }
 
-const char *cli_finish_name(ember_finish why)
-{
-    switch (why) {
-    case EMBER_FINISH_LENGTH: return "length";
-    case EMBER_FINISH_EOS: return "eos";
-    case EMBER_FINISH_STOP: return "stop";
-    case EMBER_FINISH_CANCELLED: return "cancelled";
-    case EMBER_FINISH_ERROR: return "error";
-    case EMBER_FINISH_KV_FULL: return "kv_full";
-    case EMBER_FINISH_CONTEXT: return "context";
-    }
-    return "error";
-}
-
 int cli_spec_flag(const char *f, const char *v, ember_speculation *spec, const char **draft_path)
 {
     long n;

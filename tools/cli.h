@@ -72,8 +72,6 @@ int cli_spec_flag(const char *flag, const char *value, ember_speculation *spec, 
 bool cli_kv_type(const char *flag, const char *s, ember_kv_type *out);
 /* "f32", "q8_0". */
 const char *cli_kv_type_name(ember_kv_type t);
-/* "length", "eos", "stop", "cancelled", "error". */
-const char *cli_finish_name(ember_finish why);
 
 /* Opens the file a -f flag names for reading; NULL, with "ember CMD: cannot open PATH:
  * why" or "ember CMD: PATH is a directory; -f wants WANTS" on stderr, when it cannot be

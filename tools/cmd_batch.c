@@ -110,7 +110,7 @@ static void print_json(const slot *s, size_t n, size_t total, double secs, bool 
             printf(", \"finish\": \"error\", \"error\": ");
             cli_json_string(stdout, s[i].error, strlen(s[i].error));
         } else {
-            printf(", \"finish\": \"%s\"", cli_finish_name(s[i].why));
+            printf(", \"finish\": \"%s\"", ember_finish_name(s[i].why));
         }
         if (spec) printf(", \"drafted\": %u, \"accepted\": %u", s[i].m.n_drafted, s[i].m.n_accepted);
         printf("}");

@@ -128,7 +128,7 @@ static void report(const gen_state *g)
     printf(", \"n_prompt\": %u, \"n_gen\": %u, \"load_ms\": %.3f, \"ttft_ms\": %.3f, \"prefill_tok_s\": %.3f, "
            "\"decode_tok_s\": %.3f, \"prefill_ms\": %.3f, \"decode_ms\": %.3f, \"finish\": \"%s\"",
            m->n_prompt, m->n_gen, g->load_ms, m->ttft_ms, prefill, decode, m->prefill_ms, m->decode_ms,
-           cli_finish_name(g->why));
+           ember_finish_name(g->why));
     if (g->spec) {
         double steps = m->n_decode_steps ? m->n_decode_steps : 1;
         printf(", \"drafted\": %u, \"accepted\": %u, \"acceptance_rate\": %.4f, \"tokens_per_step\": %.4f",
