@@ -52,6 +52,19 @@ def stories260k():
     return os.path.join(shared, "models", "stories260K", "stories260K-f32.v3.gguf")
 
 
+def x_session(why):
+    """What the tests that drive the window need: ember-chat, Xvfb, xdotool and xclip, and
+    stories260K (why: what it is needed for). Returns (ember-chat, the model's path);
+    skips without any of them."""
+    exe = ember_chat()
+    for tool in ("Xvfb", "xdotool", "xclip"):
+        need_tool(tool)
+    model = stories260k()
+    if not os.path.exists(model):
+        skip("needs ../shared/models/stories260K (%s)" % why)
+    return exe, model
+
+
 def finish(name):
     """Prints the summary line and exits: 0 when every check held, else 1."""
     print("%s: %s" % (name, "all passed" if not failed else "%d check(s) failed" % len(failed)))

@@ -27,8 +27,8 @@ import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from demo_util import (Chat, Display, check, ember_chat, finish, json_of, need_tool, replies_done,  # noqa: E402
-                       skip, stories260k, wait_until)
+from demo_util import (Chat, Display, check, finish, json_of, replies_done, wait_until,  # noqa: E402
+                       x_session)
 
 # chat_ui.h's layout for one panel in a 1280x720 window: stats bar 30 px, title bar 32 px
 # with the Stop button at its right end (x1 - 64, top + 5, 56 wide, 22 high); the user's
@@ -51,12 +51,7 @@ def stopped_tokens(chat, count):
 
 
 def main():
-    exe = ember_chat()
-    for tool in ("Xvfb", "xdotool", "xclip"):
-        need_tool(tool)
-    model = stories260k()
-    if not os.path.exists(model):
-        skip("needs ../shared/models/stories260K (a reply long enough to stop mid-stream)")
+    exe, model = x_session("a reply long enough to stop mid-stream")
     display = Display()
     chat = Chat(display, [exe, "-m", model, "--say", FIRST, "-n", "2000", "--progress", str(PROGRESS),
                           "--budget", "0", "--fps", "30"])

@@ -35,8 +35,7 @@ import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from demo_util import (Chat, Display, check, ember_chat, finish, json_of, need_tool, replies_done,  # noqa: E402
-                       skip, stories260k)
+from demo_util import Chat, Display, check, finish, json_of, replies_done, x_session  # noqa: E402
 
 CTX = 512
 TURNS = 30
@@ -196,12 +195,7 @@ def take_back_after_drop(chat, display):
 
 
 def main():
-    exe = ember_chat()
-    for tool in ("Xvfb", "xdotool", "xclip"):
-        need_tool(tool)
-    model = stories260k()
-    if not os.path.exists(model):
-        skip("needs ../shared/models/stories260K (its context of 512 tokens)")
+    exe, model = x_session("its context of 512 tokens")
     tmp = os.environ.get("EMBER_TEST_TMP", "/tmp")
     os.makedirs(tmp, exist_ok=True)
     sampled, greedy = characters(tmp, "demo_long_sampled.json", 0.8), characters(tmp, "demo_long_greedy.json", 0)
