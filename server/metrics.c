@@ -18,9 +18,8 @@ typedef struct histogram {
     double sum;
 } histogram;
 
-/* Finish reasons by ember_finish value, as `ember generate --json` names them. */
-static const char *const FINISH[] = {"length", "eos", "stop", "cancelled", "error", "kv_full"};
-#define N_FINISH (sizeof FINISH / sizeof *FINISH)
+/* Finish reasons, by ember_finish value (ember_finish_name says them). */
+#define N_FINISH (EMBER_FINISH_CONTEXT + 1)
 /* The statuses the server refuses with (docs/server.md); any other counts as 500. */
 static const int REFUSED[] = {400, 401, 404, 405, 413, 500, 503};
 #define N_REFUSED (sizeof REFUSED / sizeof *REFUSED)
@@ -158,7 +157,8 @@ char *srv_metrics_render(srv_metrics *m, ember_engine *e, size_t *len)
     put(&o, "# HELP ember_requests_finished_total Requests that ended, by finish reason.\n"
             "# TYPE ember_requests_finished_total counter\n");
     for (size_t i = 0; i < N_FINISH; i++)
-        put(&o, "ember_requests_finished_total{reason=\"%s\"} %llu\n", FINISH[i], c.finished[i]);
+        put(&o, "ember_requests_finished_total{reason=\"%s\"} %llu\n", ember_finish_name((ember_finish)i),
+            c.finished[i]);
     put(&o, "# HELP ember_requests_refused_total Requests answered with an HTTP error before generating, by "
             "status.\n# TYPE ember_requests_refused_total counter\n");
     for (size_t i = 0; i < N_REFUSED; i++)
