@@ -164,12 +164,6 @@ static int on_token(void *user, ember_request_id id, uint32_t token, const char 
     return 0;
 }
 
-static const char *finish_name(ember_finish why)
-{
-    static const char *const names[] = {"length", "eos", "stop", "cancelled", "error"};
-    return (unsigned)why < sizeof names / sizeof names[0] ? names[why] : "?";
-}
-
 static void on_done(void *user, ember_request_id id, ember_finish why, const ember_request_metrics *m)
 {
     (void)id;
@@ -179,7 +173,7 @@ static void on_done(void *user, ember_request_id id, ember_finish why, const emb
     for (char *c = npc->text; *c; c++)
         if (*c == '\n' || *c == '\r') *c = ' '; /* one log line per NPC */
     printf("[%s] %s%s (%u tokens, first after %.0f ms, %s)\n", npc->name, npc->prompt, npc->text, m->n_gen,
-           m->ttft_ms, finish_name(why));
+           m->ttft_ms, ember_finish_name(why));
     fflush(stdout);
 }
 
