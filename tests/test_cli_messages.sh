@@ -333,6 +333,11 @@ check "chat --overflow refuse: a full context says so with the numbers and offer
     ! grep -q '^\[turn ' "$tmp/chat.err"
 check "chat --overflow refuse: the next line gets the offer, nothing is generated" $?
 expect 2 "^ember chat: --overflow is drop or refuse, got 'rotate'" chat -m "$model" --overflow rotate
+# A KV pool smaller than the context (--kv-blocks 3: 48 tokens, one block kept spare) is
+# what the conversation is fitted to.
+out=$(printf 'once upon a time\n' | "$ember" chat -m "$model" --kv-blocks 3 -n 4 --backend cpu 2>&1); rc=$?
+[ "$rc" -eq 0 ] && grep -qE "^\[not sent: the last turn alone takes [0-9]+ tokens: it does not fit the context of 32;" <<<"$out"
+check "chat --kv-blocks 3: the conversation is fitted to the pool (32 tokens), exit 0 (exit $rc)" $?
 
 # ---- scripts/get-model.sh -----------------------------------------------------------------
 for arg in "" --help; do
