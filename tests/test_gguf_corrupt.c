@@ -356,7 +356,7 @@ static void aimed(const buf *b)
     patched(b, "dim-absurd", k.ne0, 1ull << 59, 8, "element count 9223372036854775808 is absurd");
     patched(b, "dim-max", k.ne0 + 8, UINT64_MAX, 8, "overflows");
     patched(b, "q8-not-32", k.ne0, 31, 8, "not a multiple of 32");
-    patched(b, "type-q4_0", k.type, 2, 4, "unsupported tensor type 2 (Q4_0)");
+    patched(b, "type-iq2_xxs", k.type, 16, 4, "unsupported tensor type 16 (IQ2_XXS)");
     patched(b, "type-9999", k.type, 9999, 4, "unsupported tensor type 9999");
     patched(b, "offset-misaligned", k.offset, k_off + 1, 8, "not a multiple of the alignment 32");
     patched(b, "offset-misaligned-16", k.offset, k_off + 16, 8, "not a multiple");

@@ -10,7 +10,9 @@
 #include <string.h>
 
 #include "engine/model/gguf.h"
+#include "engine/model/floats.h"
 #include "engine/model/quant.h"
+#include "engine/model/quant_legacy.h"
 
 /* ---- half floats ------------------------------------------------------------------ */
 
@@ -113,7 +115,7 @@ static void test_q8_0_blocks(void)
         x[i] = (float)(i - 16) / 4.0f;  /* amax 4: d = 4/127 */
     for (int i = 32; i < 64; i++)
         x[i] = 0.0f;                    /* an all-zero block: d = 0, q = 0 */
-    ember_quantize_row_q8_0(x, q, 64);
+    ember_quantize_row(EMBER_DTYPE_Q8_0, x, q, 64);
     CHECK(block_scale(q) == ember_f32_to_f16(4.0f / 127.0f));
     CHECK((int8_t)q[2] == -127 && (int8_t)q[2 + 16] == 0 && (int8_t)q[2 + 31] == 119);
     CHECK((int8_t)q[2 + 17] == (int8_t)roundf(0.25f * (127.0f / 4.0f)));
@@ -128,7 +130,7 @@ static void test_q8_0_blocks(void)
     static uint8_t qq[N / 32 * 34];
     tu_fill(&rng, src, N, -3.0f, 3.0f);
     src[5] = 1e-8f, src[100] = -50.0f; /* a tiny value, and one block with a large max */
-    ember_quantize_row_q8_0(src, qq, N);
+    ember_quantize_row(EMBER_DTYPE_Q8_0, src, qq, N);
     ember_dequantize_row(EMBER_DTYPE_Q8_0, qq, back, N);
     /* q is rounded with the f32 scale but read back with the f16 one (as in ggml), so
      * the error bound is half a step plus 127 times the scale's rounding (2^-11 d) */
@@ -156,7 +158,7 @@ static void test_matvec(void)
     tu_fill(&rng, x, COLS, -2.0f, 2.0f);
     for (int i = 0; i < ROWS * COLS; i++)
         w16[i] = ember_f32_to_f16(w[i]);
-    ember_quantize_row_q8_0(w, w8, ROWS * COLS);
+    ember_quantize_row(EMBER_DTYPE_Q8_0, w, w8, ROWS * COLS);
 
     const struct { ember_dtype t; const void *data; } cases[] = {
         { EMBER_DTYPE_F32, w }, { EMBER_DTYPE_F16, w16 }, { EMBER_DTYPE_Q8_0, w8 },
@@ -217,10 +219,10 @@ static void test_stories_requantize(const char *shared)
         uint8_t *mine = malloc(ember_dtype_size(EMBER_DTYPE_Q8_0, n));
         if (a->ne[0] % 32 == 0) /* the per-row rule ember quantize uses */
             for (uint64_t r = 0; r < a->ne[1]; r++)
-                ember_quantize_row_q8_0((const float *)a->data + r * a->ne[0],
+                ember_quantize_row(EMBER_DTYPE_Q8_0, (const float *)a->data + r * a->ne[0],
                                         mine + r * (a->ne[0] / 32 * 34), (size_t)a->ne[0]);
         else
-            ember_quantize_row_q8_0(a->data, mine, (size_t)n);
+            ember_quantize_row(EMBER_DTYPE_Q8_0, a->data, mine, (size_t)n);
         uint64_t nb = ember_dtype_size(EMBER_DTYPE_Q8_0, n);
         CHECK(b->nbytes == nb);
         for (uint64_t k = 0; k < nb && k < b->nbytes; k++)

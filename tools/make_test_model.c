@@ -17,7 +17,9 @@
 #include "cli.h"
 #include "commands.h"
 #include "engine/model/gguf_write.h"
+#include "engine/model/floats.h"
 #include "engine/model/quant.h"
+#include "engine/model/quant_legacy.h"
 
 #define SPACE_MARK "\xe2\x96\x81" /* U+2581 */
 #define PIECE_MAX 32
@@ -280,7 +282,7 @@ static ember_status add_weight(ember_gguf_writer *w, const tm_args *a, const cha
         for (size_t i = 0; i < n; i++)
             ((uint16_t *)data)[i] = ember_f32_to_f16(x[i]);
     else if (type == EMBER_DTYPE_Q8_0)
-        ember_quantize_row_q8_0(x, data, n);
+        ember_quantize_row(EMBER_DTYPE_Q8_0, x, data, n);
     ember_status st = ember_gguf_add_tensor(w, name, type, n_dims, ne, data, nbytes);
     if (data != x)
         free(data);

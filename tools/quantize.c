@@ -19,6 +19,7 @@
 #include "engine/model/gguf_write.h"
 #include "engine/model/model.h"
 #include "engine/model/quant.h"
+#include "engine/model/quant_legacy.h"
 #include "engine/tokenizer/tokenizer.h"
 
 static bool wants_q8_0(const ember_gguf_tensor *t)
@@ -40,7 +41,7 @@ static ember_status add_quantized(ember_gguf_writer *w, const ember_gguf_tensor 
     }
     for (size_t r = 0; r < rows; r++) {
         ember_dequantize_row(t->type, (const uint8_t *)t->data + r * row_in, row, cols);
-        ember_quantize_row_q8_0(row, q + r * row_out, cols);
+        ember_quantize_row(EMBER_DTYPE_Q8_0, row, q + r * row_out, cols);
     }
     ember_status st = ember_gguf_add_tensor(w, t->name, EMBER_DTYPE_Q8_0, t->n_dims, t->ne, q,
                                             row_out * rows);

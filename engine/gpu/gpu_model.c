@@ -26,6 +26,10 @@ static ember_status upload_stack(ember_gpu_model *g, const ember_gguf_tensor *co
     const void *src[3];
     uint32_t rows[3];
     for (uint32_t i = 0; i < n; i++) {
+        if (!ember_dtype_find(t[i]->type)->gpu)
+            return ember_fail(err, EMBER_ERR_UNSUPPORTED, "tensor '%s' is %s: Ember's Vulkan kernels read F32, F16 and "
+                              "Q8_0 weights so far (docs/quantization.md); the CPU backend (--backend cpu) reads it",
+                              t[i]->name, ember_dtype_name(t[i]->type));
         if (t[i]->type != t[0]->type || t[i]->ne[0] != t[0]->ne[0])
             return ember_fail(err, EMBER_ERR_UNSUPPORTED, "tensors %s and %s differ in type or row length",
                               t[0]->name, t[i]->name);

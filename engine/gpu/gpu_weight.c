@@ -14,6 +14,7 @@
 
 #include "common/alloc.h"
 #include "gpu_weight.h"
+#include "engine/model/quant_legacy.h"
 
 #define REPACK_ROWS_BYTES (4u << 20) /* host scratch for one Q8_0 repack batch */
 
@@ -130,8 +131,8 @@ static uint64_t part_limit(const ember_vk_caps *caps, uint64_t max_part_bytes, b
 static ember_status check_args(ember_dtype type, uint32_t cols, const uint32_t *src_rows, uint32_t n_src,
                                uint64_t *rows, ember_err *err)
 {
-    if (type != EMBER_DTYPE_F32 && type != EMBER_DTYPE_F16 && type != EMBER_DTYPE_Q8_0)
-        return ember_fail(err, EMBER_ERR_UNSUPPORTED, "weight type %d is not F32, F16 or Q8_0", (int)type);
+    if (!ember_dtype_find(type) || !ember_dtype_find(type)->gpu)
+        return ember_fail(err, EMBER_ERR_UNSUPPORTED, "weight type %s is not F32, F16 or Q8_0", ember_dtype_name(type));
     if (cols == 0 || (type == EMBER_DTYPE_Q8_0 && cols % EMBER_Q8_0_BLOCK != 0))
         return ember_fail(err, EMBER_ERR_FORMAT, "weight rows of %u values do not fit type %s", cols,
                           ember_dtype_name(type));

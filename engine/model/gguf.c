@@ -60,37 +60,17 @@ const char *ember_gguf_type_name(ember_gguf_type t)
     return (unsigned)t < sizeof names / sizeof *names ? names[t] : "unknown";
 }
 
-/* ggml's names for the tensor types we refuse, so that the message tells a user
- * which quantization their file uses. */
-static const char *ggml_type_name(uint64_t t)
+/* "F32=0, F16=1, ...": the types the table can read, for the refusal's message. */
+static const char *read_types(char *buf, size_t cap)
 {
-    static const char *const names[] = {
-        "F32", "F16", "Q4_0", "Q4_1", "Q4_2", "Q4_3", "Q5_0", "Q5_1", "Q8_0", "Q8_1",
-        "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_K", "IQ2_XXS", "IQ2_XS", "IQ3_XXS",
-        "IQ1_S", "IQ4_NL", "IQ3_S", "IQ2_S", "IQ4_XS", "I8", "I16", "I32", "I64", "F64",
-        "IQ1_M", "BF16",
-    };
-    return t < sizeof names / sizeof *names ? names[t] : "unknown";
-}
-
-const char *ember_dtype_name(ember_dtype t)
-{
-    switch (t) {
-    case EMBER_DTYPE_F32: return "F32";
-    case EMBER_DTYPE_F16: return "F16";
-    case EMBER_DTYPE_Q8_0: return "Q8_0";
+    size_t len = 0;
+    buf[0] = 0;
+    for (uint64_t id = 0; id < 64 && len < cap; id++) {
+        const ember_dtype_info *d = ember_dtype_find(id);
+        if (d && d->to_float)
+            len += (size_t)snprintf(buf + len, cap - len, "%s%s=%llu", len ? ", " : "", d->name, (ull)id);
     }
-    return "unknown";
-}
-
-uint64_t ember_dtype_size(ember_dtype t, uint64_t n)
-{
-    switch (t) {
-    case EMBER_DTYPE_F32: return n * 4;
-    case EMBER_DTYPE_F16: return n * 2;
-    case EMBER_DTYPE_Q8_0: return n / EMBER_Q8_0_BLOCK * EMBER_Q8_0_BYTES;
-    }
-    return 0;
+    return buf;
 }
 
 /* ---- the cursor ----------------------------------------------------------------- */
@@ -285,17 +265,18 @@ static ember_status read_tensor_info(cursor *c, ember_gguf_tensor *t)
         n *= t->ne[i];
     }
     if ((st = read_uint(c, 4, "tensor type", &type))) return st;
-    if (type != EMBER_DTYPE_F32 && type != EMBER_DTYPE_F16 && type != EMBER_DTYPE_Q8_0)
-        return ember_fail(c->err, EMBER_ERR_FORMAT,
-                          "unsupported tensor type %llu (%s); Ember reads F32=0, F16=1 and "
-                          "Q8_0=8", (ull)type, ggml_type_name(type));
+    const ember_dtype_info *d = ember_dtype_find(type);
+    if (!d || !d->to_float) {
+        char known[256];
+        return ember_fail(c->err, EMBER_ERR_FORMAT, "unsupported tensor type %llu (%s); Ember reads %s", (ull)type,
+                          ember_dtype_ggml_name(type), read_types(known, sizeof known));
+    }
     t->type = (ember_dtype)type;
-    /* Q8_0 blocks are counted over the whole tensor, not per row: some old files
-     * quantize in flat blocks that straddle rows (model.c decides whether to use them). */
-    if (t->type == EMBER_DTYPE_Q8_0 && n % EMBER_Q8_0_BLOCK)
-        return ember_fail(c->err, EMBER_ERR_FORMAT,
-                          "Q8_0 tensor of %llu elements, not a multiple of %d", (ull)n,
-                          EMBER_Q8_0_BLOCK);
+    /* Blocks are counted over the whole tensor, not per row: some old files quantize in
+     * flat blocks that straddle rows (model.c decides whether to use them). */
+    if (n % d->block)
+        return ember_fail(c->err, EMBER_ERR_FORMAT, "%s tensor of %llu elements, not a multiple of %u", d->name,
+                          (ull)n, d->block);
     /* Keeps the byte count from overflowing; a large count that does not overflow is
      * caught with a clearer message when the data is placed (past end of file). */
     if (n > UINT64_MAX / 8)

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "dtype.h"
 
 /* Metadata value types, numbered as in the GGUF spec. */
 typedef enum ember_gguf_type {
@@ -25,16 +26,6 @@ typedef enum ember_gguf_type {
     EMBER_GGUF_STRING = 8, EMBER_GGUF_ARRAY = 9, EMBER_GGUF_UINT64 = 10, EMBER_GGUF_INT64 = 11,
     EMBER_GGUF_FLOAT64 = 12,
 } ember_gguf_type;
-
-/* Tensor element types, numbered as ggml's. Only these three are accepted. */
-typedef enum ember_dtype {
-    EMBER_DTYPE_F32 = 0,
-    EMBER_DTYPE_F16 = 1,
-    EMBER_DTYPE_Q8_0 = 8, /* blocks of 32: { uint16 f16 scale; int8 q[32]; } = 34 bytes */
-} ember_dtype;
-
-#define EMBER_Q8_0_BLOCK 32
-#define EMBER_Q8_0_BYTES 34
 
 typedef struct ember_gguf_str {
     const char *ptr; /* into the mapping (reader) — not NUL-terminated */
@@ -116,8 +107,5 @@ bool ember_gguf_str_eq(ember_gguf_str s, const char *z);
 /* "UINT32", "STRING", ... ("unknown" for a number outside the spec). */
 const char *ember_gguf_type_name(ember_gguf_type t);
 
-/* Bytes needed by n elements of a type (n must be a multiple of 32 for Q8_0). */
-uint64_t ember_dtype_size(ember_dtype t, uint64_t n);
-const char *ember_dtype_name(ember_dtype t);
 
 #endif

@@ -241,8 +241,8 @@ static ember_status check_tensor(ember_gguf_writer *w, const char *name, ember_d
     for (uint64_t i = 0; i < w->n_tensors; i++)
         if (strcmp(w->tensors[i].name, name) == 0)
             return fail(w, EMBER_ERR_INVALID_ARG, "duplicate tensor %s", name);
-    if (type != EMBER_DTYPE_F32 && type != EMBER_DTYPE_F16 && type != EMBER_DTYPE_Q8_0)
-        return fail(w, EMBER_ERR_INVALID_ARG, "tensor %s: unsupported type", name);
+    const ember_dtype_info *d = ember_dtype_find(type);
+    if (!d) return fail(w, EMBER_ERR_INVALID_ARG, "tensor %s: unsupported type", name);
     if (n_dims < 1 || n_dims > 4 || !ne || !data)
         return fail(w, EMBER_ERR_INVALID_ARG, "tensor %s: bad n_dims, shape or data", name);
     for (uint32_t i = 0; i < n_dims; i++) {
@@ -250,9 +250,11 @@ static ember_status check_tensor(ember_gguf_writer *w, const char *name, ember_d
             return fail(w, EMBER_ERR_INVALID_ARG, "tensor %s: bad dimension", name);
         n *= ne[i];
     }
-    if (type == EMBER_DTYPE_Q8_0 && n % EMBER_Q8_0_BLOCK)
-        return fail(w, EMBER_ERR_INVALID_ARG,
-                    "tensor %s: Q8_0 element count is not a multiple of 32", name);
+    if (n % d->block) {
+        char why[160];
+        snprintf(why, sizeof why, "%.80s: %s element count is not a multiple of %u", name, d->name, d->block);
+        return fail(w, EMBER_ERR_INVALID_ARG, "tensor %s", why);
+    }
     if (nbytes != ember_dtype_size(type, n) || nbytes > SIZE_MAX)
         return fail(w, EMBER_ERR_INVALID_ARG, "tensor %s: nbytes does not match its shape", name);
     return EMBER_OK;

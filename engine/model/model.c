@@ -192,7 +192,7 @@ static void shape_str(const uint64_t *ne, char *buf, size_t cap)
 /* Looks a tensor up and checks its shape is {ne0, ne1} (ne1 = 1 for a vector; extra
  * dimensions of 1 are allowed). Vectors the forward passes read as plain floats (norms,
  * biases, RoPE factors) must be F32: f32_what names them for the message, NULL for a
- * matrix. A Q8_0 matrix must have whole blocks in each row, because the kernels
+ * matrix. A block-quantized matrix must have whole blocks in each row, because the kernels
  * dequantize row by row. */
 static ember_status get_tensor(const ember_gguf *g, const char *name, const char *f32_what,
                                uint64_t ne0, uint64_t ne1, const ember_gguf_tensor **out,
@@ -211,12 +211,13 @@ static ember_status get_tensor(const ember_gguf *g, const char *name, const char
     if (f32_what && t->type != EMBER_DTYPE_F32)
         return ember_fail(err, EMBER_ERR_FORMAT, "%s: tensor '%s' is %s, %s must be F32",
                           g->path, name, ember_dtype_name(t->type), f32_what);
-    if (t->type == EMBER_DTYPE_Q8_0 && t->ne[0] % EMBER_Q8_0_BLOCK)
+    uint32_t block = ember_dtype_block(t->type);
+    if (t->ne[0] % block)
         return ember_fail(err, EMBER_ERR_UNSUPPORTED,
-                          "%s: tensor '%s' is Q8_0 with rows of %llu values, not a multiple "
-                          "of 32: its Q8_0 blocks cross rows (an old llama.cpp quantization); "
-                          "quantize the model again from F32 or F16", g->path, name,
-                          (ull)t->ne[0]);
+                          "%s: tensor '%s' is %s with rows of %llu values, not a multiple of %u: its "
+                          "%s blocks cross rows (an old llama.cpp quantization); quantize the model "
+                          "again from F32 or F16", g->path, name, ember_dtype_name(t->type),
+                          (ull)t->ne[0], block, ember_dtype_name(t->type));
     *out = t;
     return EMBER_OK;
 }

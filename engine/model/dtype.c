@@ -1,0 +1,68 @@
+/* dtype.c — the table of tensor element types (dtype.h). A type's block layout lives
+ * here and in its decoder; adding a type is a row here, its C decode and encode
+ * (quant_*.c), its GLSL decode for the Vulkan kernels, and its tests
+ * (docs/quantization.md). */
+#include "dtype.h"
+
+#include "floats.h"
+#include "quant_iq.h"
+#include "quant_k.h"
+#include "quant_legacy.h"
+
+/* block sizes and bytes: ggml-common.h's block_* structs */
+static const ember_dtype_info TYPES[] = {
+    {EMBER_DTYPE_F32, "F32", 1, 4, true, ember_f32_to_float, ember_f32_from_float},
+    {EMBER_DTYPE_F16, "F16", 1, 2, true, ember_f16_to_float, ember_f16_from_float},
+    {EMBER_DTYPE_BF16, "BF16", 1, 2, false, ember_bf16_to_float, ember_bf16_from_float},
+    {EMBER_DTYPE_Q4_0, "Q4_0", 32, 18, false, ember_q4_0_to_float, ember_q4_0_from_float},
+    {EMBER_DTYPE_Q4_1, "Q4_1", 32, 20, false, ember_q4_1_to_float, ember_q4_1_from_float},
+    {EMBER_DTYPE_Q5_0, "Q5_0", 32, 22, false, ember_q5_0_to_float, ember_q5_0_from_float},
+    {EMBER_DTYPE_Q5_1, "Q5_1", 32, 24, false, ember_q5_1_to_float, ember_q5_1_from_float},
+    {EMBER_DTYPE_Q8_0, "Q8_0", 32, 34, true, ember_q8_0_to_float, ember_q8_0_from_float},
+    {EMBER_DTYPE_Q2_K, "Q2_K", 256, 84, false, ember_q2_k_to_float, ember_q2_k_from_float},
+    {EMBER_DTYPE_Q3_K, "Q3_K", 256, 110, false, ember_q3_k_to_float, ember_q3_k_from_float},
+    {EMBER_DTYPE_Q4_K, "Q4_K", 256, 144, false, ember_q4_k_to_float, ember_q4_k_from_float},
+    {EMBER_DTYPE_Q5_K, "Q5_K", 256, 176, false, ember_q5_k_to_float, ember_q5_k_from_float},
+    {EMBER_DTYPE_Q6_K, "Q6_K", 256, 210, false, ember_q6_k_to_float, ember_q6_k_from_float},
+    {EMBER_DTYPE_IQ4_NL, "IQ4_NL", 32, 18, false, ember_iq4_nl_to_float, ember_iq4_nl_from_float},
+    {EMBER_DTYPE_IQ4_XS, "IQ4_XS", 256, 136, false, ember_iq4_xs_to_float, ember_iq4_xs_from_float},
+};
+
+#define N_TYPES (sizeof TYPES / sizeof *TYPES)
+
+const ember_dtype_info *ember_dtype_find(uint64_t id)
+{
+    for (size_t i = 0; i < N_TYPES; i++)
+        if ((uint64_t)TYPES[i].type == id) return &TYPES[i];
+    return NULL;
+}
+
+const char *ember_dtype_ggml_name(uint64_t id)
+{
+    /* ggml.h's enum ggml_type, in order (4 and 5 were Q4_2 and Q4_3, long removed) */
+    static const char *const names[] = {
+        "F32", "F16", "Q4_0", "Q4_1", "Q4_2", "Q4_3", "Q5_0", "Q5_1", "Q8_0", "Q8_1",
+        "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_K", "IQ2_XXS", "IQ2_XS", "IQ3_XXS",
+        "IQ1_S", "IQ4_NL", "IQ3_S", "IQ2_S", "IQ4_XS", "I8", "I16", "I32", "I64", "F64",
+        "IQ1_M", "BF16", "Q4_0_4_4", "Q4_0_4_8", "Q4_0_8_8", "TQ1_0", "TQ2_0",
+    };
+    return id < sizeof names / sizeof *names ? names[id] : "unknown";
+}
+
+uint64_t ember_dtype_size(ember_dtype t, uint64_t n)
+{
+    const ember_dtype_info *d = ember_dtype_find(t);
+    return d ? n / d->block * d->bytes : 0;
+}
+
+const char *ember_dtype_name(ember_dtype t)
+{
+    const ember_dtype_info *d = ember_dtype_find(t);
+    return d ? d->name : "unknown";
+}
+
+uint32_t ember_dtype_block(ember_dtype t)
+{
+    const ember_dtype_info *d = ember_dtype_find(t);
+    return d ? d->block : 1;
+}
