@@ -290,7 +290,7 @@ static void test_make_test_model(void)
         { "--heads 4 --kv-heads 3", "divide" },
         { "--dim 12 --heads 4 --kv-heads 2", "even" },
         { "--vocab 100", "vocab" },
-        { "--type q4_0", "type" },
+        { "--type q1_0", "type" },
         { "--layers", "value" },
         { "--frobnicate 3", "frobnicate" },
     };

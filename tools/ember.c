@@ -18,7 +18,7 @@ static const command commands[] = {
     {"chat", ember_cmd_chat, "-m M [--chat-template NAME] [--system TEXT] [-n N] [sampling flags]"},
     {"tokenize", ember_cmd_tokenize, "-m M -p TEXT [--no-bos] [--json]"},
     {"make-test-model", ember_cmd_make_test_model, "OUT.gguf [--dim --layers --heads --kv-heads --ffn --vocab --ctx --type f32|f16|q8_0 --seed --arch llama|qwen2 --rope-freqs --rope-scale F --tied]"},
-    {"quantize", ember_cmd_quantize, "IN.gguf OUT.gguf q8_0"},
+    {"quantize", ember_cmd_quantize, "IN.gguf OUT.gguf TYPE"},
     {"batch", ember_cmd_batch, "-m M -f PROMPTS -n N [sampling flags] [--json]"},
     {"bench", ember_cmd_bench, "-m M [workload flags] --json (see ember bench --help)"},
     {"serve", ember_cmd_serve, "-m M [--host ADDR --port N --api-key KEY ...]: an OpenAI-compatible HTTP server"},

@@ -17,9 +17,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "engine/model/gguf_write.h"
-#include "engine/model/floats.h"
 #include "engine/model/quant.h"
-#include "engine/model/quant_legacy.h"
 
 #define SPACE_MARK "\xe2\x96\x81" /* U+2581 */
 #define PIECE_MAX 32
@@ -270,19 +268,15 @@ static ember_status add_weight(ember_gguf_writer *w, const tm_args *a, const cha
     (void)splitmix64(&seed); /* decorrelate seeds that differ in a few bits */
     fill_uniform(x, n, seed, center, half);
 
-    if (type == EMBER_DTYPE_Q8_0 && ne0 % EMBER_Q8_0_BLOCK)
-        type = EMBER_DTYPE_F16;
+    type = ember_dtype_for_rows(type, ne0);
     uint64_t nbytes = ember_dtype_size(type, n);
     void *data = x;
     if (type != EMBER_DTYPE_F32 && !(data = malloc(nbytes))) {
         free(x);
         return EMBER_ERR_OUT_OF_MEMORY;
     }
-    if (type == EMBER_DTYPE_F16)
-        for (size_t i = 0; i < n; i++)
-            ((uint16_t *)data)[i] = ember_f32_to_f16(x[i]);
-    else if (type == EMBER_DTYPE_Q8_0)
-        ember_quantize_row(EMBER_DTYPE_Q8_0, x, data, n);
+    if (type != EMBER_DTYPE_F32) /* the rows are whole blocks: one call is row by row */
+        ember_quantize_row(type, x, data, n);
     ember_status st = ember_gguf_add_tensor(w, name, type, n_dims, ne, data, nbytes);
     if (data != x)
         free(data);
@@ -381,11 +375,6 @@ static ember_status add_tensors(ember_gguf_writer *w, const tm_args *a)
 
 /* ---- metadata -------------------------------------------------------------------- */
 
-static uint32_t file_type(ember_dtype t)
-{
-    return t == EMBER_DTYPE_F32 ? 0 : t == EMBER_DTYPE_F16 ? 1 : 7; /* llama.cpp's ftype */
-}
-
 /* "<arch>.<name>": llama and qwen2 keys share their suffixes. */
 static const char *akey(const tm_args *a, const char *name, char buf[96])
 {
@@ -399,7 +388,7 @@ static ember_status add_hparams(ember_gguf_writer *w, const tm_args *a)
     char k[96];
     (void)((st = ember_gguf_add_str(w, "general.architecture", a->arch)) ||
            (st = ember_gguf_add_str(w, "general.name", "ember-test-model")) ||
-           (st = ember_gguf_add_u32(w, "general.file_type", file_type(a->type))) ||
+           (st = ember_gguf_add_u32(w, "general.file_type", ember_dtype_find(a->type)->ftype)) ||
            (st = ember_gguf_add_u32(w, akey(a, "context_length", k), (uint32_t)a->ctx)) ||
            (st = ember_gguf_add_u32(w, akey(a, "embedding_length", k), (uint32_t)a->dim)) ||
            (st = ember_gguf_add_u32(w, akey(a, "block_count", k), (uint32_t)a->layers)) ||
@@ -413,7 +402,7 @@ static ember_status add_hparams(ember_gguf_writer *w, const tm_args *a)
     if (!st && a->rope_scale > 0) /* as llama.cpp's converter writes linear scaling */
         (void)((st = ember_gguf_add_str(w, akey(a, "rope.scaling.type", k), "linear")) ||
                (st = ember_gguf_add_f32(w, akey(a, "rope.scaling.factor", k), a->rope_scale)));
-    if (!st && a->type == EMBER_DTYPE_Q8_0)
+    if (!st && ember_dtype_block(a->type) > 1)
         st = ember_gguf_add_u32(w, "general.quantization_version", 2);
     return st;
 }
@@ -431,7 +420,8 @@ static int usage(FILE *out, int code)
         "  --ffn N        feed-forward length (128)\n"
         "  --vocab N      vocabulary size, %d..%d (512)\n"
         "  --ctx N        context length (256)\n"
-        "  --type T       f32, f16 or q8_0 for the matrices (f32); norms stay f32\n"
+        "  --type T       the matrices' type, any that ember quantize writes (f32); norms stay\n"
+        "                 f32; rows that are not whole blocks get llama.cpp's fallback\n"
         "  --seed N       random seed (1)\n"
         "  --rope-base F  RoPE frequency base (10000)\n"
         "  --tied         no output.weight: the LM head reuses token_embd\n"
@@ -445,14 +435,11 @@ static int usage(FILE *out, int code)
 
 static bool parse_type(const char *s, ember_dtype *out)
 {
-    if (strcmp(s, "f32") == 0) *out = EMBER_DTYPE_F32;
-    else if (strcmp(s, "f16") == 0) *out = EMBER_DTYPE_F16;
-    else if (strcmp(s, "q8_0") == 0) *out = EMBER_DTYPE_Q8_0;
-    else {
-        fprintf(stderr, "ember: --type is f32, f16 or q8_0, got '%s'\n", s);
-        return false;
-    }
-    return true;
+    const ember_dtype_info *t = ember_dtype_writable(s);
+    char names[256];
+    if (t) *out = t->type;
+    else fprintf(stderr, "ember: --type is one of %s, got '%s'\n", ember_dtype_writable_names(names, sizeof names), s);
+    return t != NULL;
 }
 
 static bool parse_arch(const char *s, const char **out)
@@ -539,13 +526,11 @@ static bool check_shape(const tm_args *a)
 
 /* ---- size ------------------------------------------------------------------------ */
 
-/* Bytes of one matrix of rows x fan_in in the model's type (Q8_0 rows that are not whole
- * blocks are F16, as add_weight writes them). */
+/* Bytes of one matrix of rows x fan_in in the type add_weight writes it in. */
 static double matrix_bytes(const tm_args *a, double fan_in, double rows)
 {
-    ember_dtype t = a->type == EMBER_DTYPE_Q8_0 && (long)fan_in % EMBER_Q8_0_BLOCK ? EMBER_DTYPE_F16 : a->type;
-    double per_value = t == EMBER_DTYPE_F32 ? 4 : t == EMBER_DTYPE_F16 ? 2 : 34.0 / 32;
-    return fan_in * rows * per_value;
+    const ember_dtype_info *t = ember_dtype_find(ember_dtype_for_rows(a->type, (uint64_t)fan_in));
+    return fan_in * rows * t->bytes / t->block;
 }
 
 /* What write_model holds at its peak: every tensor (the writer keeps them until it

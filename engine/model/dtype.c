@@ -4,28 +4,32 @@
  * (docs/quantization.md). */
 #include "dtype.h"
 
+#include <ctype.h>
+
 #include "floats.h"
 #include "quant_iq.h"
 #include "quant_k.h"
 #include "quant_legacy.h"
 
-/* block sizes and bytes: ggml-common.h's block_* structs */
+/* Blocks: ggml-common.h's block_* structs. Fallbacks: llama-quant.cpp's
+ * tensor_type_fallback. File types: llama.h's LLAMA_FTYPE_MOSTLY_* (a K type's is its
+ * "_S" preset, as llama-quantize --pure writes). */
 static const ember_dtype_info TYPES[] = {
-    {EMBER_DTYPE_F32, "F32", 1, 4, true, ember_f32_to_float, ember_f32_from_float},
-    {EMBER_DTYPE_F16, "F16", 1, 2, true, ember_f16_to_float, ember_f16_from_float},
-    {EMBER_DTYPE_BF16, "BF16", 1, 2, false, ember_bf16_to_float, ember_bf16_from_float},
-    {EMBER_DTYPE_Q4_0, "Q4_0", 32, 18, false, ember_q4_0_to_float, ember_q4_0_from_float},
-    {EMBER_DTYPE_Q4_1, "Q4_1", 32, 20, false, ember_q4_1_to_float, ember_q4_1_from_float},
-    {EMBER_DTYPE_Q5_0, "Q5_0", 32, 22, false, ember_q5_0_to_float, ember_q5_0_from_float},
-    {EMBER_DTYPE_Q5_1, "Q5_1", 32, 24, false, ember_q5_1_to_float, ember_q5_1_from_float},
-    {EMBER_DTYPE_Q8_0, "Q8_0", 32, 34, true, ember_q8_0_to_float, ember_q8_0_from_float},
-    {EMBER_DTYPE_Q2_K, "Q2_K", 256, 84, false, ember_q2_k_to_float, ember_q2_k_from_float},
-    {EMBER_DTYPE_Q3_K, "Q3_K", 256, 110, false, ember_q3_k_to_float, ember_q3_k_from_float},
-    {EMBER_DTYPE_Q4_K, "Q4_K", 256, 144, false, ember_q4_k_to_float, ember_q4_k_from_float},
-    {EMBER_DTYPE_Q5_K, "Q5_K", 256, 176, false, ember_q5_k_to_float, ember_q5_k_from_float},
-    {EMBER_DTYPE_Q6_K, "Q6_K", 256, 210, false, ember_q6_k_to_float, ember_q6_k_from_float},
-    {EMBER_DTYPE_IQ4_NL, "IQ4_NL", 32, 18, false, ember_iq4_nl_to_float, ember_iq4_nl_from_float},
-    {EMBER_DTYPE_IQ4_XS, "IQ4_XS", 256, 136, false, ember_iq4_xs_to_float, ember_iq4_xs_from_float},
+    {EMBER_DTYPE_F32, "F32", 1, 4, true, EMBER_DTYPE_NONE, 0, ember_f32_to_float, ember_f32_from_float},
+    {EMBER_DTYPE_F16, "F16", 1, 2, true, EMBER_DTYPE_NONE, 1, ember_f16_to_float, ember_f16_from_float},
+    {EMBER_DTYPE_BF16, "BF16", 1, 2, false, EMBER_DTYPE_NONE, 32, ember_bf16_to_float, ember_bf16_from_float},
+    {EMBER_DTYPE_Q4_0, "Q4_0", 32, 18, false, EMBER_DTYPE_NONE, 2, ember_q4_0_to_float, ember_q4_0_from_float},
+    {EMBER_DTYPE_Q4_1, "Q4_1", 32, 20, false, EMBER_DTYPE_NONE, 3, ember_q4_1_to_float, ember_q4_1_from_float},
+    {EMBER_DTYPE_Q5_0, "Q5_0", 32, 22, false, EMBER_DTYPE_NONE, 8, ember_q5_0_to_float, ember_q5_0_from_float},
+    {EMBER_DTYPE_Q5_1, "Q5_1", 32, 24, false, EMBER_DTYPE_NONE, 9, ember_q5_1_to_float, ember_q5_1_from_float},
+    {EMBER_DTYPE_Q8_0, "Q8_0", 32, 34, true, EMBER_DTYPE_NONE, 7, ember_q8_0_to_float, ember_q8_0_from_float},
+    {EMBER_DTYPE_Q2_K, "Q2_K", 256, 84, false, EMBER_DTYPE_Q4_0, 10, ember_q2_k_to_float, ember_q2_k_from_float},
+    {EMBER_DTYPE_Q3_K, "Q3_K", 256, 110, false, EMBER_DTYPE_Q4_0, 11, ember_q3_k_to_float, ember_q3_k_from_float},
+    {EMBER_DTYPE_Q4_K, "Q4_K", 256, 144, false, EMBER_DTYPE_Q5_0, 14, ember_q4_k_to_float, ember_q4_k_from_float},
+    {EMBER_DTYPE_Q5_K, "Q5_K", 256, 176, false, EMBER_DTYPE_Q5_1, 16, ember_q5_k_to_float, ember_q5_k_from_float},
+    {EMBER_DTYPE_Q6_K, "Q6_K", 256, 210, false, EMBER_DTYPE_Q8_0, 18, ember_q6_k_to_float, ember_q6_k_from_float},
+    {EMBER_DTYPE_IQ4_NL, "IQ4_NL", 32, 18, false, EMBER_DTYPE_NONE, 25, ember_iq4_nl_to_float, ember_iq4_nl_from_float},
+    {EMBER_DTYPE_IQ4_XS, "IQ4_XS", 256, 136, false, EMBER_DTYPE_IQ4_NL, 30, ember_iq4_xs_to_float, ember_iq4_xs_from_float},
 };
 
 #define N_TYPES (sizeof TYPES / sizeof *TYPES)
@@ -65,4 +69,35 @@ uint32_t ember_dtype_block(ember_dtype t)
 {
     const ember_dtype_info *d = ember_dtype_find(t);
     return d ? d->block : 1;
+}
+
+const ember_dtype_info *ember_dtype_writable(const char *name)
+{
+    for (size_t i = 0; i < N_TYPES; i++) {
+        const char *a = TYPES[i].name, *b = name;
+        while (*a && *b && tolower((unsigned char)*a) == *b) a++, b++;
+        if (!*a && !*b && TYPES[i].from_float) return &TYPES[i];
+    }
+    return NULL;
+}
+
+ember_dtype ember_dtype_for_rows(ember_dtype want, uint64_t cols)
+{
+    const ember_dtype_info *d = ember_dtype_find(want);
+    if (cols % d->block == 0) return want;
+    if (d->fallback != EMBER_DTYPE_NONE && cols % ember_dtype_block(d->fallback) == 0) return d->fallback;
+    return EMBER_DTYPE_F16;
+}
+
+const char *ember_dtype_writable_names(char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < N_TYPES && len + 10 < cap; i++) {
+        if (!TYPES[i].from_float) continue;
+        if (len) buf[len++] = ',', buf[len++] = ' ';
+        for (const char *c = TYPES[i].name; *c; c++) buf[len++] = (char)tolower((unsigned char)*c);
+        buf[len] = 0;
+    }
+    return buf;
 }

@@ -25,6 +25,7 @@ typedef enum ember_dtype {
     EMBER_DTYPE_IQ4_NL = 20,
     EMBER_DTYPE_IQ4_XS = 23,
     EMBER_DTYPE_BF16 = 30,
+    EMBER_DTYPE_NONE = -1, /* no type (a table's "none") */
 } ember_dtype;
 
 /* The largest number of values in one block of any type (the K-quants' super-block). */
@@ -36,6 +37,11 @@ typedef struct ember_dtype_info {
     uint32_t block;    /* values per block (1 for F32, F16, BF16) */
     uint32_t bytes;    /* bytes per block */
     bool gpu;          /* the Vulkan kernels read it (else only the CPU backend) */
+    /* What a row that is not whole blocks is written as instead (llama.cpp's
+     * tensor_type_fallback): a 32-value type for a K or IQ4_XS type; NONE for a 32-value
+     * type, whose rows then go F16 as llama.cpp's do. */
+    ember_dtype fallback;
+    uint32_t ftype;    /* llama.cpp's general.file_type of a model mostly of this type */
     /* Decodes n_blocks whole blocks into n_blocks * block floats, as ggml's
      * dequantize_row_* does, bit for bit. */
     void (*to_float)(const void *src, float *dst, size_t n_blocks);
@@ -57,5 +63,13 @@ uint64_t ember_dtype_size(ember_dtype t, uint64_t n);
 const char *ember_dtype_name(ember_dtype t);
 /* Values per block of t (1 for the float types). */
 uint32_t ember_dtype_block(ember_dtype t);
+/* The type Ember writes, by its lower-case name as llama-quantize takes it ("q4_k",
+ * "f16"); NULL when no type of that name has an encoder. */
+const ember_dtype_info *ember_dtype_writable(const char *name);
+/* Those names, comma-separated, in buf (cap bytes); returns buf. */
+const char *ember_dtype_writable_names(char *buf, size_t cap);
+/* What a matrix with rows of cols values becomes when want is asked: want, its fallback,
+ * or F16, as llama.cpp's quantizer decides. */
+ember_dtype ember_dtype_for_rows(ember_dtype want, uint64_t cols);
 
 #endif
