@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
-# quant-vs-llama.sh — `ember quantize IN OUT TYPE` against llama.cpp's own quantizer
-# (llama_model_quantize with --pure, from the prebuilt libllama of npm node-llama-cpp) on
-# the same input, for every type Ember writes: tensor by tensor, the same types and the
-# same bytes (docs/quantization.md). Needs the npm registry; not part of the test suite.
-#   bench/quant-vs-llama.sh [IN.gguf]
-# Without IN, a make-test-model file whose rows fit every block (dim 256) plus one
-# matrix whose rows do not (ffn 320: K types fall back), F32.
+# quant-vs-llama.sh — `ember quantize [--pure] IN OUT NAME` against llama.cpp's own
+# quantizer (llama_model_quantize, from the prebuilt libllama of npm node-llama-cpp) on the
+# same input, for every name Ember takes, with llama.cpp's per-tensor rules (plain
+# `llama-quantize IN OUT NAME`) and with --pure: tensor by tensor the same types and bytes,
+# and the same metadata, general.file_type included (docs/quantization.md). Which file type
+# a name means is read from llama.cpp's own quantize.cpp, not from Ember.
+# Needs the npm registry, or LLAMA_CPP_DIR: a folder with what would be fetched, unpacked
+# (bins/package/bins/linux-x64/*.so and src/, llama.cpp's source at that release). Not part
+# of the test suite.
+#   bench/quant-vs-llama.sh [IN.gguf ...]
+# Without IN, three inputs on which the rules matter:
+#   - rules: make-test-model, 16 layers (use_more_bits depends on the layer), 8 heads and
+#     2 KV heads (GQA 4), dim 256 and FFN 512 (rows of whole K blocks), F32;
+#   - tied: make-test-model --tied (token_embd takes the output's rule), 8 layers, GQA 1,
+#     FFN 320 (ffn_down's rows are not whole K blocks: the rules' types fall back), F32;
+#   - stories260K F32 (dim 64, FFN 172: every K type falls back), when ../shared has it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 here=$root/bench/quant_vs_llama
@@ -13,23 +22,64 @@ ember=${EMBER_BIN:-$root/build/ember}
 version=3.21.1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-echo "llama.cpp from npm node-llama-cpp@$version ..."
-(cd "$tmp" && npm pack --silent "@node-llama-cpp/linux-x64@$version" "node-llama-cpp@$version" >/dev/null &&
-  mkdir bins main && tar xzf node-llama-cpp-linux-x64-*.tgz -C bins && tar xzf "node-llama-cpp-$version.tgz" -C main &&
-  git clone -q main/package/llama/gitRelease.bundle src 2>/dev/null)
-lib=$tmp/bins/package/bins/linux-x64
-cc -O1 -o "$tmp/llama_quantize" "$here/llama_quantize.c" -I"$tmp/src/include" -I"$tmp/src/ggml/include" \
+llama=${LLAMA_CPP_DIR:-}
+if [ -z "$llama" ]; then
+  llama=$tmp/llama
+  mkdir "$llama"
+  echo "llama.cpp from npm node-llama-cpp@$version ..."
+  (cd "$llama" && npm pack --silent "@node-llama-cpp/linux-x64@$version" "node-llama-cpp@$version" >/dev/null &&
+    mkdir bins main && tar xzf node-llama-cpp-linux-x64-*.tgz -C bins && tar xzf "node-llama-cpp-$version.tgz" -C main &&
+    git clone -q main/package/llama/gitRelease.bundle src 2>/dev/null)
+fi
+lib=$llama/bins/package/bins/linux-x64
+cc -O1 -o "$tmp/llama_quantize" "$here/llama_quantize.c" -I"$llama/src/include" -I"$llama/src/ggml/include" \
   -L"$lib" -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -l:libggml-base.so -Wl,-rpath,"$lib"
-echo "llama.cpp $(git -C "$tmp/src" log -1 --format='%h %cd' --date=short)"
-in=${1:-$tmp/in.gguf}
-[ -n "${1:-}" ] || "$ember" make-test-model "$in" --dim 256 --layers 2 --heads 4 --kv-heads 2 --ffn 320 --vocab 512 \
-  --type f32 --seed 7 >/dev/null
-fail=0
-for t in $("$ember" quantize --help | sed -n 's/^  TYPE: //p' | tr -d ','); do
-  "$ember" quantize "$in" "$tmp/ember.gguf" "$t"
-  ftype=$(python3 "$here/compare.py" --file-type "$tmp/ember.gguf")
-  "$tmp/llama_quantize" "$in" "$tmp/llama.gguf" "$ftype" >/dev/null 2>&1 || { echo "$t: llama.cpp failed"; fail=1; continue; }
-  printf '%-7s (file type %2s): ' "$t" "$ftype"
-  python3 "$here/compare.py" "$tmp/ember.gguf" "$tmp/llama.gguf" || fail=1
+echo "llama.cpp $(git -C "$llama/src" log -1 --format='%h %cd' --date=short)"
+
+labels=() inputs=()
+if [ $# -gt 0 ]; then
+  for f in "$@"; do labels+=("$(basename "$f")") inputs+=("$f"); done
+else
+  "$ember" make-test-model "$tmp/rules.gguf" --dim 256 --layers 16 --heads 8 --kv-heads 2 --ffn 512 --vocab 512 \
+    --type f32 --seed 7 >/dev/null
+  "$ember" make-test-model "$tmp/tied.gguf" --dim 256 --layers 8 --heads 4 --kv-heads 4 --ffn 320 --vocab 512 \
+    --tied --type f32 --seed 7 >/dev/null
+  labels+=("make-test-model, 16 layers, GQA 4 (8/2 heads), dim 256, FFN 512, F32") inputs+=("$tmp/rules.gguf")
+  labels+=("make-test-model --tied, 8 layers, GQA 1, dim 256, FFN 320, F32") inputs+=("$tmp/tied.gguf")
+  stories=${EMBER_SHARED:-$root/../shared}/models/stories260K/stories260K-f32.v3.gguf
+  if [ -f "$stories" ]; then
+    labels+=("stories260K F32 (5 layers, GQA 2, dim 64, FFN 172: K types fall back)") inputs+=("$stories")
+  else
+    echo "note: $stories not there; stories260K not compared"
+  fi
+fi
+
+names=$("$ember" quantize --help | sed -n 's/^  NAME: //p' | tr -d ',')
+fail=0 summary=()
+for k in "${!inputs[@]}"; do
+  in=${inputs[$k]} runs=0 differing=0 tensors=
+  echo "== ${labels[$k]}"
+  for name in $names; do
+    ftype=$(python3 "$here/compare.py" --llama-ftype "$llama/src" "$name") ||
+      { echo "$name: llama-quantize takes no such name"; fail=1; continue; }
+    for mode in rules pure; do
+      flag=()
+      [ $mode = pure ] && flag=(--pure)
+      "$ember" quantize "${flag[@]}" "$in" "$tmp/ember.gguf" "$name"
+      "$tmp/llama_quantize" "$in" "$tmp/llama.gguf" "$ftype" $mode >"$tmp/llama.log" 2>&1 ||
+        { echo "$name $mode: llama.cpp failed"; tail -3 "$tmp/llama.log"; fail=1; continue; }
+      printf '%-7s %-5s (file type %2s): ' "$name" "$mode" "$ftype"
+      out=$(python3 "$here/compare.py" "$tmp/ember.gguf" "$tmp/llama.gguf") || fail=1
+      echo "$out"
+      read -r tensors _ _ _ bad _ <<<"$(echo "$out" | tail -1)"  # "N tensors, K keys, D differ"
+      differing=$((differing + bad)) runs=$((runs + 1))
+    done
+  done
+  summary+=("| ${labels[$k]} | $(echo $names | wc -w) names, rules and --pure ($runs files) | $tensors each | $differing |")
 done
+echo
+echo "| input | names | tensors | differing |"
+echo "|---|---|---|---|"
+printf '%s\n' "${summary[@]}"
+echo "($(date +%Y-%m-%d), llama.cpp $(git -C "$llama/src" log -1 --format=%h))"
 exit $fail

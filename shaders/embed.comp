@@ -6,7 +6,7 @@ layout(local_size_x_id = 0) in;
 
 layout(push_constant) uniform Push {
     uint cols, n_tok, row0, n_rows;
-    uint dtype, wgx;  // dtype: ggml numbering (0 F32, 1 F16, 8 Q8_0)
+    uint dtype, wgx;  // dtype: ggml numbering (0 F32, 1 F16, 8 Q8_0, the block types)
 } pc;
 
 layout(std430, binding = 0) readonly buffer T { uint tokens[]; };
@@ -15,6 +15,8 @@ layout(std430, binding = 2) readonly buffer D { uint data[]; };    // floats, ha
 layout(std430, binding = 3) readonly buffer S { uint scales[]; };  // Q8_0 f16 scales
 
 #include "q8_scales.glsl"
+#define BLK_WORD(i) data[i]
+#include "types/all.glsl"
 
 float half_at(uint h) { return unpackHalf2x16(data[h >> 1])[h & 1u]; }
 float scale_at(uint h) { return unpackHalf2x16(scales[h >> 1])[h & 1u]; }
@@ -28,6 +30,44 @@ float elem(uint r, uint c)
     return float(q) * scale_at(q8_scale_half(r, c / 32u, pc.cols));
 }
 
+// The block types (shaders/types), by ggml id: a row's bytes and its 32-value unit u.
+uint block_row_bytes(uint cols)
+{
+    switch (pc.dtype) {
+    case 2u: return cols / BV_Q4_0 * BB_Q4_0;
+    case 3u: return cols / BV_Q4_1 * BB_Q4_1;
+    case 6u: return cols / BV_Q5_0 * BB_Q5_0;
+    case 7u: return cols / BV_Q5_1 * BB_Q5_1;
+    case 10u: return cols / BV_Q2_K * BB_Q2_K;
+    case 11u: return cols / BV_Q3_K * BB_Q3_K;
+    case 12u: return cols / BV_Q4_K * BB_Q4_K;
+    case 13u: return cols / BV_Q5_K * BB_Q5_K;
+    case 14u: return cols / BV_Q6_K * BB_Q6_K;
+    case 20u: return cols / BV_IQ4_NL * BB_IQ4_NL;
+    case 23u: return cols / BV_IQ4_XS * BB_IQ4_XS;
+    default: return cols / BV_BF16 * BB_BF16;
+    }
+}
+
+void block_unit(uint row, uint u, out float w[32])
+{
+    const bool hi = false;
+    switch (pc.dtype) {
+    case 2u: dq_q4_0(hi, row, u, w); break;
+    case 3u: dq_q4_1(hi, row, u, w); break;
+    case 6u: dq_q5_0(hi, row, u, w); break;
+    case 7u: dq_q5_1(hi, row, u, w); break;
+    case 10u: dq_q2_k(hi, row, u, w); break;
+    case 11u: dq_q3_k(hi, row, u, w); break;
+    case 12u: dq_q4_k(hi, row, u, w); break;
+    case 13u: dq_q5_k(hi, row, u, w); break;
+    case 14u: dq_q6_k(hi, row, u, w); break;
+    case 20u: dq_iq4_nl(hi, row, u, w); break;
+    case 23u: dq_iq4_xs(hi, row, u, w); break;
+    default: dq_bf16(hi, row, u, w); break;
+    }
+}
+
 void main()
 {
     uint t = gl_WorkGroupID.y * pc.wgx + gl_WorkGroupID.x;
@@ -35,6 +75,16 @@ void main()
     uint id = tokens[t];
     if (id < pc.row0 || id - pc.row0 >= pc.n_rows) return;
     uint r = id - pc.row0;
-    for (uint c = gl_LocalInvocationID.x; c < pc.cols; c += gl_WorkGroupSize.x)
-        x[t * pc.cols + c] = elem(r, c);
+    if (pc.dtype == 0u || pc.dtype == 1u || pc.dtype == 8u) {
+        for (uint c = gl_LocalInvocationID.x; c < pc.cols; c += gl_WorkGroupSize.x)
+            x[t * pc.cols + c] = elem(r, c);
+        return;
+    }
+    // a block type: 32 values a unit, units over the workgroup
+    uint row = r * block_row_bytes(pc.cols);
+    for (uint u = gl_LocalInvocationID.x; u < pc.cols / 32u; u += gl_WorkGroupSize.x) {
+        float w[32];
+        block_unit(row, u, w);
+        for (uint j = 0u; j < 32u; j++) x[t * pc.cols + u * 32u + j] = w[j];
+    }
 }

@@ -10,8 +10,9 @@
 // batch costs about one weight read); workgroups along y take further token ranges. The host picks TM, NG, UNROLL and tpw: none of them changes the bits of
 // an output (see linear.glsl).
 //
-// Defines: DT_F32 | DT_F16 | DT_Q8, TEXEL, GENERIC, SUBGROUP (see linear.glsl). Needs
-// cols % UNIT == 0; the host uses GENERIC (UNIT 1) for F32/F16 rows that are not.
+// Defines: DT_F32 | DT_F16 | DT_Q8 | DT_BLOCK + BLK_<type>, TEXEL, GENERIC, SUBGROUP (see
+// linear.glsl). Needs cols % UNIT == 0; the host uses GENERIC (UNIT 1) for F32/F16 rows
+// that are not.
 #extension GL_EXT_control_flow_attributes : require
 #ifdef SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
@@ -33,6 +34,8 @@ const uint HR = TN / 2;
 #if defined(GENERIC)
 #define WPE 1u
 #define XPE 1u
+#elif defined(DT_BLOCK)
+#define XPE 4u
 #elif defined(DT_F32)
 #define WPE 4u
 #define XPE 4u
@@ -45,7 +48,7 @@ const uint HR = TN / 2;
 #endif
 
 float acc[TN][TM];  // this lane's partial of each output, then the combined sums
-uint base[TN];      // first weight element of each tile row
+uint base[TN];      // first weight element of each tile row (DT_BLOCK: its first byte)
 uint sbase[TN];     // Q8_0: this lane's first scales texel of each tile row
 uvec4 sq[TN];       // Q8_0: this lane's scales of 8 blocks of each tile row
 uint xb[TM];        // first x element of each tile token
@@ -58,6 +61,25 @@ void unit(uint u)
     [[unroll]] for (uint r = 0; r < TN; r++) {
         float w = r < HR ? W_AT(w0, base[r] + u) : W_AT(w1, base[r] + u);
         [[unroll]] for (uint t = 0; t < TM; t++) acc[r][t] = mul_add(w, xs[t], acc[r][t]);
+    }
+}
+#elif defined(DT_BLOCK)
+// Unit u: the row's 32 weights u*32.. decoded as ggml decodes them (types/*.glsl), then
+// dotted with x in column order as the F32 path does.
+void unit(uint u)
+{
+    vec4 xv[TM][8];
+    [[unroll]] for (uint t = 0; t < TM; t++)
+        [[unroll]] for (uint v = 0; v < 8u; v++) xv[t][v] = x4(xb[t] + u * 8u + v);
+    [[dont_unroll]] for (uint r = 0; r < TN; r++) {
+        float w[32];
+        BLK_DQ(r >= HR, base[r], u, w);
+        [[unroll]] for (uint t = 0; t < TM; t++) {
+            float a = acc[r][t];
+            [[unroll]] for (uint v = 0; v < 8u; v++)
+                a = dot4(vec4(w[4u * v], w[4u * v + 1u], w[4u * v + 2u], w[4u * v + 3u]), xv[t][v], a);
+            acc[r][t] = a;
+        }
     }
 }
 #elif defined(DT_Q8)
@@ -120,7 +142,11 @@ void tile_partial(uint g, uint lane, uint tok0)
 {
     [[unroll]] for (uint r = 0; r < TN; r++) {
         uint row = tile_row(g, r, HR);
+#ifdef DT_BLOCK
+        base[r] = row * (pc.cols / BLK_V * BLK_B);
+#else
         base[r] = row * (pc.cols / WPE);
+#endif
         sbase[r] = (row * 8u + lane) * (q8_lane_halves(pc.cols) / 8u);
         [[unroll]] for (uint t = 0; t < TM; t++) acc[r][t] = 0.0;
     }

@@ -2,20 +2,22 @@
 // weight and x loads of each dtype and binding kind, and the reduction order of one
 // output, which is a fixed function of cols (and the dtype) alone.
 //
-// Variant defines: DT_F32 | DT_F16 | DT_Q8 (weight dtype); TEXEL (weights and x through
-// uniform texel buffers: x RGBA32F, F32 weights RGBA32F, F16 weights, Q8_0 quants and
-// Q8_0 scales RGBA32UI; else storage buffers); GENERIC (F32/F16 with scalar loads,
+// Variant defines: DT_F32 | DT_F16 | DT_Q8 | DT_BLOCK with BLK_<type> (weight dtype: a
+// block type of shaders/types, read as ggml's blocks lie in the file); TEXEL (weights
+// and x through uniform texel buffers: x RGBA32F, F32 weights RGBA32F, F16 weights, Q8_0
+// quants, Q8_0 scales and blocks RGBA32UI; else storage buffers); GENERIC (F32/F16 with scalar loads,
 // any cols; storage only); SUBGROUP (partials combined with subgroupShuffleXor, else
 // through shared memory).
 //
 // ---- The reduction order (batch invariance) --------------------------------------------
 // y[t][r] must be bit-identical whatever n_tok, the token's place in the batch, the tile
 // shape, the subgroup size or the variant (texel/storage, subgroup/shared memory). So:
-//  - a row is cut into units (F32: 4 columns, F16: 8, Q8_0: one 32-block, GENERIC: 1);
+//  - a row is cut into units (F32: 4 columns, F16: 8, Q8_0: one 32-block, GENERIC: 1,
+//    a block type: 32 values, decoded to floats exactly as ggml decodes them);
 //  - NPART = 8 partial sums; partial p takes units p, p+8, p+16, ... in that order;
 //  - within a unit, columns are accumulated in order, a = a + w*x with the product
 //    rounded (Q8_0: the block's s = sum q_i x_i from 0 in column order, then
-//    partial = partial + d*s);
+//    partial = partial + d*s; a block type: the unit's 32 decoded weights times x, as F32);
 //  - the partials are combined by one tree: ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)).
 // Every product and sum is `precise` (NoContraction): the compiler may neither fuse a
 // multiply into an add nor reassociate. fma() is not used: lavapipe lowers it to
@@ -60,6 +62,9 @@ layout(std430, binding = 1) buffer Y { float y[]; };
 // ---- units: UNIT columns; XV vec4s of x per unit (GENERIC: one float) -----------------
 #if defined(GENERIC)
 #define UNIT 1u
+#elif defined(DT_BLOCK)
+#define UNIT 32u
+#define XV 8
 #elif defined(DT_F32)
 #define UNIT 4u
 #define XV 1
@@ -89,7 +94,11 @@ layout(std430, binding = 4) readonly buffer W1 { uint w1[]; };
 #elif defined(TEXEL)
 layout(binding = 0) uniform samplerBuffer xt;
 #define x4(i) texelFetch(xt, int(i))
-#ifdef DT_F32
+#if defined(DT_BLOCK)
+layout(binding = 2) uniform usamplerBuffer w0t;
+layout(binding = 4) uniform usamplerBuffer w1t;
+#define BLK_WORD(i) (hi ? texelFetch(w1t, int((i) >> 2u)) : texelFetch(w0t, int((i) >> 2u)))[(i) & 3u]
+#elif defined(DT_F32)
 layout(binding = 2) uniform samplerBuffer w0t;
 layout(binding = 4) uniform samplerBuffer w1t;
 #else
@@ -107,7 +116,11 @@ layout(binding = 5) uniform usamplerBuffer s1t;
 #else
 layout(std430, binding = 0) readonly buffer X { vec4 x4s[]; };
 #define x4(i) x4s[i]
-#ifdef DT_F32
+#if defined(DT_BLOCK)
+layout(std430, binding = 2) readonly buffer W0 { uint wb0[]; };
+layout(std430, binding = 4) readonly buffer W1 { uint wb1[]; };
+#define BLK_WORD(i) (hi ? wb1[i] : wb0[i])
+#elif defined(DT_F32)
 layout(std430, binding = 2) readonly buffer W0 { vec4 w0[]; };
 layout(std430, binding = 4) readonly buffer W1 { vec4 w1[]; };
 #else
@@ -125,6 +138,9 @@ layout(std430, binding = 5) readonly buffer S1 { uvec4 s1[]; };
 #endif
 
 #include "q8_scales.glsl"
+#ifdef DT_BLOCK
+#include "types/all.glsl"
+#endif
 
 // Sign-extends the four int8 of w (little-endian) to floats.
 vec4 i8x4(uint w)

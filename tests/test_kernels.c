@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine/model/quant.h"
 #include "kernel_fixture.h"
 
 #define TOL 1e-4
@@ -51,10 +52,7 @@ typedef struct weight {
     float *deq;
 } weight;
 
-static size_t row_bytes(ember_dtype type, uint32_t cols)
-{
-    return type == EMBER_DTYPE_F32 ? 4u * cols : type == EMBER_DTYPE_F16 ? 2u * cols : cols / 32 * 34;
-}
+static size_t row_bytes(ember_dtype type, uint32_t cols) { return (size_t)ember_dtype_size(type, cols); }
 
 static weight make_weight(tu_rng *r, ember_dtype type, uint32_t rows, uint32_t cols)
 {
@@ -72,6 +70,14 @@ static weight make_weight(tu_rng *r, ember_dtype type, uint32_t rows, uint32_t c
             h[i] = rand_half(r, 11, 15);
             w.deq[i] = kt_half_to_float(h[i]);
         }
+    } else if (type != EMBER_DTYPE_Q8_0) {
+        /* the block types: random values encoded as llama.cpp encodes them, and decoded */
+        float *x = kt_rand_floats(r, n, -1, 1);
+        for (uint32_t row = 0; row < rows; row++) {
+            ember_quantize_row(type, x + (size_t)row * cols, w.gguf + row_bytes(type, cols) * row, cols);
+            ember_dequantize_row(type, w.gguf + row_bytes(type, cols) * row, w.deq + (size_t)row * cols, cols);
+        }
+        free(x);
     } else {
         for (size_t b = 0; b < n / 32; b++) {
             uint8_t *blk = w.gguf + b * 34;
@@ -104,8 +110,13 @@ static bool upload(ctx *t, const weight *w, uint32_t n_src, uint64_t max_part, e
         src[i] = w->gguf + row_bytes(w->type, w->cols) * r0;
         r0 += rows[i];
     }
-    ember_status s = ember_gpu_weight_upload(t->vk, t->arena, w->type, w->cols, src, rows, n_src, max_part, g,
+    ember_status s = ember_gpu_weight_upload(t->vk, t->arena, (ember_dtype[4]){w->type, w->type, w->type, w->type},
+                                             w->cols, src, rows, n_src, max_part, g,
                                              &t->err);
+    /* the block types' pipelines are made for the weights that need them */
+    ember_kernels_set want = {{0}};
+    if (s == EMBER_OK) ember_kernels_want_linear(t->k, g, &want);
+    if (s == EMBER_OK) s = ember_kernels_make(t->k, &want, &t->err);
     CHECKF(s == EMBER_OK, "upload %ux%u: %s", w->rows, w->cols, t->err.msg);
     return s == EMBER_OK;
 }
@@ -132,9 +143,26 @@ static void linear_ref(const weight *w, const float *x, const float *y0, uint32_
     }
 }
 
-static const char *dtype_name(ember_dtype t)
+static const char *dtype_name(ember_dtype t) { return ember_dtype_name(t); }
+
+/* The block types the shaders read as ggml lays them out (shaders/types). */
+static const ember_dtype BLOCK_TYPES[] = {EMBER_DTYPE_Q4_0, EMBER_DTYPE_Q4_1, EMBER_DTYPE_Q5_0, EMBER_DTYPE_Q5_1,
+                                          EMBER_DTYPE_Q2_K, EMBER_DTYPE_Q3_K, EMBER_DTYPE_Q4_K, EMBER_DTYPE_Q5_K,
+                                          EMBER_DTYPE_Q6_K, EMBER_DTYPE_IQ4_NL, EMBER_DTYPE_IQ4_XS, EMBER_DTYPE_BF16};
+#define N_BLOCK_TYPES (sizeof BLOCK_TYPES / sizeof BLOCK_TYPES[0])
+
+/* How much of the block types a variant runs. Their pipelines are made on demand and are
+ * costly to compile on lavapipe (seconds each), so the first variant (subgroup and texel
+ * reads where the device has them) takes them fully, the baseline+storage variant (Vulkan
+ * 1.2 core) one decode case of a type of each layout family, the other two none: the unit of every type is the same
+ * code in every variant, only the loads and the combine differ, which the F32/F16/Q8_0
+ * cases cover. */
+typedef enum { BLOCKS_NONE, BLOCKS_SMOKE, BLOCKS_FULL } blocks_level;
+
+static blocks_level blocks_here(const ctx *t)
 {
-    return t == EMBER_DTYPE_F32 ? "f32" : t == EMBER_DTYPE_F16 ? "f16" : "q8_0";
+    if (t->variant_index == 0) return BLOCKS_FULL;
+    return strcmp(t->variant, "baseline+storage") == 0 ? BLOCKS_SMOKE : BLOCKS_NONE;
 }
 
 /* One ember_k_linear against the CPU for every mode. */
@@ -192,6 +220,22 @@ static void test_linear(ctx *t, bool quick)
         /* Parts of a few rows: SWIGLU gate/up runs that straddle parts. */
         for (uint32_t n = 1; n <= 6; n += 5)
             test_linear_case(t, &r, types[d], 74, 64, n, row_bytes(types[d], 64) * 9 + 8, 2);
+    }
+    /* The block types: rows of 1 and 3 blocks of 256 (every lane of a group takes a unit
+     * of each), a decode and a prefill tile, and parts of a few rows. */
+    blocks_level bl = blocks_here(t);
+    for (size_t b = 0; bl != BLOCKS_NONE && b < N_BLOCK_TYPES; b++) {
+        static const uint32_t bshapes[][2] = {{7, 256}, {33, 768}};
+        static const uint32_t btoks[] = {1, 17};
+        /* the smoke set: one type of each layout family */
+        bool family = BLOCK_TYPES[b] == EMBER_DTYPE_Q4_0 || BLOCK_TYPES[b] == EMBER_DTYPE_Q4_K ||
+                      BLOCK_TYPES[b] == EMBER_DTYPE_Q6_K || BLOCK_TYPES[b] == EMBER_DTYPE_IQ4_XS;
+        for (size_t s = 0; s < 2; s++)
+            for (size_t n = 0; n < 2; n++)
+                if (bl == BLOCKS_FULL || (family && s == 0 && n == 0))
+                    test_linear_case(t, &r, BLOCK_TYPES[b], bshapes[s][0], bshapes[s][1], btoks[n], 0, 1);
+        if (bl == BLOCKS_FULL)
+            test_linear_case(t, &r, BLOCK_TYPES[b], 74, 256, 1, row_bytes(BLOCK_TYPES[b], 256) * 9 + 8, 2);
     }
     /* F32/F16 rows that are not a multiple of the wide load: the generic shader. */
     for (int d = 0; d < 2; d++)
@@ -325,20 +369,30 @@ static void test_invariance(ctx *t)
         {EMBER_DTYPE_Q8_0, 70, 1056, 0}, {EMBER_DTYPE_F32, 38, 256, 4u * 256 * 7},
         {EMBER_DTYPE_F16, 38, 256, 2u * 256 * 7}, {EMBER_DTYPE_Q8_0, 38, 256, 256 * 7},
         {EMBER_DTYPE_F32, 22, 30, 0},    {EMBER_DTYPE_F16, 22, 36, 0},
+        /* block types (first variant only, see blocks_here): units per lane that differ
+         * (cols of 9 units), parts */
+        {EMBER_DTYPE_Q4_0, 22, 288, 0},  {EMBER_DTYPE_Q6_K, 38, 512, 210u * 2 * 7},
     };
     int ci = 0;
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        for (int mode = 0; mode < 3; mode++) test_invariance_case(t, ci++, &cases[i], (ember_out_mode)mode);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        bool block = ember_dtype_block(cases[i].type) > 1 && cases[i].type != EMBER_DTYPE_Q8_0;
+        for (int mode = 0; mode < 3; mode++, ci++)
+            if (!block || blocks_here(t) == BLOCKS_FULL) test_invariance_case(t, ci, &cases[i], (ember_out_mode)mode);
+    }
 }
 
 /* ---- embed, rmsnorm, argmax --------------------------------------------------------- */
 
 static void test_embed(ctx *t)
 {
-    static const ember_dtype types[] = {EMBER_DTYPE_F32, EMBER_DTYPE_F16, EMBER_DTYPE_Q8_0};
+    static const ember_dtype first[] = {EMBER_DTYPE_F32, EMBER_DTYPE_F16, EMBER_DTYPE_Q8_0};
+    ember_dtype types[3 + N_BLOCK_TYPES];
+    memcpy(types, first, sizeof first);
+    memcpy(types + 3, BLOCK_TYPES, sizeof BLOCK_TYPES);
     tu_rng r = {2};
-    for (int d = 0; d < 3; d++) {
-        uint32_t rows = 1000, cols = d == 2 ? 96 : 72, n_tok = 37;
+    for (size_t d = 0; d < 3 + N_BLOCK_TYPES; d++) {
+        uint32_t rows = 1000, cols = d == 2 ? 96 : d > 2 ? 512 : 72, n_tok = 37;
+        if (d > 2 && blocks_here(t) != BLOCKS_FULL) break; /* one embed shader for all: the first variant */
         weight w = make_weight(&r, types[d], rows, cols);
         uint32_t tok[37];
         for (uint32_t i = 0; i < n_tok; i++) tok[i] = (uint32_t)(tu_next(&r) % rows);

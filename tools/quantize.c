@@ -1,18 +1,20 @@
-/* quantize.c — `ember quantize IN.gguf OUT.gguf TYPE`: converts a model's matrices to
- * TYPE with llama.cpp's own quantizers (the codecs of engine/model/dtype.c), so the
- * result equals `llama-quantize --pure` byte for byte (docs/quantization.md).
+/* quantize.c — `ember quantize [--pure] IN.gguf OUT.gguf NAME`: writes a model's
+ * matrices as `llama-quantize [--pure] IN OUT NAME` does, tensor for tensor and byte for
+ * byte (docs/quantization.md). NAME is one of llama-quantize's names: a single type
+ * (q8_0, q6_k, ...) or a preset (q4_k_m, q3_k_s, ...); which type each tensor gets,
+ * by llama.cpp's per-tensor rules or (--pure) NAME's type for every matrix, is
+ * quant_rules.c's business; this file converts and writes.
  *
- * Which tensors, as llama.cpp decides for a pure quantization: every tensor of two or
- * more dimensions whose name ends in "weight" and is not a norm; its rows must be whole
- * blocks of TYPE, else it gets TYPE's fallback (Q4_K -> Q5_0, ...) or F16. Tensors
- * already quantized are decoded and quantized again (llama.cpp's --allow-requantize).
- * Everything else (norms, biases, RoPE factors) is copied unchanged, and all metadata,
- * with general.file_type set to llama.cpp's file type for TYPE.
+ * A tensor is converted row by row with llama.cpp's own quantizers (the codecs of
+ * engine/model/dtype.c); tensors already quantized are decoded and quantized again
+ * (llama.cpp's --allow-requantize). Everything else (norms, biases, RoPE factors) is
+ * copied unchanged, and all metadata, with general.file_type set to NAME's llama.cpp
+ * file type (LLAMA_FTYPE_MOSTLY_Q4_K_M = 15, ...).
  *
  * The input must be a model Ember loads (its description and vocabulary are checked as
  * ember_model_load checks them) before anything is written: what quantize copies
  * unchanged would make the output as unloadable as the input, and a user would learn it
- * only from `generate`. */
+ * only from `generate`; and the rules need the model's layers and heads. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,20 +25,7 @@
 #include "engine/model/model.h"
 #include "engine/model/quant.h"
 #include "engine/tokenizer/tokenizer.h"
-
-static bool ends_with(const char *s, const char *end)
-{
-    size_t n = strlen(s), k = strlen(end);
-    return n >= k && strcmp(s + n - k, end) == 0;
-}
-
-/* The type t is written as for target: NONE when t is copied as it is. */
-static ember_dtype new_type(const ember_gguf_tensor *t, ember_dtype target)
-{
-    if (t->n_dims < 2 || !ends_with(t->name, "weight") || ends_with(t->name, "_norm.weight")) return EMBER_DTYPE_NONE;
-    ember_dtype to = ember_dtype_for_rows(target, t->ne[0]);
-    return to == t->type ? EMBER_DTYPE_NONE : to;
-}
+#include "quant_rules.h"
 
 /* Converts t row by row (through f32) to type `to` and adds it to w. */
 static ember_status add_converted(ember_gguf_writer *w, const ember_gguf_tensor *t, ember_dtype to)
@@ -58,83 +47,110 @@ static ember_status add_converted(ember_gguf_writer *w, const ember_gguf_tensor 
     return st;
 }
 
-static ember_status convert(const ember_gguf *in, ember_gguf_writer *w, const ember_dtype_info *target)
+static ember_status convert(const ember_gguf *in, ember_gguf_writer *w, const quant_job *job)
 {
     static const char *const skip[] = { "general.file_type", "general.quantization_version", NULL };
     ember_status st;
     if ((st = ember_gguf_copy_kv(w, in, skip)) ||
-        (st = ember_gguf_add_u32(w, "general.file_type", target->ftype)) ||
+        (st = ember_gguf_add_u32(w, "general.file_type", (uint32_t)job->preset->ftype)) ||
         (st = ember_gguf_add_u32(w, "general.quantization_version", 2)))
         return st;
     for (uint64_t i = 0; i < in->n_tensors && !st; i++) {
         const ember_gguf_tensor *t = &in->tensors[i];
-        ember_dtype to = new_type(t, target->type);
-        st = to != EMBER_DTYPE_NONE ? add_converted(w, t, to)
-                                    : ember_gguf_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->nbytes);
+        ember_dtype to = quant_tensor_type(job, i);
+        st = to != t->type ? add_converted(w, t, to)
+                           : ember_gguf_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->nbytes);
     }
     return st;
 }
 
 static int usage(FILE *out, int code)
 {
-    char types[256];
-    fprintf(out, "usage: ember quantize IN.gguf OUT.gguf TYPE\n"
-                 "  TYPE: %s\n"
-                 "  converts every matrix (not the norms) to TYPE as llama-quantize --pure does, with\n"
-                 "  llama.cpp's own quantizers (the same bytes); rows that are not whole blocks of TYPE\n"
-                 "  get llama.cpp's fallback type (q4_k -> q5_0, ...) or f16. Other tensors and all\n"
-                 "  metadata are copied. IN must be a model ember loads (docs/quantization.md)\n",
-            ember_dtype_writable_names(types, sizeof types));
+    char names[512];
+    fprintf(out, "usage: ember quantize [--pure] IN.gguf OUT.gguf NAME\n"
+                 "  NAME: %s\n"
+                 "  writes what llama-quantize [--pure] IN OUT NAME writes, byte for byte, with\n"
+                 "  llama.cpp's own quantizers. NAME is llama-quantize's (any case) and means what it\n"
+                 "  means there: llama.cpp's per-tensor rules give some tensors more bits (output\n"
+                 "  q6_k; in q4_k_m the attn_v and ffn_down of some layers q6_k, ...); q3_k, q4_k and\n"
+                 "  q5_k are llama-quantize's aliases of q3_k_m, q4_k_m and q5_k_m.\n"
+                 "  --pure  every matrix (not the norms) becomes NAME's type, as llama-quantize --pure:\n"
+                 "          rows that are not whole blocks get llama.cpp's fallback (q4_k -> q5_0, ...)\n"
+                 "          or f16\n"
+                 "  Other tensors and all metadata are copied; general.file_type is llama.cpp's for\n"
+                 "  NAME. IN must be a model ember loads (docs/quantization.md)\n",
+            quant_preset_names(names, sizeof names));
     return code;
 }
 
-/* Whether in describes a model ember_model_load would take (weights and vocabulary). */
-static ember_status check_input(const ember_gguf *in, ember_err *err)
+/* Whether in describes a model ember_model_load would take (weights and vocabulary); the
+ * rules' facts of it in *m. */
+static ember_status check_input(const ember_gguf *in, quant_model *m, ember_err *err)
 {
     ember_llama llama;
     ember_tokenizer *tok = NULL;
     ember_status st = ember_llama_load(in, &llama, err);
     if (st) return st;
+    *m = quant_model_of(&llama);
     ember_llama_free(&llama);
     st = ember_tokenizer_load(in, &tok, err);
     ember_tokenizer_free(tok);
     return st;
 }
 
-int ember_cmd_quantize(int argc, char **argv)
+/* Reads [--pure] IN OUT NAME into job and paths. Returns -1 to go on, else the exit code
+ * (after --help, or after saying what is wrong). */
+static int parse_args(int argc, char **argv, quant_job *job, const char *paths[2])
 {
+    const char *pos[3];
+    int n = 0;
     for (int i = 1; i < argc; i++)
         if (cli_is_help(argv[i])) return usage(stdout, CLI_OK);
-    for (int i = 1; i < argc; i++)
-        if (argv[i][0] == '-' && argv[i][1]) {
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--pure") == 0) {
+            job->pure = true;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
             cli_unknown("quantize", argv[i]);
             return usage(stderr, CLI_USAGE);
+        } else if (n++ < 3) {
+            pos[n - 1] = argv[i];
         }
-    if (argc != 4) {
-        fprintf(stderr, "ember quantize: wants 3 arguments, IN.gguf OUT.gguf TYPE; got %d\n", argc - 1);
+    }
+    if (n != 3) {
+        fprintf(stderr, "ember quantize: wants 3 arguments, IN.gguf OUT.gguf NAME; got %d\n", n);
         return usage(stderr, CLI_USAGE);
     }
-    const ember_dtype_info *target = ember_dtype_writable(argv[3]);
-    if (!target) {
-        char types[256];
-        fprintf(stderr, "ember quantize: unknown type '%s': ember writes %s\n", argv[3],
-                ember_dtype_writable_names(types, sizeof types));
+    if (!(job->preset = quant_preset_find(pos[2]))) {
+        char names[512];
+        fprintf(stderr, "ember quantize: unknown type '%s': ember writes %s\n", pos[2],
+                quant_preset_names(names, sizeof names));
         return usage(stderr, CLI_USAGE);
     }
+    paths[0] = pos[0], paths[1] = pos[1];
+    return -1;
+}
+
+int ember_cmd_quantize(int argc, char **argv)
+{
+    quant_job job = {0};
+    const char *path[2];
+    int code = parse_args(argc, argv, &job, path);
+    if (code >= 0) return code;
     ember_gguf *in = NULL;
     ember_gguf_writer *w = NULL;
     ember_err err = {{0}};
-    ember_status st = ember_gguf_open(argv[1], &in, &err);
-    if (!st && (st = check_input(in, &err)))
+    ember_status st = ember_gguf_open(path[0], &in, &err);
+    if (!st && (st = check_input(in, &job.model, &err)))
         snprintf(err.msg + strlen(err.msg), sizeof err.msg - strlen(err.msg), " (nothing written)");
     if (!st)
         st = ember_gguf_writer_create(&w, &err);
     if (!st) {
-        st = convert(in, w, target);
+        job.tensors = in->tensors, job.n_tensors = in->n_tensors;
+        st = convert(in, w, &job);
         if (st == EMBER_ERR_OUT_OF_MEMORY)
-            snprintf(err.msg, sizeof err.msg, "out of memory converting %s", argv[1]);
+            snprintf(err.msg, sizeof err.msg, "out of memory converting %s", path[0]);
         else /* the writer keeps any add_* failure and reports it, with its message, here */
-            st = ember_gguf_write(w, argv[2], &err);
+            st = ember_gguf_write(w, path[1], &err);
     }
     ember_gguf_writer_free(w);
     ember_gguf_close(in);

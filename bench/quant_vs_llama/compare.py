@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """compare.py A.gguf B.gguf — tensor by tensor: the same names, types, shapes and bytes?
-Prints one line per differing tensor and a summary; exit 0 when all are the same.
-Also: compare.py --file-type A.gguf prints A's general.file_type."""
+And the same metadata (keys, types, values, general.file_type among them)? Prints one line
+per differing tensor or key and a summary; exit 0 when all are the same.
+Also: compare.py --file-type A.gguf prints A's general.file_type;
+compare.py --llama-ftype SRC NAME prints the file type llama-quantize takes NAME for,
+read from llama.cpp's own source tree SRC (tools/quantize/quantize.cpp, include/llama.h)."""
+import re
 import struct
 import sys
 
@@ -30,11 +34,11 @@ def read(path):
 
     def value(t):
         if t == 8:
-            return string()
+            return (t, string())
         if t == 9:
             et, n = take("I"), take("Q")
-            return [value(et) for _ in range(n)]
-        return take(SCALAR[t])
+            return (t, [value(et) for _ in range(n)])
+        return (t, take(SCALAR[t]))
 
     assert data[:4] == b"GGUF"
     pos = 4
@@ -49,7 +53,7 @@ def read(path):
         name = string()
         dims = [take("Q") for _ in range(take("I"))]
         infos.append((name, dims, take("I"), take("Q")))
-    align = kv.get("general.alignment", 32)
+    align = kv.get("general.alignment", (4, 32))[1]
     base = (pos + align - 1) // align * align
     tensors = {}
     for name, dims, t, off in infos:
@@ -61,12 +65,36 @@ def read(path):
     return kv, tensors
 
 
+def llama_ftype(src, name):
+    """The LLAMA_FTYPE_* value quantize.cpp's QUANT_OPTIONS maps NAME (any case) to."""
+    options = open(src + "/tools/quantize/quantize.cpp").read()
+    m = re.search(r'\{\s*"%s",\s*(LLAMA_FTYPE_\w+)' % re.escape(name.upper()), options)
+    if not m:
+        return None
+    v = re.search(r"^\s*%s\s*=\s*(\d+)" % m.group(1), open(src + "/include/llama.h").read(), re.M)
+    return int(v.group(1))
+
+
+def value_text(v):
+    t, x = v
+    return "[%d values]" % len(x) if t == 9 else repr(x)
+
+
 def main():
     if sys.argv[1] == "--file-type":
-        print(read(sys.argv[2])[0].get("general.file_type", -1))
+        print(read(sys.argv[2])[0].get("general.file_type", (4, -1))[1])
         return 0
-    (_, a), (_, b) = read(sys.argv[1]), read(sys.argv[2])
+    if sys.argv[1] == "--llama-ftype":
+        ftype = llama_ftype(sys.argv[2], sys.argv[3])
+        print(ftype if ftype is not None else "")
+        return 0 if ftype is not None else 1
+    (kva, a), (kvb, b) = read(sys.argv[1]), read(sys.argv[2])
     bad = 0
+    for key in sorted(set(kva) | set(kvb)):
+        if kva.get(key) != kvb.get(key):
+            print("  key %s: %s / %s" % (key, value_text(kva[key]) if key in kva else "absent",
+                                         value_text(kvb[key]) if key in kvb else "absent"))
+            bad += 1
     for name in sorted(set(a) | set(b)):
         if name not in a or name not in b:
             print("  %s: only in %s" % (name, "A" if name in a else "B"))
@@ -76,7 +104,7 @@ def main():
             print("  %s: types %d / %d, %d of %d bytes equal" % (name, a[name][0], b[name][0], same_bytes,
                                                                max(len(a[name][2]), len(b[name][2]))))
             bad += 1
-    print("%d tensors, %d differ" % (len(a), bad))
+    print("%d tensors, %d keys, %d differ" % (len(a), len(kva), bad))
     return 1 if bad else 0
 
 

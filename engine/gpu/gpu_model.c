@@ -19,24 +19,25 @@ static ember_status upload_vector(ember_gpu_model *g, const ember_gguf_tensor *t
     return s;
 }
 
-/* Stacks tensors (same type and row length) by rows into one GPU weight. */
-static ember_status upload_stack(ember_gpu_model *g, const ember_gguf_tensor *const *t, uint32_t n,
+/* Stacks tensors of one row length by rows into one GPU weight. Their types may differ
+ * (llama.cpp's mixes: attn_v in more bits than attn_q and attn_k), except where one
+ * dispatch pairs rows of two of them (gate and up: one_type). */
+static ember_status upload_stack(ember_gpu_model *g, const ember_gguf_tensor *const *t, uint32_t n, bool one_type,
                                  uint64_t max_part, ember_gpu_weight *out, ember_err *err)
 {
     const void *src[3];
     uint32_t rows[3];
+    ember_dtype types[3];
     for (uint32_t i = 0; i < n; i++) {
-        if (!ember_dtype_find(t[i]->type)->gpu)
-            return ember_fail(err, EMBER_ERR_UNSUPPORTED, "tensor '%s' is %s: Ember's Vulkan kernels read F32, F16 and "
-                              "Q8_0 weights so far (docs/quantization.md); the CPU backend (--backend cpu) reads it",
-                              t[i]->name, ember_dtype_name(t[i]->type));
-        if (t[i]->type != t[0]->type || t[i]->ne[0] != t[0]->ne[0])
-            return ember_fail(err, EMBER_ERR_UNSUPPORTED, "tensors %s and %s differ in type or row length",
-                              t[0]->name, t[i]->name);
+        if (t[i]->ne[0] != t[0]->ne[0] || (one_type && t[i]->type != t[0]->type))
+            return ember_fail(err, EMBER_ERR_UNSUPPORTED, "tensors %s (%s) and %s (%s) differ in %s", t[0]->name,
+                              ember_dtype_name(t[0]->type), t[i]->name, ember_dtype_name(t[i]->type),
+                              t[i]->ne[0] != t[0]->ne[0] ? "row length" : "type");
         src[i] = t[i]->data;
         rows[i] = (uint32_t)t[i]->ne[1];
+        types[i] = t[i]->type;
     }
-    ember_status s = ember_gpu_weight_upload(g->vk, g->arena, t[0]->type, (uint32_t)t[0]->ne[0], src, rows, n,
+    ember_status s = ember_gpu_weight_upload(g->vk, g->arena, types, (uint32_t)t[0]->ne[0], src, rows, n,
                                              max_part, out, err);
     if (s != EMBER_OK) ember_fail_ctx(err, s, "uploading %s", t[0]->name);
     return s;
@@ -80,10 +81,10 @@ static ember_status upload_layer(ember_gpu_model *g, const ember_layer_tensors *
     ember_status s = upload_vector(g, lt->attn_norm, &gl->attn_norm, err);
     if (s == EMBER_OK) s = upload_vector(g, lt->ffn_norm, &gl->ffn_norm, err);
     if (s == EMBER_OK) s = upload_bias(g, lt, &gl->bias_qkv, err);
-    if (s == EMBER_OK) s = upload_stack(g, qkv, 3, max_part, &gl->qkv, err);
-    if (s == EMBER_OK) s = upload_stack(g, &lt->wo, 1, max_part, &gl->wo, err);
-    if (s == EMBER_OK) s = upload_stack(g, gate_up, 2, max_part, &gl->gate_up, err);
-    if (s == EMBER_OK) s = upload_stack(g, &lt->w_down, 1, max_part, &gl->down, err);
+    if (s == EMBER_OK) s = upload_stack(g, qkv, 3, false, max_part, &gl->qkv, err);
+    if (s == EMBER_OK) s = upload_stack(g, &lt->wo, 1, true, max_part, &gl->wo, err);
+    if (s == EMBER_OK) s = upload_stack(g, gate_up, 2, true, max_part, &gl->gate_up, err);
+    if (s == EMBER_OK) s = upload_stack(g, &lt->w_down, 1, true, max_part, &gl->down, err);
     return s;
 }
 
@@ -110,12 +111,12 @@ static ember_status make_pipelines(ember_gpu_model *g, ember_err *err)
 static ember_status upload(ember_gpu_model *g, const ember_llama *m, const ember_gpu_model_opts *o, ember_err *err)
 {
     uint64_t max_part_bytes = o->max_part_bytes;
-    ember_status s = upload_stack(g, &m->tok_embd, 1, max_part_bytes, &g->tok_embd, err);
+    ember_status s = upload_stack(g, &m->tok_embd, 1, true, max_part_bytes, &g->tok_embd, err);
     if (s == EMBER_OK) s = upload_vector(g, m->output_norm, &g->output_norm, err);
     if (s == EMBER_OK && m->rope_freqs) s = upload_vector(g, m->rope_freqs, &g->rope_freqs, err);
     if (s == EMBER_OK) {
         if (m->output == m->tok_embd) g->output = g->tok_embd;
-        else s = upload_stack(g, &m->output, 1, max_part_bytes, &g->output, err);
+        else s = upload_stack(g, &m->output, 1, true, max_part_bytes, &g->output, err);
     }
     uint64_t total = m->tok_embd->nbytes + (m->output != m->tok_embd ? m->output->nbytes : 0), done = total;
     for (uint32_t l = 0; l < m->hp.n_layers; l++) total += layer_bytes(&m->layers[l]);

@@ -4,7 +4,8 @@
  * once (F32 data RGBA32F, F16 and Q8_0 data and Q8_0 scales RGBA32UI): on lavapipe
  * texel fetches are several times faster than storage-buffer loads.
  *
- * F32 and F16 rows are copied as they are. Q8_0 blocks ({f16 d; int8 q[32]}) are split
+ * F32 and F16 rows, and the rows of the other block types (read by the decoders in shaders/types
+ * as ggml lays them out), are copied as they are. Q8_0 blocks ({f16 d; int8 q[32]}) are split
  * into an array of quants (cols bytes per row) and an array of f16 scales grouped by the
  * lane of the linear shader that reads them (shaders/q8_scales.glsl): the shaders then
  * read 16 quants per 16-byte load, with no 34-byte stride to undo, and 8 scales of one
@@ -45,7 +46,7 @@ static uint64_t round16(uint64_t n) { return (n + 15) & ~(uint64_t)15; }
 static uint64_t gguf_row_bytes(ember_dtype t, uint32_t cols) { return ember_dtype_size(t, cols); }
 static uint64_t gpu_row_bytes(ember_dtype t, uint32_t cols)
 {
-    return t == EMBER_DTYPE_F32 ? 4ull * cols : t == EMBER_DTYPE_F16 ? 2ull * cols : cols;
+    return t == EMBER_DTYPE_Q8_0 ? cols : gguf_row_bytes(t, cols);
 }
 
 /* The Q8_0 scales layout of shaders/q8_scales.glsl: each of the 8 lanes of a row gets
@@ -128,62 +129,102 @@ static uint64_t part_limit(const ember_vk_caps *caps, uint64_t max_part_bytes, b
     return lim;
 }
 
-static ember_status check_args(ember_dtype type, uint32_t cols, const uint32_t *src_rows, uint32_t n_src,
-                               uint64_t *rows, ember_err *err)
+static ember_status check_type(ember_dtype type, uint32_t cols, ember_err *err)
 {
-    if (!ember_dtype_find(type) || !ember_dtype_find(type)->gpu)
-        return ember_fail(err, EMBER_ERR_UNSUPPORTED, "weight type %s is not F32, F16 or Q8_0", ember_dtype_name(type));
-    if (cols == 0 || (type == EMBER_DTYPE_Q8_0 && cols % EMBER_Q8_0_BLOCK != 0))
+    const ember_dtype_info *d = ember_dtype_find(type);
+    if (!d || !d->gpu)
+        return ember_fail(err, EMBER_ERR_UNSUPPORTED, "the Vulkan kernels do not read weight type %s",
+                          ember_dtype_name(type));
+    /* a block type's rows are whole units of 32 values of its shader (BF16 too) */
+    if (cols == 0 || cols % (d->block > 1 || type == EMBER_DTYPE_BF16 ? 32 : 1) != 0)
         return ember_fail(err, EMBER_ERR_FORMAT, "weight rows of %u values do not fit type %s", cols,
                           ember_dtype_name(type));
+    return EMBER_OK;
+}
+
+static ember_status check_args(const ember_dtype *types, uint32_t cols, const uint32_t *src_rows, uint32_t n_src,
+                               uint64_t *rows, ember_err *err)
+{
     *rows = 0;
-    for (uint32_t i = 0; i < n_src; i++) *rows += src_rows[i];
+    for (uint32_t i = 0; i < n_src; i++) {
+        ember_status s = check_type(types[i], cols, err);
+        if (s != EMBER_OK) return s;
+        *rows += src_rows[i];
+    }
     if (*rows == 0 || *rows > UINT32_MAX)
         return ember_fail(err, EMBER_ERR_INVALID_ARG, "weight of %llu rows", (unsigned long long)*rows);
     return EMBER_OK;
 }
 
-/* Parts of nearly equal size, so that no dispatch is a tiny leftover. */
-static ember_status plan_parts(ember_gpu_weight *w, uint64_t limit, ember_err *err)
+/* Appends the parts of `rows` rows of one type from row row0, of nearly equal size, so
+ * that no dispatch is a tiny leftover. */
+static ember_status plan_run(ember_gpu_weight *w, ember_dtype type, uint32_t row0, uint32_t rows, uint64_t limit,
+                             ember_err *err)
 {
-    uint64_t row_bytes = gpu_row_bytes(w->type, w->cols);
+    uint64_t row_bytes = gpu_row_bytes(type, w->cols);
     /* Q8_0 rows of a few blocks have more bytes of (padded) scales than of quants. */
-    if (w->type == EMBER_DTYPE_Q8_0 && q8_scale_row_bytes(w->cols) > row_bytes) row_bytes = q8_scale_row_bytes(w->cols);
+    if (type == EMBER_DTYPE_Q8_0 && q8_scale_row_bytes(w->cols) > row_bytes) row_bytes = q8_scale_row_bytes(w->cols);
     uint64_t max_rows = limit / row_bytes;
     if (max_rows == 0)
         return ember_fail(err, EMBER_ERR_UNSUPPORTED, "one weight row (%llu bytes) exceeds a binding of %llu bytes",
                           (unsigned long long)row_bytes, (unsigned long long)limit);
-    uint64_t n = (w->rows + max_rows - 1) / max_rows;
-    if (n > EMBER_MAX_WEIGHT_PARTS)
-        return ember_fail(err, EMBER_ERR_UNSUPPORTED, "weight of %u x %u needs %llu parts of %llu bytes (limit %d)",
-                          w->rows, w->cols, (unsigned long long)n, (unsigned long long)limit,
-                          EMBER_MAX_WEIGHT_PARTS);
-    w->n_parts = (uint32_t)n;
-    uint32_t row0 = 0;
-    for (uint32_t i = 0; i < w->n_parts; i++) {
-        w->parts[i].row0 = row0;
-        w->parts[i].n_rows = w->rows / w->n_parts + (i < w->rows % w->n_parts);
-        row0 += w->parts[i].n_rows;
+    uint64_t n = (rows + max_rows - 1) / max_rows;
+    if (w->n_parts + n > EMBER_MAX_WEIGHT_PARTS)
+        return ember_fail(err, EMBER_ERR_UNSUPPORTED, "weight of %u x %u needs more than %d parts of %llu bytes",
+                          w->rows, w->cols, EMBER_MAX_WEIGHT_PARTS, (unsigned long long)limit);
+    for (uint32_t i = 0; i < n; i++) {
+        ember_gpu_weight_part *p = &w->parts[w->n_parts++];
+        p->type = type;
+        p->row0 = row0;
+        p->n_rows = rows / (uint32_t)n + (i < rows % n);
+        row0 += p->n_rows;
     }
     return EMBER_OK;
 }
 
-/* Allocates a part's spans, with their texel views when fmt is a format. */
-static ember_status alloc_part(ember_vk_arena *arena, const ember_gpu_weight *w, VkFormat fmt,
-                               ember_gpu_weight_part *p, ember_err *err)
+/* The parts of every run of sources of one type. */
+static ember_status plan_parts(ember_gpu_weight *w, const ember_dtype *types, const uint32_t *src_rows,
+                               uint32_t n_src, uint64_t limit, ember_err *err)
 {
-    uint64_t bytes = round16((uint64_t)p->n_rows * gpu_row_bytes(w->type, w->cols));
-    bool q8 = w->type == EMBER_DTYPE_Q8_0, views = fmt != VK_FORMAT_UNDEFINED;
+    ember_status s = EMBER_OK;
+    uint32_t row0 = 0;
+    for (uint32_t i = 0, e; s == EMBER_OK && i < n_src; i = e) {
+        uint32_t rows = 0;
+        for (e = i; e < n_src && types[e] == types[i]; e++) rows += src_rows[e];
+        s = plan_run(w, types[i], row0, rows, limit, err);
+        row0 += rows;
+        w->mixed |= types[i] != types[0];
+    }
+    return s;
+}
+
+/* Allocates a part's spans, with their texel views when the device reads its type so. */
+static ember_status alloc_part(ember_vk *vk, ember_vk_arena *arena, uint32_t cols, ember_gpu_weight_part *p,
+                               ember_err *err)
+{
+    VkFormat fmt = data_format(ember_vk_get_caps(vk), p->type);
+    uint64_t bytes = round16((uint64_t)p->n_rows * gpu_row_bytes(p->type, cols));
+    if (bytes < 16) bytes = 16; /* a texel view holds at least one texel */
+    bool q8 = p->type == EMBER_DTYPE_Q8_0, views = fmt != VK_FORMAT_UNDEFINED;
     ember_status s = ember_vk_alloc(arena, bytes, EMBER_VK_MEM_DEVICE, &p->data, err);
     if (s == EMBER_OK && q8)
-        s = ember_vk_alloc(arena, (uint64_t)p->n_rows * q8_scale_row_bytes(w->cols), EMBER_VK_MEM_DEVICE,
-                           &p->scales, err);
+        s = ember_vk_alloc(arena, (uint64_t)p->n_rows * q8_scale_row_bytes(cols), EMBER_VK_MEM_DEVICE, &p->scales,
+                           err);
     if (s == EMBER_OK && views) s = ember_vk_texel_view(arena, &p->data, fmt, err);
     if (s == EMBER_OK && views && q8) s = ember_vk_texel_view(arena, &p->scales, fmt, err);
     return s;
 }
 
-ember_status ember_gpu_weight_upload(ember_vk *vk, ember_vk_arena *arena, ember_dtype type,
+/* Whether the device reads parts of these types through texel views (the binding limit
+ * then also counts texels). */
+static bool any_views(ember_vk *vk, const ember_dtype *types, uint32_t n_src)
+{
+    bool views = false;
+    for (uint32_t i = 0; i < n_src; i++) views |= data_format(ember_vk_get_caps(vk), types[i]) != VK_FORMAT_UNDEFINED;
+    return views;
+}
+
+ember_status ember_gpu_weight_upload(ember_vk *vk, ember_vk_arena *arena, const ember_dtype *types,
                                      uint32_t cols, const void *const *src,
                                      const uint32_t *src_rows, uint32_t n_src,
                                      uint64_t max_part_bytes, ember_gpu_weight *out,
@@ -191,20 +232,20 @@ ember_status ember_gpu_weight_upload(ember_vk *vk, ember_vk_arena *arena, ember_
 {
     memset(out, 0, sizeof *out);
     uint64_t rows = 0;
-    ember_status s = check_args(type, cols, src_rows, n_src, &rows, err);
+    ember_status s = check_args(types, cols, src_rows, n_src, &rows, err);
     if (s != EMBER_OK) return s;
-    out->type = type;
+    out->type = types[0];
     out->rows = (uint32_t)rows;
     out->cols = cols;
-    VkFormat fmt = data_format(ember_vk_get_caps(vk), type);
-    s = plan_parts(out, part_limit(ember_vk_get_caps(vk), max_part_bytes, fmt != VK_FORMAT_UNDEFINED), err);
+    uint64_t limit = part_limit(ember_vk_get_caps(vk), max_part_bytes, any_views(vk, types, n_src));
+    s = plan_parts(out, types, src_rows, n_src, limit, err);
     src_cursor cur = {src, src_rows, 0, 0};
     for (uint32_t i = 0; s == EMBER_OK && i < out->n_parts; i++) {
         ember_gpu_weight_part *p = &out->parts[i];
-        s = alloc_part(arena, out, fmt, p, err);
+        s = alloc_part(vk, arena, cols, p, err);
         if (s != EMBER_OK) break;
-        if (type == EMBER_DTYPE_Q8_0) s = upload_q8_0(vk, p, cols, &cur, err);
-        else s = upload_plain(vk, p, gguf_row_bytes(type, cols), &cur, err);
+        if (p->type == EMBER_DTYPE_Q8_0) s = upload_q8_0(vk, p, cols, &cur, err);
+        else s = upload_plain(vk, p, gguf_row_bytes(p->type, cols), &cur, err);
     }
     if (s != EMBER_OK) out->n_parts = 0;
     return s;

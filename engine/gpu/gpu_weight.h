@@ -10,26 +10,31 @@
 
 /* A weight matrix (rows x cols, GGUF row-major) in GPU memory, cut by rows into parts
  * that each fit one storage-buffer binding (and one texel view). Where the device can,
- * the spans carry uniform texel views (data: RGBA32F for F32, RGBA32UI for F16 and Q8_0;
- * scales: R16F), which the kernels prefer. */
+ * the spans carry uniform texel views (data: RGBA32F for F32, RGBA32UI for the others;
+ * scales: R16F), which the kernels prefer. Tensors stacked into one weight may differ in
+ * type (llama.cpp's mixes give attn_v more bits than attn_q and attn_k): each part has
+ * one type, and the kernels run a part at a time. */
 typedef struct ember_gpu_weight_part {
-    ember_vk_span data;     /* F32: floats; F16: halves; Q8_0: int8 quants, cols bytes/row */
+    ember_dtype type;
+    ember_vk_span data;     /* F32: floats; F16: halves; Q8_0: int8 quants, cols bytes/row;
+                               the other block types: the rows as they lie in the file */
     ember_vk_span scales;   /* Q8_0 only: f16 scales, cols/32 per row */
     uint32_t row0, n_rows;
 } ember_gpu_weight_part;
 
 typedef struct ember_gpu_weight {
-    ember_dtype type;
+    ember_dtype type;       /* the first part's */
+    bool mixed;             /* parts of more than one type */
     uint32_t rows, cols;
     uint32_t n_parts;
     ember_gpu_weight_part parts[EMBER_MAX_WEIGHT_PARTS];
 } ember_gpu_weight;
 
-/* Uploads n_src host matrices in GGUF layout (same type and cols), stacked by rows in the
- * given order, as one GPU weight. Parts are at most max_part_bytes each (0 = the device's
- * max_storage_range). Q8_0 is repacked into separate quant and scale arrays, never
- * expanded to floats. */
-ember_status ember_gpu_weight_upload(ember_vk *vk, ember_vk_arena *arena, ember_dtype type,
+/* Uploads n_src host matrices in GGUF layout (the same cols; source i of type types[i]),
+ * stacked by rows in the given order, as one GPU weight. Parts are at most max_part_bytes
+ * each (0 = the device's max_storage_range) and never hold two types. Q8_0 is repacked
+ * into separate quant and scale arrays; nothing is ever expanded to floats. */
+ember_status ember_gpu_weight_upload(ember_vk *vk, ember_vk_arena *arena, const ember_dtype *types,
                                      uint32_t cols, const void *const *src,
                                      const uint32_t *src_rows, uint32_t n_src,
                                      uint64_t max_part_bytes, ember_gpu_weight *out,

@@ -19,12 +19,38 @@ typedef struct spv {
 
 #define SPV(n) {ember_spv_##n, &ember_spv_##n##_bytes}
 
-/* [dtype slot][binding kind][subgroup variant] */
-static const spv LINEAR[DT_SLOTS][LIN_KINDS][2] = {
-    {{SPV(linear_f32), SPV(linear_f32_sg)}, {SPV(linear_f32_tx), SPV(linear_f32_tx_sg)}},
-    {{SPV(linear_f16), SPV(linear_f16_sg)}, {SPV(linear_f16_tx), SPV(linear_f16_tx_sg)}},
-    {{SPV(linear_q8), SPV(linear_q8_sg)}, {SPV(linear_q8_tx), SPV(linear_q8_tx_sg)}},
+#define LIN4(n) {{SPV(linear_##n), SPV(linear_##n##_sg)}, {SPV(linear_##n##_tx), SPV(linear_##n##_tx_sg)}}
+
+/* The weight types the linear shader reads: its slot, name and variants, in slot order.
+ * [binding kind][subgroup variant]. */
+static const struct {
+    ember_dtype type;
+    const char *name;
+    uint32_t unit;  /* columns of one unit of the shader */
+    spv code[LIN_KINDS][2];
+} DT_TYPES[DT_SLOTS] = {
+    {EMBER_DTYPE_F32, "f32", 4, LIN4(f32)},        {EMBER_DTYPE_F16, "f16", 8, LIN4(f16)},
+    {EMBER_DTYPE_Q8_0, "q8_0", 32, LIN4(q8)},      {EMBER_DTYPE_Q4_0, "q4_0", 32, LIN4(q4_0)},
+    {EMBER_DTYPE_Q4_1, "q4_1", 32, LIN4(q4_1)},    {EMBER_DTYPE_Q5_0, "q5_0", 32, LIN4(q5_0)},
+    {EMBER_DTYPE_Q5_1, "q5_1", 32, LIN4(q5_1)},    {EMBER_DTYPE_Q2_K, "q2_k", 32, LIN4(q2_k)},
+    {EMBER_DTYPE_Q3_K, "q3_k", 32, LIN4(q3_k)},    {EMBER_DTYPE_Q4_K, "q4_k", 32, LIN4(q4_k)},
+    {EMBER_DTYPE_Q5_K, "q5_k", 32, LIN4(q5_k)},    {EMBER_DTYPE_Q6_K, "q6_k", 32, LIN4(q6_k)},
+    {EMBER_DTYPE_IQ4_NL, "iq4_nl", 32, LIN4(iq4_nl)}, {EMBER_DTYPE_IQ4_XS, "iq4_xs", 32, LIN4(iq4_xs)},
+    {EMBER_DTYPE_BF16, "bf16", 32, LIN4(bf16)},
 };
+
+int ember_k_dt_slot(ember_dtype t)
+{
+    for (int d = 0; d < DT_SLOTS; d++)
+        if (DT_TYPES[d].type == t) return d;
+    return -1;
+}
+
+uint32_t ember_k_unit_cols(ember_dtype t)
+{
+    int d = ember_k_dt_slot(t);
+    return d < 0 ? 0 : DT_TYPES[d].unit;
+}
 static const spv LINEAR_GENERIC[2][2] = {{SPV(linear_f32_generic), SPV(linear_f32_generic_sg)},
                                          {SPV(linear_f16_generic), SPV(linear_f16_generic_sg)}};
 static const spv RMSNORM[2] = {SPV(rmsnorm), SPV(rmsnorm_sg)};
@@ -158,7 +184,7 @@ static void set_desc(job *j, spv code, uint32_t n_bindings, const ember_vk_bindi
  * the prefill shape for every n_tok: no real model has such rows). */
 static void describe_linear(const ember_kernels *k, uint32_t id, job *j)
 {
-    static const char *names[DT_SLOTS + 2] = {"f32", "f16", "q8_0", "f32_generic", "f16_generic"};
+    static const char *generic_names[2] = {"f32_generic", "f16_generic"};
     static const ember_vk_binding_kind texel[6] = {EMBER_VK_BIND_TEXEL, EMBER_VK_BIND_STORAGE, EMBER_VK_BIND_TEXEL,
                                                    EMBER_VK_BIND_TEXEL, EMBER_VK_BIND_TEXEL, EMBER_VK_BIND_TEXEL};
     bool generic = id >= PIPE_GENERIC;
@@ -167,12 +193,14 @@ static void describe_linear(const ember_kernels *k, uint32_t id, job *j)
     uint32_t kind = generic ? LIN_STORAGE : i / LIN_SHAPES % LIN_KINDS;
     uint32_t shape = generic ? LIN_SHAPES - 1 : i % LIN_SHAPES;
     const ember_lin_shape *l = &k->lin[shape];
-    /* A Q8_0 unit is a whole block, already two loads per row. */
-    uint32_t unroll = d == DT_SLOT_Q8 ? 1 : l->unroll;
+    /* A Q8_0 unit is a whole block, already two loads per row; a block type's unit decodes
+     * 32 weights. */
+    uint32_t unroll = d >= DT_SLOT_Q8 && !generic ? 1 : l->unroll;
     ember_vk_spec sp[] = {{0, l->ng * 8}, {1, l->tn / 8}, {2, l->tm}, {3, l->ng}, {4, unroll}};
     memcpy(j->sp, sp, sizeof sp);
-    snprintf(j->name, sizeof j->name, "linear_%s%s_m%u", names[d], kind == LIN_TEXEL ? "_tx" : "", l->tm);
-    spv code = generic ? LINEAR_GENERIC[d - DT_SLOTS][k->lin_subgroup] : LINEAR[d][kind][k->lin_subgroup];
+    snprintf(j->name, sizeof j->name, "linear_%s%s_m%u", generic ? generic_names[d - DT_SLOTS] : DT_TYPES[d].name,
+             kind == LIN_TEXEL ? "_tx" : "", l->tm);
+    spv code = generic ? LINEAR_GENERIC[d - DT_SLOTS][k->lin_subgroup] : DT_TYPES[d].code[kind][k->lin_subgroup];
     set_desc(j, code, 6, kind == LIN_TEXEL ? texel : NULL, sizeof(linear_push), 5);
 }
 
@@ -282,11 +310,14 @@ ember_status ember_kernels_prepare_attn(ember_kernels *k, int t, uint32_t cls, e
     return ember_kernels_make(k, &want, err);
 }
 
-/* Every pipeline these choices allow: ember_kernels_create_opts without on_demand. */
+/* Every pipeline these choices allow: ember_kernels_create_opts without on_demand. The
+ * linear pipelines of the block types are left out (ember_kernels_want_linear asks for
+ * a weight's): 120 of them would triple the creation time, and no model has them all. */
 static void want_all(const ember_kernels *k, ember_kernels_set *want)
 {
     for (uint32_t id = 0; id < PIPE_COUNT; id++)
-        if (valid(k, id)) ember_kernels_set_add(want, id);
+        if (valid(k, id) && !(id < PIPE_GENERIC && (id - PIPE_LINEAR) / (LIN_KINDS * LIN_SHAPES) > DT_SLOT_Q8))
+            ember_kernels_set_add(want, id);
 }
 
 /* Every variant and launch shape, from the caps (and the overrides) alone: what

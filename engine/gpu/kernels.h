@@ -34,7 +34,9 @@ typedef struct ember_kernels_opts {
     bool on_demand;           /* create no pipeline now: a model asks for its own
                                  (ember_kernels_make), ember_kernels_check_attn for a KV
                                  cache's, ember_kernels_input_view for the storage kind
-                                 (default: every pipeline, at creation) */
+                                 (default: every pipeline at creation, but the linear
+                                 ones of the block types Q4_0 ... IQ4_XS, BF16, which
+                                 ember_kernels_make makes for the weights that need them) */
     const char *pipeline_cache_dir; /* folder of the on-disk VkPipelineCache
                                        (platform/vk_pipeline_cache.h); NULL: none */
 } ember_kernels_opts;
@@ -71,7 +73,7 @@ void ember_kernels_describe(const ember_vk_caps *caps, const ember_kernels_opts 
 
 /* A set of pipelines, by id (kernels_internal.h): what a model or an engine will record.
  * ember_kernels_want_* (kernels_linear.h, kernels_rows.h) add to it. */
-#define EMBER_KERNELS_SET_WORDS 2
+#define EMBER_KERNELS_SET_WORDS 4
 typedef struct ember_kernels_set {
     uint64_t bits[EMBER_KERNELS_SET_WORDS];
 } ember_kernels_set;

@@ -5,10 +5,22 @@
 
 #include <pthread.h>
 
+#include "engine/model/dtype.h"
 #include "kernels.h"
 
-/* Dtype slots of the linear pipelines. */
-enum { DT_SLOT_F32, DT_SLOT_F16, DT_SLOT_Q8, DT_SLOTS };
+/* Dtype slots of the linear pipelines: F32, F16, Q8_0 (repacked at upload), then the block
+ * types read as they lie in the file (shaders/types), in kernels.c's DT_TYPES order. */
+enum {
+    DT_SLOT_F32, DT_SLOT_F16, DT_SLOT_Q8,
+    DT_SLOT_Q4_0, DT_SLOT_Q4_1, DT_SLOT_Q5_0, DT_SLOT_Q5_1, DT_SLOT_Q2_K, DT_SLOT_Q3_K, DT_SLOT_Q4_K,
+    DT_SLOT_Q5_K, DT_SLOT_Q6_K, DT_SLOT_IQ4_NL, DT_SLOT_IQ4_XS, DT_SLOT_BF16,
+    DT_SLOTS
+};
+
+/* The linear slot of a weight type the kernels read (-1: none), and the columns of one
+ * unit of its shader (rows must be whole units). */
+int ember_k_dt_slot(ember_dtype t);
+uint32_t ember_k_unit_cols(ember_dtype t);
 
 /* How the linear shader reads weights and x. */
 enum { LIN_STORAGE, LIN_TEXEL, LIN_KINDS };

@@ -14,23 +14,10 @@ typedef struct launch {
     uint32_t tpw;      /* tokens per workgroup */
 } launch;
 
-static int dt_slot(ember_dtype t)
+/* The part has the views the texel shader reads. */
+static bool part_has_views(const ember_gpu_weight_part *p)
 {
-    return t == EMBER_DTYPE_F32 ? DT_SLOT_F32 : t == EMBER_DTYPE_F16 ? DT_SLOT_F16 : DT_SLOT_Q8;
-}
-
-/* Columns per unit of the vector shaders; cols must be a multiple. */
-static uint32_t unit_cols(ember_dtype t)
-{
-    return t == EMBER_DTYPE_F32 ? 4 : t == EMBER_DTYPE_F16 ? 8 : 32;
-}
-
-/* Every part has the views the texel shader reads. */
-static bool weight_has_views(const ember_gpu_weight *w)
-{
-    for (uint32_t i = 0; i < w->n_parts; i++)
-        if (!w->parts[i].data.view || (w->type == EMBER_DTYPE_Q8_0 && !w->parts[i].scales.view)) return false;
-    return true;
+    return p->data.view && (p->type != EMBER_DTYPE_Q8_0 || p->scales.view);
 }
 
 /* The tile shape for n_tok: among the shapes open to n_tok (min_tok), fewest loads,
@@ -60,30 +47,35 @@ static uint32_t tokens_per_wg(const ember_kernels *k, uint32_t tm, uint32_t n_to
     return ember_k_ceil(tpw, tm) * tm;
 }
 
-static launch choose(const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span x, uint32_t n_tok)
+/* The pipeline and launch of one part: parts of one weight may differ in type. */
+static launch choose(const ember_kernels *k, const ember_gpu_weight_part *p, uint32_t cols, ember_vk_span x,
+                     uint32_t n_tok)
 {
-    int d = dt_slot(w->type);
-    if (w->cols % unit_cols(w->type) != 0) {
+    int d = ember_k_dt_slot(p->type);
+    if (cols % ember_k_unit_cols(p->type) != 0) { /* F32/F16 only: other types are whole units */
         const ember_lin_shape *l = &k->lin[LIN_SHAPES - 1];
         return (launch){k->linear_generic[d], l->tn, l->ng, tokens_per_wg(k, l->tm, n_tok)};
     }
     int i = choose_shape(k, n_tok);
     const ember_lin_shape *l = &k->lin[i];
-    bool texel = k->texel && x.view && weight_has_views(w);
+    bool texel = k->texel && x.view && part_has_views(p);
     return (launch){k->linear[d][texel ? LIN_TEXEL : LIN_STORAGE][i], l->tn, l->ng, tokens_per_wg(k, l->tm, n_tok)};
 }
 
 void ember_kernels_want_linear(const ember_kernels *k, const ember_gpu_weight *w, ember_kernels_set *want)
 {
-    int d = dt_slot(w->type);
-    if (w->cols % unit_cols(w->type) != 0) {
-        ember_kernels_set_add(want, PIPE_GENERIC + (uint32_t)d);
-        return;
+    for (uint32_t p = 0; p < w->n_parts; p++) {
+        const ember_gpu_weight_part *part = &w->parts[p];
+        int d = ember_k_dt_slot(part->type);
+        if (w->cols % ember_k_unit_cols(part->type) != 0) {
+            ember_kernels_set_add(want, PIPE_GENERIC + (uint32_t)d);
+            continue;
+        }
+        /* Texel or storage, as choose() decides for this part when x has a view (an x
+         * without one: ember_kernels_input_view); every shape, as batches come. */
+        int kind = k->texel && part_has_views(part) ? LIN_TEXEL : LIN_STORAGE;
+        for (int i = 0; i < LIN_SHAPES; i++) ember_kernels_set_add(want, ember_k_linear_id(d, kind, i));
     }
-    /* Texel or storage, as choose() decides for this weight when x has a view (an x
-     * without one: ember_kernels_input_view); every shape, as batches come. */
-    int kind = k->texel && weight_has_views(w) ? LIN_TEXEL : LIN_STORAGE;
-    for (int i = 0; i < LIN_SHAPES; i++) ember_kernels_set_add(want, ember_k_linear_id(d, kind, i));
 }
 
 static void dispatch(ember_vk_cmd *c, const ember_kernels *k, const launch *l, const ember_vk_span b[6],
@@ -98,10 +90,9 @@ static void dispatch(ember_vk_cmd *c, const ember_kernels *k, const launch *l, c
     ember_vk_cmd_dispatch(c, l->p, b, pc, gx, gy, gz);
 }
 
-static void bind_weights(ember_vk_span b[6], const ember_gpu_weight *w, const ember_gpu_weight_part *p0,
-                         const ember_gpu_weight_part *p1)
+static void bind_weights(ember_vk_span b[6], const ember_gpu_weight_part *p0, const ember_gpu_weight_part *p1)
 {
-    bool q8 = w->type == EMBER_DTYPE_Q8_0;
+    bool q8 = p0->type == EMBER_DTYPE_Q8_0;
     b[2] = p0->data;
     b[3] = q8 ? p0->scales : p0->data; /* unused by F32/F16 but every binding is filled */
     b[4] = p1->data;
@@ -115,43 +106,48 @@ static const ember_gpu_weight_part *part_of(const ember_gpu_weight *w, uint32_t 
     return &w->parts[w->n_parts - 1];
 }
 
-/* STORE/ADD: each part is its own dispatch writing columns row0.. of y. */
-static void linear_rows(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, const launch *l,
-                        ember_vk_span b[6], linear_push pc)
+/* STORE/ADD: each part is its own dispatch, of its own type, writing columns row0.. of y. */
+static void linear_rows(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span b[6],
+                        linear_push pc)
 {
-    pc.step = l->rows;
     for (uint32_t i = 0; i < w->n_parts; i++) {
         const ember_gpu_weight_part *p = &w->parts[i];
-        bind_weights(b, w, p, p);
+        launch l = choose(k, p, w->cols, b[0], pc.n_tok);
+        bind_weights(b, p, p);
+        pc.step = l.rows;
+        pc.tpw = l.tpw;
         pc.out0 = p->row0;
         pc.n_out = p->n_rows;
         pc.off0 = 0;
-        pc.off1 = l->rows / 2;
+        pc.off1 = l.rows / 2;
         pc.lim0 = pc.lim1 = p->n_rows;
-        dispatch(c, k, l, b, &pc);
+        dispatch(c, k, &l, b, &pc);
     }
 }
 
 /* SWIGLU: output i needs gate row i and up row i + h, which may sit in different parts;
- * each dispatch covers a run of outputs over which both stay within one part. */
-static void linear_swiglu(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, const launch *l,
-                          ember_vk_span b[6], linear_push pc)
+ * each dispatch covers a run of outputs over which both stay within one part. Gate and up
+ * have one type (gpu_model.c stacks them only then), so the gate part's launch serves. */
+static void linear_swiglu(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span b[6],
+                          linear_push pc)
 {
     uint32_t h = w->rows / 2;
-    pc.step = l->rows / 2;
     for (uint32_t i = 0; i < h;) {
         const ember_gpu_weight_part *g = part_of(w, i), *u = part_of(w, i + h);
+        launch l = choose(k, g, w->cols, b[0], pc.n_tok);
+        pc.step = l.rows / 2;
+        pc.tpw = l.tpw;
         uint32_t end = g->row0 + g->n_rows;
         if (u->row0 + u->n_rows - h < end) end = u->row0 + u->n_rows - h;
         if (end > h) end = h;
-        bind_weights(b, w, g, u);
+        bind_weights(b, g, u);
         pc.out0 = i;
         pc.n_out = end - i;
         pc.off0 = i - g->row0;
         pc.lim0 = g->n_rows;
         pc.off1 = i + h - u->row0;
         pc.lim1 = u->n_rows;
-        dispatch(c, k, l, b, &pc);
+        dispatch(c, k, &l, b, &pc);
         i = end;
     }
 }
@@ -160,16 +156,15 @@ void ember_k_linear_rows(ember_vk_cmd *c, const ember_kernels *k, const ember_gp
                          uint32_t x_row0, ember_vk_span y, uint32_t y_row0, uint32_t n_tok, ember_out_mode mode)
 {
     if (n_tok == 0 || w->n_parts == 0) return;
-    launch l = choose(k, w, x, n_tok);
     uint32_t ldy = mode == EMBER_OUT_SWIGLU ? w->rows / 2 : w->rows;
     ember_vk_span b[6];
     /* Offset 0: the texel view (which starts at the span's first byte) is kept. */
     b[0] = ember_vk_span_sub(x, 0, (VkDeviceSize)(x_row0 + n_tok) * w->cols * sizeof(float));
     b[1] = ember_vk_span_sub(y, 0, (VkDeviceSize)(y_row0 + n_tok) * ldy * sizeof(float));
-    linear_push pc = {.cols = w->cols, .n_tok = n_tok, .mode = (uint32_t)mode, .ldy = ldy, .tpw = l.tpw,
-                      .xrow0 = x_row0, .yrow0 = y_row0};
-    if (mode == EMBER_OUT_SWIGLU) linear_swiglu(c, k, w, &l, b, pc);
-    else linear_rows(c, k, w, &l, b, pc);
+    linear_push pc = {.cols = w->cols, .n_tok = n_tok, .mode = (uint32_t)mode, .ldy = ldy, .xrow0 = x_row0,
+                      .yrow0 = y_row0};
+    if (mode == EMBER_OUT_SWIGLU) linear_swiglu(c, k, w, b, pc);
+    else linear_rows(c, k, w, b, pc);
 }
 
 void ember_k_linear(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span x,

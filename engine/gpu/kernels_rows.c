@@ -21,8 +21,8 @@ void ember_k_embed(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weig
     ember_k_grid(n_tok, k->caps.max_wg_count[0], &gx, &gy);
     for (uint32_t i = 0; i < emb->n_parts; i++) {
         const ember_gpu_weight_part *p = &emb->parts[i];
-        embed_push pc = {emb->cols, n_tok, p->row0, p->n_rows, (uint32_t)emb->type, gx};
-        ember_vk_span b[4] = {tokens, x, p->data, emb->type == EMBER_DTYPE_Q8_0 ? p->scales : p->data};
+        embed_push pc = {emb->cols, n_tok, p->row0, p->n_rows, (uint32_t)p->type, gx};
+        ember_vk_span b[4] = {tokens, x, p->data, p->type == EMBER_DTYPE_Q8_0 ? p->scales : p->data};
         ember_vk_cmd_dispatch(c, k->embed, b, &pc, gx, gy, 1);
     }
 }
