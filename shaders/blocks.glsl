@@ -1,9 +1,17 @@
-// blocks.glsl — reading ggml's quantized blocks as they lie in a GGUF row: bytes,
-// little-endian 16-bit fields and unaligned 32-bit runs, from 32-bit words. The includer
-// defines BLK_WORD(i), word i of the weight binding, which may use a `bool hi` in scope
-// (linear.comp reads two bindings, w0 and w1). Offsets are in bytes; blocks are laid end
-// to end, so a field may sit at any even offset (Q6_K's 210-byte blocks) or any offset
-// (bytes). Every type's decoder (shaders/types/*.glsl) reads through these.
+// blocks.glsl — reading ggml's quantized blocks as they lie in a GGUF row, and the form
+// every type's decoder gives a unit in. The includer defines BLK_WORD(i), word i of the
+// weight binding, and BLK_VEC4(i), its 16-byte element i; both may use a `bool hi` in
+// scope (linear.comp reads two bindings, w0 and w1). Offsets are in bytes. Blocks lie end
+// to end, so some types' fields sit at any even offset (Q4_0's 18-byte blocks); those are
+// read with blk_u32. Q3_K and Q6_K are padded to 16 bytes at upload (gpu_weight.c), so
+// that their code planes are whole 16-byte elements.
+//
+// A unit is 32 values; its decoder gives them in codes form: value j = a[h] * q[j] + b[h]
+// with h = j / 16, q in 8 vec4 (q[k] holds values 4k..4k+3). For every type this is
+// ggml's dequantize, operation for operation (a product, then a sum): a decoded weight
+// is blk_value(...), bit for bit the C codec's (b = -0.0 where ggml adds nothing: x +
+// -0.0 is x for every x, +0.0 and -0.0 included). linear.comp uses the form to sum
+// q[j] * x[j] first and scale once per half unit.
 #ifndef BLOCKS_GLSL
 #define BLOCKS_GLSL
 
@@ -15,6 +23,12 @@ uint blk_u32(bool hi, uint off)
     return s == 0u ? a : (a >> s) | (BLK_WORD(i + 1u) << (32u - s));
 }
 
+// The word at a 4-aligned off.
+uint blk_w(bool hi, uint off) { return BLK_WORD(off >> 2u); }
+
+// The 16 bytes at a 16-aligned off.
+uvec4 blk_v4(bool hi, uint off) { return BLK_VEC4(off >> 4u); }
+
 uint blk_u8(bool hi, uint off) { return (BLK_WORD(off >> 2u) >> ((off & 3u) * 8u)) & 0xffu; }
 
 // A 16-bit field at an even offset (never across two words).
@@ -22,7 +36,18 @@ uint blk_u16(bool hi, uint off) { return (BLK_WORD(off >> 2u) >> ((off & 2u) * 8
 
 float blk_f16(bool hi, uint off) { return unpackHalf2x16(blk_u16(hi, off)).x; }
 
-// Nibble k (0..7) of a word: the low nibble of its byte k/2 for even k.
-uint nib(uint w, uint k) { return (w >> (4u * k)) & 15u; }
+// The field at bit `shift` of each byte of w (mask: its width), byte k in component k.
+uvec4 field4(uint w, uint shift, uint mask) { return (uvec4(w) >> (uvec4(0u, 8u, 16u, 24u) + shift)) & mask; }
+
+// Bits j .. j+3 of w, one a component.
+uvec4 bits4(uint w, uint j) { return (uvec4(w) >> (uvec4(0u, 1u, 2u, 3u) + j)) & 1u; }
+
+// Decoded value j of a unit in codes form.
+float blk_value(vec4 q[8], vec2 a, vec2 b, uint j)
+{
+    uint h = j >> 4u;
+    precise float y = a[h] * q[j >> 2u][j & 3u] + b[h];
+    return y;
+}
 
 #endif

@@ -16,6 +16,7 @@ layout(std430, binding = 3) readonly buffer S { uint scales[]; };  // Q8_0 f16 s
 
 #include "q8_scales.glsl"
 #define BLK_WORD(i) data[i]
+#define BLK_VEC4(i) uvec4(data[4u * (i)], data[4u * (i) + 1u], data[4u * (i) + 2u], data[4u * (i) + 3u])
 #include "types/all.glsl"
 
 float half_at(uint h) { return unpackHalf2x16(data[h >> 1])[h & 1u]; }
@@ -52,20 +53,23 @@ uint block_row_bytes(uint cols)
 void block_unit(uint row, uint u, out float w[32])
 {
     const bool hi = false;
+    vec4 q[8];
+    vec2 a, c;
     switch (pc.dtype) {
-    case 2u: dq_q4_0(hi, row, u, w); break;
-    case 3u: dq_q4_1(hi, row, u, w); break;
-    case 6u: dq_q5_0(hi, row, u, w); break;
-    case 7u: dq_q5_1(hi, row, u, w); break;
-    case 10u: dq_q2_k(hi, row, u, w); break;
-    case 11u: dq_q3_k(hi, row, u, w); break;
-    case 12u: dq_q4_k(hi, row, u, w); break;
-    case 13u: dq_q5_k(hi, row, u, w); break;
-    case 14u: dq_q6_k(hi, row, u, w); break;
-    case 20u: dq_iq4_nl(hi, row, u, w); break;
-    case 23u: dq_iq4_xs(hi, row, u, w); break;
-    default: dq_bf16(hi, row, u, w); break;
+    case 2u: cq_q4_0(hi, row, u, q, a, c); break;
+    case 3u: cq_q4_1(hi, row, u, q, a, c); break;
+    case 6u: cq_q5_0(hi, row, u, q, a, c); break;
+    case 7u: cq_q5_1(hi, row, u, q, a, c); break;
+    case 10u: cq_q2_k(hi, row, u, q, a, c); break;
+    case 11u: cq_q3_k(hi, row, u, q, a, c); break;
+    case 12u: cq_q4_k(hi, row, u, q, a, c); break;
+    case 13u: cq_q5_k(hi, row, u, q, a, c); break;
+    case 14u: cq_q6_k(hi, row, u, q, a, c); break;
+    case 20u: cq_iq4_nl(hi, row, u, q, a, c); break;
+    case 23u: cq_iq4_xs(hi, row, u, q, a, c); break;
+    default: cq_bf16(hi, row, u, q, a, c); break;
     }
+    for (uint j = 0u; j < 32u; j++) w[j] = blk_value(q, a, c, j);
 }
 
 void main()

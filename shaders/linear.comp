@@ -64,21 +64,35 @@ void unit(uint u)
     }
 }
 #elif defined(DT_BLOCK)
-// Unit u: the row's 32 weights u*32.. decoded as ggml decodes them (types/*.glsl), then
-// dotted with x in column order as the F32 path does.
+// Unit u of each row in codes form (blocks.glsl: values a[h]*q[j] + b[h], h the half):
+// per token and half, s = sum q*x in column order, then a*s + b*sx with sx = sum x of the
+// half (one per token, shared by the rows). The rows are a loop, not unrolled: lavapipe
+// compiles a decoder copied into 16 rows for seconds, and runs the loop faster.
 void unit(uint u)
 {
     vec4 xv[TM][8];
-    [[unroll]] for (uint t = 0; t < TM; t++)
+    float sx[TM][2];
+    [[unroll]] for (uint t = 0; t < TM; t++) {
         [[unroll]] for (uint v = 0; v < 8u; v++) xv[t][v] = x4(xb[t] + u * 8u + v);
+        [[unroll]] for (uint h = 0; h < 2u; h++) {
+            float a = 0.0;
+            [[unroll]] for (uint v = 0; v < 4u; v++) a = dot4(vec4(1.0), xv[t][4u * h + v], a);
+            sx[t][h] = a;
+        }
+    }
     [[dont_unroll]] for (uint r = 0; r < TN; r++) {
-        float w[32];
-        BLK_DQ(r >= HR, base[r], u, w);
+        vec4 q[8];
+        vec2 a, b;
+        BLK_CODES(r >= HR, base[r], u, q, a, b);
         [[unroll]] for (uint t = 0; t < TM; t++) {
-            float a = acc[r][t];
-            [[unroll]] for (uint v = 0; v < 8u; v++)
-                a = dot4(vec4(w[4u * v], w[4u * v + 1u], w[4u * v + 2u], w[4u * v + 3u]), xv[t][v], a);
-            acc[r][t] = a;
+            float s0 = 0.0, s1 = 0.0;
+            [[unroll]] for (uint v = 0; v < 4u; v++) {
+                s0 = dot4(q[v], xv[t][v], s0);
+                s1 = dot4(q[4u + v], xv[t][4u + v], s1);
+            }
+            precise float v0 = a.x * s0 + b.x * sx[t][0], v1 = a.y * s1 + b.y * sx[t][1];
+            precise float r_acc = acc[r][t] + (v0 + v1);
+            acc[r][t] = r_acc;
         }
     }
 }

@@ -13,11 +13,12 @@
 // y[t][r] must be bit-identical whatever n_tok, the token's place in the batch, the tile
 // shape, the subgroup size or the variant (texel/storage, subgroup/shared memory). So:
 //  - a row is cut into units (F32: 4 columns, F16: 8, Q8_0: one 32-block, GENERIC: 1,
-//    a block type: 32 values, decoded to floats exactly as ggml decodes them);
+//    a block type: 32 values in codes form, blocks.glsl);
 //  - NPART = 8 partial sums; partial p takes units p, p+8, p+16, ... in that order;
 //  - within a unit, columns are accumulated in order, a = a + w*x with the product
 //    rounded (Q8_0: the block's s = sum q_i x_i from 0 in column order, then
-//    partial = partial + d*s; a block type: the unit's 32 decoded weights times x, as F32);
+//    partial = partial + d*s; a block type: per half unit s = sum q*x and sx = sum x in
+//    column order, then partial = partial + ((a0*s0 + b0*sx0) + (a1*s1 + b1*sx1)));
 //  - the partials are combined by one tree: ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)).
 // Every product and sum is `precise` (NoContraction): the compiler may neither fuse a
 // multiply into an add nor reassociate. fma() is not used: lavapipe lowers it to
@@ -97,7 +98,8 @@ layout(binding = 0) uniform samplerBuffer xt;
 #if defined(DT_BLOCK)
 layout(binding = 2) uniform usamplerBuffer w0t;
 layout(binding = 4) uniform usamplerBuffer w1t;
-#define BLK_WORD(i) (hi ? texelFetch(w1t, int((i) >> 2u)) : texelFetch(w0t, int((i) >> 2u)))[(i) & 3u]
+#define BLK_VEC4(i) (hi ? texelFetch(w1t, int(i)) : texelFetch(w0t, int(i)))
+#define BLK_WORD(i) BLK_VEC4((i) >> 2u)[(i) & 3u]
 #elif defined(DT_F32)
 layout(binding = 2) uniform samplerBuffer w0t;
 layout(binding = 4) uniform samplerBuffer w1t;
@@ -120,6 +122,7 @@ layout(std430, binding = 0) readonly buffer X { vec4 x4s[]; };
 layout(std430, binding = 2) readonly buffer W0 { uint wb0[]; };
 layout(std430, binding = 4) readonly buffer W1 { uint wb1[]; };
 #define BLK_WORD(i) (hi ? wb1[i] : wb0[i])
+#define BLK_VEC4(i) uvec4(BLK_WORD(4u * (i)), BLK_WORD(4u * (i) + 1u), BLK_WORD(4u * (i) + 2u), BLK_WORD(4u * (i) + 3u))
 #elif defined(DT_F32)
 layout(std430, binding = 2) readonly buffer W0 { vec4 w0[]; };
 layout(std430, binding = 4) readonly buffer W1 { vec4 w1[]; };

@@ -7,28 +7,28 @@ const uint BV_IQ4_NL = 32u, BB_IQ4_NL = 18u;
 const float IQ4_LEVELS[16] = float[16](-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0, 1.0, 13.0, 25.0,
                                        38.0, 53.0, 69.0, 89.0, 113.0);
 
-// 32 values at scale d from the 16 bytes of codes at off (IQ4_XS's sub-blocks too).
-void iq4_codes(bool hi, uint off, float d, out float w[32])
+vec4 iq4_levels(uvec4 n) { return vec4(IQ4_LEVELS[n.x], IQ4_LEVELS[n.y], IQ4_LEVELS[n.z], IQ4_LEVELS[n.w]); }
+
+// The levels of the 32 codes in the 16 bytes at off (any even offset; IQ4_XS's too).
+void iq4_codes(bool hi, uint off, out vec4 q[8])
 {
     for (uint k = 0u; k < 4u; k++) {
-        uint q = blk_u32(hi, off + 4u * k);
-        for (uint i = 0u; i < 4u; i++) {
-            precise float lo = d * IQ4_LEVELS[nib(q, 2u * i)], up = d * IQ4_LEVELS[nib(q, 2u * i + 1u)];
-            w[4u * k + i] = lo;
-            w[16u + 4u * k + i] = up;
-        }
+        uint w = blk_u32(hi, off + 4u * k);
+        q[k] = iq4_levels(field4(w, 0u, 15u));
+        q[k + 4u] = iq4_levels(field4(w, 4u, 15u));
     }
 }
 
-void dq_iq4_nl(bool hi, uint row, uint u, out float w[32])
+void cq_iq4_nl(bool hi, uint row, uint u, out vec4 q[8], out vec2 a, out vec2 c)
 {
     uint b = row + u * BB_IQ4_NL;
-    iq4_codes(hi, b + 2u, blk_f16(hi, b), w);
+    iq4_codes(hi, b + 2u, q);
+    a = vec2(blk_f16(hi, b)), c = vec2(-0.0);
 }
 
 // Selected by a kernel variant (linear.comp's DT_BLOCK BLK_IQ4_NL): the names it calls.
 #ifdef BLK_IQ4_NL
-#define BLK_DQ dq_iq4_nl
+#define BLK_CODES cq_iq4_nl
 #define BLK_V BV_IQ4_NL
 #define BLK_B BB_IQ4_NL
 #endif

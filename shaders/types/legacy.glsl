@@ -5,16 +5,13 @@
 #define LEGACY_GLSL
 #include "../blocks.glsl"
 
-// The 32 codes of a block whose qs start at byte qs.
-void legacy_codes(bool hi, uint qs, uint qh, out uint c[32])
+// The 32 codes of a block whose qs start at byte qs (any even offset), less offset.
+void legacy_codes(bool hi, uint qs, uint qh, int offset, out vec4 q[8])
 {
     for (uint k = 0u; k < 4u; k++) {
-        uint q = blk_u32(hi, qs + 4u * k);
-        for (uint i = 0u; i < 4u; i++) {
-            uint j = 4u * k + i;
-            c[j] = nib(q, 2u * i) | (((qh >> j) & 1u) << 4u);
-            c[j + 16u] = nib(q, 2u * i + 1u) | (((qh >> (j + 16u)) & 1u) << 4u);
-        }
+        uint w = blk_u32(hi, qs + 4u * k);
+        q[k] = vec4(ivec4(field4(w, 0u, 15u) | (bits4(qh, 4u * k) << 4u)) - offset);
+        q[k + 4u] = vec4(ivec4(field4(w, 4u, 15u) | (bits4(qh, 16u + 4u * k) << 4u)) - offset);
     }
 }
 #endif

@@ -1,25 +1,21 @@
-// q4_1.glsl — Q4_1 {f16 d; f16 m; qs[16]}, 32 values: code * d + m, two roundings
-// (legacy.glsl: the codes).
+// q4_1.glsl — Q4_1 {f16 d; f16 m; qs[16]}, 32 values: code * d + m (legacy.glsl).
 #ifndef Q4_1_GLSL
 #define Q4_1_GLSL
 #include "legacy.glsl"
 const uint BV_Q4_1 = 32u, BB_Q4_1 = 20u;
 
-// The 32 values of block u of the row at byte row, bit for bit as ggml's dequantize.
-void dq_q4_1(bool hi, uint row, uint u, out float w[32])
+// Block u of the row at byte row in codes form (blocks.glsl).
+void cq_q4_1(bool hi, uint row, uint u, out vec4 q[8], out vec2 a, out vec2 c)
 {
-    uint b = row + u * BB_Q4_1, c[32];
-    float d = blk_f16(hi, b), m = blk_f16(hi, b + 2u);
-    legacy_codes(hi, b + 4u, 0u, c);
-    for (uint j = 0u; j < 32u; j++) {
-        precise float y = float(c[j]) * d + m;
-        w[j] = y;
-    }
+    uint b = row + u * BB_Q4_1;
+    legacy_codes(hi, b + 4u, 0u, 0, q);
+    a = vec2(blk_f16(hi, b));
+    c = vec2(blk_f16(hi, b + 2u));
 }
 
 // Selected by a kernel variant (linear.comp's DT_BLOCK BLK_Q4_1): the names it calls.
 #ifdef BLK_Q4_1
-#define BLK_DQ dq_q4_1
+#define BLK_CODES cq_q4_1
 #define BLK_V BV_Q4_1
 #define BLK_B BB_Q4_1
 #endif

@@ -1,18 +1,19 @@
 // q5_k.glsl — Q5_K {f16 d; f16 dmin; scales[12]; qh[32]; qs[128]}: Q4_K with a fifth bit
-// per value, bit v / 32 of qh[v % 32] (engine/model/quant_k.c).
+// per value, bit v / 32 of qh[v % 32] (engine/model/quant_k.c). 176-byte blocks: whole
+// 16-byte elements.
 #ifndef Q5_K_GLSL
 #define Q5_K_GLSL
 #include "q4_k.glsl"
 const uint BV_Q5_K = 256u, BB_Q5_K = 176u;
 
-void dq_q5_k(bool hi, uint row, uint u, out float w[32])
+void cq_q5_k(bool hi, uint row, uint u, out vec4 q[8], out vec2 a, out vec2 c)
 {
-    k4_sub(hi, row + (u >> 3u) * BB_Q5_K, u & 7u, 48u, 16u, w);
+    k4_codes(hi, row + (u >> 3u) * BB_Q5_K, u & 7u, 48u, 16u, q, a, c);
 }
 
 // Selected by a kernel variant (linear.comp's DT_BLOCK BLK_Q5_K): the names it calls.
 #ifdef BLK_Q5_K
-#define BLK_DQ dq_q5_k
+#define BLK_CODES cq_q5_k
 #define BLK_V BV_Q5_K
 #define BLK_B BB_Q5_K
 #endif
