@@ -192,12 +192,49 @@ static void check_preset(const char *in, const char *preset, bool pure, uint64_t
     remove(out);
 }
 
+/* make-test-model --type PRESET makes the file `ember quantize` makes from the F32 model
+ * of the same seed: the same type and bytes for every tensor, and the same file type
+ * (it makes big mixes, an 8B-shaped Q4_K_M, without an F32 model to quantize). */
+static void check_made_like_quantized(const char *f32, const char *shape, const char *preset)
+{
+    char made[512], quantized[512], args[2048];
+    snprintf(made, sizeof made, "%s/quant_rules_made_%s.gguf", tu_tmp_dir(), preset);
+    snprintf(quantized, sizeof quantized, "%s/quant_rules_quantized_%s.gguf", tu_tmp_dir(), preset);
+    snprintf(args, sizeof args, "make-test-model '%s' %s --type %s", made, shape, preset);
+    bool ok = ember(args);
+    snprintf(args, sizeof args, "quantize '%s' '%s' %s", f32, quantized, preset);
+    ember_gguf *a = NULL, *b = NULL;
+    ember_err err = {{0}};
+    if (!ok || !ember(args) || ember_gguf_open(made, &a, &err) || ember_gguf_open(quantized, &b, &err)) {
+        CHECKF(0, "%s: %s", preset, err.msg);
+        ember_gguf_close(a);
+        return;
+    }
+    int differ = 0, kinds = 0;
+    uint64_t types = 0; /* bit t: some matrix is of type t */
+    CHECK(a->n_tensors == b->n_tensors);
+    for (uint64_t i = 0; i < a->n_tensors && i < b->n_tensors; i++) {
+        const ember_gguf_tensor *x = &a->tensors[i], *y = ember_gguf_find_tensor(b, x->name);
+        bool same = y && x->type == y->type && x->nbytes == y->nbytes && memcmp(x->data, y->data, x->nbytes) == 0;
+        if (!same && differ++ < 3) fprintf(stderr, "%s: %s differs from the quantized file\n", preset, x->name);
+        if (x->type != EMBER_DTYPE_F32 && (unsigned)x->type < 64) types |= 1ull << x->type;
+    }
+    for (; types; types &= types - 1) kinds++;
+    printf("make-test-model --type %s: %d of %llu tensors differ from ember quantize's; "
+           "%d quantized types\n", preset, differ, (unsigned long long)a->n_tensors, kinds);
+    CHECK(differ == 0);
+    CHECKF(kinds > 1, "%s: a preset is a mix of types", preset); /* not a single type's file */
+    CHECK(file_type(a) == file_type(b));
+    ember_gguf_close(a), ember_gguf_close(b);
+    remove(made), remove(quantized);
+}
+
 static void test_program(void)
 {
+    static const char shape[] = "--dim 256 --layers 16 --heads 8 --kv-heads 2 --ffn 512 --vocab 512 --seed 7";
     char in[512], args[1024];
     snprintf(in, sizeof in, "%s/quant_rules_f32.gguf", tu_tmp_dir());
-    snprintf(args, sizeof args, "make-test-model '%s' --dim 256 --layers 16 --heads 8 --kv-heads 2 --ffn 512 "
-                                "--vocab 512 --type f32 --seed 7", in);
+    snprintf(args, sizeof args, "make-test-model '%s' %s --type f32", in, shape);
     if (!ember(args)) {
         CHECK(0);
         return;
@@ -206,6 +243,8 @@ static void test_program(void)
     check_preset(in, "q3_k_m", false, 12);
     check_preset(in, "q2_k", false, 10);
     check_preset(in, "q4_k_m", true, 15);
+    check_made_like_quantized(in, shape, "q4_k_m");
+    check_made_like_quantized(in, shape, "q3_k_l");
     remove(in);
 }
 

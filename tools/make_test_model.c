@@ -17,7 +17,9 @@
 #include "cli.h"
 #include "commands.h"
 #include "engine/model/gguf_write.h"
+#include "engine/model/model.h"
 #include "engine/model/quant.h"
+#include "quant_rules.h"
 
 #define SPACE_MARK "\xe2\x96\x81" /* U+2581 */
 #define PIECE_MAX 32
@@ -28,7 +30,8 @@ typedef struct tm_args {
     const char *out;
     long dim, layers, heads, kv_heads, ffn, vocab, ctx, seed;
     float rope_base;
-    ember_dtype type;
+    ember_dtype type;     /* the matrices' type; a preset's default type when preset is set */
+    const quant_preset *preset; /* q4_k_m and the like: llama-quantize's per-tensor mix */
     bool tied;
     const char *arch;     /* "llama" or "qwen2": the key prefix; qwen2 adds Q/K/V biases */
     bool rope_freqs;      /* write rope_freqs.weight (Llama 3.1-style frequency factors) */
@@ -253,70 +256,89 @@ static void fill_uniform(float *x, size_t n, uint64_t seed, float center, float 
     }
 }
 
-/* Generates one tensor of ne[0] x ne[1] values and hands it to the writer in type (Q8_0
- * falls back to F16 for rows that are not whole blocks). */
-static ember_status add_weight(ember_gguf_writer *w, const tm_args *a, const char *name,
-                               ember_dtype type, uint32_t n_dims, uint64_t ne0, uint64_t ne1,
-                               float center, float half)
-{
-    const uint64_t ne[2] = { ne0, ne1 };
-    size_t n = (size_t)(ne0 * ne1);
-    float *x = malloc(n * sizeof *x);
-    if (!x)
-        return EMBER_ERR_OUT_OF_MEMORY;
-    uint64_t seed = (uint64_t)a->seed ^ hash_str(name);
-    (void)splitmix64(&seed); /* decorrelate seeds that differ in a few bits */
-    fill_uniform(x, n, seed, center, half);
+/* ---- the tensors: planned, typed, then made one at a time as the file is written ---- */
 
-    type = ember_dtype_for_rows(type, ne0);
-    uint64_t nbytes = ember_dtype_size(type, n);
-    void *data = x;
-    if (type != EMBER_DTYPE_F32 && !(data = malloc(nbytes))) {
-        free(x);
-        return EMBER_ERR_OUT_OF_MEMORY;
+/* One tensor to make: where its values come from and the type it is written in. */
+typedef struct spec {
+    char name[64];
+    uint32_t n_dims;
+    uint64_t ne[2];
+    float center, half;   /* values center + uniform(-half, half), seeded by the name */
+    ember_dtype type;     /* F32 for norms and biases; the matrices' type, then as chosen */
+    bool matrix;
+    long seed;
+} spec;
+
+typedef struct plan {
+    spec *s;
+    size_t n, cap;
+} plan;
+
+static ember_status add_weight(plan *p, const tm_args *a, const char *name, bool matrix, uint32_t n_dims,
+                               uint64_t ne0, uint64_t ne1, float center, float half)
+{
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? 2 * p->cap : 64;
+        spec *s = realloc(p->s, cap * sizeof *s);
+        if (!s) return EMBER_ERR_OUT_OF_MEMORY;
+        p->s = s, p->cap = cap;
     }
-    if (type != EMBER_DTYPE_F32) /* the rows are whole blocks: one call is row by row */
-        ember_quantize_row(type, x, data, n);
-    ember_status st = ember_gguf_add_tensor(w, name, type, n_dims, ne, data, nbytes);
-    if (data != x)
-        free(data);
-    free(x);
-    return st;
+    spec *t = &p->s[p->n++];
+    *t = (spec){.n_dims = n_dims, .ne = {ne0, ne1}, .center = center, .half = half,
+                .type = matrix ? a->type : EMBER_DTYPE_F32, .matrix = matrix, .seed = a->seed};
+    snprintf(t->name, sizeof t->name, "%s", name);
+    return EMBER_OK;
+}
+
+/* The values of t in its type, made into dst (the writer's buffer for it). */
+static ember_status make_tensor(void *user, void *dst, uint64_t nbytes)
+{
+    const spec *t = user;
+    size_t n = (size_t)(t->ne[0] * t->ne[1]);
+    float *x = t->type == EMBER_DTYPE_F32 ? dst : malloc(n * sizeof *x);
+    if (!x) return EMBER_ERR_OUT_OF_MEMORY;
+    uint64_t seed = (uint64_t)t->seed ^ hash_str(t->name);
+    (void)splitmix64(&seed); /* decorrelate seeds that differ in a few bits */
+    fill_uniform(x, n, seed, t->center, t->half);
+    if (t->type != EMBER_DTYPE_F32) { /* the rows are whole blocks: one call is row by row */
+        ember_quantize_row(t->type, x, dst, n);
+        free(x);
+    }
+    (void)nbytes;
+    return EMBER_OK;
 }
 
 /* A matrix with rows of fan_in values: uniform(-a, a) with a = sqrt(3 / fan_in) gives
  * outputs of unit variance for inputs of unit variance, so activations neither blow up
  * nor fade through the layers and attention is neither flat nor one-hot. */
-static ember_status add_matrix(ember_gguf_writer *w, const tm_args *a, const char *name,
-                               uint64_t fan_in, uint64_t rows)
+static ember_status add_matrix(plan *p, const tm_args *a, const char *name, uint64_t fan_in, uint64_t rows)
 {
-    return add_weight(w, a, name, a->type, 2, fan_in, rows, 0.0f, sqrtf(3.0f / (float)fan_in));
+    return add_weight(p, a, name, true, 2, fan_in, rows, 0.0f, sqrtf(3.0f / (float)fan_in));
 }
 
 /* Norm weights 1 +- 0.1: not all ones, so a missing or misplaced norm shows. */
-static ember_status add_norm(ember_gguf_writer *w, const tm_args *a, const char *name)
+static ember_status add_norm(plan *p, const tm_args *a, const char *name)
 {
-    return add_weight(w, a, name, EMBER_DTYPE_F32, 1, (uint64_t)a->dim, 1, 1.0f, 0.1f);
+    return add_weight(p, a, name, false, 1, (uint64_t)a->dim, 1, 1.0f, 0.1f);
 }
 
 /* qwen2's Q/K/V biases, F32 uniform(-0.5, 0.5): not zeros, so a bias that is missing,
  * misplaced or added after RoPE instead of before changes the result. */
-static ember_status add_biases(ember_gguf_writer *w, const tm_args *a, long l, uint64_t q,
-                               uint64_t kv)
+static ember_status add_biases(plan *p, const tm_args *a, long l, uint64_t q, uint64_t kv)
 {
     static const char *const parts[3] = { "attn_q", "attn_k", "attn_v" };
     const uint64_t rows[3] = { q, kv, kv };
     for (int i = 0; i < 3; i++) {
         char name[64];
         snprintf(name, sizeof name, "blk.%ld.%s.bias", l, parts[i]);
-        ember_status st = add_weight(w, a, name, EMBER_DTYPE_F32, 1, rows[i], 1, 0.0f, 0.5f);
+        ember_status st = add_weight(p, a, name, false, 1, rows[i], 1, 0.0f, 0.5f);
         if (st)
             return st;
     }
     return EMBER_OK;
 }
 
-static ember_status add_layer(ember_gguf_writer *w, const tm_args *a, long l)
+static ember_status add_layer(plan *p, const tm_args *a, long l)
 {
     uint64_t dim = (uint64_t)a->dim, ffn = (uint64_t)a->ffn;
     uint64_t kv = dim / (uint64_t)a->heads * (uint64_t)a->kv_heads;
@@ -326,13 +348,66 @@ static ember_status add_layer(ember_gguf_writer *w, const tm_args *a, long l)
     for (int i = 0; i < 9; i++)
         snprintf(n[i], sizeof n[i], "blk.%ld.%s.weight", l, parts[i]);
     ember_status st;
-    (void)((st = add_norm(w, a, n[0])) || (st = add_matrix(w, a, n[1], dim, dim)) ||
-           (st = add_matrix(w, a, n[2], dim, kv)) || (st = add_matrix(w, a, n[3], dim, kv)) ||
-           (st = add_matrix(w, a, n[4], dim, dim)) || (st = add_norm(w, a, n[5])) ||
-           (st = add_matrix(w, a, n[6], dim, ffn)) || (st = add_matrix(w, a, n[7], dim, ffn)) ||
-           (st = add_matrix(w, a, n[8], ffn, dim)));
+    (void)((st = add_norm(p, a, n[0])) || (st = add_matrix(p, a, n[1], dim, dim)) ||
+           (st = add_matrix(p, a, n[2], dim, kv)) || (st = add_matrix(p, a, n[3], dim, kv)) ||
+           (st = add_matrix(p, a, n[4], dim, dim)) || (st = add_norm(p, a, n[5])) ||
+           (st = add_matrix(p, a, n[6], dim, ffn)) || (st = add_matrix(p, a, n[7], dim, ffn)) ||
+           (st = add_matrix(p, a, n[8], ffn, dim)));
     if (!st && strcmp(a->arch, "qwen2") == 0)
-        st = add_biases(w, a, l, dim, kv);
+        st = add_biases(p, a, l, dim, kv);
+    return st;
+}
+
+static ember_status plan_tensors(plan *p, const tm_args *a)
+{
+    ember_status st;
+    uint64_t dim = (uint64_t)a->dim, n_vocab = (uint64_t)a->vocab;
+    /* embeddings ~ uniform(-1, 1): rows are looked up, not multiplied, and RMSNorm
+     * rescales them before any matrix sees them */
+    if ((st = add_weight(p, a, "token_embd.weight", true, 2, dim, n_vocab, 0.0f, 1.0f)))
+        return st;
+    for (long l = 0; l < a->layers; l++)
+        if ((st = add_layer(p, a, l)))
+            return st;
+    if ((st = add_norm(p, a, "output_norm.weight")))
+        return st;
+    if (!a->tied && (st = add_matrix(p, a, "output.weight", dim, n_vocab)))
+        return st;
+    return EMBER_OK;
+}
+
+/* The matrices' types: --type's, or its fallback where rows are not whole blocks; with a
+ * preset, what llama-quantize chooses for each (tools/quant_rules.c), as if quantizing
+ * the same model from F32. */
+static ember_status choose_types(plan *p, const tm_args *a)
+{
+    if (!a->preset) {
+        for (size_t i = 0; i < p->n; i++)
+            if (p->s[i].matrix) p->s[i].type = ember_dtype_for_rows(a->type, p->s[i].ne[0]);
+        return EMBER_OK;
+    }
+    ember_gguf_tensor *t = calloc(p->n, sizeof *t);
+    if (!t) return EMBER_ERR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < p->n; i++)
+        t[i] = (ember_gguf_tensor){.name = p->s[i].name, .n_dims = p->s[i].n_dims,
+                                   .ne = {p->s[i].ne[0], p->s[i].ne[1], 1, 1}, .type = EMBER_DTYPE_F32};
+    ember_llama m = {.arch = strcmp(a->arch, "qwen2") == 0 ? EMBER_ARCH_QWEN2 : EMBER_ARCH_LLAMA};
+    m.hp.n_layers = (uint32_t)a->layers, m.hp.n_heads = (uint32_t)a->heads, m.hp.n_kv_heads = (uint32_t)a->kv_heads;
+    quant_job job = {.preset = a->preset, .model = quant_model_of(&m), .tensors = t, .n_tensors = p->n};
+    for (size_t i = 0; i < p->n; i++) p->s[i].type = quant_tensor_type(&job, i);
+    free(t);
+    return EMBER_OK;
+}
+
+/* Hands every planned tensor to the writer, to be made when it writes. */
+static ember_status add_planned(ember_gguf_writer *w, plan *p)
+{
+    ember_status st = EMBER_OK;
+    for (size_t i = 0; i < p->n && !st; i++) {
+        spec *t = &p->s[i];
+        uint64_t nbytes = ember_dtype_size(t->type, t->ne[0] * t->ne[1]);
+        st = ember_gguf_add_tensor_lazy(w, t->name, t->type, t->n_dims, t->ne, nbytes, make_tensor, t);
+    }
     return st;
 }
 
@@ -353,24 +428,13 @@ static ember_status add_rope_freqs(ember_gguf_writer *w, const tm_args *a)
     return st;
 }
 
-static ember_status add_tensors(ember_gguf_writer *w, const tm_args *a)
+static ember_status add_tensors(ember_gguf_writer *w, const tm_args *a, plan *p)
 {
-    ember_status st;
-    uint64_t dim = (uint64_t)a->dim, n_vocab = (uint64_t)a->vocab;
-    /* embeddings ~ uniform(-1, 1): rows are looked up, not multiplied, and RMSNorm
-     * rescales them before any matrix sees them */
-    if ((st = add_weight(w, a, "token_embd.weight", a->type, 2, dim, n_vocab, 0.0f, 1.0f)))
-        return st;
-    for (long l = 0; l < a->layers; l++)
-        if ((st = add_layer(w, a, l)))
-            return st;
-    if ((st = add_norm(w, a, "output_norm.weight")))
-        return st;
-    if (!a->tied && (st = add_matrix(w, a, "output.weight", dim, n_vocab)))
-        return st;
-    if (a->rope_freqs && (st = add_rope_freqs(w, a)))
-        return st;
-    return EMBER_OK;
+    ember_status st = plan_tensors(p, a);
+    if (!st) st = choose_types(p, a);
+    if (!st) st = add_planned(w, p);
+    if (!st && a->rope_freqs) st = add_rope_freqs(w, a);
+    return st;
 }
 
 /* ---- metadata -------------------------------------------------------------------- */
@@ -382,13 +446,19 @@ static const char *akey(const tm_args *a, const char *name, char buf[96])
     return buf;
 }
 
+/* llama.cpp's general.file_type: the preset's, or the single type's. */
+static uint32_t file_type(const tm_args *a)
+{
+    return a->preset ? (uint32_t)a->preset->ftype : ember_dtype_find(a->type)->ftype;
+}
+
 static ember_status add_hparams(ember_gguf_writer *w, const tm_args *a)
 {
     ember_status st;
     char k[96];
     (void)((st = ember_gguf_add_str(w, "general.architecture", a->arch)) ||
            (st = ember_gguf_add_str(w, "general.name", "ember-test-model")) ||
-           (st = ember_gguf_add_u32(w, "general.file_type", ember_dtype_find(a->type)->ftype)) ||
+           (st = ember_gguf_add_u32(w, "general.file_type", file_type(a))) ||
            (st = ember_gguf_add_u32(w, akey(a, "context_length", k), (uint32_t)a->ctx)) ||
            (st = ember_gguf_add_u32(w, akey(a, "embedding_length", k), (uint32_t)a->dim)) ||
            (st = ember_gguf_add_u32(w, akey(a, "block_count", k), (uint32_t)a->layers)) ||
@@ -421,25 +491,31 @@ static int usage(FILE *out, int code)
         "  --vocab N      vocabulary size, %d..%d (512)\n"
         "  --ctx N        context length (256)\n"
         "  --type T       the matrices' type, any that ember quantize writes (f32); norms stay\n"
-        "                 f32; rows that are not whole blocks get llama.cpp's fallback\n"
+        "                 f32; rows that are not whole blocks get llama.cpp's fallback; a\n"
+        "                 preset (q4_k_m, ...) gives llama-quantize's per-tensor mix\n"
         "  --seed N       random seed (1)\n"
         "  --rope-base F  RoPE frequency base (10000)\n"
         "  --tied         no output.weight: the LM head reuses token_embd\n"
         "  --arch A       llama or qwen2 (llama); qwen2 adds Q/K/V biases, NeoX RoPE\n"
         "  --rope-freqs   write rope_freqs.weight (Llama 3.1-style factors 1..8)\n"
         "  --rope-scale F linear RoPE scaling factor (none)\n"
-        "The file is built in memory: a model larger than this machine's memory is refused.\n",
+        "Tensors are made one at a time as the file is written, so a model larger than\n"
+        "memory can be made (an 8B shape: --dim 4096 --layers 32 --heads 32 --kv-heads 8\n"
+        "--ffn 14336 --vocab 128256 --type q4_k_m).\n",
         VOCAB_MIN, VOCAB_MAX);
     return code;
 }
 
-static bool parse_type(const char *s, ember_dtype *out)
+/* A single type (every matrix in it, as --pure) or a preset's mix (q4_k_m, ...). */
+static bool parse_type(const char *s, tm_args *a)
 {
     const ember_dtype_info *t = ember_dtype_writable(s);
-    char names[256];
-    if (t) *out = t->type;
-    else fprintf(stderr, "ember: --type is one of %s, got '%s'\n", ember_dtype_writable_names(names, sizeof names), s);
-    return t != NULL;
+    const quant_preset *p = t ? NULL : quant_preset_find(s);
+    char names[512];
+    if (t) a->type = t->type, a->preset = NULL;
+    else if (p) a->type = p->type, a->preset = p;
+    else fprintf(stderr, "ember: --type is one of %s, got '%s'\n", quant_preset_names(names, sizeof names), s);
+    return t || p;
 }
 
 static bool parse_arch(const char *s, const char **out)
@@ -478,7 +554,7 @@ static int parse_flag(int argc, char **argv, int *i, tm_args *a)
         return cli_int(f, v, ints[k].lo, ints[k].hi, (long *)((char *)a + ints[k].off)) ? 1 : -1;
     }
     if (strcmp(f, "--type") == 0)
-        return (v = cli_value(argc, argv, i)) && parse_type(v, &a->type) ? 1 : -1;
+        return (v = cli_value(argc, argv, i)) && parse_type(v, a) ? 1 : -1;
     if (strcmp(f, "--rope-freqs") == 0) {
         a->rope_freqs = true;
         return 1;
@@ -526,26 +602,25 @@ static bool check_shape(const tm_args *a)
 
 /* ---- size ------------------------------------------------------------------------ */
 
-/* Bytes of one matrix of rows x fan_in in the type add_weight writes it in. */
+/* Bytes of one matrix of rows x fan_in in the single type --type gives it; a preset's
+ * mix is taken at its default type, near enough for a refusal. */
 static double matrix_bytes(const tm_args *a, double fan_in, double rows)
 {
     const ember_dtype_info *t = ember_dtype_find(ember_dtype_for_rows(a->type, (uint64_t)fan_in));
     return fan_in * rows * t->bytes / t->block;
 }
 
-/* What write_model holds at its peak: every tensor (the writer keeps them until it
- * writes), plus the F32 draft of the largest one. Doubles: an absurd shape must not
- * overflow before it is refused. */
-static double model_bytes(const tm_args *a, double *params)
+/* What write_model holds at its peak: the vocabulary's tables and one tensor being made
+ * (its F32 draft and its bytes in the file's type), for tensors are made one at a time
+ * as the file is written. Doubles: an absurd shape must not overflow before it is
+ * refused. params is the model's weight count, for the message. */
+static double peak_bytes(const tm_args *a, double *params)
 {
     double dim = (double)a->dim, ffn = (double)a->ffn, vocab = (double)a->vocab, layers = (double)a->layers;
     double kv = dim / (double)a->heads * (double)a->kv_heads;
-    double layer = matrix_bytes(a, dim, dim) * 2 + matrix_bytes(a, dim, kv) * 2 + matrix_bytes(a, dim, ffn) * 2 +
-                   matrix_bytes(a, ffn, dim) + dim * 2 * 4;
-    double head = matrix_bytes(a, dim, vocab) * (a->tied ? 1 : 2) + dim * 4;
-    double largest = dim * (ffn > vocab ? ffn : vocab) * 4;
+    double rows = ffn > vocab ? ffn : vocab;
     *params = layers * (2 * dim * dim + 2 * dim * kv + 3 * dim * ffn + 2 * dim) + dim * vocab * (a->tied ? 1 : 2) + dim;
-    return layers * layer + head + largest;
+    return dim * rows * 4 + matrix_bytes(a, dim, rows) + vocab * (PIECE_MAX + 4 + 4 + 2 * 2 * 4);
 }
 
 static void human(double bytes, char *buf, size_t cap)
@@ -561,14 +636,14 @@ static void human(double bytes, char *buf, size_t cap)
 static bool check_size(const tm_args *a)
 {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    double params, need = model_bytes(a, &params), have = pages > 0 && page > 0 ? (double)pages * page : 0;
+    double params, need = peak_bytes(a, &params), have = pages > 0 && page > 0 ? (double)pages * page : 0;
     if (!have || need <= have) return true;
     char n[32], h[32];
     human(need, n, sizeof n);
     human(have, h, sizeof h);
     fprintf(stderr, "ember make-test-model: this model needs %s of memory to build (%.3g weights as %s), "
-                    "and this machine has %s; make --dim, --layers, --ffn or --vocab smaller\n",
-            n, params, a->type == EMBER_DTYPE_F32 ? "f32" : a->type == EMBER_DTYPE_F16 ? "f16" : "q8_0", h);
+                    "and this machine has %s; make --dim, --ffn or --vocab smaller\n",
+            n, params, a->preset ? a->preset->name : ember_dtype_name(a->type), h);
     return false;
 }
 
@@ -581,12 +656,14 @@ static int write_model(const tm_args *a)
         fprintf(stderr, "ember: make-test-model: out of memory building the vocabulary\n");
         return 1;
     }
+    plan p = {0}; /* the writer reads it while it writes: freed after */
     ember_status st = ember_gguf_writer_create(&w, &err);
-    if (!st && !(st = add_hparams(w, a)) && !(st = add_vocab(w, &v)) && !(st = add_tensors(w, a)))
+    if (!st && !(st = add_hparams(w, a)) && !(st = add_vocab(w, &v)) && !(st = add_tensors(w, a, &p)))
         st = ember_gguf_write(w, a->out, &err);
     else if (st && !err.msg[0])
         snprintf(err.msg, sizeof err.msg, "%s", ember_status_name(st));
     ember_gguf_writer_free(w);
+    free(p.s);
     vocab_free(&v);
     if (st) {
         fprintf(stderr, "ember: make-test-model: %s\n", err.msg);
@@ -597,7 +674,7 @@ static int write_model(const tm_args *a)
 
 int ember_cmd_make_test_model(int argc, char **argv)
 {
-    tm_args a = { NULL, 64, 2, 4, 2, 128, 512, 256, 1, 10000.0f, EMBER_DTYPE_F32, false,
+    tm_args a = { NULL, 64, 2, 4, 2, 128, 512, 256, 1, 10000.0f, EMBER_DTYPE_F32, NULL, false,
                   "llama", false, 0.0f };
     for (int i = 1; i < argc; i++)
         if (cli_is_help(argv[i]))

@@ -26,7 +26,9 @@ typedef struct wtensor {
     ember_dtype type;
     uint32_t n_dims;
     uint64_t ne[4];
-    void *data;
+    void *data;        /* NULL for a lazy tensor: */
+    ember_gguf_fill_fn fill;
+    void *user;
     uint64_t nbytes;
     uint64_t offset;   /* filled in by ember_gguf_write */
 } wtensor;
@@ -260,32 +262,50 @@ static ember_status check_tensor(ember_gguf_writer *w, const char *name, ember_d
     return EMBER_OK;
 }
 
-ember_status ember_gguf_add_tensor(ember_gguf_writer *w, const char *name, ember_dtype type,
-                                   uint32_t n_dims, const uint64_t *ne, const void *data,
-                                   uint64_t nbytes)
+/* Appends a checked tensor: its buffer (filled by the caller), or fill to make its bytes
+ * later. data is only checked here. */
+static ember_status append_tensor(ember_gguf_writer *w, const char *name, ember_dtype type, uint32_t n_dims,
+                                  const uint64_t *ne, const void *data, uint64_t nbytes, ember_gguf_fill_fn fill,
+                                  void *user)
 {
     if (!w) return EMBER_ERR_INVALID_ARG;
     if (w->status) return w->status;
-    ember_status st = check_tensor(w, name, type, n_dims, ne, data, nbytes);
+    ember_status st = check_tensor(w, name, type, n_dims, ne, fill ? (const void *)fill : data, nbytes);
     if (st) return st;
     if (!grow((void **)&w->tensors, &w->tensors_cap, w->n_tensors + 1, sizeof *w->tensors))
         return fail(w, EMBER_ERR_OUT_OF_MEMORY, "%s", "out of memory");
     wtensor *t = &w->tensors[w->n_tensors];
     memset(t, 0, sizeof *t);
     t->name = ember_strdup(name);
-    t->data = ember_malloc((size_t)nbytes);
-    if (!t->name || !t->data) {
+    t->data = fill ? NULL : ember_malloc((size_t)nbytes);
+    if (!t->name || (!fill && !t->data)) {
         ember_free(t->name);
         ember_free(t->data);
         return fail(w, EMBER_ERR_OUT_OF_MEMORY, "%s", "out of memory");
     }
-    memcpy(t->data, data, (size_t)nbytes);
+    t->fill = fill, t->user = user;
     t->type = type;
     t->n_dims = n_dims;
     for (uint32_t i = 0; i < 4; i++) t->ne[i] = i < n_dims ? ne[i] : 1;
     t->nbytes = nbytes;
     w->n_tensors++;
     return EMBER_OK;
+}
+
+ember_status ember_gguf_add_tensor(ember_gguf_writer *w, const char *name, ember_dtype type,
+                                   uint32_t n_dims, const uint64_t *ne, const void *data,
+                                   uint64_t nbytes)
+{
+    ember_status st = append_tensor(w, name, type, n_dims, ne, data, nbytes, NULL, NULL);
+    if (st == EMBER_OK) memcpy(w->tensors[w->n_tensors - 1].data, data, (size_t)nbytes);
+    return st;
+}
+
+ember_status ember_gguf_add_tensor_lazy(ember_gguf_writer *w, const char *name, ember_dtype type, uint32_t n_dims,
+                                        const uint64_t *ne, uint64_t nbytes, ember_gguf_fill_fn fill, void *user)
+{
+    if (!fill) return EMBER_ERR_INVALID_ARG;
+    return append_tensor(w, name, type, n_dims, ne, NULL, nbytes, fill, user);
 }
 
 /* ---- copying metadata from a file ----------------------------------------------- */
@@ -360,6 +380,7 @@ typedef struct out {
     FILE *f;
     uint64_t pos;
     bool bad;
+    ember_status fill_status; /* a lazy tensor's fill that failed */
 } out;
 
 static void out_bytes(out *o, const void *p, size_t n)
@@ -396,6 +417,19 @@ static void out_tensor_info(out *o, const wtensor *t)
     out_uint(o, t->offset, 8);
 }
 
+/* A tensor's bytes: copied, or made now (and freed at once) for a lazy one. */
+static void out_tensor_data(out *o, const wtensor *t)
+{
+    if (!t->fill) {
+        out_bytes(o, t->data, (size_t)t->nbytes);
+        return;
+    }
+    void *buf = ember_malloc((size_t)t->nbytes ? (size_t)t->nbytes : 1);
+    o->fill_status = buf ? t->fill(t->user, buf, t->nbytes) : EMBER_ERR_OUT_OF_MEMORY;
+    if (!o->fill_status) out_bytes(o, buf, (size_t)t->nbytes);
+    ember_free(buf);
+}
+
 static void out_file(ember_gguf_writer *w, out *o)
 {
     uint64_t off = 0;
@@ -410,8 +444,8 @@ static void out_file(ember_gguf_writer *w, out *o)
     out_bytes(o, w->meta, w->meta_len);
     for (uint64_t i = 0; i < w->n_tensors; i++) out_tensor_info(o, &w->tensors[i]);
     out_pad(o, w->alignment);
-    for (uint64_t i = 0; i < w->n_tensors; i++) {
-        out_bytes(o, w->tensors[i].data, (size_t)w->tensors[i].nbytes);
+    for (uint64_t i = 0; i < w->n_tensors && !o->fill_status; i++) {
+        out_tensor_data(o, &w->tensors[i]);
         out_pad(o, w->alignment);
     }
 }
@@ -421,9 +455,15 @@ ember_status ember_gguf_write(ember_gguf_writer *w, const char *path, ember_err 
     if (!w || !path)
         return ember_fail(err, EMBER_ERR_INVALID_ARG, "ember_gguf_write: no writer or path");
     if (w->status) return ember_fail(err, w->status, "%s: %s", path, w->err.msg);
-    out o = { fopen(path, "wb"), 0, false };
+    out o = { fopen(path, "wb"), 0, false, EMBER_OK };
     if (!o.f) return ember_fail(err, EMBER_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
     out_file(w, &o);
+    if (o.fill_status) {
+        fclose(o.f);
+        remove(path);
+        return ember_fail(err, o.fill_status, "%s: making a tensor's bytes failed: %s", path,
+                          ember_status_name(o.fill_status));
+    }
     int saved = errno;
     if (!o.bad && fflush(o.f) != 0) {
         o.bad = true;

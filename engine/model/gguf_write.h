@@ -23,6 +23,13 @@ ember_status ember_gguf_add_arr_i32(ember_gguf_writer *w, const char *key, const
 /* ne[0] is the row length. nbytes must equal ember_dtype_size(type, product of ne). */
 ember_status ember_gguf_add_tensor(ember_gguf_writer *w, const char *name, ember_dtype type,
                                    uint32_t n_dims, const uint64_t *ne, const void *data, uint64_t nbytes);
+/* A tensor whose bytes are made as the file is written: fill(user, dst, nbytes) writes
+ * them into a buffer of nbytes, one tensor at a time, so that a file larger than memory
+ * can be written (make-test-model's 8B-shaped models). user must stay valid until
+ * ember_gguf_write returns; a fill that fails fails the write with its status. */
+typedef ember_status (*ember_gguf_fill_fn)(void *user, void *dst, uint64_t nbytes);
+ember_status ember_gguf_add_tensor_lazy(ember_gguf_writer *w, const char *name, ember_dtype type, uint32_t n_dims,
+                                        const uint64_t *ne, uint64_t nbytes, ember_gguf_fill_fn fill, void *user);
 /* Copies every metadata key of g except those in skip (NULL-terminated list, may be NULL). */
 ember_status ember_gguf_copy_kv(ember_gguf_writer *w, const ember_gguf *g, const char *const *skip);
 ember_status ember_gguf_write(ember_gguf_writer *w, const char *path, ember_err *err);
