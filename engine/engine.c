@@ -28,6 +28,7 @@
 #include "batch.h"
 #include "engine_spec.h"
 #include "inbox.h"
+#include "engine_opts.h"
 #include "kv_layout.h"
 #include "model_handle.h"
 #include "sampler.h"
@@ -86,15 +87,9 @@ static double now_ms(void)
 
 /* ---- creation ---------------------------------------------------------------------- */
 
-/* K (or V) of one token in one layer, all KV heads. */
-static uint64_t kv_layer_token_bytes(const ember_hparams *hp, ember_kv_type t)
+static uint64_t kv_token_bytes(const ember_hparams *hp, ember_kv_type t)
 {
-    return hp->n_kv_heads * ember_kv_row_bytes(hp->head_dim, t);
-}
-
-static uint64_t block_bytes(const ember_hparams *hp, uint32_t bs, ember_kv_type t)
-{
-    return 2ull * hp->n_layers * bs * kv_layer_token_bytes(hp, t);
+    return ember_kv_token_bytes(hp->n_layers, hp->n_kv_heads, hp->head_dim, t);
 }
 
 /* The pool must fit what a step of model m can hold. */
@@ -109,13 +104,10 @@ static void choose_sizes(ember_engine *e)
 {
     const ember_hparams *hp = &e->model->llama.hp;
     ember_engine_opts *o = &e->o;
-    if (!o->max_seqs) o->max_seqs = 16;
-    if (!o->max_batch_tokens) o->max_batch_tokens = 256;
-    if (o->max_batch_tokens < o->max_seqs) o->max_batch_tokens = o->max_seqs;
-    if (!o->kv_block_size) o->kv_block_size = 16;
+    ember_engine_opts_defaults(o);
     e->max_blocks_per_seq = (hp->ctx_len + o->kv_block_size - 1) / o->kv_block_size;
     if (!o->kv_blocks && o->kv_mem_mib)
-        o->kv_blocks = (uint32_t)(((uint64_t)o->kv_mem_mib << 20) / block_bytes(hp, o->kv_block_size, o->kv_type));
+        o->kv_blocks = (uint32_t)(((uint64_t)o->kv_mem_mib << 20) / (o->kv_block_size * kv_token_bytes(hp, o->kv_type)));
     if (!o->kv_blocks) {
         /* Enough for max_seqs sequences of 1024 tokens, and always for one sequence of the
          * whole context: a lone request can use the model's context. */
@@ -226,6 +218,10 @@ static ember_status move_blocks(ember_engine *e, uint32_t old_n)
     return s;
 }
 
+/* The pool's blocks whose K/V a resize keeps: all of them once a step has run (a free
+ * block may still hold a cached prefix), none before, when there is nothing to copy. */
+static uint32_t kv_written(const ember_engine *e) { return e->steps ? e->kv_now : 0; }
+
 /* Grows the pools to n blocks. When the device has no memory for it (the budget is a
  * promise the driver may not keep), the engine goes on with the pool it has: what fits
  * is served, the message is kept as the engine's last error, and growing is tried again
@@ -234,8 +230,9 @@ static ember_status grow_pool(ember_engine *e, uint32_t n)
 {
     uint64_t budget = ember_vk_memory_budget(e->model->vk);
     if (budget == e->grow_failed_budget) return EMBER_OK;
-    ember_status s = ember_step_resize_kv(e->step, n, &e->step_err);
-    if (s == EMBER_OK) s = ember_spec_resize_kv(e->spec, n, &e->step_err);
+    uint32_t keep = kv_written(e);
+    ember_status s = ember_step_resize_kv(e->step, n, keep, &e->step_err);
+    if (s == EMBER_OK) s = ember_spec_resize_kv(e->spec, n, keep, &e->step_err);
     if (s == EMBER_OK) s = ember_kv_resize(e->kv, n, e->kv_map, &e->step_err);
     if (s == EMBER_OK) {
         e->kv_now = n;
@@ -246,8 +243,8 @@ static ember_status grow_pool(ember_engine *e, uint32_t n)
     ember_err note = e->step_err;
     /* Back to one size for both pools (the target's may have grown before the draft's
      * failed); shrinking frees more than it takes, and a failure here changes nothing. */
-    ember_step_resize_kv(e->step, e->kv_now, &note);
-    ember_spec_resize_kv(e->spec, e->kv_now, &note);
+    ember_step_resize_kv(e->step, e->kv_now, keep, &note);
+    ember_spec_resize_kv(e->spec, e->kv_now, keep, &note);
     ember_fail_ctx(&e->step_err, s, "the KV pool stays at %u blocks (%u wanted)", e->kv_now, n);
     ember_inbox_store_error(e->inbox, &e->err, &e->step_err);
     e->grow_failed_budget = budget;
@@ -271,8 +268,8 @@ static ember_status apply_budget(ember_engine *e)
     e->kv_now = n;
     ember_sched_rename_blocks(e->sched, e->kv_map);
     s = move_blocks(e, old_n);
-    if (s == EMBER_OK) s = ember_step_resize_kv(e->step, n, &e->step_err);
-    if (s == EMBER_OK) s = ember_spec_resize_kv(e->spec, n, &e->step_err);
+    if (s == EMBER_OK) s = ember_step_resize_kv(e->step, n, kv_written(e), &e->step_err);
+    if (s == EMBER_OK) s = ember_spec_resize_kv(e->spec, n, kv_written(e), &e->step_err);
     return s;
 }
 
@@ -751,7 +748,7 @@ static void publish_stats(ember_engine *e)
         .steps = e->steps, .tokens_computed = e->tokens_computed, .padding_tokens = e->filler_tokens,
         .cow_copies = ss->cow_copies,
         .kv_type = e->o.kv_type,
-        .kv_bytes_per_token = 2ull * hp->n_layers * kv_layer_token_bytes(hp, e->o.kv_type),
+        .kv_bytes_per_token = kv_token_bytes(hp, e->o.kv_type),
         .requests_running = n_run, .requests_waiting = n_wait, .kv_blocks_max = e->o.kv_blocks,
         .device_lost = e->lost};
     ember_inbox_publish(e->inbox, &st);

@@ -80,9 +80,9 @@ ember_status ember_spec_copy_blocks(ember_spec *sp, const uint32_t *src, const u
 
 uint64_t ember_spec_kv_bytes(const ember_spec *sp) { return sp->draft_step ? ember_step_kv_bytes(sp->draft_step) : 0; }
 
-ember_status ember_spec_resize_kv(ember_spec *sp, uint32_t n, ember_err *err)
+ember_status ember_spec_resize_kv(ember_spec *sp, uint32_t n, uint32_t keep, ember_err *err)
 {
-    return sp->draft_step ? ember_step_resize_kv(sp->draft_step, n, err) : EMBER_OK;
+    return sp->draft_step ? ember_step_resize_kv(sp->draft_step, n, keep, err) : EMBER_OK;
 }
 
 static bool decoding(const request *r) { return r->n_tokens - r->n_computed == 1; }

@@ -36,7 +36,7 @@ ember_status ember_spec_copy_blocks(ember_spec *sp, const uint32_t *src, const u
 uint32_t ember_spec_reserve(ember_sched *s);
 /* The draft's KV pool (0 without a draft model), and resizing it with the target's. */
 uint64_t ember_spec_kv_bytes(const ember_spec *sp);
-ember_status ember_spec_resize_kv(ember_spec *sp, uint32_t n, ember_err *err);
+ember_status ember_spec_resize_kv(ember_spec *sp, uint32_t n, uint32_t keep, ember_err *err);
 /* Places drafts after the planned decode items (extending them) and keeps the draft
  * model in step with the target's prompt chunks; buf is the step's scratch. */
 ember_status ember_spec_propose(ember_spec *sp, ember_sched *s, ember_sched_item *items, uint32_t n_items,

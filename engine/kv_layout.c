@@ -7,6 +7,11 @@ uint32_t ember_kv_q8_group(uint32_t head_dim)
     return low < 32 ? low : 32;
 }
 
+uint64_t ember_kv_token_bytes(uint32_t n_layers, uint32_t n_kv_heads, uint32_t head_dim, ember_kv_type type)
+{
+    return 2ull * n_layers * n_kv_heads * ember_kv_row_bytes(head_dim, type);
+}
+
 uint64_t ember_kv_row_bytes(uint32_t head_dim, ember_kv_type type)
 {
     if (type != EMBER_KV_Q8_0) return (uint64_t)head_dim * sizeof(float);

@@ -15,4 +15,7 @@ uint32_t ember_kv_q8_group(uint32_t head_dim);
 /* Bytes of one cache row (one token, one KV head, K or V) of the given type. */
 uint64_t ember_kv_row_bytes(uint32_t head_dim, ember_kv_type type);
 
+/* K and V of one token, all layers and KV heads: the cache's bytes per token. */
+uint64_t ember_kv_token_bytes(uint32_t n_layers, uint32_t n_kv_heads, uint32_t head_dim, ember_kv_type type);
+
 #endif

@@ -29,7 +29,8 @@ static ember_status load(ember_model *m, const char *path, const ember_model_opt
     /* Compiled pipelines are kept in the user's cache folder (XDG) for the next start. */
     char dir[1024];
     bool disk = !o->no_pipeline_cache && ember_vk_pipeline_cache_dir(dir, sizeof dir);
-    ember_gpu_model_opts go = {.progress = {o->progress, o->progress_user}, .pipeline_cache_dir = disk ? dir : NULL};
+    ember_gpu_model_opts go = {.progress = {o->progress, o->progress_user}, .pipeline_cache_dir = disk ? dir : NULL,
+                               .file = m->gguf};
     s = ember_gpu_model_create_opts(m->vk, &m->llama, &go, &m->gpu, &m->err);
     if (s == EMBER_ERR_DEVICE_MEMORY && o->memory_budget_mib)
         return ember_fail_ctx(&m->err, s, "the model's weights do not fit the memory budget");

@@ -133,11 +133,11 @@ ember_status ember_step_sync_next(ember_step *s, void *timeline, uint64_t wait_v
 
 uint64_t ember_step_kv_bytes(const ember_step *s) { return s->ops == &GPU ? ember_forward_kv_bytes(s->impl) : 0; }
 
-ember_status ember_step_resize_kv(ember_step *s, uint32_t n, ember_err *err)
+ember_status ember_step_resize_kv(ember_step *s, uint32_t n, uint32_t keep, ember_err *err)
 {
     if (s->ops != &GPU)
         return ember_fail(err, EMBER_ERR_UNSUPPORTED, "the CPU backend's KV pool has a fixed size");
-    return ember_forward_resize_kv(s->impl, n, err);
+    return ember_forward_resize_kv(s->impl, n, keep, err);
 }
 
 uint32_t ember_step_max_blocks(const ember_model *m, uint32_t block_size, ember_kv_type t)

@@ -46,9 +46,9 @@ ember_status ember_step_sync_next(ember_step *s, void *timeline, uint64_t wait_v
                                   ember_err *err);
 
 /* The device memory of the KV pool (0 on the CPU), and remaking the pool at n blocks
- * (GPU only; blocks below both sizes keep their K/V). */
+ * (GPU only; the first keep blocks keep their K/V: ember_forward_resize_kv). */
 uint64_t ember_step_kv_bytes(const ember_step *s);
-ember_status ember_step_resize_kv(ember_step *s, uint32_t n, ember_err *err);
+ember_status ember_step_resize_kv(ember_step *s, uint32_t n, uint32_t keep, ember_err *err);
 
 /* The most KV blocks of block_size positions and type t that a step of model m can hold:
  * on a GPU one layer's K (or V) pool must fit one storage binding; the CPU has no limit. */

@@ -37,9 +37,9 @@ extern "C" {
 
 /* The version of this header; ember_version() gives the library's. */
 #define EMBER_VERSION_MAJOR 0
-#define EMBER_VERSION_MINOR 6
+#define EMBER_VERSION_MINOR 7
 #define EMBER_VERSION_PATCH 0
-#define EMBER_VERSION_STRING "0.6.0"
+#define EMBER_VERSION_STRING "0.7.0"
 
 /* Marks the functions libember exports; everything else in the library is hidden. */
 #if defined(_WIN32) && defined(EMBER_BUILD)
@@ -316,6 +316,29 @@ typedef struct ember_engine_opts {
 
 EMBER_API ember_status ember_engine_create(ember_model *model, const ember_engine_opts *opts,
                                            ember_engine **out);
+
+/* The device memory a model and one engine need, read from the file alone (its header
+ * and tensor table: no device is opened and no weight is read), so that an application
+ * can tell before loading whether a model fits its card or its memory budget. */
+typedef struct ember_memory_estimate {
+    uint64_t file_bytes;
+    uint64_t weight_bytes;       /* the weights as the Vulkan backend stores them: what
+                                    ember_model_get_info's device_bytes says once loaded */
+    uint64_t kv_bytes_per_token; /* K and V of one token, all layers, of opts' kv_type */
+    uint64_t kv_bytes;           /* the KV cache of n_ctx tokens, in whole blocks */
+    uint64_t activation_bytes;   /* the engine's step buffers (activations, logits), at
+                                    most: for every step row's logits */
+    uint64_t total_bytes;        /* weights + KV + activations: what the memory budget must
+                                    hold for one sequence of n_ctx tokens */
+    uint32_t n_ctx;              /* the context counted (0 asked: the model's) */
+} ember_memory_estimate;
+/* Estimates for an engine made with opts (NULL = defaults; max_batch_tokens, max_seqs,
+ * kv_block_size and kv_type count, a draft model does not) serving one sequence of n_ctx
+ * tokens (0 = the model's context length). The device allocates in chunks (64 to 256 MiB),
+ * so what it holds may exceed the estimate by part of a chunk per pool. On failure a
+ * message is written to msg (at most msg_cap bytes with its NUL; msg may be NULL). */
+EMBER_API ember_status ember_estimate_memory(const char *gguf_path, uint32_t n_ctx, const ember_engine_opts *opts,
+                                             ember_memory_estimate *out, char *msg, size_t msg_cap);
 /* Stops the worker thread, cancels what is left (done callbacks run with
  * EMBER_FINISH_CANCELLED, on the calling thread) and frees. From its start ember_submit
  * on this engine returns EMBER_ERR_SHUTTING_DOWN, so every request accepted before has

@@ -229,6 +229,24 @@ ember_status ember_vk_alloc(ember_vk_arena *a, VkDeviceSize size, ember_vk_mem k
     return EMBER_OK;
 }
 
+ember_status ember_vk_arena_reserve(ember_vk_arena *a, const VkDeviceSize *sizes, uint32_t n, ember_vk_mem kind,
+                                    ember_err *err)
+{
+    const ember_vk_caps *c = &a->vk->caps;
+    VkDeviceSize align = c->min_storage_align > 256 ? c->min_storage_align : 256, piece = 0;
+    ember_status s = EMBER_OK;
+    for (uint32_t i = 0; s == EMBER_OK && i <= n; i++) {
+        VkDeviceSize next = i < n ? align_up(sizes[i], align) : 0;
+        /* a piece ends where the next span would not fit one allocation, and at the end */
+        if (piece && (i == n || piece + next > c->max_alloc)) {
+            s = new_chunk(a, piece, kind, err);
+            piece = 0;
+        }
+        piece += next;
+    }
+    return s;
+}
+
 ember_vk_span ember_vk_span_sub(ember_vk_span s, VkDeviceSize offset, VkDeviceSize size)
 {
     if (offset > s.size) offset = s.size;

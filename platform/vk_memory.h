@@ -44,6 +44,12 @@ void ember_vk_arena_destroy(ember_vk_arena *a);
 /* Offsets are aligned to min_storage_align (and 256). Size 0 is invalid. */
 ember_status ember_vk_alloc(ember_vk_arena *a, VkDeviceSize size, ember_vk_mem kind,
                             ember_vk_span *out, ember_err *err);
+/* Makes room at once for spans of these sizes, of one kind, allocated next in this order:
+ * chunks that hold them with no more than alignment to spare (as few as the device's
+ * largest allocation allows), where ember_vk_alloc's growing chunks would leave tails
+ * unused. For pools whose spans are known ahead: the KV cache, the step's buffers. */
+ember_status ember_vk_arena_reserve(ember_vk_arena *a, const VkDeviceSize *sizes, uint32_t n, ember_vk_mem kind,
+                                    ember_err *err);
 /* Bytes currently allocated from the device by the arena. */
 uint64_t ember_vk_arena_bytes(const ember_vk_arena *a);
 /* Lets a's allocations pass the budget (still counted): for memory that replaces memory

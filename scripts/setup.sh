@@ -15,6 +15,8 @@ PACKAGES=(
   libsdl2-dev libsdl2-ttf-dev fonts-dejavu-core xvfb xauth xdotool xclip
   # docs/deploy.md's load balancer, tested on loopback
   nginx-light
+  # bench/big-model.sh: a command's peak memory (GNU time)
+  time
   # scripts/fuzz.sh: clang and its libFuzzer, ASan and UBSan runtimes (libclang_rt.*.a)
   clang libclang-rt-14-dev
 )

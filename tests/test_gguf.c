@@ -899,6 +899,77 @@ static void test_shared(void)
     ember_gguf_close(voc);
 }
 
+/* A tensor made while the file is written (ember_gguf_add_tensor_lazy): the value of byte
+ * i is i * 7 mod 251, so that every page differs. */
+static ember_status fill_pattern(void *user, void *dst, uint64_t nbytes)
+{
+    (void)user;
+    for (uint64_t i = 0; i < nbytes; i++) ((uint8_t *)dst)[i] = (uint8_t)(i * 7 % 251);
+    return EMBER_OK;
+}
+
+static ember_status fill_fails(void *user, void *dst, uint64_t nbytes)
+{
+    (void)user, (void)dst, (void)nbytes;
+    return EMBER_ERR_OUT_OF_MEMORY;
+}
+
+static bool is_pattern(const uint8_t *p, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++)
+        if (p[i] != (uint8_t)(i * 7 % 251)) return false;
+    return true;
+}
+
+/* Lazy tensors are written as made, a failing fill fails the write and leaves no file;
+ * ember_gguf_release drops a mapped tensor's pages yet it reads the same after (mapped in
+ * again from the file), and leaves a file opened from memory alone (the caller's bytes). */
+static void test_lazy_and_release(void)
+{
+    ember_err err = { "" };
+    ember_gguf_writer *w = NULL;
+    const uint64_t ne[2] = {4096, 64}; /* 256 KiB of F32: many pages */
+    const uint64_t nbytes = ne[0] * ne[1] * 4;
+    char path[512];
+    snprintf(path, sizeof path, "%s", tmp("lazy"));
+    CHECK(ember_gguf_writer_create(&w, &err) == EMBER_OK);
+    CHECK(ember_gguf_add_u32(w, "k", 1) == EMBER_OK);
+    CHECK(ember_gguf_add_tensor_lazy(w, "big", EMBER_DTYPE_F32, 2, ne, nbytes, fill_pattern, NULL) == EMBER_OK);
+    CHECK(ember_gguf_add_tensor_lazy(w, "none", EMBER_DTYPE_F32, 2, ne, nbytes, NULL, NULL) == EMBER_ERR_INVALID_ARG);
+    CHECKF(ember_gguf_write(w, path, &err) == EMBER_OK, "%s", err.msg);
+    ember_gguf_writer_free(w);
+
+    ember_gguf *g = NULL;
+    CHECKF(ember_gguf_open(path, &g, &err) == EMBER_OK, "%s", err.msg);
+    if (g) {
+        const ember_gguf_tensor *t = ember_gguf_find_tensor(g, "big");
+        CHECK(t && t->nbytes == nbytes && is_pattern(t->data, nbytes));
+        ember_gguf_release(g, t);
+        CHECK(t && is_pattern(t->data, nbytes)); /* read back from the file */
+        size_t n = 0;
+        uint8_t *copy = slurp(path, &n);
+        ember_gguf *m = NULL;
+        CHECK(copy && ember_gguf_open_memory(copy, n, "mem.gguf", &m, &err) == EMBER_OK);
+        if (m) {
+            const ember_gguf_tensor *mt = ember_gguf_find_tensor(m, "big");
+            ember_gguf_release(m, mt);
+            CHECK(mt && is_pattern(mt->data, nbytes)); /* untouched: not the library's to drop */
+            ember_gguf_close(m);
+        }
+        free(copy);
+        ember_gguf_close(g);
+    }
+    ember_gguf_release(NULL, NULL); /* nothing */
+
+    CHECK(ember_gguf_writer_create(&w, &err) == EMBER_OK);
+    CHECK(ember_gguf_add_tensor_lazy(w, "big", EMBER_DTYPE_F32, 2, ne, nbytes, fill_fails, NULL) == EMBER_OK);
+    remove(path);
+    CHECK(ember_gguf_write(w, path, &err) == EMBER_ERR_OUT_OF_MEMORY);
+    CHECKF(has(err.msg, "making a tensor's bytes failed"), "%s", err.msg);
+    CHECK(fopen(path, "rb") == NULL);
+    ember_gguf_writer_free(w);
+}
+
 int main(void)
 {
     make_tensor_data();
@@ -911,6 +982,7 @@ int main(void)
     test_writer_errors();
     test_llama_synthetic();
     test_shared();
+    test_lazy_and_release();
     for (size_t i = 0; i < N_TENSORS; i++) free(tensors[i].data);
     return tu_finish("test_gguf");
 }

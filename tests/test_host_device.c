@@ -121,12 +121,29 @@ static uint32_t prompts[NREQ][120];
 
 /* Serves NREQ requests with opts; with shrink_to, lowers the model's budget to it after
  * a few steps and raises it again later. Returns the engine's peak pool sizes in lo/hi. */
-static void generate(ember_model *m, ef_result *res, uint32_t shrink_to, uint32_t restore, uint32_t *lo, uint32_t *hi,
+/* The budget in MiB that leaves engine e its pool's floor (one sequence of the context)
+ * and less than a MiB more: everything else on the device plus floor blocks, rounded up. */
+static uint32_t floor_budget(ember_model *m, ember_engine *e)
+{
+    ember_model_info info;
+    ember_engine_stats st;
+    ember_model_get_info(m, &info);
+    ember_engine_get_stats(e, &st);
+    uint64_t block = st.kv_bytes_per_token * st.kv_block_size;
+    uint64_t others = info.device_bytes - st.kv_blocks_total * block;
+    uint64_t floor = (info.ctx_len + st.kv_block_size - 1) / st.kv_block_size;
+    return (uint32_t)((others + floor * block + (1u << 20) - 1) >> 20);
+}
+
+/* Serves the NREQ requests; with shrink, the budget drops to floor_budget at step 3 and
+ * goes back to restore MiB at step 12 (*shrink_to gets the low budget). */
+static void generate(ember_model *m, ef_result *res, uint32_t *shrink_to, uint32_t restore, uint32_t *lo, uint32_t *hi,
                      uint64_t *preemptions)
 {
     ember_engine *e = NULL;
     ember_engine_opts o = {.max_seqs = 4};
     CHECKF(ember_engine_create(m, &o, &e) == EMBER_OK, "%s", ember_engine_error(e));
+    if (e && shrink_to) *shrink_to = floor_budget(m, e);
     for (int i = 0; i < NREQ && e; i++) {
         ember_request_desc d = ef_desc(prompts[i], 60 + 20 * i, NGEN, &res[i]);
         CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
@@ -135,7 +152,7 @@ static void generate(ember_model *m, ef_result *res, uint32_t shrink_to, uint32_
     uint32_t steps = 0;
     if (lo) *lo = UINT32_MAX, *hi = 0;
     while (e && ember_engine_step(e) == EMBER_OK) {
-        if (++steps == 3 && shrink_to) CHECK(ember_model_set_memory_budget(m, shrink_to) == EMBER_OK);
+        if (++steps == 3 && shrink_to) CHECK(ember_model_set_memory_budget(m, *shrink_to) == EMBER_OK);
         if (steps == 12 && shrink_to) CHECK(ember_model_set_memory_budget(m, restore) == EMBER_OK);
         ember_engine_get_stats(e, &st);
         if (lo && st.kv_blocks_total < *lo) *lo = st.kv_blocks_total;
@@ -261,17 +278,14 @@ static void test_budget(const char *path, const ef_result *ref)
     m = NULL;
     CHECKF(ember_model_load(path, &big, &m) == EMBER_OK, "%s", ember_model_error(m));
     if (!m) return;
-    ember_model_info info;
-    ember_model_get_info(m, &info);
-    uint32_t weights_mib = (uint32_t)(info.device_bytes >> 20);
     /* A budget that leaves this engine a little more than its floor, then all again. */
     static ef_result res[NREQ];
-    uint32_t lo, hi;
+    uint32_t lo, hi, low_mib = 0;
     uint64_t preempted = 0;
-    generate(m, res, weights_mib + 8, 1024, &lo, &hi, &preempted);
+    generate(m, res, &low_mib, 1024, &lo, &hi, &preempted);
     int same = ef_count_same(res, ref, NREQ, NGEN);
     printf("budget lowered from 1024 MiB to %u MiB and raised again: the pool went from %u blocks down to %u and "
-           "back, %llu preemptions, %d/%d requests identical\n", weights_mib + 8, hi, lo,
+           "back, %llu preemptions, %d/%d requests identical\n", low_mib, hi, lo,
            (unsigned long long)preempted, same, NREQ);
     CHECK(lo < hi && preempted > 0 && same == NREQ);
     CHECK(ember_model_set_memory_budget(m, 1) == EMBER_ERR_DEVICE_MEMORY);

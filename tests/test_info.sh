@@ -14,6 +14,37 @@ check() { # check NAME CONDITION-STATUS
 }
 has() { grep -qE -- "$2" <<<"$1"; }
 
+# ---- info -m: a model's tensors and device memory, from the file alone (no device) ----
+# (its numbers against what loading allocates: tests/test_memory_estimate.c)
+model="$EMBER_TEST_TMP/info_model.gguf"
+"$ember" make-test-model "$model" --dim 256 --layers 4 --heads 8 --kv-heads 2 --ffn 512 --vocab 600 --ctx 512 \
+    --type q4_k_m >/dev/null
+out=$("$ember" info -m "$model" --budget 1024 2>&1); rc=$?
+echo "$out"
+[ $rc -eq 0 ]; check "info -m: exit 0 (got $rc)" $?
+has "$out" "^model: +.*: llama, 4 layers, dim 256, 8/2 heads, FFN 512, vocab 600, context 512$"; check "info -m: the shape" $?
+has "$out" "^file: .* Q4_K [0-9]+ tensors .* Q6_K [0-9]+ tensors"; check "info -m: the tensors by type (a mix)" $?
+has "$out" "^KV cache: +512 tokens x 2\.0 KiB \(f32\) = 1\.0 MiB$"; check "info -m: KV of the context (4 layers x K,V x 2 heads x 32 x 4 bytes)" $?
+has "$out" "^total: .*: fits a budget of 1024 MiB"; check "info -m: fits 1024 MiB" $?
+out=$("$ember" info -m "$model" --budget 1 --ctx 4096 --kv-type q8_0 2>&1)
+has "$out" "^KV cache: +4096 tokens x 576 bytes \(q8_0\) = 2\.2 MiB$"; check "info -m --ctx --kv-type: $out" $?
+has "$out" "^total: .*: does not fit a budget of 1 MiB \([0-9.]+ MiB short\)"; check "info -m: does not fit 1 MiB" $?
+json=$("$ember" info -m "$model" --budget 1 --json)
+python3 - "$json" <<'EOF'
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["n_layers"] == 4 and d["n_ctx"] == 512 and d["kv_type"] == "f32", d
+assert d["kv_bytes_per_token"] == 4 * 2 * 2 * 32 * 4 and d["kv_bytes"] == 512 * d["kv_bytes_per_token"], d
+assert d["total_bytes"] == d["weight_bytes"] + d["kv_bytes"] + d["activation_bytes"], d
+assert set(d["types"]) == {"F32", "Q4_K", "Q6_K"} and d["fits"] is False and d["budget_bytes"] == 1 << 20, d
+assert sum(t["bytes"] for t in d["types"].values()) < d["file_bytes"], d
+EOF
+check "info -m --json: the fields add up" $?
+out=$("$ember" info -m "$EMBER_TEST_TMP/none.gguf" 2>&1); rc=$?
+[ $rc -eq 1 ] && has "$out" "^ember: .*none.gguf: cannot open: No such file"; check "info -m on a missing file: exit 1 and why ($rc: $out)" $?
+out=$("$ember" info -m "$model" --ctx 0 2>&1); rc=$?
+[ $rc -eq 2 ] && has "$out" "^ember: --ctx wants an integer in \[1, "; check "info -m --ctx 0: exit 2 and why ($rc)" $?
+
 out=$("$ember" info 2>&1)
 echo "$out"
 if has "$out" "^no Vulkan devices"; then

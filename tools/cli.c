@@ -88,6 +88,8 @@ int cli_model_flag(int argc, char **argv, int *i, cli_model_args *a)
         a->device = (int)n + 1;
         return 1;
     }
+    if (strcmp(f, "--memory-budget") == 0)
+        return (v = cli_value(argc, argv, i)) && cli_int(f, v, 1, 1 << 30, &a->budget_mib) ? 1 : -1;
     if (strcmp(f, "--memory") == 0) {
         if (!(v = cli_value(argc, argv, i))) return -1;
         if (strcmp(v, "auto") == 0) a->memory = EMBER_MEMORY_AUTO;
@@ -159,7 +161,7 @@ ember_model *cli_load_model(const cli_model_args *a)
     }
     const char *source;
     ember_model_opts o = {.backend = a->backend, .device_index = pick_device(a, &source), .memory = a->memory,
-                          .vocab_only = a->vocab_only};
+                          .vocab_only = a->vocab_only, .memory_budget_mib = (uint32_t)a->budget_mib};
     if (o.device_index < 0) return NULL;
     ember_faults faults;
     if (!faults_from_env(&faults)) return NULL;
@@ -362,3 +364,12 @@ bool cli_kv_type(const char *flag, const char *s, ember_kv_type *out)
 }
 
 const char *cli_kv_type_name(ember_kv_type t) { return t == EMBER_KV_Q8_0 ? "q8_0" : "f32"; }
+
+const char *cli_size(double bytes, char *buf, size_t cap)
+{
+    static const char *const unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    int u = 0;
+    while (bytes >= 1024 && u < 6) bytes /= 1024, u++;
+    snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", bytes, unit[u]);
+    return buf;
+}

@@ -38,11 +38,12 @@ typedef struct cli_model_args {
     int device;          /* --device N or EMBER_DEVICE; 0 = auto */
     ember_memory_mode memory; /* --memory auto|discrete (discrete: staging copies, as on a
                                  discrete GPU, whatever the device) */
+    long budget_mib;     /* --memory-budget MIB: ember_model_opts.memory_budget_mib; 0 = none */
     bool vocab_only;     /* load the vocabulary alone (tokenize) */
     const char *role;    /* "draft model": said before a load error; NULL for the model */
 } cli_model_args;
 
-/* Handles -m/--model, --backend, --device, --memory at argv[*i]; returns 1 when consumed,
+/* Handles -m/--model, --backend, --device, --memory, --memory-budget at argv[*i]; returns 1 when consumed,
  * 0 when not one of them, -1 on a bad value. */
 int cli_model_flag(int argc, char **argv, int *i, cli_model_args *a);
 /* Loads the model (validation on when EMBER_VALIDATION=1; the device from --device, else
@@ -72,6 +73,9 @@ int cli_spec_flag(const char *flag, const char *value, ember_speculation *spec, 
 bool cli_kv_type(const char *flag, const char *s, ember_kv_type *out);
 /* "f32", "q8_0". */
 const char *cli_kv_type_name(ember_kv_type t);
+/* bytes in the largest unit that keeps a number of at least 1 ("4.6 GiB", "512 bytes"),
+ * into buf (cap bytes); returns buf. */
+const char *cli_size(double bytes, char *buf, size_t cap);
 
 /* Opens the file a -f flag names for reading; NULL, with "ember CMD: cannot open PATH:
  * why" or "ember CMD: PATH is a directory; -f wants WANTS" on stderr, when it cannot be

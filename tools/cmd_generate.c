@@ -30,6 +30,8 @@ typedef struct gen_state {
     ember_request_metrics m;
     bool done, spec;
     double load_ms;             /* ember_model_load (and the draft's), wall time */
+    uint64_t weight_bytes;      /* device memory once the model was loaded: its weights */
+    uint64_t device_bytes;      /* ... and once the engine was made: weights, KV, activations */
 } gen_state;
 
 /* The options that take a value, besides the model's, sampling's and speculation's. */
@@ -45,7 +47,7 @@ static int usage(FILE *out, int code)
                     "          --frequency-penalty F --presence-penalty P --seed S\n"
                  "          --logit-bias ID=BIAS (repeatable; -inf bans the token)\n"
                     "speculation: --draft MODEL.gguf --draft-k K | --ngram N [--draft-k K] [--adaptive]\n"
-                    "other: --memory auto|discrete  (see docs/cli.md)\n");
+                    "other: --memory auto|discrete --memory-budget MIB  (see docs/cli.md)\n");
     return code;
 }
 
@@ -129,6 +131,8 @@ static void report(const gen_state *g)
            "\"decode_tok_s\": %.3f, \"prefill_ms\": %.3f, \"decode_ms\": %.3f, \"finish\": \"%s\"",
            m->n_prompt, m->n_gen, g->load_ms, m->ttft_ms, prefill, decode, m->prefill_ms, m->decode_ms,
            ember_finish_name(g->why));
+    printf(", \"weight_bytes\": %llu, \"device_bytes\": %llu", (unsigned long long)g->weight_bytes,
+           (unsigned long long)g->device_bytes);
     if (g->spec) {
         double steps = m->n_decode_steps ? m->n_decode_steps : 1;
         printf(", \"drafted\": %u, \"accepted\": %u, \"acceptance_rate\": %.4f, \"tokens_per_step\": %.4f",
@@ -138,8 +142,16 @@ static void report(const gen_state *g)
     printf("}\n");
 }
 
+static uint64_t device_bytes(const ember_model *m)
+{
+    ember_model_info info;
+    ember_model_get_info(m, &info);
+    return info.device_bytes;
+}
+
 static int run(ember_model *model, ember_model *draft, const gen_args *a, double load_ms)
 {
+    uint64_t weights = device_bytes(model);
     ember_engine_opts eo = {.max_batch_tokens = (uint32_t)a->max_batch_tokens, .max_seqs = 1, .draft = draft,
                             .kv_type = a->kv_type, .kv_blocks = (uint32_t)a->kv_blocks};
     ember_engine *e = NULL;
@@ -148,7 +160,8 @@ static int run(ember_model *model, ember_model *draft, const gen_args *a, double
         ember_engine_destroy(e);
         return 1;
     }
-    gen_state g = {.json = a->json, .spec = a->spec.draft_k > 0, .load_ms = load_ms};
+    gen_state g = {.json = a->json, .spec = a->spec.draft_k > 0, .load_ms = load_ms, .weight_bytes = weights,
+                   .device_bytes = device_bytes(model)};
     ember_request_desc d = {.prompt = a->prompt, .no_bos = a->no_bos, .max_tokens = (uint32_t)a->n,
                             .sampling = a->sampling, .ignore_eos = a->ignore_eos,
                             .on_token = on_token, .on_done = on_done, .user = &g, .spec = a->spec};

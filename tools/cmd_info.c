@@ -74,19 +74,28 @@ static void print_json(uint32_t i, const ember_device_info *d)
     printf("}");
 }
 
-static int usage(FILE *out, int code)
+int ember_cmd_info_usage(FILE *out, int code)
 {
     fprintf(out, "usage: ember info [--json]\n"
                  "  the Vulkan devices with their features, limits and the shader variants Ember picks;\n"
-                 "  --device N and EMBER_DEVICE=N elsewhere take the index printed here\n");
+                 "  --device N and EMBER_DEVICE=N elsewhere take the index printed here\n"
+                 "usage: ember info -m MODEL.gguf [--ctx N] [--kv-type f32|q8_0] [--budget MIB]\n"
+                 "                  [--max-batch-tokens N] [--json]\n"
+                 "  the model's shape and tensor types, and the device memory its weights, a KV cache of\n"
+                 "  N tokens (the model's context) and one engine's step buffers take; with --budget,\n"
+                 "  whether that fits. Read from the file alone: no device is used\n");
     return code;
 }
+
+static int usage(FILE *out, int code) { return ember_cmd_info_usage(out, code); }
 
 int ember_cmd_info(int argc, char **argv)
 {
     bool json = false;
     for (int i = 1; i < argc; i++)
         if (cli_is_help(argv[i])) return usage(stdout, CLI_OK);
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "-m") == 0 || strcmp(argv[i], "--model") == 0) return ember_cmd_info_model(argc, argv);
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             json = true;

@@ -70,7 +70,7 @@ static int usage(FILE *out, int code)
 {
     fprintf(out, "usage: ember perplexity -m MODEL.gguf -f TEXTFILE [--ctx N] [--json]\n"
                  "  the model's perplexity on the text, in windows of --ctx tokens (default: the model's context)\n"
-                 "  [--backend vulkan|cpu] [--device N] [--memory auto|discrete]\n");
+                 "  [--backend vulkan|cpu] [--device N] [--memory auto|discrete] [--memory-budget MIB]\n");
     return code;
 }
 

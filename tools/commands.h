@@ -5,6 +5,8 @@
 #define EMBER_COMMANDS_H
 
 int ember_cmd_info(int argc, char **argv);
+int ember_cmd_info_model(int argc, char **argv); /* info -m FILE (cmd_info_model.c) */
+int ember_cmd_info_usage(FILE *out, int code);
 int ember_cmd_generate(int argc, char **argv);
 int ember_cmd_chat(int argc, char **argv);
 int ember_cmd_tokenize(int argc, char **argv);

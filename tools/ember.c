@@ -13,12 +13,12 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
-    {"info", ember_cmd_info, "Vulkan devices, features and limits"},
+    {"info", ember_cmd_info, "Vulkan devices, features and limits; -m M: a model's device memory"},
     {"generate", ember_cmd_generate, "-m M -p TEXT -n N [sampling] [--draft M2 --draft-k K | --ngram N] [--backend vulkan|cpu] [--json]"},
     {"chat", ember_cmd_chat, "-m M [--chat-template NAME] [--system TEXT] [-n N] [sampling flags]"},
     {"tokenize", ember_cmd_tokenize, "-m M -p TEXT [--no-bos] [--json]"},
-    {"make-test-model", ember_cmd_make_test_model, "OUT.gguf [--dim --layers --heads --kv-heads --ffn --vocab --ctx --type f32|f16|q8_0 --seed --arch llama|qwen2 --rope-freqs --rope-scale F --tied]"},
-    {"quantize", ember_cmd_quantize, "IN.gguf OUT.gguf TYPE"},
+    {"make-test-model", ember_cmd_make_test_model, "OUT.gguf [--dim --layers --heads --kv-heads --ffn --vocab --ctx --type TYPE|PRESET --seed --arch llama|qwen2 --rope-freqs --rope-scale F --tied]"},
+    {"quantize", ember_cmd_quantize, "[--pure] IN.gguf OUT.gguf NAME (llama-quantize's names)"},
     {"batch", ember_cmd_batch, "-m M -f PROMPTS -n N [sampling flags] [--json]"},
     {"bench", ember_cmd_bench, "-m M [workload flags] --json (see ember bench --help)"},
     {"serve", ember_cmd_serve, "-m M [--host ADDR --port N --api-key KEY ...]: an OpenAI-compatible HTTP server"},

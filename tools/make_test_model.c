@@ -623,14 +623,6 @@ static double peak_bytes(const tm_args *a, double *params)
     return dim * rows * 4 + matrix_bytes(a, dim, rows) + vocab * (PIECE_MAX + 4 + 4 + 2 * 2 * 4);
 }
 
-static void human(double bytes, char *buf, size_t cap)
-{
-    static const char *const unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    int u = 0;
-    while (bytes >= 1024 && u < 6) bytes /= 1024, u++;
-    snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", bytes, unit[u]);
-}
-
 /* Refuses, at once, a model that cannot be built in this machine's memory (rather than
  * allocating until the machine runs out). */
 static bool check_size(const tm_args *a)
@@ -639,8 +631,8 @@ static bool check_size(const tm_args *a)
     double params, need = peak_bytes(a, &params), have = pages > 0 && page > 0 ? (double)pages * page : 0;
     if (!have || need <= have) return true;
     char n[32], h[32];
-    human(need, n, sizeof n);
-    human(have, h, sizeof h);
+    cli_size(need, n, sizeof n);
+    cli_size(have, h, sizeof h);
     fprintf(stderr, "ember make-test-model: this model needs %s of memory to build (%.3g weights as %s), "
                     "and this machine has %s; make --dim, --ffn or --vocab smaller\n",
             n, params, a->preset ? a->preset->name : ember_dtype_name(a->type), h);

@@ -46,29 +46,79 @@ static ember_status alloc(ember_forward *f, uint64_t bytes, ember_vk_mem kind, e
     return ember_vk_alloc(f->arena, bytes, kind, out, err);
 }
 
+/* The step's buffers: inputs and outputs host-visible, activations on the device. */
+typedef struct buffer_plan {
+    ember_vk_span *span;
+    uint64_t bytes;
+    ember_vk_mem kind;
+} buffer_plan;
+
+enum { N_BUFFERS = 13 };
+
+/* Logits rows per step: T, or fewer where one binding cannot hold T rows. */
+static uint64_t logits_rows(const ember_hparams *hp, uint64_t T, uint64_t max_storage_range)
+{
+    uint64_t fit = max_storage_range / ((uint64_t)hp->n_vocab * sizeof(float));
+    return fit < T ? fit : T;
+}
+
+/* What alloc_buffers allocates into f's spans. */
+static void plan_buffers(ember_forward *f, const ember_hparams *hp, const ember_forward_opts *o,
+                         uint64_t max_logits, buffer_plan want[N_BUFFERS])
+{
+    uint64_t T = o->max_tokens, hd = hp->head_dim, f4 = sizeof(float), u4 = sizeof(uint32_t);
+    uint64_t qkv_w = (hp->n_heads + 2ull * hp->n_kv_heads) * hd;
+    ember_vk_mem H = EMBER_VK_MEM_HOST, D = EMBER_VK_MEM_DEVICE;
+    buffer_plan plan[N_BUFFERS] = {
+        {&f->in.tokens, T * u4, H}, {&f->in.pos, T * u4, H}, {&f->in.seq, T * u4, H},
+        {&f->in.block_tables, (uint64_t)o->max_seqs * o->max_blocks_per_seq * u4, H},
+        {&f->in.logit_rows, T * u4, H},
+        {&f->x, T * hp->dim * f4, D}, {&f->xn, T * hp->dim * f4, D}, {&f->qkv, T * qkv_w * f4, D},
+        {&f->att, T * hp->n_heads * hd * f4, D}, {&f->ffn, T * hp->ffn_dim * f4, D},
+        {&f->xl, max_logits * hp->dim * f4, D},
+        {&f->logits, max_logits * hp->n_vocab * f4, H}, {&f->argmax, T * u4, H},
+    };
+    memcpy(want, plan, sizeof plan);
+}
+
+uint64_t ember_forward_buffer_bytes(const ember_hparams *hp, const ember_forward_opts *o, uint64_t max_storage_range)
+{
+    ember_forward sizes_only = {0}; /* its spans are named, never filled */
+    buffer_plan want[N_BUFFERS];
+    plan_buffers(&sizes_only, hp, o, logits_rows(hp, o->max_tokens, max_storage_range), want);
+    uint64_t sum = 0;
+    for (int i = 0; i < N_BUFFERS; i++) sum += want[i].bytes;
+    return sum;
+}
+
+/* Host and device chunks of just the buffers' size, before they are allocated. */
+static ember_status reserve_buffers(ember_forward *f, const buffer_plan want[N_BUFFERS], ember_err *err)
+{
+    ember_status s = EMBER_OK;
+    const ember_vk_mem kinds[2] = {EMBER_VK_MEM_HOST, EMBER_VK_MEM_DEVICE};
+    for (int k = 0; s == EMBER_OK && k < 2; k++) {
+        VkDeviceSize sizes[N_BUFFERS];
+        uint32_t n = 0;
+        for (int i = 0; i < N_BUFFERS; i++)
+            if (want[i].kind == kinds[k]) sizes[n++] = want[i].bytes;
+        s = ember_vk_arena_reserve(f->arena, sizes, n, kinds[k], err);
+    }
+    return s;
+}
+
 static ember_status alloc_buffers(ember_forward *f, ember_err *err)
 {
     const ember_hparams *hp = &f->g->hp;
     const ember_vk_caps *caps = ember_vk_get_caps(f->g->vk);
-    uint64_t T = f->o.max_tokens, hd = hp->head_dim, f4 = sizeof(float), u4 = sizeof(uint32_t);
-    uint64_t qkv_w = (hp->n_heads + 2ull * hp->n_kv_heads) * hd;
-    uint64_t row_bytes = hp->n_vocab * f4;
-    f->max_logits = (uint32_t)(caps->max_storage_range / row_bytes < T ? caps->max_storage_range / row_bytes : T);
-    if (f->max_logits == 0)
+    uint64_t rows = logits_rows(hp, f->o.max_tokens, caps->max_storage_range);
+    if (rows == 0)
         return ember_fail(err, EMBER_ERR_UNSUPPORTED, "a logits row (%u floats) exceeds one storage binding",
                           hp->n_vocab);
-    ember_status s = EMBER_OK;
-    ember_vk_mem H = EMBER_VK_MEM_HOST, D = EMBER_VK_MEM_DEVICE;
-    struct { ember_vk_span *span; uint64_t bytes; ember_vk_mem kind; } want[] = {
-        {&f->in.tokens, T * u4, H}, {&f->in.pos, T * u4, H}, {&f->in.seq, T * u4, H},
-        {&f->in.block_tables, (uint64_t)f->o.max_seqs * f->o.max_blocks_per_seq * u4, H},
-        {&f->in.logit_rows, T * u4, H},
-        {&f->x, T * hp->dim * f4, D}, {&f->xn, T * hp->dim * f4, D}, {&f->qkv, T * qkv_w * f4, D},
-        {&f->att, T * hp->n_heads * hd * f4, D}, {&f->ffn, T * hp->ffn_dim * f4, D},
-        {&f->xl, (uint64_t)f->max_logits * hp->dim * f4, D},
-        {&f->logits, (uint64_t)f->max_logits * row_bytes, H}, {&f->argmax, T * u4, H},
-    };
-    for (size_t i = 0; s == EMBER_OK && i < sizeof want / sizeof want[0]; i++) {
+    f->max_logits = (uint32_t)rows;
+    buffer_plan want[N_BUFFERS];
+    plan_buffers(f, hp, &f->o, rows, want);
+    ember_status s = reserve_buffers(f, want, err);
+    for (int i = 0; s == EMBER_OK && i < N_BUFFERS; i++) {
         if (want[i].bytes > caps->max_storage_range)
             return ember_fail(err, EMBER_ERR_UNSUPPORTED,
                               "an activation buffer of %llu bytes exceeds one storage binding; lower max tokens",
@@ -88,6 +138,17 @@ static ember_status input_views(ember_forward *f, ember_err *err)
     return s;
 }
 
+/* Chunks of just the pool's size: n spans of bytes each. */
+static ember_status reserve_kv(ember_vk_arena *arena, uint32_t n, VkDeviceSize bytes, ember_err *err)
+{
+    VkDeviceSize *sizes = ember_malloc(n * sizeof *sizes);
+    if (!sizes) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    for (uint32_t i = 0; i < n; i++) sizes[i] = bytes;
+    ember_status s = ember_vk_arena_reserve(arena, sizes, n, EMBER_VK_MEM_DEVICE, err);
+    ember_free(sizes);
+    return s;
+}
+
 /* Each layer's K and V pools of n_blocks, in their own arena so that the pool can be
  * remade at another size (the memory budget) without touching the rest. */
 static ember_status alloc_kv(ember_forward *f, uint32_t n_blocks, bool over_budget_ok, ember_vk_arena **arena,
@@ -102,6 +163,7 @@ static ember_status alloc_kv(ember_forward *f, uint32_t n_blocks, bool over_budg
                           n_blocks, (unsigned long long)bytes);
     ember_status s = ember_vk_arena_create(f->g->vk, arena, err);
     if (s == EMBER_OK && over_budget_ok) ember_vk_arena_allow_over_budget(*arena);
+    if (s == EMBER_OK) s = reserve_kv(*arena, 2 * hp->n_layers, bytes, err);
     for (uint32_t l = 0; s == EMBER_OK && l < hp->n_layers; l++) {
         s = ember_vk_alloc(*arena, bytes, EMBER_VK_MEM_DEVICE, &k[l], err);
         if (s == EMBER_OK) s = ember_vk_alloc(*arena, bytes, EMBER_VK_MEM_DEVICE, &v[l], err);
@@ -369,7 +431,7 @@ uint64_t ember_forward_kv_bytes(const ember_forward *f) { return ember_vk_arena_
 
 /* The pool is made anew at n blocks and the first min(old, n) blocks of every layer
  * copied over; for that moment both pools exist. */
-ember_status ember_forward_resize_kv(ember_forward *f, uint32_t n, ember_err *err)
+ember_status ember_forward_resize_kv(ember_forward *f, uint32_t n, uint32_t keep, ember_err *err)
 {
     if (n == f->o.n_blocks) return EMBER_OK;
     const ember_hparams *hp = &f->g->hp;
@@ -380,10 +442,11 @@ ember_status ember_forward_resize_kv(ember_forward *f, uint32_t n, ember_err *er
     if (s == EMBER_OK) s = alloc_kv(f, n, true, &arena, k, v, err);
     if (s == EMBER_OK) s = ember_vk_cmd_begin(f->cmd, err);
     VkDeviceSize bb = (VkDeviceSize)f->o.block_size * hp->n_kv_heads * ember_kv_row_bytes(hp->head_dim, f->o.kv_type);
-    VkDeviceSize keep = bb * (n < f->o.n_blocks ? n : f->o.n_blocks);
-    for (uint32_t l = 0; s == EMBER_OK && l < L; l++) {
-        ember_vk_cmd_copy(f->cmd, &f->kcache[l], &k[l], keep);
-        ember_vk_cmd_copy(f->cmd, &f->vcache[l], &v[l], keep);
+    if (keep > n) keep = n;
+    if (keep > f->o.n_blocks) keep = f->o.n_blocks;
+    for (uint32_t l = 0; s == EMBER_OK && keep && l < L; l++) {
+        ember_vk_cmd_copy(f->cmd, &f->kcache[l], &k[l], bb * keep);
+        ember_vk_cmd_copy(f->cmd, &f->vcache[l], &v[l], bb * keep);
     }
     if (s == EMBER_OK) s = ember_vk_cmd_submit(f->cmd, err);
     if (s != EMBER_OK) {

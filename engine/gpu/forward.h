@@ -47,10 +47,16 @@ ember_status ember_forward_copy_blocks(ember_forward *f, const uint32_t *src, co
 ember_status ember_forward_sync_next(ember_forward *f, VkSemaphore timeline, uint64_t wait_value,
                                      uint64_t signal_value, ember_err *err);
 
-/* The KV pool: its device memory, and remaking it at n blocks (blocks below both sizes
- * keep their K/V). No step may be in flight. */
+/* The KV pool: its device memory, and remaking it at n blocks, of which the first keep
+ * (at most both sizes) keep their K/V: 0 when the pool holds nothing yet, so that nothing
+ * is copied. No step may be in flight. */
 uint64_t ember_forward_kv_bytes(const ember_forward *f);
-ember_status ember_forward_resize_kv(ember_forward *f, uint32_t n, ember_err *err);
+ember_status ember_forward_resize_kv(ember_forward *f, uint32_t n, uint32_t keep, ember_err *err);
+
+/* Device bytes of the step's buffers (activations, inputs, read-back) for a model of hp
+ * with these options, on a device whose bindings reach max_storage_range bytes:
+ * what ember_forward_create allocates beside the KV pool, before it is made. */
+uint64_t ember_forward_buffer_bytes(const ember_hparams *hp, const ember_forward_opts *o, uint64_t max_storage_range);
 
 /* Dispatches recorded by the last run (to keep the count per token in view). */
 uint32_t ember_forward_dispatches(const ember_forward *f);

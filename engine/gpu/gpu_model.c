@@ -40,6 +40,9 @@ static ember_status upload_stack(ember_gpu_model *g, const ember_gguf_tensor *co
     ember_status s = ember_gpu_weight_upload(g->vk, g->arena, types, (uint32_t)t[0]->ne[0], src, rows, n,
                                              max_part, out, err);
     if (s != EMBER_OK) ember_fail_ctx(err, s, "uploading %s", t[0]->name);
+    /* on the device now: the file's copy need not stay in memory (the upload has waited
+     * for its copies) */
+    for (uint32_t i = 0; i < n; i++) ember_gguf_release(g->uploading, t[i]);
     return s;
 }
 
@@ -85,6 +88,67 @@ static ember_status upload_layer(ember_gpu_model *g, const ember_layer_tensors *
     if (s == EMBER_OK) s = upload_stack(g, &lt->wo, 1, true, max_part, &gl->wo, err);
     if (s == EMBER_OK) s = upload_stack(g, gate_up, 2, true, max_part, &gl->gate_up, err);
     if (s == EMBER_OK) s = upload_stack(g, &lt->w_down, 1, true, max_part, &gl->down, err);
+    return s;
+}
+
+/* ---- the bytes upload() allocates, known before it does ---- */
+
+static uint64_t stack_bytes(const ember_gguf_tensor *const *t, uint32_t n)
+{
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < n; i++) sum += ember_gpu_weight_bytes(t[i]->type, t[i]->ne[1], (uint32_t)t[i]->ne[0]);
+    return sum;
+}
+
+/* The bytes of each of upload()'s allocations, in its order (a stack's parts as one), into
+ * out when not NULL; returns their count: at most 4 + 7 per layer. */
+static uint32_t upload_sizes(const ember_llama *m, uint64_t *out)
+{
+    const ember_hparams *hp = &m->hp;
+    uint64_t bias = (uint64_t)(hp->n_heads + 2 * hp->n_kv_heads) * hp->head_dim * sizeof(float);
+    uint64_t buf[7];
+    uint32_t n = 0, k = 0;
+    buf[k++] = stack_bytes(&m->tok_embd, 1);
+    buf[k++] = m->output_norm->nbytes;
+    if (m->rope_freqs) buf[k++] = m->rope_freqs->nbytes;
+    if (m->output != m->tok_embd) buf[k++] = stack_bytes(&m->output, 1);
+    for (uint32_t l = 0; l <= hp->n_layers; l++) {
+        for (uint32_t i = 0; i < k; i++, n++)
+            if (out) out[n] = buf[i];
+        if (l == hp->n_layers) break;
+        const ember_layer_tensors *lt = &m->layers[l];
+        const ember_gguf_tensor *qkv[3] = {lt->wq, lt->wk, lt->wv}, *gate_up[2] = {lt->w_gate, lt->w_up};
+        k = 0;
+        buf[k++] = lt->attn_norm->nbytes;
+        buf[k++] = lt->ffn_norm->nbytes;
+        if (lt->bq || lt->bk || lt->bv) buf[k++] = bias;
+        buf[k++] = stack_bytes(qkv, 3);
+        buf[k++] = stack_bytes(&lt->wo, 1);
+        buf[k++] = stack_bytes(gate_up, 2);
+        buf[k++] = stack_bytes(&lt->w_down, 1);
+    }
+    return n;
+}
+
+uint64_t ember_gpu_model_bytes(const ember_llama *m)
+{
+    uint64_t *sizes = ember_malloc((4 + 7ull * m->hp.n_layers) * sizeof *sizes), sum = 0;
+    uint32_t n = sizes ? upload_sizes(m, sizes) : 0;
+    for (uint32_t i = 0; i < n; i++) sum += sizes[i];
+    ember_free(sizes);
+    return sum;
+}
+
+/* Chunks of just the weights' size before they are uploaded; a stack cut into parts
+ * rounds each part to 16 bytes, so a stack is given room for that. */
+static ember_status reserve_weights(ember_gpu_model *g, const ember_llama *m, ember_err *err)
+{
+    uint64_t *sizes = ember_malloc((4 + 7ull * m->hp.n_layers) * sizeof *sizes);
+    if (!sizes) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    uint32_t n = upload_sizes(m, sizes);
+    for (uint32_t i = 0; i < n; i++) sizes[i] += 16 * EMBER_MAX_WEIGHT_PARTS;
+    ember_status s = ember_vk_arena_reserve(g->arena, sizes, n, EMBER_VK_MEM_DEVICE, err);
+    ember_free(sizes);
     return s;
 }
 
@@ -142,7 +206,10 @@ ember_status ember_gpu_model_create_opts(ember_vk *vk, const ember_llama *m, con
     ember_status s = g->layers ? EMBER_OK : ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     if (s == EMBER_OK) s = ember_kernels_create_opts(vk, &ko, &g->kernels, err);
     if (s == EMBER_OK) s = ember_vk_arena_create(vk, &g->arena, err);
+    g->uploading = o->file;
+    if (s == EMBER_OK) s = reserve_weights(g, m, err);
     if (s == EMBER_OK) s = upload(g, m, o, err);
+    g->uploading = NULL;
     if (s == EMBER_OK) s = make_pipelines(g, err);
     if (s != EMBER_OK) {
         ember_gpu_model_free(g);

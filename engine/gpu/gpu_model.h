@@ -23,6 +23,7 @@ typedef struct ember_gpu_model {
     ember_vk_span output_norm;
     ember_vk_span rope_freqs;     /* f32 [rope_dim / 2]; size 0 when the model has none */
     ember_gpu_layer *layers;
+    const ember_gguf *uploading;  /* while create uploads: ember_gpu_model_opts.file */
 } ember_gpu_model;
 
 /* Reports upload progress (fraction of weight bytes done, 0..1); fn may be NULL. */
@@ -36,6 +37,9 @@ typedef struct ember_gpu_model_opts {
                                        small value to exercise tensors bound in parts) */
     ember_progress progress;        /* fn may be NULL */
     const char *pipeline_cache_dir; /* folder of the on-disk pipeline cache; NULL: none */
+    const ember_gguf *file;         /* the file m was read from: each matrix's pages are
+                                       released once uploaded (ember_gguf_release); NULL:
+                                       they stay */
 } ember_gpu_model_opts;
 
 /* Uploads m's weights and makes the pipelines its forward pass records, but for
@@ -46,5 +50,8 @@ ember_status ember_gpu_model_create_opts(ember_vk *vk, const ember_llama *m, con
 ember_status ember_gpu_model_create(ember_vk *vk, const ember_llama *m, uint64_t max_part_bytes,
                                     const ember_progress *progress, ember_gpu_model **out, ember_err *err);
 void ember_gpu_model_free(ember_gpu_model *g);
+/* Device bytes of m's weights as ember_gpu_model_create uploads them (bar alignment), read
+ * from the file's description alone: a model's size before it is loaded. */
+uint64_t ember_gpu_model_bytes(const ember_llama *m);
 
 #endif

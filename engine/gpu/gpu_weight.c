@@ -64,6 +64,12 @@ static uint64_t gpu_row_bytes(ember_dtype t, uint32_t cols)
 static uint32_t q8_lane_halves(uint32_t cols) { return ((cols / 32 + 7) / 8 + 7) & ~7u; }
 static uint64_t q8_scale_row_bytes(uint32_t cols) { return 16ull * q8_lane_halves(cols); }
 
+uint64_t ember_gpu_weight_bytes(ember_dtype type, uint64_t rows, uint32_t cols)
+{
+    uint64_t scales = type == EMBER_DTYPE_Q8_0 ? q8_scale_row_bytes(cols) : 0;
+    return rows * (gpu_row_bytes(type, cols) + scales);
+}
+
 static void repack_q8_0(const uint8_t *src, uint32_t rows, uint32_t cols, uint8_t *quants, uint8_t *scales)
 {
     uint32_t nb = cols / EMBER_Q8_0_BLOCK, lane = q8_lane_halves(cols);

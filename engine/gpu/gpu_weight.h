@@ -40,4 +40,8 @@ ember_status ember_gpu_weight_upload(ember_vk *vk, ember_vk_arena *arena, const 
                                      uint64_t max_part_bytes, ember_gpu_weight *out,
                                      ember_err *err);
 
+/* Device bytes of a matrix of rows x cols of one type as ember_gpu_weight_upload stores
+ * it (bar each part's rounding to 16 bytes): what a model needs before it is loaded. */
+uint64_t ember_gpu_weight_bytes(ember_dtype type, uint64_t rows, uint32_t cols);
+
 #endif

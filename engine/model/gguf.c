@@ -551,6 +551,18 @@ static ember_status map_file(ember_gguf *g, ember_err *err)
     return s;
 }
 
+void ember_gguf_release(const ember_gguf *g, const ember_gguf_tensor *t)
+{
+    if (!g || !t || g->borrowed || !g->map) return;
+    long page = sysconf(_SC_PAGESIZE);
+    uintptr_t p = (uintptr_t)t->data, lo = p, hi = p + t->nbytes;
+    if (page <= 0) return;
+    /* whole pages inside the tensor only: its neighbours' pages stay */
+    lo = (lo + (uintptr_t)page - 1) / (uintptr_t)page * (uintptr_t)page;
+    hi = hi / (uintptr_t)page * (uintptr_t)page;
+    if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
 /* The handle both openers start from; path is kept for messages. */
 static ember_gguf *new_gguf(const char *path, ember_err *err)
 {

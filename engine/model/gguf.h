@@ -82,6 +82,11 @@ ember_status ember_gguf_open(const char *path, ember_gguf **out, ember_err *err)
 ember_status ember_gguf_open_memory(const void *data, size_t size, const char *name, ember_gguf **out,
                                     ember_err *err);
 void ember_gguf_close(ember_gguf *g);
+/* Tells the system that t's bytes are not needed soon: their pages leave this process's
+ * memory (a later read maps them in again from the file), so that loading a model onto a
+ * device does not hold the file in memory beside the device's copy. Nothing for a file
+ * opened from memory (those bytes are the caller's). */
+void ember_gguf_release(const ember_gguf *g, const ember_gguf_tensor *t);
 
 const ember_gguf_kv *ember_gguf_find(const ember_gguf *g, const char *key);
 const ember_gguf_tensor *ember_gguf_find_tensor(const ember_gguf *g, const char *name);
