@@ -100,55 +100,61 @@ static uint64_t stack_bytes(const ember_gguf_tensor *const *t, uint32_t n)
     return sum;
 }
 
-/* The bytes of each of upload()'s allocations, in its order (a stack's parts as one), into
- * out when not NULL; returns their count: at most 4 + 7 per layer. */
-static uint32_t upload_sizes(const ember_llama *m, uint64_t *out)
+/* The bytes of upload()'s allocations, in its order (a stack's parts as one): listed into
+ * out when it is not NULL, counted and summed. */
+typedef struct size_list {
+    uint64_t *out;
+    uint32_t n;
+    uint64_t sum;
+} size_list;
+
+static void put(size_list *l, uint64_t bytes)
+{
+    if (l->out) l->out[l->n] = bytes;
+    l->n++;
+    l->sum += bytes;
+}
+
+static void upload_sizes(const ember_llama *m, size_list *l)
 {
     const ember_hparams *hp = &m->hp;
-    uint64_t bias = (uint64_t)(hp->n_heads + 2 * hp->n_kv_heads) * hp->head_dim * sizeof(float);
-    uint64_t buf[7];
-    uint32_t n = 0, k = 0;
-    buf[k++] = stack_bytes(&m->tok_embd, 1);
-    buf[k++] = m->output_norm->nbytes;
-    if (m->rope_freqs) buf[k++] = m->rope_freqs->nbytes;
-    if (m->output != m->tok_embd) buf[k++] = stack_bytes(&m->output, 1);
-    for (uint32_t l = 0; l <= hp->n_layers; l++) {
-        for (uint32_t i = 0; i < k; i++, n++)
-            if (out) out[n] = buf[i];
-        if (l == hp->n_layers) break;
-        const ember_layer_tensors *lt = &m->layers[l];
+    put(l, stack_bytes(&m->tok_embd, 1));
+    put(l, m->output_norm->nbytes);
+    if (m->rope_freqs) put(l, m->rope_freqs->nbytes);
+    if (m->output != m->tok_embd) put(l, stack_bytes(&m->output, 1));
+    for (uint32_t i = 0; i < hp->n_layers; i++) {
+        const ember_layer_tensors *lt = &m->layers[i];
         const ember_gguf_tensor *qkv[3] = {lt->wq, lt->wk, lt->wv}, *gate_up[2] = {lt->w_gate, lt->w_up};
-        k = 0;
-        buf[k++] = lt->attn_norm->nbytes;
-        buf[k++] = lt->ffn_norm->nbytes;
-        if (lt->bq || lt->bk || lt->bv) buf[k++] = bias;
-        buf[k++] = stack_bytes(qkv, 3);
-        buf[k++] = stack_bytes(&lt->wo, 1);
-        buf[k++] = stack_bytes(gate_up, 2);
-        buf[k++] = stack_bytes(&lt->w_down, 1);
+        put(l, lt->attn_norm->nbytes);
+        put(l, lt->ffn_norm->nbytes);
+        if (lt->bq || lt->bk || lt->bv) put(l, (uint64_t)(hp->n_heads + 2 * hp->n_kv_heads) * hp->head_dim * 4);
+        put(l, stack_bytes(qkv, 3));
+        put(l, stack_bytes(&lt->wo, 1));
+        put(l, stack_bytes(gate_up, 2));
+        put(l, stack_bytes(&lt->w_down, 1));
     }
-    return n;
 }
 
 uint64_t ember_gpu_model_bytes(const ember_llama *m)
 {
-    uint64_t *sizes = ember_malloc((4 + 7ull * m->hp.n_layers) * sizeof *sizes), sum = 0;
-    uint32_t n = sizes ? upload_sizes(m, sizes) : 0;
-    for (uint32_t i = 0; i < n; i++) sum += sizes[i];
-    ember_free(sizes);
-    return sum;
+    size_list l = {0};
+    upload_sizes(m, &l);
+    return l.sum;
 }
 
 /* Chunks of just the weights' size before they are uploaded; a stack cut into parts
  * rounds each part to 16 bytes, so a stack is given room for that. */
 static ember_status reserve_weights(ember_gpu_model *g, const ember_llama *m, ember_err *err)
 {
-    uint64_t *sizes = ember_malloc((4 + 7ull * m->hp.n_layers) * sizeof *sizes);
-    if (!sizes) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
-    uint32_t n = upload_sizes(m, sizes);
-    for (uint32_t i = 0; i < n; i++) sizes[i] += 16 * EMBER_MAX_WEIGHT_PARTS;
-    ember_status s = ember_vk_arena_reserve(g->arena, sizes, n, EMBER_VK_MEM_DEVICE, err);
-    ember_free(sizes);
+    size_list l = {0};
+    upload_sizes(m, &l);
+    l.out = ember_malloc(l.n * sizeof *l.out);
+    if (!l.out) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    l.n = 0;
+    upload_sizes(m, &l);
+    for (uint32_t i = 0; i < l.n; i++) l.out[i] += 16 * EMBER_MAX_WEIGHT_PARTS;
+    ember_status s = ember_vk_arena_reserve(g->arena, l.out, l.n, EMBER_VK_MEM_DEVICE, err);
+    ember_free(l.out);
     return s;
 }
 
