@@ -3,8 +3,8 @@
 // weight binding, and BLK_VEC4(i), its 16-byte element i; both may use a `bool hi` in
 // scope (linear.comp reads two bindings, w0 and w1). Offsets are in bytes. Blocks lie end
 // to end, so some types' fields sit at any even offset (Q4_0's 18-byte blocks); those are
-// read with blk_u32. Q3_K and Q6_K are padded to 16 bytes at upload (gpu_weight.c), so
-// that their code planes are whole 16-byte elements.
+// read with blk_u32. Q3_K to Q6_K are laid out at upload (engine/gpu/gpu_block.c) so that
+// a unit's codes are whole 16-byte elements.
 //
 // A unit is 32 values; its decoder gives them in codes form: value j = a[h] * q[j] + b[h]
 // with h = j / 16, q in 8 vec4 (q[k] holds values 4k..4k+3). For every type this is
@@ -41,6 +41,9 @@ uvec4 field4(uint w, uint shift, uint mask) { return (uvec4(w) >> (uvec4(0u, 8u,
 
 // Bits j .. j+3 of w, one a component.
 uvec4 bits4(uint w, uint j) { return (uvec4(w) >> (uvec4(0u, 1u, 2u, 3u) + j)) & 1u; }
+
+// The 2-bit fields at bits j, j+2, j+4, j+6 of w, one a component.
+uvec4 crumbs4(uint w, uint j) { return (uvec4(w) >> (uvec4(0u, 2u, 4u, 6u) + j)) & 3u; }
 
 // Decoded value j of a unit in codes form.
 float blk_value(vec4 q[8], vec2 a, vec2 b, uint j)

@@ -64,9 +64,28 @@ void unit(uint u)
     }
 }
 #elif defined(DT_BLOCK)
+// Tile row r (read from w1 when hi) of unit u: per token and half, s = sum q*x in column
+// order, then a*s + b*sx.
+void unit_row(bool hi, uint r, uint u, vec4 xv[TM][8], float sx[TM][2])
+{
+    vec4 q[8];
+    vec2 a, b;
+    BLK_CODES(hi, base[r], u, q, a, b);
+    [[unroll]] for (uint t = 0; t < TM; t++) {
+        float s0 = 0.0, s1 = 0.0;
+        [[unroll]] for (uint v = 0; v < 4u; v++) {
+            s0 = dot4(q[v], xv[t][v], s0);
+            s1 = dot4(q[4u + v], xv[t][4u + v], s1);
+        }
+        precise float v0 = a.x * s0 + b.x * sx[t][0], v1 = a.y * s1 + b.y * sx[t][1];
+        precise float r_acc = acc[r][t] + (v0 + v1);
+        acc[r][t] = r_acc;
+    }
+}
+
 // Unit u of each row in codes form (blocks.glsl: values a[h]*q[j] + b[h], h the half):
 // per token and half, s = sum q*x in column order, then a*s + b*sx with sx = sum x of the
-// half (one per token, shared by the rows). The rows are a loop, not unrolled: lavapipe
+// half (one per token, shared by the rows). The rows are loops, not unrolled: lavapipe
 // compiles a decoder copied into 16 rows for seconds, and runs the loop faster.
 void unit(uint u)
 {
@@ -80,21 +99,9 @@ void unit(uint u)
             sx[t][h] = a;
         }
     }
-    [[dont_unroll]] for (uint r = 0; r < TN; r++) {
-        vec4 q[8];
-        vec2 a, b;
-        BLK_CODES(r >= HR, base[r], u, q, a, b);
-        [[unroll]] for (uint t = 0; t < TM; t++) {
-            float s0 = 0.0, s1 = 0.0;
-            [[unroll]] for (uint v = 0; v < 4u; v++) {
-                s0 = dot4(q[v], xv[t][v], s0);
-                s1 = dot4(q[4u + v], xv[t][4u + v], s1);
-            }
-            precise float v0 = a.x * s0 + b.x * sx[t][0], v1 = a.y * s1 + b.y * sx[t][1];
-            precise float r_acc = acc[r][t] + (v0 + v1);
-            acc[r][t] = r_acc;
-        }
-    }
+    // Two loops, one per binding, so that each reads one binding (hi constant).
+    [[dont_unroll]] for (uint r = 0; r < HR; r++) unit_row(false, r, u, xv, sx);
+    [[dont_unroll]] for (uint r = HR; r < TN; r++) unit_row(true, r, u, xv, sx);
 }
 #elif defined(DT_Q8)
 // Block u in two 16-quant halves: the block sum s runs on across them in column order,

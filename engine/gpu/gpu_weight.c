@@ -4,20 +4,22 @@
  * once (F32 data RGBA32F, F16 and Q8_0 data and Q8_0 scales RGBA32UI): on lavapipe
  * texel fetches are several times faster than storage-buffer loads.
  *
- * F32 and F16 rows, and the rows of the other block types (read by the decoders in shaders/types
- * as ggml lays them out), are copied as they are. Q8_0 blocks ({f16 d; int8 q[32]}) are split
- * into an array of quants (cols bytes per row) and an array of f16 scales grouped by the
- * lane of the linear shader that reads them (shaders/q8_scales.glsl): the shaders then
- * read 16 quants per 16-byte load, with no 34-byte stride to undo, and 8 scales of one
- * lane per load; nothing is ever expanded to floats. */
+ * F32 and F16 rows, and the rows of the other block types, are copied as they are, but for
+ * the K types whose blocks gpu_block.c lays out anew for the decoders of shaders/types.
+ * Q8_0 blocks ({f16 d; int8 q[32]}) are split into an array of quants (cols bytes per
+ * row) and an array of f16 scales grouped by the lane of the linear shader that reads
+ * them (shaders/q8_scales.glsl): the shaders then read 16 quants per 16-byte load, with
+ * no 34-byte stride to undo, and 8 scales of one lane per load; nothing is ever expanded
+ * to floats. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/alloc.h"
+#include "gpu_block.h"
 #include "gpu_weight.h"
 #include "engine/model/quant_legacy.h"
 
-#define REPACK_ROWS_BYTES (4u << 20) /* host scratch for one repack batch (Q8_0, padded types) */
+#define REPACK_ROWS_BYTES (4u << 20) /* host scratch for one repack batch (Q8_0, gpu_block.c's types) */
 
 /* Where the stacked sources stand: source s, row r within it. */
 typedef struct src_cursor {
@@ -44,19 +46,9 @@ static uint64_t round16(uint64_t n) { return (n + 15) & ~(uint64_t)15; }
 
 /* Bytes of one GGUF row, and of one GPU row in the part's data binding. */
 static uint64_t gguf_row_bytes(ember_dtype t, uint32_t cols) { return ember_dtype_size(t, cols); }
-/* Bytes of a block on the GPU: as in the file, but Q3_K's 110 and Q6_K's 210 padded to
- * whole 16-byte elements, so that their code planes are (shaders/types/q3_k.glsl and
- * q6_k.glsl read these strides). */
-static uint32_t gpu_block_bytes(ember_dtype t)
-{
-    return t == EMBER_DTYPE_Q3_K ? 112 : t == EMBER_DTYPE_Q6_K ? 224 : ember_dtype_find(t)->bytes;
-}
-
-static bool padded(ember_dtype t) { return gpu_block_bytes(t) != ember_dtype_find(t)->bytes; }
-
 static uint64_t gpu_row_bytes(ember_dtype t, uint32_t cols)
 {
-    return t == EMBER_DTYPE_Q8_0 ? cols : (uint64_t)cols / ember_dtype_block(t) * gpu_block_bytes(t);
+    return t == EMBER_DTYPE_Q8_0 ? cols : (uint64_t)cols / ember_dtype_block(t) * ember_gpu_block_bytes(t);
 }
 
 /* The Q8_0 scales layout of shaders/q8_scales.glsl: each of the 8 lanes of a row gets
@@ -110,12 +102,12 @@ static ember_status upload_q8_0(ember_vk *vk, ember_gpu_weight_part *p, uint32_t
     return s;
 }
 
-/* Fills one part of a padded type: each block copied into its GPU slot (zeros after),
- * a batch of rows at a time. */
-static ember_status upload_padded(ember_vk *vk, ember_gpu_weight_part *p, uint32_t cols, src_cursor *cur,
+/* Fills one part of a type not stored as in the file: each block written in its GPU
+ * layout (gpu_block.c), a batch of rows at a time. */
+static ember_status upload_blocks(ember_vk *vk, ember_gpu_weight_part *p, uint32_t cols, src_cursor *cur,
                                   ember_err *err)
 {
-    uint32_t fb = ember_dtype_find(p->type)->bytes, gb = gpu_block_bytes(p->type), nb = cols / ember_dtype_block(p->type);
+    uint32_t fb = ember_dtype_find(p->type)->bytes, gb = ember_gpu_block_bytes(p->type), nb = cols / ember_dtype_block(p->type);
     uint64_t in_row = gguf_row_bytes(p->type, cols), out_row = gpu_row_bytes(p->type, cols);
     uint32_t batch = (uint32_t)(REPACK_ROWS_BYTES / out_row);
     batch = batch < 1 ? 1 : batch;
@@ -126,7 +118,8 @@ static ember_status upload_padded(ember_vk *vk, ember_gpu_weight_part *p, uint32
         while (n < want) {
             uint32_t got;
             const uint8_t *src = take_rows(cur, in_row, want - n, &got);
-            for (uint64_t b = 0; b < (uint64_t)got * nb; b++) memcpy(out + n * out_row + b * gb, src + b * fb, fb);
+            for (uint64_t b = 0; b < (uint64_t)got * nb; b++)
+                ember_gpu_block_put(p->type, src + b * fb, out + n * out_row + b * gb);
             n += got;
         }
         s = ember_vk_upload(vk, &p->data, (uint64_t)done * out_row, out, (size_t)(n * out_row), err);
@@ -287,7 +280,7 @@ ember_status ember_gpu_weight_upload(ember_vk *vk, ember_vk_arena *arena, const 
         s = alloc_part(vk, arena, cols, p, err);
         if (s != EMBER_OK) break;
         if (p->type == EMBER_DTYPE_Q8_0) s = upload_q8_0(vk, p, cols, &cur, err);
-        else if (padded(p->type)) s = upload_padded(vk, p, cols, &cur, err);
+        else if (!ember_gpu_block_as_file(p->type)) s = upload_blocks(vk, p, cols, &cur, err);
         else s = upload_plain(vk, p, gguf_row_bytes(p->type, cols), &cur, err);
     }
     if (s != EMBER_OK) out->n_parts = 0;

@@ -17,7 +17,8 @@
 typedef struct ember_gpu_weight_part {
     ember_dtype type;
     ember_vk_span data;     /* F32: floats; F16: halves; Q8_0: int8 quants, cols bytes/row;
-                               the other block types: the rows as they lie in the file */
+                               the other block types: the rows' blocks, laid out as
+                               gpu_block.c says */
     ember_vk_span scales;   /* Q8_0 only: f16 scales, cols/32 per row */
     uint32_t row0, n_rows;
 } ember_gpu_weight_part;

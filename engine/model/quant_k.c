@@ -181,6 +181,15 @@ void ember_q6_k_to_float(const void *src, float *dst, size_t n)
     }
 }
 
+void ember_k_codes(int type_bits, const void *block, uint8_t *code)
+{
+    const uint8_t *b = block;
+    int c[QK_K];
+    if (type_bits == 6) unpack_codes(b, 4, 64, b + 128, 2, c);
+    else unpack_codes(b + (type_bits == 5 ? 48 : 16), 4, 32, type_bits == 5 ? b + 16 : NULL, 1, c);
+    for (int v = 0; v < QK_K; v++) code[v] = (uint8_t)c[v];
+}
+
 /* ---- encoding: ggml's helpers --------------------------------------------------------- */
 
 /* Round to nearest, ties to even, as ggml: adding 1.5 * 2^23 leaves the rounded value in

@@ -1,6 +1,7 @@
 // q5_k.glsl — Q5_K {f16 d; f16 dmin; scales[12]; qh[32]; qs[128]}: Q4_K with a fifth bit
-// per value, bit v / 32 of qh[v % 32] (engine/model/quant_k.c). 176-byte blocks: whole
-// 16-byte elements.
+// per value (engine/model/quant_k.c). On the GPU (engine/gpu/gpu_block.c) the 16 header
+// bytes lie as in the file, then unit s's fifth bits in word s at 16 (bit i: value i),
+// then its low four bits as Q4_K's at 48 + 16 s.
 #ifndef Q5_K_GLSL
 #define Q5_K_GLSL
 #include "q4_k.glsl"
