@@ -29,6 +29,14 @@ uint blk_w(bool hi, uint off) { return BLK_WORD(off >> 2u); }
 // The 16 bytes at a 16-aligned off.
 uvec4 blk_v4(bool hi, uint off) { return BLK_VEC4(off >> 4u); }
 
+// The 16 bytes at an 8-aligned off (a second load only when off is not 16-aligned).
+uvec4 blk_v4_8(bool hi, uint off)
+{
+    uvec4 e = blk_v4(hi, off & ~15u);
+    if ((off & 8u) != 0u) e = uvec4(e.zw, blk_v4(hi, off + 8u).xy);
+    return e;
+}
+
 uint blk_u8(bool hi, uint off) { return (BLK_WORD(off >> 2u) >> ((off & 3u) * 8u)) & 0xffu; }
 
 // A 16-bit field at an even offset (never across two words).
