@@ -5,13 +5,19 @@
 #define LEGACY_GLSL
 #include "../blocks.glsl"
 
-// The 32 codes of a block whose qs start at byte qs (any even offset), less offset.
-void legacy_codes(bool hi, uint qs, uint qh, int offset, out vec4 q[8])
+// The 32 codes of a block whose qs are the words w (qs[4k .. 4k + 3] in w[k]), less
+// offset.
+void legacy_codes(uint w[4], uint qh, int offset, out vec4 q[8])
 {
     for (uint k = 0u; k < 4u; k++) {
-        uint w = blk_u32(hi, qs + 4u * k);
-        q[k] = vec4(ivec4(field4(w, 0u, 15u) | (bits4(qh, 4u * k) << 4u)) - offset);
-        q[k + 4u] = vec4(ivec4(field4(w, 4u, 15u) | (bits4(qh, 16u + 4u * k) << 4u)) - offset);
+        q[k] = vec4(ivec4(field4(w[k], 0u, 15u) | (bits4(qh, 4u * k) << 4u)) - offset);
+        q[k + 4u] = vec4(ivec4(field4(w[k], 4u, 15u) | (bits4(qh, 16u + 4u * k) << 4u)) - offset);
     }
 }
+// The words of 16 bytes of a block read by blk_span, from byte c.
+void span_words(uint R[6], uint sh, uint c, out uint w[4])
+{
+    for (uint k = 0u; k < 4u; k++) w[k] = span_u32(R, sh, c + 4u * k);
+}
+
 #endif

@@ -8,10 +8,12 @@ const uint BV_Q5_1 = 32u, BB_Q5_1 = 24u;
 // Block u of the row at byte row in codes form (blocks.glsl).
 void cq_q5_1(bool hi, uint row, uint u, out vec4 q[8], out vec2 a, out vec2 c)
 {
-    uint b = row + u * BB_Q5_1;
-    legacy_codes(hi, b + 8u, blk_w(hi, b + 4u), 0, q);
-    a = vec2(blk_f16(hi, b));
-    c = vec2(blk_f16(hi, b + 2u));
+    uint b = row + u * BB_Q5_1, R[6], w[4];
+    blk_span(hi, b, R);
+    span_words(R, 0u, 8u, w);
+    legacy_codes(w, R[1], 0, q);
+    vec2 dm = unpackHalf2x16(R[0]);
+    a = vec2(dm.x), c = vec2(dm.y);
 }
 
 // Selected by a kernel variant (linear.comp's DT_BLOCK BLK_Q5_1): the names it calls.
