@@ -21,7 +21,8 @@
 # quantizing and LC, @node-llama-cpp/linux-x64-vulkan for LV and LVB) and llama.cpp's
 # source at that release (headers; the git bundle inside node-llama-cpp), fetched with npm,
 # or LLAMA_CPP_DIR: a folder with them unpacked (src/, bins/package/bins/linux-x64/ and
-# vulkan/package/bins/linux-x64-vulkan/; the last one is fetched when missing).
+# vulkan/package/bins/linux-x64-vulkan/; the last one is fetched when missing): see
+# bench/llama_cpp.sh.
 # Ember: build/ember and build/libember.a (EMBER_BUILD=DIR for another build).
 # llama.cpp's Vulkan device: GGML_VK_VISIBLE_DEVICES (default 0, lavapipe here; both
 # device names are printed). Not part of the test suite (network).
@@ -34,7 +35,6 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 here=$root/bench/logprobs_vs_llama
 build=${EMBER_BUILD:-$root/build}
 ember=$build/ember
-version=3.21.1
 n_tokens=128
 if [ "${1:-}" = --tokens ]; then n_tokens=$2; shift 2; fi
 names=("$@")
@@ -43,35 +43,13 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 t0=$(date +%s)
 
-llama=${LLAMA_CPP_DIR:-}
-if [ -z "$llama" ]; then
-  llama=$tmp/llama
-  mkdir "$llama"
-  echo "llama.cpp from npm node-llama-cpp@$version ..."
-  (cd "$llama" && npm pack --silent "@node-llama-cpp/linux-x64@$version" "node-llama-cpp@$version" >/dev/null &&
-    mkdir bins main && tar xzf node-llama-cpp-linux-x64-$version.tgz -C bins &&
-    tar xzf "node-llama-cpp-$version.tgz" -C main && git clone -q main/package/llama/gitRelease.bundle src 2>/dev/null)
-fi
-vk=$llama/vulkan
-if [ ! -d "$vk/package/bins/linux-x64-vulkan" ]; then
-  vk=$tmp/vulkan
-  mkdir -p "$vk"
-  echo "llama.cpp's Vulkan build from npm @node-llama-cpp/linux-x64-vulkan@$version ..."
-  (cd "$vk" && npm pack --silent "@node-llama-cpp/linux-x64-vulkan@$version" >/dev/null &&
-    tar xzf node-llama-cpp-linux-x64-vulkan-$version.tgz)
-fi
-cpulib=$llama/bins/package/bins/linux-x64
-vklib=$vk/package/bins/linux-x64-vulkan
-inc=(-I"$llama/src/include" -I"$llama/src/ggml/include")
-cc -O1 -o "$tmp/llama_quantize" "$root/bench/quant_vs_llama/llama_quantize.c" "${inc[@]}" \
-  -L"$cpulib" -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -l:libggml-base.so -Wl,-rpath,"$cpulib"
-cc -O1 -o "$tmp/llama_logprobs_cpu" "$here/llama_logprobs.c" "${inc[@]}" \
-  -L"$cpulib" -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -l:libggml-base.so -Wl,-rpath,"$cpulib" -lm
-cc -O1 -o "$tmp/llama_logprobs_vulkan" "$here/llama_logprobs.c" "${inc[@]}" \
-  -L"$vklib" -l:libllama.vulkan.v0.4.0.so -l:libggml.vulkan.v0.4.0.so -l:libggml-base.so -Wl,-rpath,"$vklib" -lm
+. "$root/bench/llama_cpp.sh"
+llama_cpp_fetch "$tmp" vulkan
+llama_cpp_cc cpu "$tmp/llama_quantize" "$root/bench/quant_vs_llama/llama_quantize.c"
+llama_cpp_cc cpu "$tmp/llama_logprobs_cpu" "$here/llama_logprobs.c" -lm
+llama_cpp_cc vulkan "$tmp/llama_logprobs_vulkan" "$here/llama_logprobs.c" -lm
 cc -O2 -std=c11 -o "$tmp/ember_logprobs" "$here/ember_logprobs.c" -I"$root/include" "$build/libember.a" \
   $(pkg-config --libs vulkan libpcre2-8) -lpthread -lm
-llama_version=$(git -C "$llama/src" log -1 --format='%h %cd' --date=short)
 echo "llama.cpp $llama_version (npm node-llama-cpp $version)"
 
 "$ember" make-test-model "$tmp/f32.gguf" --dim 256 --layers 4 --heads 8 --kv-heads 2 --ffn 512 --vocab 512 --ctx 256 \

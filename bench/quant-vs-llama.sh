@@ -6,8 +6,8 @@
 # and the same metadata, general.file_type included (docs/quantization.md). Which file type
 # a name means is read from llama.cpp's own quantize.cpp, not from Ember.
 # Needs the npm registry, or LLAMA_CPP_DIR: a folder with what would be fetched, unpacked
-# (bins/package/bins/linux-x64/*.so and src/, llama.cpp's source at that release). Not part
-# of the test suite.
+# (bins/package/bins/linux-x64/*.so and src/, llama.cpp's source at that release; see
+# bench/llama_cpp.sh). Not part of the test suite.
 #   bench/quant-vs-llama.sh [IN.gguf ...]
 # Without IN, three inputs on which the rules matter:
 #   - rules: make-test-model, 16 layers (use_more_bits depends on the layer), 8 heads and
@@ -19,22 +19,12 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 here=$root/bench/quant_vs_llama
 ember=${EMBER_BIN:-$root/build/ember}
-version=3.21.1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-llama=${LLAMA_CPP_DIR:-}
-if [ -z "$llama" ]; then
-  llama=$tmp/llama
-  mkdir "$llama"
-  echo "llama.cpp from npm node-llama-cpp@$version ..."
-  (cd "$llama" && npm pack --silent "@node-llama-cpp/linux-x64@$version" "node-llama-cpp@$version" >/dev/null &&
-    mkdir bins main && tar xzf node-llama-cpp-linux-x64-*.tgz -C bins && tar xzf "node-llama-cpp-$version.tgz" -C main &&
-    git clone -q main/package/llama/gitRelease.bundle src 2>/dev/null)
-fi
-lib=$llama/bins/package/bins/linux-x64
-cc -O1 -o "$tmp/llama_quantize" "$here/llama_quantize.c" -I"$llama/src/include" -I"$llama/src/ggml/include" \
-  -L"$lib" -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -l:libggml-base.so -Wl,-rpath,"$lib"
-echo "llama.cpp $(git -C "$llama/src" log -1 --format='%h %cd' --date=short)"
+. "$root/bench/llama_cpp.sh"
+llama_cpp_fetch "$tmp"
+llama_cpp_cc cpu "$tmp/llama_quantize" "$here/llama_quantize.c"
+echo "llama.cpp $llama_version"
 
 labels=() inputs=()
 if [ $# -gt 0 ]; then

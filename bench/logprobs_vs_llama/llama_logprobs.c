@@ -18,8 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ggml-backend.h"
-#include "llama.h"
+#include "../llama_util.h"
 
 static int quiet_level = GGML_LOG_LEVEL_WARN;
 
@@ -49,44 +48,18 @@ int main(int argc, char **argv)
     int threads = argc > 5 ? atoi(argv[5]) : 1;
     int one = argc > 6 && strcmp(argv[6], "one") == 0;
     if (getenv("LLAMA_LOGPROBS_VERBOSE")) quiet_level = GGML_LOG_LEVEL_DEBUG;
-    FILE *f = fopen(argv[3], "r");
-    if (!f) {
-        perror(argv[3]);
-        return 1;
-    }
-    llama_token *t = NULL;
-    int n = 0, cap = 0, v;
-    while (fscanf(f, "%d", &v) == 1) {
-        if (n == cap && !(t = realloc(t, (size_t)(cap = cap ? 2 * cap : 256) * sizeof *t))) return 1;
-        t[n++] = v;
-    }
-    fclose(f);
-    if (n < 2) {
-        fprintf(stderr, "%s: fewer than 2 tokens\n", argv[3]);
-        return 1;
-    }
-
-    llama_log_set(log_cb, NULL);
-    ggml_backend_load_all_from_path(argv[1]);
-    llama_backend_init();
-    struct llama_model_params mp = llama_model_default_params();
-    mp.n_gpu_layers = -1;
-    struct llama_model *model = llama_model_load_from_file(argv[2], mp);
-    if (!model) {
-        fprintf(stderr, "%s: llama.cpp cannot load it\n", argv[2]);
-        return 1;
-    }
+    llama_token *t;
+    int n = read_tokens(argv[3], 2, &t);
+    if (n < 0) return 1;
+    struct llama_model *model = load_model(argv[1], argv[2], log_cb);
+    if (!model) return 1;
     const struct llama_vocab *vocab = llama_model_get_vocab(model);
     int n_vocab = llama_vocab_n_tokens(vocab);
     if (t[0] != llama_vocab_bos(vocab)) {
         fprintf(stderr, "%s: the first token is %d, BOS is %d\n", argv[3], t[0], llama_vocab_bos(vocab));
         return 1;
     }
-    for (int i = 0; i < n; i++)
-        if (t[i] < 0 || t[i] >= n_vocab) {
-            fprintf(stderr, "token %d outside the vocabulary (%d)\n", t[i], n_vocab);
-            return 1;
-        }
+    if (check_tokens(model, t, n) != 0) return 1;
 
     struct llama_context_params cp = llama_context_default_params();
     cp.n_ctx = (uint32_t)n;
@@ -144,10 +117,5 @@ int main(int argc, char **argv)
     }
     fprintf(stderr, "%s: %s, %d tokens, %s, %d GPU device(s)\n", argv[2], desc, n - 1, one ? "one at a time" : "one batch",
             gpus);
-    llama_batch_free(b);
-    llama_free(ctx);
-    llama_model_free(model);
-    llama_backend_free();
-    free(t);
-    return 0;
+    return finish(b, ctx, model, t);
 }

@@ -5,63 +5,22 @@ per differing tensor or key and a summary; exit 0 when all are the same.
 Also: compare.py --file-type A.gguf prints A's general.file_type;
 compare.py --llama-ftype SRC NAME prints the file type llama-quantize takes NAME for,
 read from llama.cpp's own source tree SRC (tools/quantize/quantize.cpp, include/llama.h)."""
+import os
 import re
-import struct
 import sys
 
-SCALAR = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
-# ggml type id -> (block values, block bytes)
-BLOCKS = {0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34), 10: (256, 84),
-          11: (256, 110), 12: (256, 144), 13: (256, 176), 14: (256, 210), 20: (32, 18), 23: (256, 136), 30: (1, 2)}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from gguf import header, nbytes  # noqa: E402
 
 
 def read(path):
-    data = open(path, "rb").read()
-    pos = 0
-
-    def take(fmt):
-        nonlocal pos
-        v = struct.unpack_from("<" + fmt, data, pos)
-        pos += struct.calcsize("<" + fmt)
-        return v[0]
-
-    def string():
-        nonlocal pos
-        n = take("Q")
-        s = data[pos:pos + n].decode()
-        pos += n
-        return s
-
-    def value(t):
-        if t == 8:
-            return (t, string())
-        if t == 9:
-            et, n = take("I"), take("Q")
-            return (t, [value(et) for _ in range(n)])
-        return (t, take(SCALAR[t]))
-
-    assert data[:4] == b"GGUF"
-    pos = 4
-    take("I")
-    n_tensors, n_kv = take("Q"), take("Q")
-    kv = {}
-    for _ in range(n_kv):
-        k = string()
-        kv[k] = value(take("I"))
-    infos = []
-    for _ in range(n_tensors):
-        name = string()
-        dims = [take("Q") for _ in range(take("I"))]
-        infos.append((name, dims, take("I"), take("Q")))
-    align = kv.get("general.alignment", (4, 32))[1]
-    base = (pos + align - 1) // align * align
-    tensors = {}
-    for name, dims, t, off in infos:
-        n = 1
-        for d in dims:
-            n *= d
-        blk, size = BLOCKS[t]
-        tensors[name] = (t, dims, data[base + off:base + off + n // blk * size])
+    """(metadata, {name: (ggml type, dims, bytes)})."""
+    with open(path, "rb") as f:
+        kv, infos, base = header(f)
+        tensors = {}
+        for name, dims, t, off in infos:
+            f.seek(base + off)
+            tensors[name] = (t, dims, f.read(nbytes(dims, t)))
     return kv, tensors
 
 
