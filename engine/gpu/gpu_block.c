@@ -17,9 +17,6 @@
 
 #include <string.h>
 
-#include "engine/model/quant_k.h"
-
-#define QK_K 256
 
 uint32_t ember_gpu_block_bytes(ember_dtype t)
 {
@@ -31,48 +28,75 @@ bool ember_gpu_block_as_file(ember_dtype t)
     return t != EMBER_DTYPE_Q3_K && t != EMBER_DTYPE_Q4_K && t != EMBER_DTYPE_Q5_K && t != EMBER_DTYPE_Q6_K;
 }
 
-/* The low four bits of each unit's codes, 16 bytes a unit. */
-static void put_nibbles(const uint8_t *code, uint8_t *dst)
+/* 32 bytes of a 4-bit plane holding two units' codes, value i of each in byte i (unit a
+ * in the low nibbles, b in the high; quant_k.c's planes), as the GPU's 16 bytes a unit:
+ * byte i = code i | code i + 16 << 4. Words are moved with memcpy and worked on as a
+ * little-endian host and the GPU see them. */
+static void split_nibbles(const uint8_t *src, uint8_t *a, uint8_t *b)
 {
-    for (int s = 0; s < 8; s++)
-        for (int i = 0; i < 16; i++)
-            dst[16 * s + i] = (uint8_t)((code[32 * s + i] & 15) | (code[32 * s + i + 16] & 15) << 4);
+    const uint64_t lo = 0x0f0f0f0f0f0f0f0full;
+    for (int h = 0; h < 16; h += 8) {
+        uint64_t x, y; /* values h .. h + 7 and h + 16 .. h + 23 */
+        memcpy(&x, src + h, 8);
+        memcpy(&y, src + 16 + h, 8);
+        uint64_t ua = (x & lo) | (y & lo) << 4, ub = (x >> 4 & lo) | (y & ~lo);
+        memcpy(a + h, &ua, 8);
+        memcpy(b + h, &ub, 8);
+    }
 }
 
-/* Bits `shift` .. shift + width - 1 of each code, width 1 or 2, a unit's in 32 / (32 /
- * width) words: value i of unit s at bit width * i % 32 of word i * width / 32. */
-static void put_high(const uint8_t *code, int shift, int width, uint8_t *dst)
+static void put_q4_k(const uint8_t *src, uint8_t *dst, bool q5)
 {
-    memset(dst, 0, (size_t)(QK_K * width / 8));
-    for (int v = 0; v < QK_K; v++) {
-        int bit = v * width;
-        dst[bit / 8] |= (uint8_t)(((code[v] >> shift) & ((1 << width) - 1)) << (bit % 8));
+    const uint8_t *qs = src + (q5 ? 48 : 16);
+    uint8_t *codes = dst + (q5 ? 48 : 16);
+    memcpy(dst, src, 16);
+    for (int p = 0; p < 4; p++) split_nibbles(qs + 32 * p, codes + 32 * p, codes + 32 * p + 16);
+    if (!q5) return;
+    /* the fifth bit of value i of unit s: bit s of qh[i]; on the GPU bit i of word s. A
+     * multiply gathers the low bits of a word's 8 bytes into its top byte, in order. */
+    for (int s = 0; s < 8; s++) {
+        uint32_t w = 0;
+        for (int c = 0; c < 4; c++) {
+            uint64_t x;
+            memcpy(&x, src + 16 + 8 * c, 8);
+            w |= (uint32_t)(((x >> s & 0x0101010101010101ull) * 0x0102040810204080ull) >> 56) << (8 * c);
+        }
+        memcpy(dst + 16 + 4 * s, &w, 4);
+    }
+}
+
+static void put_q6_k(const uint8_t *src, uint8_t *dst)
+{
+    /* ql: half h's 64 bytes hold units 4h + t (low nibbles of bytes 32t ..) and 4h + t + 2
+     * (their high nibbles); qh: byte j of half h holds value j of its four units, unit
+     * 4h + t at bit 2t. */
+    for (int h = 0; h < 2; h++)
+        for (int t = 0; t < 2; t++)
+            split_nibbles(src + 64 * h + 32 * t, dst + 16 * (4 * h + t), dst + 16 * (4 * h + t + 2));
+    for (int s = 0; s < 8; s++) {
+        const uint8_t *qh = src + 128 + 32 * (s / 4);
+        for (int k = 0; k < 8; k++) { /* the 2-bit fields of 4 bytes into one byte */
+            uint32_t x;
+            memcpy(&x, qh + 4 * k, 4);
+            x = x >> (2 * (s % 4)) & 0x03030303u;
+            dst[128 + 8 * s + k] = (uint8_t)(x | x >> 6 | x >> 12 | x >> 18);
+        }
+    }
+    for (int h = 0; h < 2; h++) {
+        uint8_t *e = dst + 192 + 16 * h;
+        memcpy(e, src + 208, 2);
+        memcpy(e + 2, src + 192 + 8 * h, 8);
+        memset(e + 10, 0, 6);
     }
 }
 
 void ember_gpu_block_put(ember_dtype t, const uint8_t *src, uint8_t *dst)
 {
-    uint8_t code[QK_K];
     uint32_t fb = ember_dtype_find(t)->bytes;
     switch (t) {
-    case EMBER_DTYPE_Q4_K:
-    case EMBER_DTYPE_Q5_K:
-        ember_k_codes(t == EMBER_DTYPE_Q4_K ? 4 : 5, src, code);
-        memcpy(dst, src, 16);
-        if (t == EMBER_DTYPE_Q5_K) put_high(code, 4, 1, dst + 16);
-        put_nibbles(code, dst + (t == EMBER_DTYPE_Q5_K ? 48 : 16));
-        break;
-    case EMBER_DTYPE_Q6_K:
-        ember_k_codes(6, src, code);
-        put_nibbles(code, dst);
-        put_high(code, 4, 2, dst + 128);
-        for (int h = 0; h < 2; h++) {
-            uint8_t *e = dst + 192 + 16 * h;
-            memcpy(e, src + 208, 2);
-            memcpy(e + 2, src + 192 + 8 * h, 8);
-            memset(e + 10, 0, 6);
-        }
-        break;
+    case EMBER_DTYPE_Q4_K: put_q4_k(src, dst, false); break;
+    case EMBER_DTYPE_Q5_K: put_q4_k(src, dst, true); break;
+    case EMBER_DTYPE_Q6_K: put_q6_k(src, dst); break;
     default:
         memcpy(dst, src, fb);
         memset(dst + fb, 0, ember_gpu_block_bytes(t) - fb);

@@ -44,26 +44,30 @@ static int clamp(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; 
 
 /* ---- bit planes and packed scales --------------------------------------------------- */
 
-static int get_field(const uint8_t *p, int v, int bits, int span)
-{
-    int per = 8 / bits;
-    return p[span * (v / (span * per)) + v % span] >> (bits * (v / span % per)) & ((1 << bits) - 1);
-}
-
 static void put_field(uint8_t *p, int v, int bits, int span, int code)
 {
     int per = 8 / bits;
     p[span * (v / (span * per)) + v % span] |= (uint8_t)((code & ((1 << bits) - 1)) << (bits * (v / span % per)));
 }
 
+/* One plane's fields (bits wide, span as in the header), shifted left by shift, or'd
+ * into code: a plane at a time and without divisions, since this runs for every block
+ * a GPU upload lays out anew. */
+static void unpack_plane(const uint8_t *p, int bits, int span, int shift, int *code)
+{
+    int per = 8 / bits, mask = (1 << bits) - 1;
+    for (int base = 0; base < QK_K; base += span * per, p += span)
+        for (int j = 0; j < span; j++)
+            for (int k = 0; k < per; k++) code[base + span * k + j] |= (p[j] >> (bits * k) & mask) << shift;
+}
+
 /* A super-block's codes: lo_bits from the planes at lo, and when hi is given hi_bits
  * more above them from the planes at hi (span 32 for every type). */
 static void unpack_codes(const uint8_t *lo, int lo_bits, int lo_span, const uint8_t *hi, int hi_bits, int *code)
 {
-    for (int v = 0; v < QK_K; v++) {
-        code[v] = get_field(lo, v, lo_bits, lo_span);
-        if (hi) code[v] |= get_field(hi, v, hi_bits, 32) << lo_bits;
-    }
+    memset(code, 0, QK_K * sizeof *code);
+    unpack_plane(lo, lo_bits, lo_span, 0, code);
+    if (hi) unpack_plane(hi, hi_bits, 32, lo_bits, code);
 }
 
 static void pack_codes(const uint8_t *L, uint8_t *lo, int lo_bits, int lo_span, uint8_t *hi, int hi_bits)
@@ -179,15 +183,6 @@ void ember_q6_k_to_float(const void *src, float *dst, size_t n)
         unpack_codes(b, 4, 64, b + 128, 2, code);
         scale_codes(code, 32, 16, dl, NULL, dst);
     }
-}
-
-void ember_k_codes(int type_bits, const void *block, uint8_t *code)
-{
-    const uint8_t *b = block;
-    int c[QK_K];
-    if (type_bits == 6) unpack_codes(b, 4, 64, b + 128, 2, c);
-    else unpack_codes(b + (type_bits == 5 ? 48 : 16), 4, 32, type_bits == 5 ? b + 16 : NULL, 1, c);
-    for (int v = 0; v < QK_K; v++) code[v] = (uint8_t)c[v];
 }
 
 /* ---- encoding: ggml's helpers --------------------------------------------------------- */

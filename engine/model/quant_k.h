@@ -6,7 +6,6 @@
 #define EMBER_QUANT_K_H
 
 #include <stddef.h>
-#include <stdint.h>
 
 void ember_q2_k_to_float(const void *src, float *dst, size_t n);
 void ember_q2_k_from_float(const float *src, void *dst, size_t n);
@@ -18,10 +17,5 @@ void ember_q5_k_to_float(const void *src, float *dst, size_t n);
 void ember_q5_k_from_float(const float *src, void *dst, size_t n);
 void ember_q6_k_to_float(const void *src, float *dst, size_t n);
 void ember_q6_k_from_float(const float *src, void *dst, size_t n);
-
-/* The 256 codes of one Q4_K, Q5_K or Q6_K super-block (type_bits 4, 5 or 6: value v's
- * unscaled code, ggml's L[v]) as its bit planes hold them; for laying a block out anew
- * (engine/gpu/gpu_block.c). */
-void ember_k_codes(int type_bits, const void *block, uint8_t *code);
 
 #endif
