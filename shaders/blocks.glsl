@@ -29,22 +29,25 @@ uint blk_w(bool hi, uint off) { return BLK_WORD(off >> 2u); }
 // The 16 bytes at a 16-aligned off.
 uvec4 blk_v4(bool hi, uint off) { return BLK_VEC4(off >> 4u); }
 
-// A block of 17 to 32 - off % 16 bytes at an even off, read with two loads (the two
-// 16-byte elements it lies in) instead of a load or two per word: R = the six words from
-// off & ~3; span_u32 takes fields out of it.
-void blk_span(bool hi, uint off, out uint R[6])
+// A block of 17 to 24 bytes at an even off, read with the two or three 16-byte elements
+// it lies in instead of a load or two per word: R = the seven words from off & ~3;
+// span_u32 takes fields out of it. size: the block's bytes, align: its offsets' (2, 4 or
+// 8); constants at each call, so that a block that always lies in two elements (at most
+// 16 + align bytes) never loads a third, and one that can (Q5_0) loads it only if it does.
+void blk_span(bool hi, uint off, uint size, uint align, out uint R[7])
 {
     uint e = off & ~15u, j = (off >> 2u) & 3u;
-    uvec4 e0 = blk_v4(hi, e), e1 = blk_v4(hi, e + 16u);
-    uint W[8] = uint[8](e0.x, e0.y, e0.z, e0.w, e1.x, e1.y, e1.z, e1.w), V[8];
-    for (uint i = 0u; i < 8u; i++) V[i] = (j & 1u) != 0u ? W[min(i + 1u, 7u)] : W[i];
-    for (uint i = 0u; i < 6u; i++) R[i] = (j & 2u) != 0u ? V[min(i + 2u, 7u)] : V[i];
+    uvec4 e0 = blk_v4(hi, e), e1 = blk_v4(hi, e + 16u), e2 = uvec4(0u);
+    if (size > 16u + align && (off & 15u) + size > 32u) e2 = blk_v4(hi, e + 32u);
+    uint W[12] = uint[12](e0.x, e0.y, e0.z, e0.w, e1.x, e1.y, e1.z, e1.w, e2.x, e2.y, e2.z, e2.w), V[10];
+    for (uint i = 0u; i < 10u; i++) V[i] = (j & 1u) != 0u ? W[i + 1u] : W[i];
+    for (uint i = 0u; i < 7u; i++) R[i] = (j & 2u) != 0u ? V[i + 2u] : V[i];
 }
 
 // The 4 bytes at byte c (even; a constant) of a block read by blk_span (sh: off & 2).
-uint span_u32(uint R[6], uint sh, uint c)
+uint span_u32(uint R[7], uint sh, uint c)
 {
-    uint lo = c >> 2u, next = R[min(lo + 1u, 5u)];
+    uint lo = c >> 2u, next = R[min(lo + 1u, 6u)];
     uint whole = (c & 2u) == 0u ? R[lo] : next, mid = (R[lo] >> 16u) | (next << 16u);
     return (c & 2u) == sh ? whole : mid;
 }

@@ -28,8 +28,8 @@ void iq4_codes(uvec4 w, out vec4 q[8])
 
 void cq_iq4_nl(bool hi, uint row, uint u, out vec4 q[8], out vec2 a, out vec2 c)
 {
-    uint b = row + u * BB_IQ4_NL, R[6], sh = b & 2u;
-    blk_span(hi, b, R);
+    uint b = row + u * BB_IQ4_NL, R[7], sh = b & 2u;
+    blk_span(hi, b, BB_IQ4_NL, 2u, R);
     iq4_codes(uvec4(span_u32(R, sh, 2u), span_u32(R, sh, 6u), span_u32(R, sh, 10u), span_u32(R, sh, 14u)), q);
     a = vec2(unpackHalf2x16(span_u32(R, sh, 0u)).x), c = vec2(-0.0);
 }

@@ -15,7 +15,7 @@ void legacy_codes(uint w[4], uint qh, int offset, out vec4 q[8])
     }
 }
 // The words of 16 bytes of a block read by blk_span, from byte c.
-void span_words(uint R[6], uint sh, uint c, out uint w[4])
+void span_words(uint R[7], uint sh, uint c, out uint w[4])
 {
     for (uint k = 0u; k < 4u; k++) w[k] = span_u32(R, sh, c + 4u * k);
 }

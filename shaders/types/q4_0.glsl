@@ -7,8 +7,8 @@ const uint BV_Q4_0 = 32u, BB_Q4_0 = 18u;
 // Block u of the row at byte row in codes form (blocks.glsl).
 void cq_q4_0(bool hi, uint row, uint u, out vec4 q[8], out vec2 a, out vec2 c)
 {
-    uint b = row + u * BB_Q4_0, R[6], w[4];
-    blk_span(hi, b, R);
+    uint b = row + u * BB_Q4_0, R[7], w[4];
+    blk_span(hi, b, BB_Q4_0, 2u, R);
     span_words(R, b & 2u, 2u, w);
     legacy_codes(w, 0u, 8, q);
     a = vec2(unpackHalf2x16(span_u32(R, b & 2u, 0u)).x);
