@@ -2,8 +2,9 @@
  * own quantizers and dequantizers (libggml-base from npm node-llama-cpp; make.sh builds
  * and runs this). For each type: the rows of input.c quantized as llama.cpp writes them
  * without an importance matrix (ggml_quantize_chunk, what llama_model_quantize calls),
- * saved as NAME.bin; and a line of ref.txt with FNV-1a hashes of those bytes and of the
- * floats ggml's dequantizer makes of them.
+ * and a line of ref.txt with FNV-1a hashes of those bytes and of the floats ggml's
+ * dequantizer makes of them. Only the hashes are kept: test_quant_types makes the bytes
+ * with Ember and checks them against the first.
  *
  *     gen OUT_DIR
  *
@@ -71,9 +72,6 @@ int main(int argc, char **argv)
         if (!q) return 1;
         if (ggml_quantize_chunk(ty->id, x, q, 0, QV_ROWS, QV_COLS, NULL) != n) return 1;
         for (int r = 0; r < QV_ROWS; r++) ty->dequantize(q + r * row_bytes, back + r * QV_COLS, QV_COLS);
-        snprintf(path, sizeof path, "%s/%s.bin", argv[1], ty->name);
-        FILE *f = fopen(path, "wb");
-        if (!f || fwrite(q, 1, n, f) != n || fclose(f) != 0) return perror(path), 1;
         fprintf(ref, "%s %d %d %d %d %d %016llx %016llx\n", ty->name, ty->id, ty->block, ty->bytes, QV_ROWS, QV_COLS,
                 (unsigned long long)fnv(q, n), (unsigned long long)fnv(back, sizeof back));
         free(q);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# make.sh — remakes tests/data/quant (the quantization reference vectors) with llama.cpp's
-# libggml-base from npm node-llama-cpp (the prebuilt CPU library; the headers are not
-# needed, gen.c declares what it calls). Not run by the test suite: its output is
+# make.sh — remakes tests/data/quant/ref.txt (the quantization reference hashes) with
+# llama.cpp's libggml-base from npm node-llama-cpp (the prebuilt CPU library; the headers
+# are not needed, gen.c declares what it calls). Not run by the test suite: its output is
 # committed, and test_quant_types reads it.
 #   tests/quant_vectors/make.sh [OUT_DIR]      (default tests/data/quant)
 set -euo pipefail
@@ -15,4 +15,4 @@ lib=$tmp/package/bins/linux-x64
 cc -O1 -o "$tmp/gen" "$here/gen.c" "$here/input.c" -L"$lib" -l:libggml-base.so -Wl,-rpath,"$lib"
 mkdir -p "$out"
 "$tmp/gen" "$out"
-echo "made $(ls "$out" | wc -l) files in $out with libggml-base of @node-llama-cpp/linux-x64@$version"
+echo "made $out/ref.txt with libggml-base of @node-llama-cpp/linux-x64@$version"
