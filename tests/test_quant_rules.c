@@ -144,15 +144,6 @@ static ember_dtype expected(const char *preset, const char *name)
     return v ? EMBER_DTYPE_Q4_K : down || o ? EMBER_DTYPE_Q3_K : EMBER_DTYPE_Q2_K;
 }
 
-static bool ember(const char *args)
-{
-    char cmd[3072], out[1024];
-    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", tu_ember_bin(), args);
-    int rc = tu_run(cmd, out, sizeof out);
-    if (rc != 0) printf("ember %s: exit %d: %s\n", args, rc, out);
-    return rc == 0;
-}
-
 static uint64_t file_type(const ember_gguf *g)
 {
     const ember_gguf_kv *kv = ember_gguf_find(g, "general.file_type");
@@ -168,7 +159,7 @@ static void check_preset(const char *in, const char *preset, bool pure, uint64_t
     snprintf(args, sizeof args, "quantize %s'%s' '%s' %s", pure ? "--pure " : "", in, out, preset);
     ember_gguf *g = NULL;
     ember_err err = {{0}};
-    if (!ember(args) || ember_gguf_open(out, &g, &err) != EMBER_OK) {
+    if (!tu_ember(args) || ember_gguf_open(out, &g, &err) != EMBER_OK) {
         CHECKF(0, "%s: %s", args, err.msg);
         return;
     }
@@ -201,11 +192,11 @@ static void check_made_like_quantized(const char *f32, const char *shape, const 
     snprintf(made, sizeof made, "%s/quant_rules_made_%s.gguf", tu_tmp_dir(), preset);
     snprintf(quantized, sizeof quantized, "%s/quant_rules_quantized_%s.gguf", tu_tmp_dir(), preset);
     snprintf(args, sizeof args, "make-test-model '%s' %s --type %s", made, shape, preset);
-    bool ok = ember(args);
+    bool ok = tu_ember(args);
     snprintf(args, sizeof args, "quantize '%s' '%s' %s", f32, quantized, preset);
     ember_gguf *a = NULL, *b = NULL;
     ember_err err = {{0}};
-    if (!ok || !ember(args) || ember_gguf_open(made, &a, &err) || ember_gguf_open(quantized, &b, &err)) {
+    if (!ok || !tu_ember(args) || ember_gguf_open(made, &a, &err) || ember_gguf_open(quantized, &b, &err)) {
         CHECKF(0, "%s: %s", preset, err.msg);
         ember_gguf_close(a);
         return;
@@ -235,7 +226,7 @@ static void test_program(void)
     char in[512], args[1024];
     snprintf(in, sizeof in, "%s/quant_rules_f32.gguf", tu_tmp_dir());
     snprintf(args, sizeof args, "make-test-model '%s' %s --type f32", in, shape);
-    if (!ember(args)) {
+    if (!tu_ember(args)) {
         CHECK(0);
         return;
     }

@@ -22,15 +22,6 @@
 
 #define SHAPE "--dim 256 --layers 2 --heads 4 --kv-heads 2 --ffn 320 --vocab 512 --ctx 128 --seed 11"
 
-static bool ember(const char *args)
-{
-    char cmd[3072], out[1024];
-    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", tu_ember_bin(), args);
-    int rc = tu_run(cmd, out, sizeof out);
-    if (rc != 0) printf("ember %s: exit %d: %s\n", args, rc, out);
-    return rc == 0;
-}
-
 /* -log p of tokens[1..n) on a backend; < 0 when the model does not load, -2 without a
  * Vulkan device. */
 static double score(const char *path, ember_backend backend, const uint32_t *tokens, size_t n)
@@ -74,11 +65,11 @@ static void check_type(const char *name, const char *f32, const uint32_t *tokens
     snprintf(back, sizeof back, "%s/ref_types_%s_f32.gguf", tmp, name);
     snprintf(made, sizeof made, "%s/ref_types_%s_made.gguf", tmp, name);
     snprintf(args, sizeof args, "quantize --pure '%s' '%s' %s", f32, q, name);
-    bool ok = ember(args);
+    bool ok = tu_ember(args);
     snprintf(args, sizeof args, "quantize '%s' '%s' f32", q, back);
-    ok = ok && ember(args);
+    ok = ok && tu_ember(args);
     snprintf(args, sizeof args, "make-test-model '%s' " SHAPE " --type %s", made, name);
-    ok = ok && ember(args);
+    ok = ok && tu_ember(args);
     double a = ok ? score(q, EMBER_BACKEND_CPU, tokens, n) : -1, b = ok ? score(back, EMBER_BACKEND_CPU, tokens, n) : -3;
     double g = ok ? score(q, EMBER_BACKEND_VULKAN, tokens, n) : -1;
     bool same_made = ok && same_tensors(q, made);
@@ -98,7 +89,7 @@ int main(void)
     char f32[512], args[1024];
     snprintf(f32, sizeof f32, "%s/ref_types_f32.gguf", tu_tmp_dir());
     snprintf(args, sizeof args, "make-test-model '%s' " SHAPE " --type f32", f32);
-    if (!ember(args)) return tu_finish("test_reference_types");
+    if (!tu_ember(args)) return tu_finish("test_reference_types");
     uint32_t tokens[96];
     tu_rng r = {3};
     for (size_t i = 0; i < 96; i++) tokens[i] = 3 + (uint32_t)(tu_next(&r) % 509);

@@ -86,6 +86,15 @@ int tu_run(const char *cmd, char *out, size_t cap)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+bool tu_ember(const char *args)
+{
+    char cmd[3072], out[1024];
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", tu_ember_bin(), args);
+    int rc = tu_run(cmd, out, sizeof out);
+    if (rc != 0) printf("ember %s: exit %d: %s\n", args, rc, out);
+    return rc == 0;
+}
+
 int tu_make_model_rc(const char *path, const char *args, char *msg, size_t cap)
 {
     char cmd[2048], out[1024];

@@ -40,6 +40,9 @@ ember_memory_mode tu_memory_mode(void);
 /* Runs a shell command, captures up to cap-1 bytes of stdout into out (NUL-terminated),
  * returns the exit status (or -1). */
 int tu_run(const char *cmd, char *out, size_t cap);
+/* Runs `ember ARGS` (EMBER_BIN); true when it exits 0, else prints its exit status and
+ * the start of its output. */
+bool tu_ember(const char *args);
 
 /* Chi-square: tu_gamma_q is the regularized upper incomplete gamma Q(a, x);
  * tu_chi2_sf(x, k) = P(X > x) for k degrees of freedom; tu_chi2_test is Pearson's test of

@@ -5,19 +5,22 @@
 #define LEGACY_GLSL
 #include "../blocks.glsl"
 
-// The 32 codes of a block whose qs are the words w (qs[4k .. 4k + 3] in w[k]), less
-// offset.
-void legacy_codes(uint w[4], uint qh, int offset, out vec4 q[8])
+// The legacy block at b (size bytes at offsets aligned to align; constants): its 32
+// codes less offset, with the 16 bytes of qs at byte qs and the fifth bits' word at byte
+// qh (0: none, the 4-bit types), and its first four bytes as two halves (d, and m for
+// Q4_1 and Q5_1). Two or three 16-byte loads (blk_span).
+void legacy_block(bool hi, uint b, uint size, uint align, uint qs, uint qh, int offset, out vec4 q[8],
+                  out vec2 dm)
 {
+    uint R[7], sh = b & 2u;
+    blk_span(hi, b, size, align, R);
+    uint fifth = qh != 0u ? span_u32(R, sh, qh) : 0u;
     for (uint k = 0u; k < 4u; k++) {
-        q[k] = vec4(ivec4(field4(w[k], 0u, 15u) | (bits4(qh, 4u * k) << 4u)) - offset);
-        q[k + 4u] = vec4(ivec4(field4(w[k], 4u, 15u) | (bits4(qh, 16u + 4u * k) << 4u)) - offset);
+        uint w = span_u32(R, sh, qs + 4u * k);
+        q[k] = vec4(ivec4(field4(w, 0u, 15u) | (bits4(fifth, 4u * k) << 4u)) - offset);
+        q[k + 4u] = vec4(ivec4(field4(w, 4u, 15u) | (bits4(fifth, 16u + 4u * k) << 4u)) - offset);
     }
-}
-// The words of 16 bytes of a block read by blk_span, from byte c.
-void span_words(uint R[7], uint sh, uint c, out uint w[4])
-{
-    for (uint k = 0u; k < 4u; k++) w[k] = span_u32(R, sh, c + 4u * k);
+    dm = unpackHalf2x16(span_u32(R, sh, 0u));
 }
 
 #endif

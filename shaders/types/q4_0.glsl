@@ -7,12 +7,9 @@ const uint BV_Q4_0 = 32u, BB_Q4_0 = 18u;
 // Block u of the row at byte row in codes form (blocks.glsl).
 void cq_q4_0(bool hi, uint row, uint u, out vec4 q[8], out vec2 a, out vec2 c)
 {
-    uint b = row + u * BB_Q4_0, R[7], w[4];
-    blk_span(hi, b, BB_Q4_0, 2u, R);
-    span_words(R, b & 2u, 2u, w);
-    legacy_codes(w, 0u, 8, q);
-    a = vec2(unpackHalf2x16(span_u32(R, b & 2u, 0u)).x);
-    c = vec2(-0.0);
+    vec2 dm;
+    legacy_block(hi, row + u * BB_Q4_0, BB_Q4_0, 2u, 2u, 0u, 8, q, dm);
+    a = vec2(dm.x), c = vec2(-0.0);
 }
 
 // Selected by a kernel variant (linear.comp's DT_BLOCK BLK_Q4_0): the names it calls.

@@ -8,12 +8,9 @@ const uint BV_Q5_0 = 32u, BB_Q5_0 = 22u;
 // Block u of the row at byte row in codes form (blocks.glsl).
 void cq_q5_0(bool hi, uint row, uint u, out vec4 q[8], out vec2 a, out vec2 c)
 {
-    uint b = row + u * BB_Q5_0, R[7], w[4], sh = b & 2u;
-    blk_span(hi, b, BB_Q5_0, 2u, R);
-    span_words(R, sh, 6u, w);
-    legacy_codes(w, span_u32(R, sh, 2u), 16, q);
-    a = vec2(unpackHalf2x16(span_u32(R, sh, 0u)).x);
-    c = vec2(-0.0);
+    vec2 dm;
+    legacy_block(hi, row + u * BB_Q5_0, BB_Q5_0, 2u, 6u, 2u, 16, q, dm);
+    a = vec2(dm.x), c = vec2(-0.0);
 }
 
 // Selected by a kernel variant (linear.comp's DT_BLOCK BLK_Q5_0): the names it calls.

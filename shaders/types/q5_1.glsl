@@ -8,11 +8,8 @@ const uint BV_Q5_1 = 32u, BB_Q5_1 = 24u;
 // Block u of the row at byte row in codes form (blocks.glsl).
 void cq_q5_1(bool hi, uint row, uint u, out vec4 q[8], out vec2 a, out vec2 c)
 {
-    uint b = row + u * BB_Q5_1, R[7], w[4];
-    blk_span(hi, b, BB_Q5_1, 8u, R);
-    span_words(R, 0u, 8u, w);
-    legacy_codes(w, R[1], 0, q);
-    vec2 dm = unpackHalf2x16(R[0]);
+    vec2 dm;
+    legacy_block(hi, row + u * BB_Q5_1, BB_Q5_1, 8u, 8u, 4u, 0, q, dm);
     a = vec2(dm.x), c = vec2(dm.y);
 }
 
