@@ -31,6 +31,7 @@
 #include "engine_opts.h"
 #include "kv_layout.h"
 #include "model_handle.h"
+#include "profile.h"
 #include "sampler.h"
 #include "scheduler.h"
 #include "static_batch.h"
@@ -63,6 +64,8 @@ struct ember_engine {
     bool in_flight;
     uint32_t n_items;
     double t0;
+    ember_profiler *prof;         /* ember_engine_opts.profile, else NULL */
+    ember_profiler_step pstep;    /* the step in flight, as the profile will count it */
     /* threading */
     pthread_mutex_t step_mu;      /* held by the thread inside a step */
     pthread_t worker;
@@ -150,6 +153,16 @@ static ember_status create_fixed(ember_engine *e)
     return ember_static_create(&so, e->kv, &e->fixed, &e->err);
 }
 
+/* Dispatches are timed where the step's device has timestamps; elsewhere the profile has
+ * counts and host time only. */
+static ember_status create_profiler(ember_engine *e)
+{
+    ember_err ignored;
+    ember_status s = ember_step_set_profiling(e->step, true, &ignored);
+    if (s != EMBER_OK && s != EMBER_ERR_UNSUPPORTED) return ember_fail(&e->err, s, "%s", ignored.msg);
+    return ember_profiler_create(s == EMBER_OK, &e->prof, &e->err);
+}
+
 static ember_status create_parts(ember_engine *e)
 {
     if ((unsigned)e->o.batching > EMBER_BATCHING_STATIC_RAGGED)
@@ -170,6 +183,7 @@ static ember_status create_parts(ember_engine *e)
                           .draft_step = step_opts(e, e->o.max_batch_tokens + STEP_SPARE(e->o.max_seqs)),
                           .max_batch_tokens = e->o.max_batch_tokens};
     if (s == EMBER_OK) s = ember_spec_create(&po, &e->spec, &e->err);
+    if (s == EMBER_OK && e->o.profile) s = create_profiler(e);
     return s;
 }
 
@@ -455,6 +469,9 @@ static ember_status submit_items(ember_engine *e, uint32_t n_items)
         need_logits |= e->items[i].r && logits_rows(&e->items[i]) && !e->items[i].r->greedy;
     if (need_logits && !ember_batch_buf_logits(&e->buf, b.n_logits))
         return ember_fail(&e->step_err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    e->pstep.decode = b.n_logits == b.n_tokens;
+    e->pstep.tokens = b.n_tokens;
+    e->pstep.submissions++;
     return ember_step_submit(e->step, &b, need_logits ? e->buf.logits : NULL, e->buf.argmax, &e->step_err);
 }
 
@@ -529,6 +546,7 @@ static ember_status apply_copies(ember_engine *e)
 {
     const uint32_t *src, *dst;
     uint32_t n = ember_sched_copies(e->sched, &src, &dst);
+    e->pstep.submissions += n > 0;
     ember_status s = n ? ember_step_copy_blocks(e->step, src, dst, n, &e->step_err) : EMBER_OK;
     if (s == EMBER_OK) s = ember_spec_copy_blocks(e->spec, src, dst, n, &e->step_err);
     return s;
@@ -576,6 +594,8 @@ static ember_status begin_step(ember_engine *e)
 {
     if (e->lost)
         return report(e, ember_fail(&e->step_err, EMBER_ERR_DEVICE_LOST, LOST));
+    double t_begin = now_ms();
+    e->pstep = (ember_profiler_step){0};
     bool cancels;
     take_inbox(e, &cancels);
     if (cancels) drop_cancelled(e);
@@ -609,7 +629,17 @@ static ember_status begin_step(ember_engine *e)
     e->in_flight = true;
     e->n_items = n_items;
     e->t0 = t0;
+    e->pstep.host_ms = now_ms() - t_begin;
     return EMBER_OK;
+}
+
+/* Adds the step just delivered to the profile, with the host time it took after the wait. */
+static void profile_step(ember_engine *e, double host_after_ms)
+{
+    ember_profiler_step *p = &e->pstep;
+    p->host_ms += host_after_ms;
+    p->n = ember_step_profile(e->step, &p->d, &p->barriers, &p->gpu_ns);
+    ember_profiler_add(e->prof, p);
 }
 
 /* The second half: wait for the device at most timeout_ns, then deliver. */
@@ -621,8 +651,10 @@ static ember_status end_step(ember_engine *e, uint64_t timeout_ns)
     e->in_flight = false;
     if (s == EMBER_OK) {
         e->steps++;
-        after_step(e, e->n_items, e->t0, now_ms());
+        double t1 = now_ms();
+        after_step(e, e->n_items, e->t0, t1);
         ember_sched_end_step(e->sched);
+        if (e->prof) profile_step(e, now_ms() - t1);
     } else {
         fail_step(e, e->n_items, s);
     }
@@ -756,6 +788,24 @@ static void publish_stats(ember_engine *e)
 
 void ember_engine_get_stats(ember_engine *e, ember_engine_stats *st) { ember_inbox_stats(e->inbox, st); }
 
+ember_status ember_engine_get_profile(ember_engine *e, ember_profile *out)
+{
+    if (!e->prof) {
+        memset(out, 0, sizeof *out);
+        ember_err err;
+        ember_status s = ember_fail(&err, EMBER_ERR_INVALID_ARG, "the engine was made without the profile option");
+        ember_inbox_store_error(e->inbox, &e->err, &err);
+        return s;
+    }
+    ember_profiler_get(e->prof, out);
+    return EMBER_OK;
+}
+
+void ember_engine_reset_profile(ember_engine *e)
+{
+    if (e->prof) ember_profiler_reset(e->prof);
+}
+
 static request *first_running(ember_engine *e)
 {
     uint32_t n;
@@ -778,6 +828,7 @@ void ember_engine_destroy(ember_engine *e)
     for (request *r; e->sched && (r = first_running(e));) finish(e, r, EMBER_FINISH_CANCELLED);
     for (request *r; e->sched && (r = ember_sched_waiting(e->sched));) finish(e, r, EMBER_FINISH_CANCELLED);
     ember_step_free(e->step);
+    ember_profiler_free(e->prof);
     ember_spec_free(e->spec);
     ember_sched_free(e->sched);
     ember_static_free(e->fixed); /* its padding rows' blocks go back to the pool */

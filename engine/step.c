@@ -140,6 +140,22 @@ ember_status ember_step_resize_kv(ember_step *s, uint32_t n, uint32_t keep, embe
     return ember_forward_resize_kv(s->impl, n, keep, err);
 }
 
+ember_status ember_step_set_profiling(ember_step *s, bool on, ember_err *err)
+{
+    if (s->ops != &GPU) return ember_fail(err, EMBER_ERR_UNSUPPORTED, "the CPU backend has no GPU timestamps");
+    return ember_forward_set_profiling(s->impl, on, err);
+}
+
+uint32_t ember_step_profile(const ember_step *s, const ember_vk_dispatch_time **d, uint32_t *n_barriers,
+                            double *gpu_ns)
+{
+    if (s->ops != &GPU) {
+        *d = NULL, *n_barriers = 0, *gpu_ns = 0;
+        return 0;
+    }
+    return ember_forward_profile(s->impl, d, n_barriers, gpu_ns);
+}
+
 uint32_t ember_step_max_blocks(const ember_model *m, uint32_t block_size, ember_kv_type t)
 {
     const ember_hparams *hp = &m->llama.hp;

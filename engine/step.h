@@ -50,6 +50,12 @@ ember_status ember_step_sync_next(ember_step *s, void *timeline, uint64_t wait_v
 uint64_t ember_step_kv_bytes(const ember_step *s);
 ember_status ember_step_resize_kv(ember_step *s, uint32_t n, uint32_t keep, ember_err *err);
 
+/* Profiling (GPU only; the CPU backend returns EMBER_ERR_UNSUPPORTED): every dispatch of
+ * the steps timed from now on, and the last waited-for step's dispatches (vk_cmd.h). */
+ember_status ember_step_set_profiling(ember_step *s, bool on, ember_err *err);
+uint32_t ember_step_profile(const ember_step *s, const ember_vk_dispatch_time **d, uint32_t *n_barriers,
+                            double *gpu_ns);
+
 /* The most KV blocks of block_size positions and type t that a step of model m can hold:
  * on a GPU one layer's K (or V) pool must fit one storage binding; the CPU has no limit. */
 uint32_t ember_step_max_blocks(const ember_model *m, uint32_t block_size, ember_kv_type t);

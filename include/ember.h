@@ -312,6 +312,8 @@ typedef struct ember_engine_opts {
     /* A draft model for speculative decoding (same vocabulary, same backend), used by
      * requests that ask for it; NULL = none. Borrowed: it must outlive the engine. */
     ember_model *draft;
+    int profile;                /* 1 = time every dispatch of every step (ember_engine_get_profile);
+                                   costs a GPU timestamp per dispatch */
 } ember_engine_opts;
 
 EMBER_API ember_status ember_engine_create(ember_model *model, const ember_engine_opts *opts,
@@ -551,6 +553,48 @@ typedef struct ember_engine_stats {
 /* A snapshot taken at the end of the last step (and at submit, and as each request
  * finishes, so that it agrees with ember_engine_pending). Thread-safe. */
 EMBER_API void ember_engine_get_stats(ember_engine *engine, ember_engine_stats *stats);
+
+/* ---- Profiling (docs/profiling.md) ----------------------------------------------------
+ * Where a step's time goes, for an engine made with ember_engine_opts.profile = 1: the GPU
+ * time of every kernel (timestamp queries around each dispatch), dispatches and barriers
+ * per step, the host's time per step, and the model weights read (bytes per token and the
+ * bandwidth that implies). Steps of the speculative draft model are not included. */
+#define EMBER_PROFILE_MAX_KERNELS 64
+
+typedef struct ember_profile_kernel {
+    char name[48];          /* the pipeline: its shader and variant, e.g. "linear_q8_0_m1";
+                               "(other)" gathers kernels past EMBER_PROFILE_MAX_KERNELS */
+    uint64_t dispatches;    /* in the phase's steps, all together */
+    double gpu_ms;          /* their GPU time */
+    uint64_t weight_bytes;  /* model weights they read */
+} ember_profile_kernel;
+
+typedef struct ember_profile_phase {
+    uint64_t steps, tokens;      /* steps profiled, and the batch rows they computed */
+    uint64_t dispatches, barriers;
+    uint64_t submissions;        /* command buffers submitted for the steps: the step's own and
+                                    a copy-on-write of shared KV blocks before it, if any */
+    double gpu_ms;               /* GPU time of the steps, first dispatch to last */
+    double host_ms;              /* host time of the steps outside the wait for the GPU
+                                    (planning, recording, submitting, sampling, callbacks):
+                                    steps run back to back leave the GPU idle this long */
+    uint64_t weight_bytes;       /* model weights the steps read */
+    uint32_t n_kernels;          /* kernels[0 .. n_kernels-1], most GPU time first */
+    ember_profile_kernel kernels[EMBER_PROFILE_MAX_KERNELS];
+} ember_profile_phase;
+
+typedef struct ember_profile {
+    int gpu_timed;               /* 0: the CPU backend, or a device without timestamps: steps,
+                                    tokens and host time only */
+    ember_profile_phase decode;  /* steps whose every row gives logits: decoding, verifying drafts */
+    ember_profile_phase prefill; /* steps with a prompt chunk */
+} ember_profile;
+
+/* Copies the profile gathered since the engine was made or last reset. EMBER_ERR_INVALID_ARG
+ * when the engine was made without ember_engine_opts.profile. Thread-safe. */
+EMBER_API ember_status ember_engine_get_profile(ember_engine *engine, ember_profile *out);
+/* Starts the profile afresh (after a warm-up, say). Thread-safe. */
+EMBER_API void ember_engine_reset_profile(ember_engine *engine);
 
 /* Scores a token sequence for perplexity: the sequence is cut into consecutive windows
  * of ctx tokens (0 = the model's context length); in each window every token after the

@@ -36,6 +36,17 @@ struct ember_vk_cmd {
     VkSemaphore sync;    /* the next submission waits for sync_wait and signals sync_signal */
     uint64_t sync_wait, sync_signal;
     ember_err err;
+    struct {               /* profiling (ember_vk_cmd_set_profiling) */
+        VkQueryPool queries;  /* EMBER_VK_PROFILE_MAX + 1 timestamps */
+        ember_vk_dispatch_time *d; /* per dispatch of the recording */
+        uint64_t *ts;
+        uint32_t n_barriers, last_n, last_barriers;
+        double last_ns;
+        bool on;
+        bool recorded;        /* this recording is profiled */
+        bool done;            /* the last completed submission was profiled */
+        bool last_ok;         /* the last ember_vk_cmd_dispatch recorded a dispatch */
+    } prof;
 };
 
 static ember_status add_descriptor_pool(ember_vk_cmd *c)
@@ -94,6 +105,9 @@ void ember_vk_cmd_destroy(ember_vk_cmd *c)
     ember_vk_cmd_wait(c, UINT64_MAX, &ignored);
     for (uint32_t i = 0; i < c->n_dpools; i++) vkDestroyDescriptorPool(d, c->dpools[i], NULL);
     if (c->queries) vkDestroyQueryPool(d, c->queries, NULL);
+    if (c->prof.queries) vkDestroyQueryPool(d, c->prof.queries, NULL);
+    ember_free(c->prof.d);
+    ember_free(c->prof.ts);
     if (c->fence) vkDestroyFence(d, c->fence, NULL);
     if (c->pool) vkDestroyCommandPool(d, c->pool, NULL);
     ember_free(c);
@@ -117,6 +131,13 @@ ember_status ember_vk_cmd_begin(ember_vk_cmd *c, ember_err *err)
     if (s == EMBER_OK) s = ember_vk_check(vkBeginCommandBuffer(c->cb, &bi), err, "vkBeginCommandBuffer");
     if (s != EMBER_OK) return s;
     if (c->queries) vkCmdResetQueryPool(c->cb, c->queries, 0, N_TIMESTAMPS);
+    c->prof.n_barriers = 0;
+    c->prof.done = false;
+    c->prof.recorded = c->prof.on;
+    if (c->prof.recorded) {
+        vkCmdResetQueryPool(c->cb, c->prof.queries, 0, EMBER_VK_PROFILE_MAX + 1);
+        vkCmdWriteTimestamp(c->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->prof.queries, 0);
+    }
     c->recording = true;
     return EMBER_OK;
 }
@@ -198,6 +219,7 @@ void ember_vk_cmd_dispatch(ember_vk_cmd *c, const ember_vk_pipeline *p, const em
                            const void *push, uint32_t gx, uint32_t gy, uint32_t gz)
 {
     const uint32_t *max = c->vk->caps.max_wg_count;
+    c->prof.last_ok = false;
     if (c->status != EMBER_OK || !c->recording) return;
     if (gx == 0 || gy == 0 || gz == 0) return; /* nothing to do */
     if (gx > max[0] || gy > max[1] || gz > max[2]) {
@@ -216,12 +238,18 @@ void ember_vk_cmd_dispatch(ember_vk_cmd *c, const ember_vk_pipeline *p, const em
     vkCmdBindDescriptorSets(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &set, 0, NULL);
     if (p->push_size) vkCmdPushConstants(c->cb, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p->push_size, push);
     vkCmdDispatch(c->cb, gx, gy, gz);
+    if (c->prof.recorded && c->n_dispatch < EMBER_VK_PROFILE_MAX) {
+        c->prof.d[c->n_dispatch] = (ember_vk_dispatch_time){p->name, 0, 0};
+        vkCmdWriteTimestamp(c->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->prof.queries, c->n_dispatch + 1);
+        c->prof.last_ok = true;
+    }
     c->n_dispatch++;
 }
 
 void ember_vk_cmd_barrier(ember_vk_cmd *c)
 {
     if (c->status != EMBER_OK || !c->recording) return;
+    c->prof.n_barriers++;
     VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                           .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
                           .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
@@ -293,8 +321,23 @@ ember_status ember_vk_cmd_submit_nowait(ember_vk_cmd *c, ember_err *err)
     if (s != EMBER_OK) return s;
     c->in_flight = true;
     c->last_n_dispatch = c->n_dispatch;
+    c->prof.last_barriers = c->prof.n_barriers;
     c->ts_done = 0;
     return EMBER_OK;
+}
+
+/* The dispatches' times from the timestamps around them (after the fence). */
+static void read_profile(ember_vk_cmd *c)
+{
+    uint32_t n = c->last_n_dispatch < EMBER_VK_PROFILE_MAX ? c->last_n_dispatch : EMBER_VK_PROFILE_MAX;
+    VkResult r = vkGetQueryPoolResults(c->vk->device, c->prof.queries, 0, n + 1, (n + 1) * sizeof(uint64_t),
+                                       c->prof.ts, sizeof(uint64_t), VK_QUERY_RESULT_64_BIT);
+    if (r != VK_SUCCESS) return;
+    double period = c->vk->caps.timestamp_period_ns;
+    for (uint32_t i = 0; i < n; i++) c->prof.d[i].ns = (double)(c->prof.ts[i + 1] - c->prof.ts[i]) * period;
+    c->prof.last_n = n;
+    c->prof.last_ns = (double)(c->prof.ts[n] - c->prof.ts[0]) * period;
+    c->prof.done = true;
 }
 
 ember_status ember_vk_cmd_wait(ember_vk_cmd *c, uint64_t timeout_ns, ember_err *err)
@@ -306,6 +349,7 @@ ember_status ember_vk_cmd_wait(ember_vk_cmd *c, uint64_t timeout_ns, ember_err *
     if (r == VK_TIMEOUT) return ember_fail(err, EMBER_ERR_DEVICE_LOST, "GPU work did not finish in 600 s");
     ember_status s = ember_vk_check(r, err, "vkWaitForFences");
     c->ts_done = s == EMBER_OK ? c->ts_written : 0;
+    if (s == EMBER_OK && c->prof.recorded) read_profile(c);
     return s;
 }
 
@@ -337,4 +381,37 @@ ember_status ember_vk_cmd_sync_next(ember_vk_cmd *c, VkSemaphore timeline, uint6
     c->sync_wait = wait_value;
     c->sync_signal = signal_value;
     return EMBER_OK;
+}
+
+ember_status ember_vk_cmd_set_profiling(ember_vk_cmd *c, bool on, ember_err *err)
+{
+    if (on && !c->prof.queries) {
+        if (c->vk->caps.timestamp_period_ns <= 0)
+            return ember_fail(err, EMBER_ERR_UNSUPPORTED, "the device has no timestamps on its compute queue");
+        c->prof.d = ember_calloc(EMBER_VK_PROFILE_MAX, sizeof *c->prof.d);
+        c->prof.ts = ember_calloc(EMBER_VK_PROFILE_MAX + 1, sizeof *c->prof.ts);
+        if (!c->prof.d || !c->prof.ts) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+        VkQueryPoolCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+                                    .queryType = VK_QUERY_TYPE_TIMESTAMP, .queryCount = EMBER_VK_PROFILE_MAX + 1};
+        ember_status s = ember_vk_check(vkCreateQueryPool(c->vk->device, &qi, NULL, &c->prof.queries), err,
+                                        "vkCreateQueryPool");
+        if (s != EMBER_OK) return s;
+    }
+    c->prof.on = on;
+    return EMBER_OK;
+}
+
+void ember_vk_cmd_note_bytes(ember_vk_cmd *c, uint64_t bytes)
+{
+    if (c->prof.last_ok) c->prof.d[c->n_dispatch - 1].bytes += bytes;
+}
+
+uint32_t ember_vk_cmd_profile(const ember_vk_cmd *c, const ember_vk_dispatch_time **out, uint32_t *n_barriers,
+                              double *gpu_ns)
+{
+    bool done = c->prof.done && !c->recording;
+    *out = done ? c->prof.d : NULL;
+    *n_barriers = done ? c->prof.last_barriers : 0;
+    *gpu_ns = done ? c->prof.last_ns : 0;
+    return done ? c->prof.last_n : 0;
 }

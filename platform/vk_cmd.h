@@ -45,4 +45,27 @@ ember_status ember_vk_cmd_sync_next(ember_vk_cmd *c, VkSemaphore timeline, uint6
 /* Dispatches recorded in the last recording. */
 uint32_t ember_vk_cmd_dispatch_count(const ember_vk_cmd *c);
 
+/* Profiling (off by default). With it on, every recording writes a timestamp before its
+ * first dispatch and after each dispatch, so that a dispatch's time is the time between
+ * the previous dispatch's end and its own (dispatches without a barrier between them may
+ * overlap on a GPU: their times then split what they took together). EMBER_ERR_UNSUPPORTED
+ * when the device has no timestamps on its compute queue. */
+ember_status ember_vk_cmd_set_profiling(ember_vk_cmd *c, bool on, ember_err *err);
+/* Adds bytes of weights to what the last recorded dispatch reads (its bandwidth). */
+void ember_vk_cmd_note_bytes(ember_vk_cmd *c, uint64_t bytes);
+
+typedef struct ember_vk_dispatch_time {
+    const char *name;  /* the pipeline's; valid while the pipeline lives */
+    double ns;         /* GPU time */
+    uint64_t bytes;    /* ember_vk_cmd_note_bytes */
+} ember_vk_dispatch_time;
+#define EMBER_VK_PROFILE_MAX 4096
+
+/* The last completed submission's dispatches in recording order, the first
+ * EMBER_VK_PROFILE_MAX of them (NULL and 0 when it was not profiled), its barriers, and
+ * its GPU time from the recording's start to the last timed dispatch's end (*gpu_ns).
+ * The array is the command buffer's: valid until the next begin. */
+uint32_t ember_vk_cmd_profile(const ember_vk_cmd *c, const ember_vk_dispatch_time **out, uint32_t *n_barriers,
+                              double *gpu_ns);
+
 #endif

@@ -8,11 +8,7 @@
 # its baseline, says why, and a model's tokens stay those of the default width.
 set -uo pipefail
 ember=${EMBER_BIN:?EMBER_BIN: the ember program}
-pass=0 fail=0
-check() { # check NAME CONDITION-STATUS
-    if [ "$2" -eq 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $1"; fi
-}
-has() { grep -qE -- "$2" <<<"$1"; }
+source "$(dirname "${BASH_SOURCE[0]}")/check_fixture.sh"
 
 # ---- info -m: a model's tensors and device memory, from the file alone (no device) ----
 # (its numbers against what loading allocates: tests/test_memory_estimate.c)
@@ -128,5 +124,4 @@ else
     check "the test layer is built in $layers" 1
 fi
 
-echo "test_info: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish test_info

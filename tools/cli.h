@@ -101,4 +101,9 @@ void cli_output_free(cli_output *o);
 /* Writes s as a JSON string literal (with quotes), escaping as needed. */
 void cli_json_string(FILE *f, const char *s, size_t len);
 
+/* An engine's profile (--profile, cli_profile.c): as tables for people, or as the value of
+ * a JSON "profile" key (docs/profiling.md). */
+void cli_profile_text(FILE *f, const ember_profile *p);
+void cli_profile_json(FILE *f, const ember_profile *p);
+
 #endif

@@ -165,6 +165,7 @@ static bool parse(int argc, char **argv, bench_args *a)
         if (cli_is_help(argv[i])) return a->help = true;
         if (strcmp(argv[i], "--json") == 0) a->json = true;
         else if (strcmp(argv[i], "--no-prefix-cache") == 0) a->eo.no_prefix_cache = 1, a->engine_flag = argv[i];
+        else if (strcmp(argv[i], "--profile") == 0) a->eo.profile = 1, a->engine_flag = argv[i];
         else if (!cli_flag_in(argv[i], value_flags) && !cli_flag_in(argv[i], cli_spec_flags))
             return cli_unknown("bench", argv[i]), false;
         else if (!(v = cli_value(argc, argv, &i)) || !bench_flag(argv[i - 1], v, a)) return false;
@@ -416,7 +417,7 @@ static void engine_json(const bench_args *a, const workload *w, const ember_engi
      * step (prompts, decodes, recomputation after preemption, padding); padding_tokens the
      * rows static batching computed for its fixed shape (padded prompts, finished members). */
     printf("\"prefix_hit_tokens\": %llu, \"cow_copies\": %llu, \"preemptions\": %llu, \"steps\": %llu, "
-           "\"tokens_computed\": %llu, \"padding_tokens\": %llu, \"batching\": \"%s\", \"kv_layout\": \"%s\"}\n",
+           "\"tokens_computed\": %llu, \"padding_tokens\": %llu, \"batching\": \"%s\", \"kv_layout\": \"%s\"",
            (unsigned long long)st->prefix_hit_tokens, (unsigned long long)st->cow_copies,
            (unsigned long long)st->preemptions, (unsigned long long)st->steps,
            (unsigned long long)st->tokens_computed, (unsigned long long)st->padding_tokens,
@@ -457,8 +458,17 @@ static bool report(const bench_args *a, workload *w, ember_engine *e, double dur
     if (!ok) return false;
     ember_engine_stats st;
     ember_engine_get_stats(e, &st);
-    if (a->json) summary_json(a, &s), engine_json(a, w, &st);
-    else summary_text(a, &s, 0, "ITL ms"), engine_text(a, w, &st);
+    ember_profile *prof = a->eo.profile ? malloc(sizeof *prof) : NULL;
+    if (prof && ember_engine_get_profile(e, prof) != EMBER_OK) free(prof), prof = NULL;
+    if (a->json) {
+        summary_json(a, &s), engine_json(a, w, &st);
+        if (prof) printf(", \"profile\": "), cli_profile_json(stdout, prof);
+        printf("}\n");
+    } else {
+        summary_text(a, &s, 0, "ITL ms"), engine_text(a, w, &st);
+        if (prof) cli_profile_text(stdout, prof);
+    }
+    free(prof);
     return true;
 }
 
@@ -579,7 +589,7 @@ static int usage(FILE *out, int code)
                 "                   [--batching continuous|static|static-ragged]\n"
                 "                   [--kv paged|contiguous] [--kv-type f32|q8_0] [--no-prefix-cache] [--seed S]\n"
                 "                   [--slo-ttft-ms X] [--slo-tpot-ms Y]\n"
-                "                   [--draft M2 --draft-k K | --ngram N] [--json]\n"
+                "                   [--draft M2 --draft-k K | --ngram N] [--profile] [--json]\n"
                 "       ember bench --url http://HOST:PORT [--model NAME] [--api-key KEY] [--vocab V]\n"
                 "                   [the workload flags: --requests ... --concurrency N --slo-tpot-ms Y] [--json]\n"
                 "                   drives a running server (ember serve) with the same workload\n");

@@ -15,7 +15,7 @@ typedef struct gen_args {
     ember_logit_bias bias[CLI_MAX_BIAS]; /* sampling.logit_bias */
     const char *stop[EMBER_MAX_STOP + 1];
     int n_stop;
-    bool json, no_bos, ignore_eos, help;
+    bool json, no_bos, ignore_eos, help, profile;
     long max_batch_tokens;
     long kv_blocks;                    /* 0 = the engine's default (one whole context at least) */
     ember_kv_type kv_type;
@@ -32,6 +32,7 @@ typedef struct gen_state {
     double load_ms;             /* ember_model_load (and the draft's), wall time */
     uint64_t weight_bytes;      /* device memory once the model was loaded: its weights */
     uint64_t device_bytes;      /* ... and once the engine was made: weights, KV, activations */
+    const ember_profile *prof;  /* --profile: the engine's, read once the request ended */
 } gen_state;
 
 /* The options that take a value, besides the model's, sampling's and speculation's. */
@@ -42,7 +43,8 @@ static int usage(FILE *out, int code)
 {
     fprintf(out, "usage: ember generate -m MODEL.gguf [-p TEXT] [-n N] [sampling] [--stop STR]...\n"
                     "                      [--backend vulkan|cpu] [--device N] [--no-bos] [--ignore-eos]\n"
-                    "                      [--max-batch-tokens T] [--kv-type f32|q8_0] [--kv-blocks N] [--json]\n"
+                    "                      [--max-batch-tokens T] [--kv-type f32|q8_0] [--kv-blocks N] [--profile]\n"
+                    "                      [--json]\n"
                     "sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --repeat-penalty R\n"
                     "          --frequency-penalty F --presence-penalty P --seed S\n"
                  "          --logit-bias ID=BIAS (repeatable; -inf bans the token)\n"
@@ -64,6 +66,7 @@ static bool parse(int argc, char **argv, gen_args *a)
         else if (strcmp(f, "--no-bos") == 0) a->no_bos = true;
         else if (strcmp(f, "--ignore-eos") == 0) a->ignore_eos = true;
         else if (strcmp(f, "--adaptive") == 0) a->spec.adaptive = 1;
+        else if (strcmp(f, "--profile") == 0) a->profile = true;
         else if (!cli_flag_in(f, value_flags) && !cli_flag_in(f, cli_sampling_flags) && !cli_flag_in(f, cli_spec_flags)) {
             cli_unknown("generate", f);
             return false;
@@ -121,6 +124,7 @@ static void report(const gen_state *g)
                 "\n[%u prompt tokens, %u generated; load %.1f ms; ttft %.1f ms; prefill %.1f tok/s; "
                 "decode %.1f tok/s]\n",
                 m->n_prompt, m->n_gen, g->load_ms, m->ttft_ms, prefill, decode);
+        if (g->prof) cli_profile_text(stderr, g->prof);
         return;
     }
     printf("{\"tokens\": [");
@@ -139,6 +143,7 @@ static void report(const gen_state *g)
                m->n_drafted, m->n_accepted, m->n_drafted ? (double)m->n_accepted / m->n_drafted : 0.0,
                m->n_gen > 1 ? (m->n_gen - 1) / steps : 0.0);
     }
+    if (g->prof) printf(", \"profile\": "), cli_profile_json(stdout, g->prof);
     printf("}\n");
 }
 
@@ -153,7 +158,7 @@ static int run(ember_model *model, ember_model *draft, const gen_args *a, double
 {
     uint64_t weights = device_bytes(model);
     ember_engine_opts eo = {.max_batch_tokens = (uint32_t)a->max_batch_tokens, .max_seqs = 1, .draft = draft,
-                            .kv_type = a->kv_type, .kv_blocks = (uint32_t)a->kv_blocks};
+                            .kv_type = a->kv_type, .kv_blocks = (uint32_t)a->kv_blocks, .profile = a->profile};
     ember_engine *e = NULL;
     if (ember_engine_create(model, &eo, &e) != EMBER_OK) {
         fprintf(stderr, "ember: %s\n", ember_engine_error(e));
@@ -176,7 +181,10 @@ static int run(ember_model *model, ember_model *draft, const gen_args *a, double
         fprintf(stderr, "ember: %s\n", s < 0 ? ember_engine_error(e) : "the engine stopped with the request pending");
         code = 1;
     } else {
+        ember_profile *prof = a->profile ? malloc(sizeof *prof) : NULL;
+        if (prof && ember_engine_get_profile(e, prof) == EMBER_OK) g.prof = prof;
         report(&g);
+        free(prof);
         if (g.why == EMBER_FINISH_KV_FULL) {
             ember_engine_stats st;
             ember_engine_get_stats(e, &st);

@@ -392,6 +392,17 @@ ember_status ember_forward_run(ember_forward *f, const ember_batch *b, float *lo
 
 uint32_t ember_forward_dispatches(const ember_forward *f) { return ember_vk_cmd_dispatch_count(f->cmd); }
 
+ember_status ember_forward_set_profiling(ember_forward *f, bool on, ember_err *err)
+{
+    return ember_vk_cmd_set_profiling(f->cmd, on, err);
+}
+
+uint32_t ember_forward_profile(const ember_forward *f, const ember_vk_dispatch_time **d, uint32_t *n_barriers,
+                               double *gpu_ns)
+{
+    return ember_vk_cmd_profile(f->cmd, d, n_barriers, gpu_ns);
+}
+
 ember_status ember_forward_copy_blocks(ember_forward *f, const uint32_t *src, const uint32_t *dst, uint32_t n,
                                        ember_err *err)
 {

@@ -61,4 +61,10 @@ uint64_t ember_forward_buffer_bytes(const ember_hparams *hp, const ember_forward
 /* Dispatches recorded by the last run (to keep the count per token in view). */
 uint32_t ember_forward_dispatches(const ember_forward *f);
 
+/* Profiling: time every dispatch of the steps from now on (vk_cmd.h); the last collected
+ * step's dispatches, barriers and GPU time. */
+ember_status ember_forward_set_profiling(ember_forward *f, bool on, ember_err *err);
+uint32_t ember_forward_profile(const ember_forward *f, const ember_vk_dispatch_time **d, uint32_t *n_barriers,
+                               double *gpu_ns);
+
 #endif

@@ -78,8 +78,9 @@ void ember_kernels_want_linear(const ember_kernels *k, const ember_gpu_weight *w
     }
 }
 
+/* One dispatch, which reads weight_bytes of the weights (for the profile). */
 static void dispatch(ember_vk_cmd *c, const ember_kernels *k, const launch *l, const ember_vk_span b[6],
-                     linear_push *pc)
+                     linear_push *pc, uint64_t weight_bytes)
 {
     uint32_t tiles = ember_k_ceil(pc->n_out, pc->step);
     uint32_t n_wg = ember_k_ceil(tiles, l->per_wg);
@@ -88,6 +89,7 @@ static void dispatch(ember_vk_cmd *c, const ember_kernels *k, const launch *l, c
     ember_k_grid(n_wg, k->caps.max_wg_count[0], &gx, &gz);
     pc->wgx = gx;
     ember_vk_cmd_dispatch(c, l->p, b, pc, gx, gy, gz);
+    ember_vk_cmd_note_bytes(c, weight_bytes);
 }
 
 static void bind_weights(ember_vk_span b[6], const ember_gpu_weight_part *p0, const ember_gpu_weight_part *p1)
@@ -121,7 +123,7 @@ static void linear_rows(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu
         pc.off0 = 0;
         pc.off1 = l.rows / 2;
         pc.lim0 = pc.lim1 = p->n_rows;
-        dispatch(c, k, &l, b, &pc);
+        dispatch(c, k, &l, b, &pc, ember_gpu_weight_bytes(p->type, p->n_rows, w->cols));
     }
 }
 
@@ -147,7 +149,7 @@ static void linear_swiglu(ember_vk_cmd *c, const ember_kernels *k, const ember_g
         pc.lim0 = g->n_rows;
         pc.off1 = i + h - u->row0;
         pc.lim1 = u->n_rows;
-        dispatch(c, k, &l, b, &pc);
+        dispatch(c, k, &l, b, &pc, 2 * ember_gpu_weight_bytes(g->type, pc.n_out, w->cols));
         i = end;
     }
 }

@@ -24,6 +24,8 @@ void ember_k_embed(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weig
         embed_push pc = {emb->cols, n_tok, p->row0, p->n_rows, (uint32_t)p->type, gx};
         ember_vk_span b[4] = {tokens, x, p->data, p->type == EMBER_DTYPE_Q8_0 ? p->scales : p->data};
         ember_vk_cmd_dispatch(c, k->embed, b, &pc, gx, gy, 1);
+        /* Each token reads one row, from whichever part holds it: counted on the first. */
+        if (i == 0) ember_vk_cmd_note_bytes(c, n_tok * ember_gpu_weight_bytes(p->type, 1, emb->cols));
     }
 }
 
@@ -37,6 +39,7 @@ void ember_k_rmsnorm(ember_vk_cmd *c, const ember_kernels *k, ember_vk_span x, e
     /* Without indirection binding 3 is unused; x stands in for it. */
     ember_vk_span b[4] = {x, w, y, rows ? *rows : x};
     ember_vk_cmd_dispatch(c, k->rmsnorm, b, &pc, gx, gy, 1);
+    ember_vk_cmd_note_bytes(c, (uint64_t)dim * sizeof(float));
 }
 
 void ember_k_argmax(ember_vk_cmd *c, const ember_kernels *k, ember_vk_span logits,
