@@ -8,6 +8,7 @@
  * weights of the layers that remain unchanged; a qwen2 model of one seed is the llama
  * model of that seed plus Q/K/V biases. */
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@
 #define PIECE_MAX 32
 #define VOCAB_MIN (3 + 256 + 5)
 #define VOCAB_MAX 1000000
+#define MAX_THREADS 16 /* making a tensor */
 
 typedef struct tm_args {
     const char *out;
@@ -244,7 +246,9 @@ static uint64_t splitmix64(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-/* x[i] = center + uniform(-half, half), two 24-bit draws per 64-bit step. */
+/* x[i] = center + uniform(-half, half), two 24-bit draws per 64-bit step. The generator
+ * is a counter, so a run starting at an even index i of one stream starts from the
+ * stream's state advanced by i / 2 steps, and gets the very values of one pass. */
 static void fill_uniform(float *x, size_t n, uint64_t seed, float center, float half)
 {
     const float unit = 1.0f / 16777216.0f;
@@ -255,6 +259,8 @@ static void fill_uniform(float *x, size_t n, uint64_t seed, float center, float 
             x[i + 1] = center + half * (2.0f * (float)((r >> 8) & 0xffffff) * unit - 1.0f);
     }
 }
+
+static uint64_t stream_at(uint64_t seed, uint64_t i) { return seed + (i / 2) * 0x9E3779B97F4A7C15ull; }
 
 /* ---- the tensors: planned, typed, then made one at a time as the file is written ---- */
 
@@ -290,22 +296,69 @@ static ember_status add_weight(plan *p, const tm_args *a, const char *name, bool
     return EMBER_OK;
 }
 
-/* The values of t in its type, made into dst (the writer's buffer for it). */
+/* Rows r0 .. r1-1 of a tensor, made on a thread of their own (make_tensor). */
+typedef struct rows_job {
+    const struct spec *t;
+    uint8_t *dst;
+    uint64_t seed, r0, r1;
+    bool failed;
+} rows_job;
+
+static void *make_rows(void *arg)
+{
+    rows_job *j = arg;
+    const spec *t = j->t;
+    uint64_t ne0 = t->ne[0], first = j->r0 * ne0, n = (j->r1 - j->r0) * ne0;
+    uint8_t *out = j->dst + ember_dtype_size(t->type, first);
+    float *x = t->type == EMBER_DTYPE_F32 ? (float *)out : malloc(n * sizeof *x);
+    if (!x) {
+        j->failed = true;
+        return NULL;
+    }
+    fill_uniform(x, n, stream_at(j->seed, first), t->center, t->half);
+    if (t->type != EMBER_DTYPE_F32) { /* the rows are whole blocks: one call is row by row */
+        ember_quantize_row(t->type, x, out, n);
+        free(x);
+    }
+    return NULL;
+}
+
+/* Threads for a tensor of n values: one per core, each with at least a million values;
+ * runs start at even values (a pair of the generator) and whole rows. */
+static uint32_t threads_for(const spec *t)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    uint64_t by_size = t->ne[0] * t->ne[1] / (1u << 20), most = cores > 1 ? (uint64_t)cores : 1;
+    if (t->ne[0] % 2) return 1;
+    if (most > MAX_THREADS) most = MAX_THREADS;
+    if (by_size < most) most = by_size ? by_size : 1;
+    return most < t->ne[1] ? (uint32_t)most : (uint32_t)t->ne[1];
+}
+
+/* The values of t in its type, made into dst (the writer's buffer for it): rows in runs
+ * on several threads, the same bytes as one pass. */
 static ember_status make_tensor(void *user, void *dst, uint64_t nbytes)
 {
     const spec *t = user;
-    size_t n = (size_t)(t->ne[0] * t->ne[1]);
-    float *x = t->type == EMBER_DTYPE_F32 ? dst : malloc(n * sizeof *x);
-    if (!x) return EMBER_ERR_OUT_OF_MEMORY;
     uint64_t seed = (uint64_t)t->seed ^ hash_str(t->name);
     (void)splitmix64(&seed); /* decorrelate seeds that differ in a few bits */
-    fill_uniform(x, n, seed, t->center, t->half);
-    if (t->type != EMBER_DTYPE_F32) { /* the rows are whole blocks: one call is row by row */
-        ember_quantize_row(t->type, x, dst, n);
-        free(x);
+    uint32_t n = threads_for(t);
+    rows_job jobs[MAX_THREADS];
+    pthread_t tid[MAX_THREADS];
+    bool started[MAX_THREADS] = {false};
+    for (uint32_t i = 0; i < n; i++) {
+        jobs[i] = (rows_job){t, dst, seed, t->ne[1] * i / n, t->ne[1] * (i + 1) / n, false};
+        started[i] = i > 0 && pthread_create(&tid[i], NULL, make_rows, &jobs[i]) == 0;
+    }
+    make_rows(&jobs[0]);
+    bool failed = jobs[0].failed;
+    for (uint32_t i = 1; i < n; i++) {
+        if (started[i]) pthread_join(tid[i], NULL);
+        else make_rows(&jobs[i]); /* no thread: made here */
+        failed |= jobs[i].failed;
     }
     (void)nbytes;
-    return EMBER_OK;
+    return failed ? EMBER_ERR_OUT_OF_MEMORY : EMBER_OK;
 }
 
 /* A matrix with rows of fan_in values: uniform(-a, a) with a = sqrt(3 / fan_in) gives
