@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/gpu-check.sh — Ember on a machine with a GPU, in one prepared command (issue 14):
+# bench/gpu-check.sh — Ember on a machine with a GPU, in one prepared command (issues 14, 23):
 # check the prerequisites, build, run the test suite, then measure and write ONE Markdown
 # table (docs/benchmarks.md, "bench/gpu-check.sh").
 #
@@ -391,64 +391,122 @@ make_prompt() { # MODEL N
   printf '%s' "$text"
 }
 
-# Models A and B in F16 and Q8_0, A in F32 (the speculative target) and its Q8_0 quantized
-# copy (the draft): made in parallel, in the background (they only need the CPU).
+# Models A (1B-class) and B (8B-class) in each of TYPES, T (stories260K's shape, for the
+# fixed costs of a step) in F32, and A in F32 (the speculative target) with its Q8_0
+# quantized copy (the draft): made in the background (they only need the CPU; make-test-
+# model uses a thread per core), the ones measured first started first.
 start_models() {
   MODELS_DIR=$BUILD/models-$SIZE_TAG
   mkdir -p "$MODELS_DIR"
   local m t
-  MODEL_PIDS=()
-  for m in A B; do
-    for t in f16 q8_0; do
-      make_model "$m" "$t" "$MODELS_DIR/$m-$t.gguf" & MODEL_PIDS+=($!)
+  declare -gA MODEL_PID
+  make_model T f32 "$MODELS_DIR/T-f32.gguf" & MODEL_PID[T-f32]=$!
+  for t in $TYPES; do
+    for m in B A; do
+      make_model "$m" "$t" "$MODELS_DIR/$m-$t.gguf" & MODEL_PID[$m-$t]=$!
     done
   done
   (make_model A f32 "$MODELS_DIR/A-f32.gguf" &&
    { [ -f "$MODELS_DIR/A-f32-draft-q8_0.gguf" ] ||
      "$EMBER" quantize "$MODELS_DIR/A-f32.gguf" "$MODELS_DIR/A-f32-draft-q8_0.gguf" q8_0 >/dev/null; }) &
-  MODEL_PIDS+=($!)
+  MODEL_PID[A-f32]=$!
 }
-make_model() { # A|B TYPE OUT
+make_model() { # A|B|T TYPE OUT
   [ -f "$3" ] && return 0
-  local shape; [ "$1" = A ] && shape=$SHAPE_A || shape=$SHAPE_B
+  local shape
+  case $1 in A) shape=$SHAPE_A ;; B) shape=$SHAPE_B ;; T) shape=$SHAPE_T ;; esac
   "$EMBER" make-test-model "$3.part" $shape --ctx "$CTX" --type "$2" --seed 1 >/dev/null && mv "$3.part" "$3"
 }
-wait_models() {
-  local p
-  for p in "${MODEL_PIDS[@]}"; do wait "$p" || die "making the test models failed ($MODELS_DIR)"; done
+# Waits for model NAME (A-q8_0, ...) to be made; fails when making it failed.
+need_model() { # NAME
+  local pid=${MODEL_PID[$1]:-}
+  [ -n "$pid" ] || return 0
+  wait "$pid" || { log "FAILED: making model $1 ($MODELS_DIR)"; MODEL_PID[$1]=""; return 1; }
+  MODEL_PID[$1]=""
 }
 
 ROWS=()
 row() { ROWS+=("| $1 | $2 | $3 | $4 | $5 |"); }
 
-# Prompt processing (PP tokens in one step) and decode (TG tokens after a one-word
-# prompt, as llama-bench's tgN): medians of RUNS runs.
+# The card's memory bandwidth as a buffer copy measures it (bench/gpu_check/copy_bandwidth.c,
+# compiled here against the Vulkan headers and loader Ember was built with): COPY_GBS.
+bench_copy() {
+  local inc=() lib=() prefix=$BUILD/deps-root out
+  [ -f "$prefix/usr/include/vulkan/vulkan.h" ] && inc=(-I "$prefix/usr/include")
+  [ -f "$prefix/usr/lib/$ARCH_TRIPLET/libvulkan.so" ] && lib=(-L "$prefix/usr/lib/$ARCH_TRIPLET")
+  if ! "$CC" -O2 -o "$BUILD/copy_bandwidth" "$ROOT/bench/gpu_check/copy_bandwidth.c" "${inc[@]}" "${lib[@]}" \
+       -lvulkan 2>"$BUILD/copy_bandwidth.log"; then
+    COPY_NOTE="not measured: compiling bench/gpu_check/copy_bandwidth.c failed"; log "$COPY_NOTE"; return 0
+  fi
+  out=$("$BUILD/copy_bandwidth" ${EMBER_DEVICE:-} 2>>"$RAW_LOG.stderr") || { COPY_NOTE="copy_bandwidth failed"; return 0; }
+  printf '%s\n' "\$ copy_bandwidth" "$out" >>"$RAW_LOG"
+  COPY_GBS=$(jnum gb_s "$out")
+  COPY_CELL="$(fmt "$COPY_GBS") GB/s"
+  COPY_NOTE="vkCmdCopyBuffer of $(jnum bytes "$out") bytes x $(jnum copies "$out") between device-local buffers; read + write counted"
+  log "copy bandwidth: $COPY_CELL"
+}
+
+# Prompt processing (PP tokens in one step) and then decode (TG tokens) in one run, as
+# llama-bench's ppN and tgN: medians of RUNS runs.
 bench_pp_tg() { # NAME FILE
   local name=$1 m=$2 pp=() tg=() j prompt
   prompt=$(make_prompt "$m" "$PP")
   for _ in $(seq "$RUNS"); do
-    j=$(ember_json generate -m "$m" -p "$prompt" -n 1 --max-batch-tokens "$PP")
-    [ -n "$j" ] && [ "$(jnum n_prompt "$j")" = "$PP" ] && pp+=("$(jnum prefill_tok_s "$j")")
-    j=$(ember_json generate -m "$m" -p "the" -n "$TG" --ignore-eos)
-    [ -n "$j" ] && tg+=("$(jnum decode_tok_s "$j")")
+    j=$(ember_json generate -m "$m" -p "$prompt" -n "$TG" --ignore-eos --max-batch-tokens "$PP")
+    [ -n "$j" ] && [ "$(jnum n_prompt "$j")" = "$PP" ] || continue
+    pp+=("$(jnum prefill_tok_s "$j")"); tg+=("$(jnum decode_tok_s "$j")")
   done
   PP_RESULT[$name]=$(median "${pp[@]}")
   TG_RESULT[$name]=$(median "${tg[@]}")
   log "$name: prompt $PP tokens $(fmt "${PP_RESULT[$name]}") tok/s, decode $TG tokens $(fmt "${TG_RESULT[$name]}") tok/s"
 }
 
+# One decode of PROFILE_TG tokens with --profile (docs/profiling.md): its tables for the
+# report, and the weights a decode token reads (WEIGHT_MB) for the share of the copy
+# bandwidth that decode reaches.
+bench_profile() { # NAME FILE
+  local name=$1 m=$2 out=$BUILD/profile-$1.txt
+  if ! EMBER_VALIDATION=0 "$EMBER" generate -m "$m" -p the -n "$PROFILE_TG" --ignore-eos --profile \
+       >/dev/null 2>"$out"; then
+    log "FAILED: ember generate --profile on $name ($out)"; return 0
+  fi
+  PROFILED+=("$name")
+  WEIGHT_MB[$name]=$(sed -n 's/^  weights .* MB a step, \([0-9.]*\) MB a token;.*/\1/p' "$out" | tail -n1)
+  log "$name: profiled; decode reads ${WEIGHT_MB[$name]} MB a token"
+}
+
+# Decode's share of the copy bandwidth: tok/s x MB a token over the copy's GB/s.
+roofline() { # NAME
+  awk -v t="${TG_RESULT[$1]:-}" -v w="${WEIGHT_MB[$1]:-}" -v c="${COPY_GBS:-}" \
+    'BEGIN { if (t == "" || w == "" || c == "" || c <= 0) print "-"; else printf "%.0f%%", 100 * t * w / (c * 1000) }'
+}
+
 # Batched decode: N requests of a 16-token prompt and TG_BATCH new tokens each, all at once
 # (ember bench, continuous batching): output tokens per second over the whole run.
 bench_batched() { # NAME FILE
-  local name=$1 m=$2 n j cells=() tpot=()
-  for n in 1 4 16; do
+  local name=$1 m=$2 n j cells=() tpot=() tps=()
+  for n in 1 16 64; do
     j=$(ember_json bench -m "$m" --requests "$n" --rate inf --prompt-len 16:16 --gen-len "$TG_BATCH:$TG_BATCH" \
-        --max-seqs 16 --seed 1)
-    cells+=("$(fmt "$(jnum throughput_tok_s "$j")")")
+        --max-seqs 64 --seed 1)
+    tps+=("$(jnum throughput_tok_s "$j")")
+    cells+=("$(fmt "${tps[-1]}")")
     tpot+=("$(fmt "$(jnum tpot_ms "$j" p50)")")
   done
-  BATCH_RESULT[$name]="${cells[0]} / ${cells[1]} / ${cells[2]} (TPOT p50 ${tpot[0]} / ${tpot[1]} / ${tpot[2]} ms)"
-  log "$name: batched decode 1/4/16: ${BATCH_RESULT[$name]}"
+  local x16; x16=$(awk -v a="${tps[1]}" -v b="${tps[0]}" 'BEGIN { if (a != "" && b > 0) printf "%.1fx", a / b; else print "-" }')
+  BATCH_RESULT[$name]="${cells[0]} / ${cells[1]} / ${cells[2]}; 16 streams **$x16** one (TPOT p50 ${tpot[0]} / ${tpot[1]} / ${tpot[2]} ms)"
+  log "$name: batched decode 1/16/64: ${BATCH_RESULT[$name]}"
+}
+
+# The fixed costs of a decode step: ms a token on stories260K's shape (5 layers, dim 64).
+bench_overhead() {
+  local m=$MODELS_DIR/T-f32.gguf tg=() j
+  for _ in $(seq "$RUNS"); do
+    j=$(ember_json generate -m "$m" -p the -n 256 --ignore-eos)
+    [ -n "$j" ] && tg+=("$(jnum decode_tok_s "$j")")
+  done
+  local t; t=$(median "${tg[@]}")
+  OVERHEAD_CELL=$(awk -v t="$t" 'BEGIN { if (t > 0) printf "%.3f ms a token (%.0f tok/s)", 1000 / t, t; else print "-" }')
+  log "per-token time, stories260K shape: $OVERHEAD_CELL"
 }
 
 # Speculative decoding: the Q8_0 copy of the F32 target as draft, k = 4, against plain
@@ -554,7 +612,7 @@ report() {
     sed 's/^/    /' <<<"$DEVICE_INFO"
     echo "    $DRIVER_INFO; $(nproc) CPU cores; Ember picks the first discrete device (EMBER_DEVICE=N to choose)"
     echo
-    echo "Models (\`ember make-test-model\`, random weights, context $CTX): A = $SHAPE_A; B = $SHAPE_B." \
+    echo "Models (\`ember make-test-model\`, random weights, context $CTX): A = $SHAPE_A; B = $SHAPE_B; T = $SHAPE_T." \
          "Ember and llama.cpp read the same files.$([ -n "${LLAMA_VERSION:-}" ] && echo " llama.cpp: $LLAMA_VERSION${LLAMA_BUILD:+ (build $LLAMA_BUILD)}, llama-bench -ngl 99 -r $RUNS${LLAMA_DEVICE:+ on $LLAMA_DEVICE}.")"
     echo
     echo "| check | model | Ember | llama.cpp | notes |"
@@ -565,6 +623,13 @@ report() {
     [ -n "$LLAMA_NOTE" ] && echo "llama.cpp: $LLAMA_NOTE."
     [ ${#SKIPPED[@]} -gt 0 ] && echo "Not measured (the ${BUDGET} s budget ran out): ${SKIPPED[*]}."
     echo "Raw JSON of every run: $(basename "$RAW_LOG"); test output: $(basename "$TEST_LOG")."
+    local p
+    for p in "${PROFILED[@]}"; do
+      echo
+      echo "### ember generate --profile, $p ($PROFILE_TG tokens after \"the\")"
+      echo
+      sed 's/^/    /' "$BUILD/profile-$p.txt"
+    done
   } | tee "$OUT_FILE"
 }
 
@@ -585,45 +650,50 @@ run() {
 
   start_models
   run_tests
-  wait_models
   setup_llama "$DEPS"
 
-  declare -gA PP_RESULT TG_RESULT BATCH_RESULT LLAMA_PP LLAMA_TG
-  SKIPPED=()
-  local m t name
-  for m in A B; do
-    for t in f16 q8_0; do
-      name="$m-$t"
-      if over_budget; then SKIPPED+=("$name"); continue; fi
-      bench_pp_tg "$name" "$MODELS_DIR/$name.gguf"
-      bench_llama "$name" "$MODELS_DIR/$name.gguf"
-    done
+  declare -gA PP_RESULT TG_RESULT BATCH_RESULT LLAMA_PP LLAMA_TG WEIGHT_MB
+  SKIPPED=() PROFILED=()
+  COPY_GBS="" COPY_CELL="-" COPY_NOTE="not measured"
+  SPEC_CELL="-" SPEC_NOTE="not measured" START_CELL="-" START_NOTE="not measured" OVERHEAD_CELL="-"
+  # What the issue's targets need first (8B-class decode beside llama.cpp and the copy
+  # bandwidth, 16 streams, the fixed costs), the rest while the budget lasts.
+  local task name
+  for task in copy "pp B-q8_0" "pp B-q4_k_m" "pp A-q8_0" "batch A-q8_0" overhead "batch B-q4_k_m" \
+              "pp A-q4_k_m" "pp A-f16" "pp B-f16" speculative start; do
+    if over_budget; then SKIPPED+=("$task"); continue; fi
+    name=${task#* }
+    case $task in
+      copy) bench_copy ;;
+      pp\ *) need_model "$name" || continue
+              bench_pp_tg "$name" "$MODELS_DIR/$name.gguf"
+              bench_llama "$name" "$MODELS_DIR/$name.gguf"
+              [[ $name == *f16 ]] || bench_profile "$name" "$MODELS_DIR/$name.gguf" ;;
+      batch\ *) need_model "$name" && bench_batched "$name" "$MODELS_DIR/$name.gguf" ;;
+      overhead) need_model T-f32 && bench_overhead && bench_llama T-f32 "$MODELS_DIR/T-f32.gguf" ;;
+      speculative) need_model A-f32 && bench_speculative ;;
+      start) need_model B-q8_0 && bench_start ;;
+    esac
   done
-  for m in A B; do
-    for t in f16 q8_0; do
-      name="$m-$t"
-      if over_budget; then SKIPPED+=("batched $name"); continue; fi
-      bench_batched "$name" "$MODELS_DIR/$name.gguf"
-    done
-  done
-  SPEC_CELL="-"; SPEC_NOTE="not measured"
-  if over_budget; then SKIPPED+=("speculative"); else bench_speculative; fi
-  START_CELL="-"; START_NOTE="not measured"
-  if over_budget; then SKIPPED+=("start"); else bench_start; fi
 
-  local label
-  for m in A B; do for t in f16 q8_0; do
+  local label m t
+  row "copy bandwidth" "-" "$COPY_CELL" "-" "$COPY_NOTE"
+  for m in B A; do for t in $TYPES; do
     name="$m-$t"; label="$m $(tr a-z A-Z <<<"$t")"
+    [ -n "${PP_RESULT[$name]:-}${TG_RESULT[$name]:-}" ] || continue
     row "prompt $PP tokens / decode $TG tokens (tok/s)" "$label" \
         "$(fmt "${PP_RESULT[$name]:-}") / $(fmt "${TG_RESULT[$name]:-}")" \
         "$(fmt "${LLAMA_PP[$name]:-}") / $(fmt "${LLAMA_TG[$name]:-}")" \
-        "prompt in one step (--max-batch-tokens $PP); decode after a 2-token prompt; median of $RUNS"
+        "prompt in one step (--max-batch-tokens $PP), then decode; median of $RUNS; decode at $(roofline "$name") of the copy bandwidth (${WEIGHT_MB[$name]:--} MB a token)"
   done; done
-  for m in A B; do for t in f16 q8_0; do
-    name="$m-$t"; label="$m $(tr a-z A-Z <<<"$t")"
-    row "batched decode, 1 / 4 / 16 sequences (tok/s)" "$label" "${BATCH_RESULT[$name]:--}" "-" \
-        "ember bench --requests N --rate inf --prompt-len 16:16 --gen-len $TG_BATCH:$TG_BATCH; one run"
-  done; done
+  for name in A-q8_0 B-q4_k_m; do
+    [ -n "${BATCH_RESULT[$name]:-}" ] || continue
+    row "batched decode, 1 / 16 / 64 sequences (tok/s)" "${name%%-*} $(tr a-z A-Z <<<"${name#*-}")" "${BATCH_RESULT[$name]}" "-" \
+        "ember bench --requests N --rate inf --prompt-len 16:16 --gen-len $TG_BATCH:$TG_BATCH --max-seqs 64; one run"
+  done
+  row "decode time a token, stories260K's shape" "T F32" "$OVERHEAD_CELL" \
+      "$(awk -v t="${LLAMA_TG[T-f32]:-}" 'BEGIN { if (t > 0) printf "%.3f ms", 1000 / t; else print "-" }')" \
+      "$SHAPE_T: the fixed costs of a step; median of $RUNS"
   row "speculative decoding, Q8_0 draft (the target quantized), k 4" "A F32" "$SPEC_CELL" "-" "$SPEC_NOTE"
   row "first / second start" "B Q8_0" "$START_CELL" "-" "$START_NOTE"
   row "test suite (ctest -L \"$TEST_LABELS\")" "-" "$TESTS_ROW" "-" "-j$(nproc), at most ${TEST_TIME} s in all; output in $(basename "$TEST_LOG")"
@@ -660,16 +730,19 @@ main() {
   if [ "$SMALL" = 1 ]; then
     # lavapipe-sized: a few minutes on 2 cores
     SHAPE_A="--dim 256 --layers 2 --heads 8 --kv-heads 2 --ffn 1024 --vocab 4096"
-    SHAPE_B="--dim 128 --layers 2 --heads 4 --kv-heads 2 --ffn 352 --vocab 4096"
-    PP=128 TG=32 TG_BATCH=32 CTX=256 SIZE_TAG=small SMALL_VK=1
+    SHAPE_B="--dim 512 --layers 2 --heads 8 --kv-heads 2 --ffn 1408 --vocab 4096"
+    PP=128 TG=32 TG_BATCH=32 CTX=256 SIZE_TAG=small SMALL_VK=1 PROFILE_TG=16
     # lavapipe runs the gpu and cli labels in 5-10 minutes on 2 cores: only unit by default
     RUNS=${RUNS:-3} TEST_LABELS=${TEST_LABELS:-unit} TEST_TIME=${TEST_TIME:-300} BUDGET=${BUDGET:-900}
   else
-    SHAPE_A="--dim 2048 --layers 4 --heads 32 --kv-heads 8 --ffn 8192 --vocab 32000"
-    SHAPE_B="--dim 512 --layers 8 --heads 8 --kv-heads 4 --ffn 1408 --vocab 32000"
-    PP=512 TG=128 TG_BATCH=128 CTX=1024 SIZE_TAG=full SMALL_VK=""
-    RUNS=${RUNS:-3} TEST_LABELS=${TEST_LABELS:-"unit|gpu|cli"} TEST_TIME=${TEST_TIME:-180} BUDGET=${BUDGET:-420}
+    # A: Llama-3.2-1B's shape; B: Llama-3.1-8B's (Q8_0 8.5 GB, Q4_K_M 4.9 GB, F16 16 GB)
+    SHAPE_A="--dim 2048 --layers 16 --heads 32 --kv-heads 8 --ffn 8192 --vocab 128256 --rope-base 500000"
+    SHAPE_B="--dim 4096 --layers 32 --heads 32 --kv-heads 8 --ffn 14336 --vocab 128256 --rope-base 500000"
+    PP=512 TG=128 TG_BATCH=128 CTX=1024 SIZE_TAG=full SMALL_VK="" PROFILE_TG=32
+    RUNS=${RUNS:-3} TEST_LABELS=${TEST_LABELS:-"unit|gpu|cli"} TEST_TIME=${TEST_TIME:-150} BUDGET=${BUDGET:-480}
   fi
+  SHAPE_T="--dim 64 --layers 5 --heads 8 --kv-heads 4 --ffn 172 --vocab 512"  # stories260K's
+  TYPES="q8_0 q4_k_m f16"
   OUT_FILE=${OUT_FILE:-$BUILD/gpu-check.md}
   mkdir -p "$(dirname "$OUT_FILE")"
   OUT_FILE=$(cd "$(dirname "$OUT_FILE")" && pwd)/$(basename "$OUT_FILE")
