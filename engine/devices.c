@@ -70,18 +70,24 @@ static void describe(const ember_vk_caps *c, char *out, size_t cap)
     add(out, cap, &n, "; %u group%s/workgroup, tiles %u rows x 1-4 tokens, %u x %u", k.lin_groups,
         k.lin_groups == 1 ? "" : "s", k.lin_rows_decode, k.lin_rows_prefill, k.lin_prefill_tokens);
     if (k.lin_prefill_min_tok) add(out, cap, &n, " from %u tokens (CPU device: spills)", k.lin_prefill_min_tok);
-    add(out, cap, &n, "\n");
+    add(out, cap, &n, "; RMSNorm %s\n", k.lin_norm_fused ? "fused into the product after it (6 dispatches a layer)"
+                                                         : "its own dispatch (CPU device: 8 dispatches a layer)");
 
     if (k.attn_subgroup)
         add(out, cap, &n,
             "attention: subgroup per tile, %u lanes split head_dim, subgroupAdd per position (subgroup arithmetic); "
-            "%u tile%s/workgroup, %u%s%.0u vec4/lane, %u (decode) or %u (prefill) pairs per tile; head_dim <= %u\n",
+            "%u tile%s/workgroup, %u%s%.0u vec4/lane, %u (decode) or %u (prefill) pairs per tile; head_dim <= %u",
             k.attn_lanes, k.attn_tiles_per_wg, k.attn_tiles_per_wg == 1 ? "" : "s", k.attn_cpl_min,
             k.attn_cpl_max > k.attn_cpl_min ? "-" : "", k.attn_cpl_max > k.attn_cpl_min ? k.attn_cpl_max : 0,
             k.attn_decode_pairs, k.attn_prefill_pairs, k.attn_max_head);
     else
-        add(out, cap, &n, "attention: invocation per (token, head) pair, %u/workgroup (%s); head_dim <= %u\n",
+        add(out, cap, &n, "attention: invocation per (token, head) pair, %u/workgroup (%s); head_dim <= %u",
             k.attn_tiles_per_wg, arith_reason(c), k.attn_max_head);
+    if (k.attn_split)
+        add(out, cap, &n, "; split-K: positions in chunks of %u merged in order, a few decode rows' chunks over "
+            "workgroups\n", k.attn_chunk);
+    else
+        add(out, cap, &n, "; no split-K (CPU device: the tiles fill its cores)\n");
 
     if (k.row_subgroup)
         add(out, cap, &n, "rmsnorm/argmax: subgroupAdd/Max, workgroup of %u per row (%u subgroup%s of %u)\n", k.row_wg,

@@ -167,7 +167,7 @@ static ember_status create_parts(ember_engine *e)
 {
     if ((unsigned)e->o.batching > EMBER_BATCHING_STATIC_RAGGED)
         return ember_fail(&e->err, EMBER_ERR_INVALID_ARG, "unknown batching mode %d", (int)e->o.batching);
-    if (e->o.kv_type != EMBER_KV_F32 && e->o.kv_type != EMBER_KV_Q8_0)
+    if (e->o.kv_type != EMBER_KV_F32 && e->o.kv_type != EMBER_KV_Q8_0 && e->o.kv_type != EMBER_KV_F16)
         return ember_fail(&e->err, EMBER_ERR_INVALID_ARG, "unknown KV cache type %d", (int)e->o.kv_type);
     ember_status s = alloc_scratch(e);
     if (s == EMBER_OK) s = ember_kv_create(e->kv_now, e->o.kv_block_size, &e->kv, &e->err);

@@ -14,6 +14,7 @@ uint64_t ember_kv_token_bytes(uint32_t n_layers, uint32_t n_kv_heads, uint32_t h
 
 uint64_t ember_kv_row_bytes(uint32_t head_dim, ember_kv_type type)
 {
+    if (type == EMBER_KV_F16) return (uint64_t)head_dim * 2;
     if (type != EMBER_KV_Q8_0) return (uint64_t)head_dim * sizeof(float);
     uint32_t groups = head_dim / ember_kv_q8_group(head_dim);
     return head_dim + 4ull * ((groups + 1) / 2); /* quants, then f16 scales two per word */

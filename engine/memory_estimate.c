@@ -17,7 +17,7 @@ static void estimate(const ember_gguf *g, const ember_llama *m, uint32_t n_ctx, 
     ember_engine_opts o = opts ? *opts : (ember_engine_opts){0};
     ember_engine_opts_defaults(&o);
     uint32_t bs = o.kv_block_size, ctx = n_ctx ? n_ctx : hp->ctx_len;
-    ember_forward_opts fo = {.max_tokens = o.max_batch_tokens, .max_seqs = o.max_seqs,
+    ember_forward_opts fo = {.max_tokens = o.max_batch_tokens, .max_seqs = o.max_seqs, .block_size = bs,
                              .max_blocks_per_seq = (hp->ctx_len + bs - 1) / bs, .kv_type = o.kv_type};
     out->file_bytes = g->size;
     out->weight_bytes = ember_gpu_model_bytes(m);

@@ -69,7 +69,8 @@ static ember_status cpu_create(const ember_model *m, const ember_step_opts *o, v
 {
     if (o->kv_type != EMBER_KV_F32)
         return ember_fail(err, EMBER_ERR_UNSUPPORTED,
-                          "a Q8_0 KV cache needs the Vulkan backend (the CPU reference keeps K and V in F32)");
+                          "a %s KV cache needs the Vulkan backend (the CPU reference keeps K and V in F32)",
+                          o->kv_type == EMBER_KV_F16 ? "F16" : "Q8_0");
     return ember_ref_create_paged(&m->llama, o->n_blocks, o->block_size, o->max_blocks_per_seq,
                                   (ember_ref **)out, err);
 }

@@ -289,6 +289,8 @@ typedef enum ember_kv_type {
                                       (per 16, 8 or 4 when head_dim is not a multiple of
                                       32), as llama.cpp's q8_0: 1.0625 bytes a value, 0.53x
                                       F16, 0.27x F32. Vulkan backend only */
+    EMBER_KV_F16 = 2,              /* IEEE half floats: 2 bytes a value, 0.5x F32, the
+                                      llama.cpp default. Vulkan backend only */
 } ember_kv_type;
 
 typedef struct ember_engine_opts {

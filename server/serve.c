@@ -25,7 +25,7 @@ static int usage(FILE *out, int code)
     fprintf(out,
             "usage: ember serve -m MODEL.gguf [--host ADDR] [--port N] [--api-key KEY] [--model-name NAME]\n"
             "                   [--max-queue N] [--max-body BYTES] [--max-seqs N] [--max-batch-tokens N]\n"
-            "                   [--kv-blocks N] [--kv-type f32|q8_0] [--draft M2 [--draft-k K] | --ngram N]\n"
+            "                   [--kv-blocks N] [--kv-type f32|f16|q8_0] [--draft M2 [--draft-k K] | --ngram N]\n"
             "                   [--device N] [--backend vulkan|cpu] [--memory auto|discrete] [--memory-budget MIB]\n"
             "Serves /v1/chat/completions, /v1/completions, /v1/models, /health and /metrics on\n"
             "127.0.0.1:8080 unless --host/--port say otherwise (--port 0: any free port).\n"

@@ -20,6 +20,8 @@
 //
 // KV_Q8: a cache row is head_dim int8 values packed four per uint, then one f16 scale per
 // 2^group_log2 values, two per uint (rope_store.comp); a vec4 chunk is one uint.
+// KV_F16: a cache row is head_dim halves, two per uint; a vec4 chunk is two uints (storage
+// buffers only: no texel variant).
 // TEXEL: K and V are uniform texel buffers (RGBA32F; R32UI for KV_Q8, whose rows are not
 // 16-byte aligned) read with texelFetch, which lavapipe does far faster than storage-
 // buffer loads (docs/kernels.md).
@@ -35,6 +37,9 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint CPL = 1;    // vec4 chunks of head_dim per lane
 layout(constant_id = 2) const uint TPW = 1;    // tiles per workgroup
 layout(constant_id = 3) const uint SLOTS = 1;  // (token, head) pairs per tile, at most 32
+layout(constant_id = 4) const uint SPLIT = 0;  // 1: a workgroup row per chunk (split-K)
+layout(constant_id = 5) const uint CHUNKS = 0; // 1: positions merged in chunks (the device
+                                               // splits; 0: one state per pair, no merges)
 
 layout(push_constant) uniform Push {
     uint n_heads, n_kv_heads, head_dim, block_size;
@@ -44,6 +49,8 @@ layout(push_constant) uniform Push {
     uint tile_tok;    // consecutive tokens per tile
     uint tile_heads;  // query heads (of one KV head) per tile; tile_tok * tile_heads <= SLOTS
     uint row0;        // first batch row of this dispatch (rows row0 .. row0 + n_tok - 1)
+    uint chunk_log2;  // positions per chunk: 1 << chunk_log2 (attn_merge.glsl)
+    uint n_chunks;    // SPLIT: chunks per pair, workgroups along z
 } pc;
 
 layout(std430, binding = 0) readonly buffer QKV { vec4 qkv[]; };
@@ -58,7 +65,7 @@ layout(binding = 5) uniform usamplerBuffer vcache;
 layout(binding = 4) uniform samplerBuffer kcache;
 layout(binding = 5) uniform samplerBuffer vcache;
 #define AT(BUF, i) texelFetch(BUF, int(i))
-#elif defined(KV_Q8)
+#elif defined(KV_Q8) || defined(KV_F16)
 layout(std430, binding = 4) readonly buffer K { uint kcache[]; };
 layout(std430, binding = 5) readonly buffer V { uint vcache[]; };
 #define AT(BUF, i) BUF[i]
@@ -68,6 +75,12 @@ layout(std430, binding = 5) readonly buffer V { vec4 vcache[]; };
 #define AT(BUF, i) BUF[i]
 #endif
 layout(std430, binding = 6) writeonly buffer O { vec4 o[]; };
+// SPLIT: each pair's chunk states, (m, l) and acc, at [(row - row0) * n_heads + head]
+// * n_chunks + chunk (attention_merge.comp merges them).
+layout(std430, binding = 7) writeonly buffer PML { vec2 part_ml[]; };
+layout(std430, binding = 8) writeonly buffer PACC { vec4 part_acc[]; };
+
+#include "attn_merge.glsl"
 
 // LOAD(BUF, row, c): chunk c of the cache row starting at element `row` (a vec4 for F32, a
 // uint for KV_Q8), dequantized.
@@ -79,6 +92,10 @@ uint row_stride() { return pc.head_dim / 4u + ((pc.head_dim >> pc.group_log2) + 
 float scale_of(uint w, uint c) { vec2 d = unpackHalf2x16(w); return (((4u * c) >> pc.group_log2) & 1u) != 0u ? d.y : d.x; }
 #define LOAD(BUF, row, c) \
     (unpack_i8(AT(BUF, (row) + (c))) * scale_of(AT(BUF, (row) + pc.head_dim / 4u + ((4u * (c)) >> pc.group_log2 >> 1)), c))
+#elif defined(KV_F16)
+// Two words of two halves per chunk.
+uint row_stride() { return pc.head_dim / 2u; }
+#define LOAD(BUF, row, c) vec4(unpackHalf2x16(AT(BUF, (row) + 2u * (c))), unpackHalf2x16(AT(BUF, (row) + 2u * (c) + 1u)))
 #else
 uint row_stride() { return pc.head_dim / 4u; }
 #define LOAD(BUF, row, c) AT(BUF, (row) + (c))
@@ -87,8 +104,10 @@ uint row_stride() { return pc.head_dim / 4u; }
 // Per-pair state; the softmax state is the same in every lane, acc holds the lane's
 // chunks. Every product and sum goes through a `precise` temporary: no fusing into an
 // fma, so a pair's bits cannot depend on which slot's copy of the code computed them.
-vec4 q[SLOTS][CPL], acc[SLOTS][CPL];
-float m[SLOTS], l[SLOTS];
+// (m, l, acc) is the state of the current chunk of positions, (rm, rl, racc) that of the
+// chunks before it merged (rl = 0: none yet).
+vec4 q[SLOTS][CPL], acc[SLOTS][CPL], racc[SLOTS][CPL];
+float m[SLOTS], l[SLOTS], rm[SLOTS], rl[SLOTS];
 uint npos[SLOTS];  // positions the pair attends to (0: the slot is idle in this run)
 uint tok[SLOTS], head[SLOTS];
 
@@ -141,15 +160,42 @@ void step(uint row, uint p, uint ch[CPL], uint nc)
     }
 }
 
-// Walks positions 0 .. nmax-1 of sequence sq (nmax: the longest of the run's pairs).
-// Total iterations: nmax plus one per block (gallivm's limit is 65535 per invocation).
-void walk(uint sq, uint nmax, uint kvh, uint ch[CPL], uint nc)
+// Merges each pair's chunk state into its running state (attn_merge.glsl) and starts a
+// new chunk. A pair without positions in the chunk (l = 0) is left as it is.
+void fold()
 {
-    uint tab = sq * pc.max_blocks, stride = row_stride();
-    for (uint b = 0; b * pc.block_size < nmax; b++) {
+    [[unroll]] for (uint u = 0; u < SLOTS; u++) {
+        if (l[u] == 0.0) continue;
+        if (rl[u] == 0.0) { /* the first chunk with positions: taken as it is */
+            rm[u] = m[u];
+            rl[u] = l[u];
+            [[unroll]] for (uint j = 0; j < CPL; j++) racc[u][j] = acc[u][j];
+        } else {
+            float mn, ca, cb;
+            merge_scales(rm[u], m[u], mn, ca, cb);
+            rm[u] = mn;
+            rl[u] = merge_sum(rl[u], ca, l[u], cb);
+            [[unroll]] for (uint j = 0; j < CPL; j++) racc[u][j] = merge_acc(racc[u][j], ca, acc[u][j], cb);
+        }
+        m[u] = -3.0e38;
+        l[u] = 0.0;
+        [[unroll]] for (uint j = 0; j < CPL; j++) acc[u][j] = vec4(0.0);
+    }
+}
+
+// Walks positions p0 .. p1-1 of sequence sq, folding at every chunk boundary. Total
+// iterations: the positions plus one per block (gallivm's limit is 65535 per invocation).
+void walk(uint sq, uint p_begin, uint p_end, uint kvh, uint ch[CPL], uint nc)
+{
+    uint tab = sq * pc.max_blocks, stride = row_stride(), cmask = (1u << pc.chunk_log2) - 1u;
+    for (uint b = p_begin / pc.block_size; b * pc.block_size < p_end; b++) {
         uint base = (block_table[tab + b] * pc.n_kv_heads + kvh) * pc.block_size;
-        uint p0 = b * pc.block_size, cnt = min(pc.block_size, nmax - p0);
-        for (uint i = 0; i < cnt; i++) step((base + i) * stride, p0 + i, ch, nc);
+        uint p0 = max(b * pc.block_size, p_begin), cnt = min((b + 1u) * pc.block_size, p_end) - p0;
+        base += p0 - b * pc.block_size;
+        for (uint i = 0; i < cnt; i++) {
+            if (CHUNKS != 0u && SPLIT == 0u && ((p0 + i) & cmask) == 0u && p0 + i != 0u) fold();
+            step((base + i) * stride, p0 + i, ch, nc);
+        }
     }
 }
 
@@ -166,34 +212,51 @@ void begin_run(uint run, uint t0, uint kvh, uint hg0, uint lane, uint lanes)
         tok[u] = min(t0 + ti, pc.row0 + pc.n_tok - 1u);
         head[u] = kvh * gq + min(hg0 + hi, gq - 1u);
         npos[u] = on ? pos[tok[u]] + 1u : 0u;
-        m[u] = -3.0e38;
-        l[u] = 0.0;
+        m[u] = rm[u] = -3.0e38;
+        l[u] = rl[u] = 0.0;
         [[unroll]] for (uint j = 0; j < CPL; j++) {
             uint c = lane + j * lanes;
             q[u][j] = on && c < d4 ? qkv[tok[u] * qw + head[u] * d4 + c] * pc.scale : vec4(0.0);
-            acc[u][j] = vec4(0.0);
+            acc[u][j] = racc[u][j] = vec4(0.0);
         }
     }
 }
 
+// The run's outputs: each pair's state normalised (CHUNKS: the running state, after the
+// last fold; the chunk state is not kept, so that the compiler drops it).
 void store_run(uint lane, uint lanes)
 {
     uint d4 = pc.head_dim / 4u;
     [[unroll]] for (uint u = 0; u < SLOTS; u++) {
         if (npos[u] == 0u) continue;
         uint orow = (tok[u] * pc.n_heads + head[u]) * d4;
-        precise float inv = 1.0 / l[u];
+        precise float inv = 1.0 / (CHUNKS != 0u ? rl[u] : l[u]);
         [[unroll]] for (uint j = 0; j < CPL; j++) {
             uint c = lane + j * lanes;
-            precise vec4 r = acc[u][j] * inv;
+            precise vec4 r = (CHUNKS != 0u ? racc[u][j] : acc[u][j]) * inv;
             if (c < d4) o[orow + c] = r;
         }
     }
 }
 
+// SPLIT: the run's pairs' states of chunk k, unmerged (l = 0: no position in it).
+void store_chunk(uint k, uint lane, uint lanes)
+{
+    uint d4 = pc.head_dim / 4u;
+    [[unroll]] for (uint u = 0; u < SLOTS; u++) {
+        if (npos[u] == 0u) continue;
+        uint slot = ((tok[u] - pc.row0) * pc.n_heads + head[u]) * pc.n_chunks + k;
+        if (lane == 0u) part_ml[slot] = vec2(m[u], l[u]);
+        [[unroll]] for (uint j = 0; j < CPL; j++) {
+            uint c = lane + j * lanes;
+            if (c < d4) part_acc[slot * d4 + c] = acc[u][j];
+        }
+    }
+}
+
 // Tile `tile`: tokens t0 .. t0+tile_tok-1 times query heads hg0 .. hg0+tile_heads-1 (within
-// the group) of KV head kvh.
-void attend(uint tile, uint lane, uint lanes)
+// the group) of KV head kvh; SPLIT: only the positions of chunk k.
+void attend(uint tile, uint k, uint lane, uint lanes)
 {
     uint gq = pc.n_heads / pc.n_kv_heads, htiles = (gq + pc.tile_heads - 1u) / pc.tile_heads;
     uint per_tok = pc.n_kv_heads * htiles, t0 = pc.row0 + tile / per_tok * pc.tile_tok;
@@ -215,24 +278,31 @@ void attend(uint tile, uint lane, uint lanes)
             }
         pending &= ~run;
         begin_run(run, t0, kvh, hg0, lane, lanes);
-        walk(sq, nmax, kvh, ch, nc);
-        store_run(lane, lanes);
+        if (SPLIT != 0u) {
+            uint c0 = k << pc.chunk_log2;
+            walk(sq, min(c0, nmax), min(c0 + (1u << pc.chunk_log2), nmax), kvh, ch, nc);
+            store_chunk(k, lane, lanes);
+        } else {
+            walk(sq, 0u, nmax, kvh, ch, nc);
+            if (CHUNKS != 0u) fold();
+            store_run(lane, lanes);
+        }
     }
 }
 
 void main()
 {
-    uint wg = gl_WorkGroupID.y * pc.wgx + gl_WorkGroupID.x;
+    uint wg = gl_WorkGroupID.y * pc.wgx + gl_WorkGroupID.x, chunk = gl_WorkGroupID.z;
     uint gq = pc.n_heads / pc.n_kv_heads, htiles = (gq + pc.tile_heads - 1u) / pc.tile_heads;
     uint n_tiles = (pc.n_tok + pc.tile_tok - 1u) / pc.tile_tok * pc.n_kv_heads * htiles;
 #ifdef SUBGROUP
     for (uint k = gl_SubgroupID; k < TPW; k += gl_NumSubgroups) {
         uint tile = wg * TPW + k;
         if (tile >= n_tiles) break;
-        attend(tile, gl_SubgroupInvocationID, gl_SubgroupSize);
+        attend(tile, chunk, gl_SubgroupInvocationID, gl_SubgroupSize);
     }
 #else
     uint tile = wg * TPW + gl_LocalInvocationID.x;
-    if (tile < n_tiles) attend(tile, 0u, 1u);
+    if (tile < n_tiles) attend(tile, chunk, 0u, 1u);
 #endif
 }

@@ -24,6 +24,7 @@ layout(constant_id = 1) const uint RPL = 1;     // rows per lane at the end: 1 o
 layout(constant_id = 2) const uint TM = 1;      // tokens per tile
 layout(constant_id = 3) const uint NG = 1;      // tiles per workgroup
 layout(constant_id = 4) const uint UNROLL = 2;  // units per lane per loop iteration
+layout(constant_id = 5) const uint NORM = 0;    // 1: x is RMS-normalised as it is read
 
 #include "linear.glsl"
 
@@ -52,6 +53,19 @@ uint base[TN];      // first weight element of each tile row (DT_BLOCK: its firs
 uint sbase[TN];     // Q8_0: this lane's first scales texel of each tile row
 uvec4 sq[TN];       // Q8_0: this lane's scales of 8 blocks of each tile row
 uint xb[TM];        // first x element of each tile token
+float rn[TM];       // NORM: 1 / sqrt(mean(x^2) + eps) of each tile token
+
+#if !defined(GENERIC)
+// Vec4 c of tile token t's x row; NORM: RMS-normalised, (x * rn) * g as rmsnorm.comp
+// writes it (the fused RMSNorm: no dispatch of its own, no xn buffer).
+vec4 xrow4(uint t, uint c)
+{
+    vec4 v = x4(xb[t] + c);
+    if (NORM == 0u) return v;
+    precise vec4 r = (v * rn[t]) * g4[c];
+    return r;
+}
+#endif
 
 #if defined(GENERIC)
 void unit(uint u)
@@ -92,7 +106,7 @@ void unit(uint u)
     vec4 xv[TM][8];
     float sx[TM][2];
     [[unroll]] for (uint t = 0; t < TM; t++) {
-        [[unroll]] for (uint v = 0; v < 8u; v++) xv[t][v] = x4(xb[t] + u * 8u + v);
+        [[unroll]] for (uint v = 0; v < 8u; v++) xv[t][v] = xrow4(t, u * 8u + v);
         [[unroll]] for (uint h = 0; h < 2u; h++) {
             float a = 0.0;
             [[unroll]] for (uint v = 0; v < 4u; v++) a = dot4(vec4(1.0), xv[t][4u * h + v], a);
@@ -117,7 +131,7 @@ void unit(uint u)
     [[unroll]] for (uint h = 0; h < 2u; h++) {
         vec4 xv[TM][4];
         [[unroll]] for (uint t = 0; t < TM; t++)
-            [[unroll]] for (uint v = 0; v < 4u; v++) xv[t][v] = x4(xb[t] + u * 8u + h * 4u + v);
+            [[unroll]] for (uint v = 0; v < 4u; v++) xv[t][v] = xrow4(t, u * 8u + h * 4u + v);
         [[unroll]] for (uint r = 0; r < TN; r++) {
             uvec4 q = r < HR ? wq0(base[r] + 2u * u + h) : wq1(base[r] + 2u * u + h);
             vec4 wv[4] = vec4[4](i8x4(q.x), i8x4(q.y), i8x4(q.z), i8x4(q.w));
@@ -138,7 +152,7 @@ void unit(uint u)
 {
     vec4 xv[TM][XV];
     [[unroll]] for (uint t = 0; t < TM; t++)
-        [[unroll]] for (uint v = 0; v < XV; v++) xv[t][v] = x4(xb[t] + u * XV + v);
+        [[unroll]] for (uint v = 0; v < XV; v++) xv[t][v] = xrow4(t, u * XV + v);
     [[unroll]] for (uint r = 0; r < TN; r++) {
         vec4 wv[XV];
 #ifdef DT_F32
@@ -153,6 +167,40 @@ void unit(uint u)
             [[unroll]] for (uint v = 0; v < XV; v++) a = dot4(wv[v], xv[t][v], a);
             acc[r][t] = a;
         }
+    }
+}
+#endif
+
+#if !defined(GENERIC)
+#ifndef SUBGROUP
+shared float nred[NG * NPART];
+#endif
+
+// NORM: rn[t] for each tile token. Lane p sums the squares of the row's vec4s p, p+8, ..
+// in column order; the 8 partials are combined in combine8's order (linear.glsl). So the
+// scale is a function of the row alone, the same bits in every tile shape. The shared-
+// memory variant is called by every invocation (its barriers).
+void tile_norms(uint lane)
+{
+    uint n4 = pc.cols / 4u;
+    [[unroll]] for (uint t = 0; t < TM; t++) {
+        float ss = 0.0;
+        for (uint c = lane; c < n4; c += NPART) {
+            vec4 v = x4(xb[t] + c);
+            ss = dot4(v, v, ss);
+        }
+#ifdef SUBGROUP
+        ss = lane_sum8(ss);
+#else
+        uint k = gl_LocalInvocationID.x / NPART;
+        nred[k * NPART + lane] = ss;
+        barrier();
+        float a[NPART];
+        [[unroll]] for (uint q = 0; q < NPART; q++) a[q] = nred[k * NPART + q];
+        ss = combine8(a);
+        barrier();
+#endif
+        rn[t] = 1.0 / sqrt(ss / float(pc.cols) + pc.eps);
     }
 }
 #endif
@@ -173,6 +221,9 @@ void tile_partial(uint g, uint lane, uint tok0)
     }
     [[unroll]] for (uint t = 0; t < TM; t++)
         xb[t] = (pc.xrow0 + min(tok0 + t, pc.n_tok - 1u)) * (pc.cols / XPE);
+#if !defined(GENERIC)
+    if (NORM != 0u) tile_norms(lane);
+#endif
     uint units = pc.cols / UNIT, u = lane;
     for (; u + (UNROLL - 1u) * NPART < units; u += UNROLL * NPART)
         [[unroll]] for (uint k = 0; k < UNROLL; k++) unit(u + k * NPART);

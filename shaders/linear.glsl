@@ -56,9 +56,12 @@ layout(push_constant) uniform Push {
     uint tpw;    // tokens per workgroup along y (a multiple of TM), looped in the workgroup
     uint xrow0;  // token t reads x row xrow0 + t
     uint yrow0;  // and writes y row yrow0 + t
+    float eps;   // NORM: the RMS norm's epsilon
 } pc;
 
 layout(std430, binding = 1) buffer Y { float y[]; };
+// NORM: the RMS norm's weights, one per column (fused RMSNorm; linear.comp).
+layout(std430, binding = 6) readonly buffer G { vec4 g4[]; };
 
 // ---- units: UNIT columns; XV vec4s of x per unit (GENERIC: one float) -----------------
 #if defined(GENERIC)
@@ -178,6 +181,17 @@ float combine8(float a[NPART])
 }
 
 #ifdef SUBGROUP
+// combine8 of one value per lane of an aligned lane group, returned to all of them: a
+// butterfly pairing lanes p and p^4, then p^2, then p^1 as combine8 pairs partials; IEEE
+// addition is commutative, so every lane gets combine8's bits.
+float lane_sum8(float v)
+{
+    precise float a = v + subgroupShuffleXor(v, 4u);
+    precise float b = a + subgroupShuffleXor(a, 2u);
+    precise float c = b + subgroupShuffleXor(b, 1u);
+    return c;
+}
+
 // combine8 of NPART outputs at once across the NPART lanes of an aligned lane group
 // (v[j]: this lane's partial of output j): a butterfly that halves the outputs each lane
 // keeps at every step, pairing lanes p and p^4, then p^2, then p^1 exactly as combine8

@@ -16,6 +16,9 @@
 // after a workgroup barrier, one invocation per two groups quantizes them (a group's
 // maximum needs the whole group; two groups share a scale word).
 //
+// KV_F16: a cache row is head_dim halves, two per uint (lower element in the low half):
+// K and V go back to qkv, then after the barrier each invocation packs a word.
+//
 // sin/cos are computed here with an explicit range reduction and polynomials: Vulkan
 // only promises 2^-11 absolute error for sin/cos inside [-pi, pi], and angles reach
 // pos radians (thousands).
@@ -37,7 +40,8 @@ layout(std430, binding = 0) coherent buffer QKV { float qkv[]; };
 layout(std430, binding = 1) readonly buffer P { uint pos[]; };
 layout(std430, binding = 2) readonly buffer Q { uint seq[]; };
 layout(std430, binding = 3) readonly buffer B { uint block_table[]; };
-#ifdef KV_Q8
+#if defined(KV_Q8) || defined(KV_F16)
+#define KV_PACKED  // rows written after the barrier, from qkv
 layout(std430, binding = 4) writeonly buffer K { uint kcache[]; };
 layout(std430, binding = 5) writeonly buffer V { uint vcache[]; };
 #else
@@ -139,7 +143,7 @@ void main()
         }
         qkv[at + ab.x] = v.x;
         qkv[at + ab.y] = v.y;
-#ifndef KV_Q8
+#ifndef KV_PACKED
         if (h >= pc.n_heads) {
             uint row = (row0 + (h - pc.n_heads) * pc.block_size) * hd;
             kcache[row + ab.x - h * hd] = v.x;
@@ -151,7 +155,7 @@ void main()
     for (uint e = gl_LocalInvocationID.x; e < n_v; e += gl_WorkGroupSize.x) {
         float v = biased(at, v0 + e);
         qkv[at + v0 + e] = v;
-#ifndef KV_Q8
+#ifndef KV_PACKED
         vcache[(row0 + (e / hd) * pc.block_size) * hd + e % hd] = v;
 #endif
     }
@@ -165,6 +169,20 @@ void main()
         uint r = is_k ? u : u - n_units, kh = r / pairs;
         uint src = at + k0 + (is_k ? 0u : n_v) + kh * hd;
         store_group_pair(src, r % pairs, is_k, (row0 + kh * pc.block_size) * row_words);
+    }
+#endif
+#ifdef KV_F16
+    memoryBarrierBuffer();
+    barrier();
+    uint row_words = hd / 2u, k0 = pc.n_heads * hd, n_words = pc.n_kv_heads * row_words;
+    for (uint u = gl_LocalInvocationID.x; u < 2u * n_words; u += gl_WorkGroupSize.x) {
+        bool is_k = u < n_words;
+        uint r = is_k ? u : u - n_words, kh = r / row_words, w = r % row_words;
+        uint src = at + k0 + (is_k ? 0u : n_v) + kh * hd + 2u * w;
+        uint word = packHalf2x16(vec2(qkv[src], qkv[src + 1u]));
+        uint dst = (row0 + kh * pc.block_size) * row_words + w;
+        if (is_k) kcache[dst] = word;
+        else vcache[dst] = word;
     }
 #endif
 }

@@ -75,14 +75,21 @@ void mf_vk_close(ember_vk *vk)
     ember_vk_destroy(vk);
 }
 
-bool mf_gpu_open(mf_model *M, ember_vk *vk, const char *path, uint64_t max_part, const ember_forward_opts *o)
+bool mf_gpu_open_opts(mf_model *M, ember_vk *vk, const char *path, const ember_gpu_model_opts *go,
+                      const ember_forward_opts *o)
 {
     ember_err err = {{0}};
     bool ok = mf_load(path, true, M, &err) == EMBER_OK &&
-              ember_gpu_model_create(vk, &M->m, max_part, NULL, &M->gm, &err) == EMBER_OK &&
+              ember_gpu_model_create_opts(vk, &M->m, go, &M->gm, &err) == EMBER_OK &&
               ember_forward_create(M->gm, o, &M->f, &err) == EMBER_OK;
     CHECKF(ok, "%s: %s", path, err.msg);
     return ok;
+}
+
+bool mf_gpu_open(mf_model *M, ember_vk *vk, const char *path, uint64_t max_part, const ember_forward_opts *o)
+{
+    ember_gpu_model_opts go = {.max_part_bytes = max_part};
+    return mf_gpu_open_opts(M, vk, path, &go, o);
 }
 
 /* A tie may resolve either way: only the value at the GPU's pick must be the largest. */

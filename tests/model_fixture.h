@@ -48,6 +48,9 @@ void mf_vk_close(ember_vk *vk);
  * 0 = the device's limit) and a forward pass made with o; checked. Release with
  * mf_unload whatever the outcome. */
 bool mf_gpu_open(mf_model *M, ember_vk *vk, const char *path, uint64_t max_part, const ember_forward_opts *o);
+/* The same with the GPU model's options (go->max_part_bytes bounds each binding). */
+bool mf_gpu_open_opts(mf_model *M, ember_vk *vk, const char *path, const ember_gpu_model_opts *go,
+                      const ember_forward_opts *o);
 
 /* One GPU step of n tokens of sequence slot at positions pos0.. through the block tables
  * bt, logits of every row; checked. check_argmax also checks the argmax the GPU gives for

@@ -90,7 +90,7 @@ expect 2 "^ember convert: unknown source format 'hf' \(known: llama2c\)" convert
 expect 2 "^ember convert: unknown source format 'hf'" convert hf
 expect 2 "^ember convert llama2c: wants 3 files" convert llama2c a.bin
 expect 2 "^ember: --backend is vulkan or cpu, got 'gpu'" generate -m "$model" --backend gpu
-expect 2 "^ember: --kv-type is f32 or q8_0, got 'q4'" generate -m "$model" --kv-type q4
+expect 2 "^ember: --kv-type is f32, f16 or q8_0, got 'q4'" generate -m "$model" --kv-type q4
 expect 2 "^ember: --type is one of f32, f16, bf16, q4_0, .*, iq4_xs, got 'q1_0'" make-test-model "$tmp/x.gguf" --type q1_0
 # wrong types, missing values, missing arguments
 expect 2 "^ember: -n wants an integer in \[1, 1048576\], got 'many'" generate -m "$model" -n many

@@ -4,7 +4,10 @@
  *    table, logits of every row compared;
  *  - decoding token by token after it;
  *  - a ragged batch holding two sequences (one decoding, one prefilling) at once;
- *  - weights bound in many parts (a tiny per-binding limit) give the same logits. */
+ *  - weights bound in many parts (a tiny per-binding limit) give the same logits;
+ *  - all of it again as on a GPU: each RMSNorm fused into the product after it, and the
+ *    decode rows' attention split over chunks of 32 positions (split-K) then merged (7
+ *    dispatches a layer instead of 8; lavapipe does neither by default, GPUs do). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,11 +35,16 @@ static void make_model(const char *type, char *path, size_t cap)
     tu_make_model(path, args);
 }
 
-static bool setup(fixture *fx, ember_vk *vk, const char *path, uint64_t max_part)
+static bool setup(fixture *fx, ember_vk *vk, const char *path, uint64_t max_part, int norm_fusion)
 {
     ember_forward_opts o = {.max_tokens = 40, .max_seqs = 2, .n_blocks = 2 * MAXB, .block_size = BS,
                             .max_blocks_per_seq = MAXB};
-    bool ok = mf_gpu_open(&fx->mm, vk, path, max_part, &o);
+    /* Fused: as on a GPU, with split-K attention too, over chunks of 32 positions. */
+    bool gpu = norm_fusion == EMBER_NORM_FUSION_ON;
+    ember_gpu_model_opts go = {.max_part_bytes = max_part, .norm_fusion = norm_fusion,
+                               .attn_split = gpu ? EMBER_ATTN_SPLIT_ON : EMBER_ATTN_SPLIT_OFF,
+                               .attn_chunk = gpu ? 32 : 0};
+    bool ok = mf_gpu_open_opts(&fx->mm, vk, path, &go, &o);
     /* Slot 0 gets the odd blocks in reverse, slot 1 the even ones: nothing contiguous. */
     for (uint32_t i = 0; i < MAXB; i++) {
         fx->bt[i] = 2 * (MAXB - 1 - i) + 1;
@@ -97,13 +105,20 @@ int main(void)
     for (int t = 0; t < 3; t++) {
         char path[512];
         make_model(types[t], path, sizeof path);
-        /* Per-binding limits: the device's, then 16 KiB so every weight comes in parts. */
+        /* Per-binding limits: the device's, then 16 KiB so every weight comes in parts; each
+         * with every RMSNorm its own dispatch, then fused into the product after it. */
         uint64_t parts[2] = {0, 16384};
-        for (int p = 0; p < 2; p++) {
+        for (int c = 0; c < 4; c++) {
+            int p = c % 2, fused = c / 2;
             fixture fx;
-            if (setup(&fx, vk, path, parts[p])) {
-                printf("-- %s, %s\n", types[t], p ? "weights in 16 KiB parts" : "whole bindings");
+            if (setup(&fx, vk, path, parts[p], fused ? EMBER_NORM_FUSION_ON : EMBER_NORM_FUSION_OFF)) {
+                printf("-- %s, %s, %s\n", types[t], p ? "weights in 16 KiB parts" : "whole bindings",
+                       fused ? "fused RMSNorm, split-K attention in chunks of 32" : "RMSNorm dispatches, one pass");
                 test_prefill_decode(&fx, types[t]);
+                /* the last step decoded one token (position 75: 3 chunks of 32): embed, the
+                 * layers (split-K: attention and its merge), norm, LM head, argmax */
+                uint32_t want = 1 + 2 * (fused ? 7 : 8) + 3, got = ember_forward_dispatches(fx.mm.f);
+                CHECKF(p || got == want, "%s: %u dispatches a decode step, want %u", types[t], got, want);
                 if (p == 0) test_ragged(&fx, types[t]);
             }
             mf_unload(&fx.mm);

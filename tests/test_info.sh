@@ -53,6 +53,13 @@ for part in linear attention rmsnorm/argmax reads memory context; do
     [ "$n" -eq "$n_dev" ]; check "a '$part:' variant line for each of $n_dev device(s) (found $n)" $?
 done
 has "$out" "^    linear: .*(subgroup|shared-memory)"; check "the linear line names its reduction" $?
+if has "$out" "^device 0: .*\(cpu, "; then
+    has "$out" "^    linear: .*; RMSNorm its own dispatch \(CPU device: 8 dispatches a layer\)$"
+    check "a CPU device keeps the RMSNorm its own dispatch (kernels.c: fused on GPUs)" $?
+else
+    has "$out" "^    linear: .*; RMSNorm fused into the product after it"
+    check "a GPU fuses the RMSNorm into the product after it" $?
+fi
 has "$out" "^    attention: .*subgroup"; check "the attention line gives the subgroup reason" $?
 has "$out" "^    reads: .*texel"; check "the reads line says texel (views, or their absence)" $?
 

@@ -15,6 +15,11 @@
  *    alone, with decode-sized tiles, in another order, in another slot of its tile and
  *    from storage buffers instead of texel views;
  *  - six decode runs of ~11000 positions in one call (lavapipe's loop limit);
+ *  - the F16 KV cache: rope_store's rows (each value its rotated value rounded to half) and
+ *    attention over an F16 cache built here, long contexts, prefill chunks, heads of 96;
+ *  - chunks: every pair's positions merged in chunks of 64 (attn_merge.glsl), and the
+ *    decode rows past the first chunk split-K (a workgroup per chunk, then the merge
+ *    pass): the same bits as one pass over the chunks;
  * in all four kernel variants (subgroup or Vulkan 1.2 core baseline, K/V through texel
  * views or storage buffers). `test_kernel_attention bench` times attention instead
  * (docs/kernels.md, performance). */
@@ -25,6 +30,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "engine/model/floats.h"
 #include "kernel_fixture.h"
 
 #define TOL 1e-4
@@ -172,6 +178,33 @@ static void check_q8_cache(const char *what, const kt_batch *b, const rope_run *
     printf("%s: worst quantization error %.4f steps\n", what, worst_step);
 }
 
+/* Each F16 row value is its expected k or v rounded to half: within half an ulp (2^-11
+ * relative; half of the smallest subnormal below 2^-14), plus the F32 check's tolerance
+ * of the double-precision reference (the GPU's rotation, before rounding). */
+static void check_f16_cache(const char *what, const kt_batch *b, const rope_run *r)
+{
+    const ember_attn_shape *s = &b->s;
+    uint32_t w = qkv_width(s), hd = s->head_dim;
+    double big = 1e-30, worst = 0; /* the largest error in units of what it may be */
+    for (uint32_t i = 0; i < b->n_tok; i++)
+        for (uint32_t d = 0; d < (s->n_heads + 2 * s->n_kv_heads) * hd; d++)
+            big = fmax(big, fabs(r->want[(size_t)i * w + d]));
+    for (uint32_t i = 0; i < b->n_tok; i++)
+        for (uint32_t kh = 0; kh < s->n_kv_heads; kh++) {
+            size_t row = kt_cache_row(b, b->seq[i], b->pos[i], kh) * row_words(s);
+            const double *want = r->want + (size_t)i * w + (s->n_heads + kh) * hd;
+            for (uint32_t d = 0; d < hd; d++)
+                for (int kv = 0; kv < 2; kv++) {
+                    uint32_t word = (kv ? r->vc : r->kc)[row + d / 2];
+                    double got = kt_half_to_float((uint16_t)(d & 1 ? word >> 16 : word & 0xffff));
+                    double x = want[d + (kv ? s->n_kv_heads * hd : 0)];
+                    double allowed = fabs(x) / 2048 * 1.001 + 3e-8 + big * TOL;
+                    worst = fmax(worst, fabs(got - x) / allowed);
+                }
+        }
+    CHECKF(worst <= 1, "%s: F16 cache value off by %.3g of its allowance", what, worst);
+}
+
 static void test_rope_case(ctx *t, ember_attn_shape s, bool bias, bool freqs, const char *name)
 {
     static const uint32_t last[] = {611, 47, 4}, chunk[] = {1, 20, 3};
@@ -186,10 +219,11 @@ static void test_rope_case(ctx *t, ember_attn_shape s, bool bias, bool freqs, co
     char what[160];
     snprintf(what, sizeof what, "[%s] rope_store %s hd %u rope %u %s%s scale %g %s", t->variant, name, s.head_dim,
              s.rope_dim, s.rope_style == EMBER_ROPE_NEOX ? "neox" : "norm", bias ? " bias" : "", s.pos_scale,
-             s.kv_type == EMBER_KV_Q8_0 ? "q8_0" : "f32");
+             s.kv_type == EMBER_KV_Q8_0 ? "q8_0" : s.kv_type == EMBER_KV_F16 ? "f16" : "f32");
     if (run_rope(t, &b, &ri, qkv, &run)) {
         kt_check_close(what, run.qkv, run.want, (size_t)b.n_tok * w, TOL);
         if (s.kv_type == EMBER_KV_Q8_0) check_q8_cache(what, &b, &run);
+        else if (s.kv_type == EMBER_KV_F16) check_f16_cache(what, &b, &run);
         else check_f32_cache(what, &b, &run);
     }
     free_run(&run);
@@ -277,6 +311,17 @@ static uint32_t *rand_q8_cache(tu_rng *r, const ember_attn_shape *s, size_t rows
     return c;
 }
 
+/* A random F16 cache (as words) and its values in double. */
+static uint32_t *rand_f16_cache(tu_rng *r, const ember_attn_shape *s, size_t rows, double *val)
+{
+    size_t n = rows * s->head_dim;
+    float *f = kt_rand_floats(r, n, -2, 2);
+    uint16_t *c = malloc(n * sizeof *c);
+    for (size_t i = 0; i < n; i++) c[i] = ember_f32_to_f16(f[i]), val[i] = kt_half_to_float(c[i]);
+    free(f);
+    return (uint32_t *)c;
+}
+
 /* A random F32 cache (as words) and its values in double. */
 static uint32_t *rand_f32_cache(tu_rng *r, const ember_attn_shape *s, size_t rows, double *val)
 {
@@ -292,7 +337,10 @@ typedef struct gathered {
     uint32_t idx[64], n, max_run;
     ember_vk_span out;
     const char *how;
+    bool split;         /* decode rows through ember_k_attention_split (which must split) */
 } gathered;
+
+#define SPLIT_CHUNK 64 /* attention's chunk in these tests */
 
 static void run_gathered(ctx *t, const kt_batch *b, const float *qkv, ember_vk_span bt, ember_vk_span ks,
                          ember_vk_span vs, gathered *g)
@@ -307,8 +355,18 @@ static void run_gathered(ctx *t, const kt_batch *b, const float *qkv, ember_vk_s
     }
     ember_vk_span qs = kt_buf(t, q, sizeof(float) * w * g->n), ps = kt_buf(t, pos, 4 * g->n), ss = kt_buf(t, seq, 4 * g->n);
     g->out = kt_buf(t, NULL, sizeof(float) * g->n * s->n_heads * s->head_dim);
-    if (g->max_run) ember_k_attention_runs(t->cmd, t->k, s, qs, ps, ss, bt, ks, vs, g->out, g->n, g->max_run);
-    else ember_k_attention(t->cmd, t->k, s, qs, ps, ss, bt, ks, vs, g->out, g->n);
+    if (g->split) {
+        uint32_t top = 0;
+        for (uint32_t i = 0; i < g->n; i++) top = pos[i] > top ? pos[i] : top;
+        uint64_t pc = (uint64_t)g->n * s->n_heads * (top / 32 + 1); /* chunks of at least 32 */
+        ember_attn_scratch sc = {kt_buf(t, NULL, pc * 8), kt_buf(t, NULL, pc * 4 * s->head_dim), pc};
+        bool split = ember_k_attention_split(t->cmd, t->k, s, qs, ps, ss, bt, ks, vs, g->out, 0, g->n, top, &sc);
+        CHECKF(split, "[%s] %u decode rows up to position %u were not split", t->variant, g->n, top);
+    } else if (g->max_run) {
+        ember_k_attention_runs(t->cmd, t->k, s, qs, ps, ss, bt, ks, vs, g->out, g->n, g->max_run);
+    } else {
+        ember_k_attention(t->cmd, t->k, s, qs, ps, ss, bt, ks, vs, g->out, g->n);
+    }
     free(q);
 }
 
@@ -328,8 +386,9 @@ static void test_attention_kv(ctx *t, ember_attn_shape s, ember_kv_type kv, uint
     size_t rows = n_rows(&b), out_n = (size_t)b.n_tok * out_w, cache_bytes = rows * row_words(&s) * 4;
     float *qkv = kt_rand_floats(&r, (size_t)b.n_tok * w, -0.5f, 0.5f);
     double *kd = malloc(sizeof(double) * rows * s.head_dim), *vd = malloc(sizeof(double) * rows * s.head_dim);
-    uint32_t *kc = kv == EMBER_KV_Q8_0 ? rand_q8_cache(&r, &s, rows, kd) : rand_f32_cache(&r, &s, rows, kd);
-    uint32_t *vc = kv == EMBER_KV_Q8_0 ? rand_q8_cache(&r, &s, rows, vd) : rand_f32_cache(&r, &s, rows, vd);
+    uint32_t *(*make)(tu_rng *, const ember_attn_shape *, size_t, double *) =
+        kv == EMBER_KV_Q8_0 ? rand_q8_cache : kv == EMBER_KV_F16 ? rand_f16_cache : rand_f32_cache;
+    uint32_t *kc = make(&r, &s, rows, kd), *vc = make(&r, &s, rows, vd);
     double *want = malloc(sizeof(double) * out_n);
     kt_attention_ref(&b, qkv, kd, vd, want);
     kt_case_begin(t);
@@ -354,6 +413,11 @@ static void test_attention_kv(ctx *t, ember_attn_shape s, ember_kv_type kv, uint
     for (uint32_t i = 0, seen = 0; i < b.n_tok && sub.n < 64; i++)
         if (b.seq[i] == longest && seen++ > 0) sub.idx[sub.n++] = i;
     if (sub.n) g[ng++] = sub;
+    /* The decode rows (sequences of one token) past the first chunk, split-K. */
+    gathered dec = {{0}, 0, 1, {0}, "split-K", true};
+    for (uint32_t i = 0; i < b.n_tok && dec.n < 64; i++)
+        if (chunk[b.seq[i]] == 1 && b.pos[i] >= SPLIT_CHUNK) dec.idx[dec.n++] = i;
+    if (dec.n) g[ng++] = dec;
     for (uint32_t i = 0; i < ng; i++) run_gathered(t, &b, qkv, bt, ks, vs, &g[i]);
     if (ks.view && vs.view) {
         gathered st = all;
@@ -372,7 +436,7 @@ static void test_attention_kv(ctx *t, ember_attn_shape s, ember_kv_type kv, uint
     ember_k_attention_rows(t->cmd, t->k, &s, qs, ps, ss, bt, ks, vs, seg_out, cut, b.n_tok - cut, b.n_tok);
     char what[160];
     snprintf(what, sizeof what, "[%s] attention %s hd %u (groups of %u) heads %u/%u bs %u tokens %u last %u",
-             t->variant, kv == EMBER_KV_Q8_0 ? "q8_0" : "f32", s.head_dim, ember_kv_q8_group(s.head_dim), s.n_heads,
+             t->variant, kv == EMBER_KV_Q8_0 ? "q8_0" : kv == EMBER_KV_F16 ? "f16" : "f32", s.head_dim, ember_kv_q8_group(s.head_dim), s.n_heads,
              s.n_kv_heads, s.block_size, b.n_tok, last[0]);
     if (kt_submit(t, what)) {
         kt_check_close(what, os.host, want, out_n, TOL);
@@ -498,9 +562,10 @@ static void run_all(ctx *t)
     bad = s;
     bad.kv_type = (ember_kv_type)9;
     CHECK(ember_kernels_check_attn(t->k, &bad, &t->err) != EMBER_OK);
-    for (int q8 = 0; q8 < 2; q8++) {
+    static const ember_kv_type kvs[3] = {EMBER_KV_F32, EMBER_KV_Q8_0, EMBER_KV_F16};
+    for (int kq = 0; kq < 3; kq++) {
         s = (ember_attn_shape){8, 2, 64, 64, 10000.0f, 16, 40};
-        s.kv_type = q8 ? EMBER_KV_Q8_0 : EMBER_KV_F32;
+        s.kv_type = kvs[kq];
         test_rope_case(t, s, false, false, "plain");
         s.rope_style = EMBER_ROPE_NEOX;
         test_rope_case(t, s, true, false, "qwen2");
@@ -510,14 +575,14 @@ static void run_all(ctx *t)
         s.rope_base = 500000.0f;
         test_rope_case(t, s, true, true, "partial");
         s = (ember_attn_shape){4, 1, 48, 48, 10000.0f, 5, 130};
-        s.kv_type = q8 ? EMBER_KV_Q8_0 : EMBER_KV_F32;
+        s.kv_type = kvs[kq];
         s.pos_scale = 0.4f;
         test_rope_case(t, s, false, true, "llama3");
         s.rope_style = EMBER_ROPE_NEOX;
         s.head_dim = s.rope_dim = 8;
         test_rope_case(t, s, true, false, "tiny");
         s = (ember_attn_shape){8, 2, 64, 64, 10000.0f, 16, 60};
-        s.kv_type = q8 ? EMBER_KV_Q8_0 : EMBER_KV_F32;
+        s.kv_type = kvs[kq];
         test_rope_neutral(t, s);
         s.rope_style = EMBER_ROPE_NEOX;
         test_rope_neutral(t, s);
@@ -550,6 +615,11 @@ static void run_all(ctx *t)
     test_attention_kv(t, (ember_attn_shape){8, 1, 96, 96, 10000.0f, 16, 40}, q8, 2, last2, chunk2);
     test_attention_kv(t, (ember_attn_shape){4, 2, 80, 80, 10000.0f, 16, 40}, q8, 2, last2, chunk2);
     test_attention_kv(t, (ember_attn_shape){8, 2, 256, 256, 10000.0f, 16, 40}, q8, 3, last3, chunk3);
+    /* F16 caches: a long context with a chunk, a prefill next to decodes, heads of 96 */
+    ember_kv_type f16 = EMBER_KV_F16;
+    test_attention_kv(t, (ember_attn_shape){8, 2, 64, 64, 10000.0f, 16, 130}, f16, 2, lastl, chunkl);
+    test_attention_kv(t, (ember_attn_shape){8, 4, 32, 32, 10000.0f, 16, 130}, f16, 3, lastp, chunkp);
+    test_attention_kv(t, (ember_attn_shape){8, 1, 96, 96, 10000.0f, 16, 40}, f16, 2, last2, chunk2);
     /* Six decode tokens at ~11000 positions through ember_k_attention (tiles of up to 16
      * tokens): lavapipe's loop limit (65535 iterations per invocation) caps a tile's
      * tokens, or the last runs would stop early. */
@@ -570,7 +640,11 @@ int main(int argc, char **argv)
         if (!variants[v].no_subgroup && !caps->subgroup_arith) continue;
         /* bench: the default kernels; EMBER_BENCH_ALL=1 adds the storage-buffer path. */
         if (do_bench && (variants[v].no_subgroup || (variants[v].no_texel && !getenv("EMBER_BENCH_ALL")))) continue;
-        ember_kernels_opts ko = {.no_subgroup = variants[v].no_subgroup, .no_texel = variants[v].no_texel};
+        /* Chunks of 64 positions, merged in every run, and split-K made (lavapipe does
+         * neither by default): the contexts below span up to 172 chunks. */
+        ember_kernels_opts ko = {.no_subgroup = variants[v].no_subgroup, .no_texel = variants[v].no_texel,
+                                 .attn_split = do_bench ? EMBER_ATTN_SPLIT_AUTO : EMBER_ATTN_SPLIT_ON,
+                                 .attn_chunk = do_bench ? 0 : SPLIT_CHUNK};
         if (ember_kernels_create_opts(t.vk, &ko, &t.k, &t.err) != EMBER_OK) kt_die(&t, "ember_kernels_create");
         t.variant = variants[v].name;
         if (do_bench) bench(&t);

@@ -6,7 +6,8 @@
  *
  * Batch invariance (docs/architecture.md): every linear output, attention output and normalized row
  * of a token is compared bit for bit (memcmp) between the token computed alone and the
- * same token inside batches of other sizes at other rows, and across the variants.
+ * same token inside batches of other sizes at other rows, and across the variants; so are
+ * the products with the fused RMSNorm (ember_k_linear_norm), against rmsnorm-then-linear.
  *
  *   test_kernels          the checks
  *   test_kernels bench    times the linear (median of 9 runs per case) instead
@@ -115,7 +116,8 @@ static bool upload(ctx *t, const weight *w, uint32_t n_src, uint64_t max_part, e
                                              &t->err);
     /* the block types' pipelines are made for the weights that need them */
     ember_kernels_set want = {{0}};
-    if (s == EMBER_OK) ember_kernels_want_linear(t->k, g, &want);
+    if (s == EMBER_OK) ember_kernels_want_linear(t->k, g, false, &want);
+    if (s == EMBER_OK && ember_k_linear_can_norm(t->k, g)) ember_kernels_want_linear(t->k, g, true, &want);
     if (s == EMBER_OK) s = ember_kernels_make(t->k, &want, &t->err);
     CHECKF(s == EMBER_OK, "upload %ux%u: %s", w->rows, w->cols, t->err.msg);
     return s == EMBER_OK;
@@ -279,6 +281,21 @@ static void check_rows(ctx *t, const char *what, const float *got, const float *
         }
 }
 
+/* Case ci's outputs of all INV_TOK tokens (ref, ny floats in rows of ldy) must be the
+ * bits the first variant gave, which are kept when this is the first variant. */
+static void check_across_variants(ctx *t, int ci, const char *what, const float *ref, size_t ny, uint32_t ldy)
+{
+    if (t->variant_index == 0) {
+        free(t->alone[ci]);
+        t->alone[ci] = malloc(sizeof(float) * ny);
+        memcpy(t->alone[ci], ref, sizeof(float) * ny);
+    } else if (t->alone[ci]) {
+        uint32_t ident[INV_TOK];
+        for (uint32_t i = 0; i < INV_TOK; i++) ident[i] = i;
+        check_rows(t, what, ref, t->alone[ci], ident, INV_TOK, ldy);
+    }
+}
+
 /* Every token of a 130-token x run alone (n_tok 1, by row offset and from a copy of its
  * row), then inside batches of 2..130 tokens at several offsets, and inside a batch in a
  * shuffled order: all outputs must be bit-identical, and identical to variant 0's. */
@@ -343,14 +360,7 @@ static void test_invariance_case(ctx *t, int ci, const inv_case *c, ember_out_mo
     linear_ref(&w, x, y0, INV_TOK, mode, want);
     kt_check_close(what, ref, want, ny, TOL);
     free(want);
-    /* Across variants: the same bits as the first variant's. */
-    if (t->variant_index == 0) {
-        free(t->alone[ci]);
-        t->alone[ci] = malloc(sizeof(float) * ny);
-        memcpy(t->alone[ci], ref, sizeof(float) * ny);
-    } else if (t->alone[ci]) {
-        check_rows(t, what, ref, t->alone[ci], ident, INV_TOK, ldy);
-    }
+    check_across_variants(t, ci, what, ref, ny, ldy);
 done:
     free(x);
     free(y0);
@@ -379,6 +389,102 @@ static void test_invariance(ctx *t)
         for (int mode = 0; mode < 3; mode++, ci++)
             if (!block || blocks_here(t) == BLOCKS_FULL) test_invariance_case(t, ci, &cases[i], (ember_out_mode)mode);
     }
+}
+
+/* ---- linear with the fused RMSNorm ----------------------------------------------------- */
+
+#define NORM_EPS 1e-5f
+
+/* x's rows RMS-normalised with weights g, in doubles: what the fused product multiplies. */
+static float *norm_ref(const float *x, const float *g, uint32_t n_tok, uint32_t cols)
+{
+    float *xn = malloc(sizeof(float) * n_tok * cols);
+    for (uint32_t t = 0; t < n_tok; t++) {
+        const float *row = x + (size_t)t * cols;
+        double ss = 0;
+        for (uint32_t c = 0; c < cols; c++) ss += (double)row[c] * row[c];
+        double inv = 1 / sqrt(ss / cols + NORM_EPS);
+        for (uint32_t c = 0; c < cols; c++) xn[(size_t)t * cols + c] = (float)(row[c] * inv * g[c]);
+    }
+    return xn;
+}
+
+/* ember_k_linear_norm on 130 tokens of rows of x scaled by 0.01 .. 100 (the norm must
+ * undo it): close to rmsnorm-then-linear in doubles; every token's bits the same alone
+ * (n_tok 1, from a copy of its row), in batches of 2 .. 130 at several offsets (copies of
+ * the ranges) and across variants (subgroup butterfly or shared-memory combine, texel or
+ * storage reads). */
+static void test_norm_case(ctx *t, int ci, ember_dtype type, uint32_t rows, uint32_t cols, ember_out_mode mode)
+{
+    static const uint32_t sizes[] = {2, 3, 5, 17, 64};
+    tu_rng r = {300 + (uint64_t)ci};
+    weight w = make_weight(&r, type, rows, cols);
+    uint32_t ldy = mode == EMBER_OUT_SWIGLU ? rows / 2 : rows;
+    size_t nx = (size_t)INV_TOK * cols, ny = (size_t)INV_TOK * ldy;
+    float *x = kt_rand_floats(&r, nx, -1, 1), *g = kt_rand_floats(&r, cols, 0.5f, 1.5f);
+    for (uint32_t i = 0; i < INV_TOK; i++)
+        for (uint32_t c = 0; c < cols; c++) x[(size_t)i * cols + c] *= powf(10.0f, (float)(i % 5) - 2.0f);
+    float *y0 = kt_rand_floats(&r, ny, -1, 1);
+    char what[160];
+    snprintf(what, sizeof what, "fused norm %s %ux%u mode %d", dtype_name(type), rows, cols, mode);
+
+    kt_case_begin(t);
+    ember_gpu_weight gw;
+    if (!upload(t, &w, 1, 0, &gw)) goto done;
+    CHECKF(ember_k_linear_can_norm(t->k, &gw), "[%s] %s: not fusable", t->variant, what);
+    ember_linear_norm n = {kt_buf(t, g, sizeof(float) * cols), NORM_EPS};
+    ember_vk_span all = kt_buf(t, y0, sizeof(float) * ny);
+    ember_k_linear_norm(t->cmd, t->k, &gw, xbuf(t, x, sizeof(float) * nx), &n, all, INV_TOK, mode);
+    static const uint32_t alone[] = {0, 1, 77, INV_TOK - 1};
+    ember_vk_span one[4];
+    for (int i = 0; i < 4; i++) {
+        one[i] = kt_buf(t, y0 + (size_t)alone[i] * ldy, sizeof(float) * ldy);
+        ember_k_linear_norm(t->cmd, t->k, &gw, xbuf(t, x + (size_t)alone[i] * cols, sizeof(float) * cols), &n, one[i],
+                            1, mode);
+    }
+    ember_vk_span batch[sizeof sizes / sizeof sizes[0]][2];
+    for (size_t b = 0; b < sizeof sizes / sizeof sizes[0]; b++)
+        for (int o = 0; o < 2; o++) {
+            uint32_t off = o ? INV_TOK - sizes[b] : (INV_TOK - sizes[b]) / 2;
+            batch[b][o] = kt_buf(t, y0 + (size_t)off * ldy, sizeof(float) * sizes[b] * ldy);
+            ember_k_linear_norm(t->cmd, t->k, &gw, xbuf(t, x + (size_t)off * cols, sizeof(float) * sizes[b] * cols),
+                                &n, batch[b][o], sizes[b], mode);
+        }
+    if (!kt_submit(t, what)) goto done;
+
+    uint32_t ident[INV_TOK];
+    for (uint32_t i = 0; i < INV_TOK; i++) ident[i] = i;
+    const float *ref = all.host;
+    for (int i = 0; i < 4; i++) check_rows(t, what, one[i].host, ref, &alone[i], 1, ldy);
+    for (size_t b = 0; b < sizeof sizes / sizeof sizes[0]; b++)
+        for (int o = 0; o < 2; o++) {
+            uint32_t off = o ? INV_TOK - sizes[b] : (INV_TOK - sizes[b]) / 2;
+            check_rows(t, what, batch[b][o].host, ref, ident + off, sizes[b], ldy);
+        }
+    float *xn = norm_ref(x, g, INV_TOK, cols);
+    double *want = malloc(sizeof(double) * ny);
+    linear_ref(&w, xn, y0, INV_TOK, mode, want);
+    kt_check_close(what, ref, want, ny, TOL);
+    free(want);
+    free(xn);
+    check_across_variants(t, ci, what, ref, ny, ldy);
+done:
+    free(x);
+    free(g);
+    free(y0);
+    free_weight(&w);
+}
+
+static void test_linear_norm(ctx *t)
+{
+    static const struct { ember_dtype type; uint32_t rows, cols; } cases[] = {
+        {EMBER_DTYPE_F32, 70, 1000}, {EMBER_DTYPE_F16, 38, 1048}, {EMBER_DTYPE_Q8_0, 70, 1056},
+        {EMBER_DTYPE_Q4_K, 22, 768}};
+    int ci = 40; /* t->alone slots after test_invariance's */
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int mode = 0; mode < 3; mode += 2, ci++)
+            if (cases[i].type != EMBER_DTYPE_Q4_K || blocks_here(t) == BLOCKS_FULL)
+                test_norm_case(t, ci, cases[i].type, cases[i].rows, cases[i].cols, (ember_out_mode)mode);
 }
 
 /* ---- embed, rmsnorm, argmax --------------------------------------------------------- */
@@ -768,6 +874,7 @@ static void run_all(ctx *t, bool quick)
     test_linear(t, quick);
     double t1 = kt_now_s();
     test_invariance(t);
+    test_linear_norm(t);
     double t2 = kt_now_s();
     test_embed(t);
     test_rmsnorm(t);
@@ -791,7 +898,9 @@ int main(int argc, char **argv)
            caps->texel_r16f ? " r16f" : "");
 
     for (int v = 0, done = 0; v < 4; v++) {
-        ember_kernels_opts ko = {.no_subgroup = variants[v].no_subgroup, .no_texel = variants[v].no_texel};
+        /* The fused RMSNorm's pipelines exist beside the plain ones (test_linear_norm). */
+        ember_kernels_opts ko = {.no_subgroup = variants[v].no_subgroup, .no_texel = variants[v].no_texel,
+                                 .norm_fusion = EMBER_NORM_FUSION_ON};
         /* EMBER_BENCH_TM=N times every case with N tokens per tile (a bench aid). */
         if (do_bench && getenv("EMBER_BENCH_TM")) ko.linear_tm = (uint32_t)atoi(getenv("EMBER_BENCH_TM"));
         double t0 = kt_now_s();

@@ -17,10 +17,11 @@ echo "$out"
 [ $rc -eq 0 ]; check "generate --profile: exit 0 (got $rc)" $?
 has "$out" "^profile: prefill, 1 steps, [0-9]+ tokens"; check "generate: the prefill phase" $?
 has "$out" "^profile: decode, 5 steps, 5 tokens \(1\.00 a step\)$"; check "generate: 5 decode steps" $?
-has "$out" "^  per step   20\.0 dispatches, 19\.0 barriers, 1\.00 submissions; GPU [0-9.]+ ms; host [0-9.]+ ms$"
+# 1 embed + 8 a layer + 3, or 6 a layer where the device fuses the RMSNorms (GPUs)
+has "$out" "^  per step   (20\.0 dispatches, 19|16\.0 dispatches, 15)\.0 barriers, 1\.00 submissions; GPU [0-9.]+ ms; host [0-9.]+ ms$"
 check "generate: dispatches, barriers, submissions a step" $?
 has "$out" "^  weights    [0-9.]+ MB a step, [0-9.]+ MB a token; [0-9.]+ GB/s"; check "generate: weights and bandwidth" $?
-has "$out" "^  linear_f32[a-z0-9_]* +9\.00 +[0-9.]+ +[0-9.]+% +[0-9.]+ +[0-9.]+$"; check "generate: the decode linear row" $?
+has "$out" "^  linear_f32[a-z0-9_]* +[0-9.]+ +[0-9.]+ +[0-9.]+% +[0-9.]+ +[0-9.]+$"; check "generate: a decode linear row" $?
 has "$out" "^  attention[a-z0-9_]* +2\.00 .* - +-$"; check "generate: attention reads no weights" $?
 
 json=$("$ember" generate -m "$model" -p "hello" -n 6 --ignore-eos --profile --json); rc=$?
@@ -32,11 +33,12 @@ p = d["profile"]
 assert p["gpu_timed"] is True, p
 dec = p["decode"]
 assert dec["steps"] == 5 and dec["tokens"] == 5, dec
-assert dec["dispatches_per_step"] == 20 and dec["barriers_per_step"] == 19 and dec["submissions_per_step"] == 1, dec
+assert dec["dispatches_per_step"] in (20, 16), dec  # 16: RMSNorms fused (GPUs)
+assert dec["barriers_per_step"] == dec["dispatches_per_step"] - 1 and dec["submissions_per_step"] == 1, dec
 names = [k["name"] for k in dec["kernels"]]
 for want in ("embed", "rmsnorm", "rope_store", "argmax"):
     assert want in names, names
-assert sum(k["dispatches"] for k in dec["kernels"]) == 100, dec
+assert sum(k["dispatches"] for k in dec["kernels"]) == 5 * dec["dispatches_per_step"], dec
 assert sum(k["weight_bytes"] for k in dec["kernels"]) == dec["weight_bytes_per_step"] * 5, dec
 assert dec["weight_bytes_per_token"] == dec["weight_bytes_per_step"] > 1_500_000, dec
 ms = sum(k["gpu_ms"] for k in dec["kernels"])

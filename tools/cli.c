@@ -352,18 +352,26 @@ int cli_spec_flag(const char *f, const char *v, ember_speculation *spec, const c
     return 1;
 }
 
+/* The KV cache types by their --kv-type names (llama.cpp's --cache-type-k names). */
+static const struct {
+    const char *name;
+    ember_kv_type type;
+} KV_TYPES[] = {{"f32", EMBER_KV_F32}, {"f16", EMBER_KV_F16}, {"q8_0", EMBER_KV_Q8_0}};
+
 bool cli_kv_type(const char *flag, const char *s, ember_kv_type *out)
 {
-    if (strcmp(s, "f32") == 0) *out = EMBER_KV_F32;
-    else if (strcmp(s, "q8_0") == 0) *out = EMBER_KV_Q8_0;
-    else {
-        fprintf(stderr, "ember: %s is f32 or q8_0, got '%s'\n", flag, s);
-        return false;
-    }
-    return true;
+    for (size_t i = 0; i < sizeof KV_TYPES / sizeof KV_TYPES[0]; i++)
+        if (strcmp(s, KV_TYPES[i].name) == 0) return *out = KV_TYPES[i].type, true;
+    fprintf(stderr, "ember: %s is f32, f16 or q8_0, got '%s'\n", flag, s);
+    return false;
 }
 
-const char *cli_kv_type_name(ember_kv_type t) { return t == EMBER_KV_Q8_0 ? "q8_0" : "f32"; }
+const char *cli_kv_type_name(ember_kv_type t)
+{
+    for (size_t i = 0; i < sizeof KV_TYPES / sizeof KV_TYPES[0]; i++)
+        if (KV_TYPES[i].type == t) return KV_TYPES[i].name;
+    return "unknown";
+}
 
 const char *cli_size(double bytes, char *buf, size_t cap)
 {

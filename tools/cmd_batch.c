@@ -168,7 +168,7 @@ static const char *const value_flags[] = {"-f", "-n", "--max-seqs", "--kv-type",
 
 static int usage(FILE *out, int code)
 {
-    fprintf(out, "usage: ember batch -m MODEL.gguf -f PROMPTS [-n N] [--max-seqs S] [--kv-type f32|q8_0] [--kv-blocks B]\n"
+    fprintf(out, "usage: ember batch -m MODEL.gguf -f PROMPTS [-n N] [--max-seqs S] [--kv-type f32|f16|q8_0] [--kv-blocks B]\n"
                  "                   [sampling] [--draft M2 --draft-k K | --ngram N] [--ignore-eos] [--json]\n"
                  "PROMPTS: one prompt per line (empty lines skipped); all are served together.\n"
                  "sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --repeat-penalty R\n"

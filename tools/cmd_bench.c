@@ -587,7 +587,7 @@ static int usage(FILE *out, int code)
                 "                   [--shared-prefix L] [--concurrency N] [--max-seqs S] [--max-batch-tokens T]\n"
                 "                   [--chunk-ctx C] [--kv-blocks K] [--kv-block-size B] [--kv-mem MIB]\n"
                 "                   [--batching continuous|static|static-ragged]\n"
-                "                   [--kv paged|contiguous] [--kv-type f32|q8_0] [--no-prefix-cache] [--seed S]\n"
+                "                   [--kv paged|contiguous] [--kv-type f32|f16|q8_0] [--no-prefix-cache] [--seed S]\n"
                 "                   [--slo-ttft-ms X] [--slo-tpot-ms Y]\n"
                 "                   [--draft M2 --draft-k K | --ngram N] [--profile] [--json]\n"
                 "       ember bench --url http://HOST:PORT [--model NAME] [--api-key KEY] [--vocab V]\n"

@@ -43,8 +43,8 @@ static int usage(FILE *out, int code)
 {
     fprintf(out, "usage: ember generate -m MODEL.gguf [-p TEXT] [-n N] [sampling] [--stop STR]...\n"
                     "                      [--backend vulkan|cpu] [--device N] [--no-bos] [--ignore-eos]\n"
-                    "                      [--max-batch-tokens T] [--kv-type f32|q8_0] [--kv-blocks N] [--profile]\n"
-                    "                      [--json]\n"
+                    "                      [--max-batch-tokens T] [--kv-type f32|f16|q8_0] [--kv-blocks N]\n"
+                    "                      [--profile] [--json]\n"
                     "sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --repeat-penalty R\n"
                     "          --frequency-penalty F --presence-penalty P --seed S\n"
                  "          --logit-bias ID=BIAS (repeatable; -inf bans the token)\n"

@@ -79,7 +79,7 @@ int ember_cmd_info_usage(FILE *out, int code)
     fprintf(out, "usage: ember info [--json]\n"
                  "  the Vulkan devices with their features, limits and the shader variants Ember picks;\n"
                  "  --device N and EMBER_DEVICE=N elsewhere take the index printed here\n"
-                 "usage: ember info -m MODEL.gguf [--ctx N] [--kv-type f32|q8_0] [--budget MIB]\n"
+                 "usage: ember info -m MODEL.gguf [--ctx N] [--kv-type f32|f16|q8_0] [--budget MIB]\n"
                  "                  [--max-batch-tokens N] [--json]\n"
                  "  the model's shape and tensor types, and the device memory its weights, a KV cache of\n"
                  "  N tokens (the model's context) and one engine's step buffers take; with --budget,\n"

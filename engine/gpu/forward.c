@@ -2,12 +2,14 @@
  *
  *   embed -> per layer: rmsnorm, QKV, rope+store K/V into blocks, paged attention,
  *            output projection (+residual), rmsnorm, gate/up+SiLU, down (+residual)
+ *            (each rmsnorm fused into the product after it where the kernels fuse)
  *         -> final rmsnorm of the rows that need logits -> LM head -> argmax
  *
  * A layer is 8 dispatches when its weights each fit one binding and attention has one
  * run of rows (decode rows and prompt chunks get a dispatch each; a weight bound in parts
- * a dispatch per part), plus embed, norm, LM head and argmax per step; a barrier between
- * dependent dispatches. ember_forward_dispatches counts the last step's. */
+ * a dispatch per part), 6 where the kernels fuse each RMSNorm into the product after it
+ * (ember_k_linear_norm: GPUs), plus embed, norm, LM head and argmax per step; a barrier
+ * between dependent dispatches. ember_forward_dispatches counts the last step's. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +33,7 @@ struct ember_forward {
     ember_vk_cmd *cmd;
     step_inputs in;
     ember_vk_span x, xn, qkv, att, ffn, xl;    /* activations (device) */
+    ember_attn_scratch split;                  /* split-K attention's chunk states (device) */
     ember_vk_span logits, argmax;              /* outputs (host-visible) */
     ember_vk_span *kcache, *vcache;            /* per layer */
     uint32_t max_logits;                       /* logits rows per step */
@@ -53,7 +56,20 @@ typedef struct buffer_plan {
     ember_vk_mem kind;
 } buffer_plan;
 
-enum { N_BUFFERS = 13 };
+enum { N_BUFFERS = 15 };
+
+/* Chunk states split-K attention can hold: every decode row's heads over the whole context
+ * in chunks of the smallest size (tests use it), at most SPLIT_PAIR_CHUNKS (4 MiB for heads
+ * of 128): past that a step splits fewer rows, or none (kernels_attention.h). */
+#define SPLIT_PAIR_CHUNKS 8192u
+
+static uint64_t split_pair_chunks(const ember_hparams *hp, const ember_forward_opts *o)
+{
+    uint64_t rows = o->max_seqs < o->max_tokens ? o->max_seqs : o->max_tokens;
+    uint64_t chunks = ((uint64_t)o->block_size * o->max_blocks_per_seq + EMBER_ATTN_CHUNK_MIN - 1) / EMBER_ATTN_CHUNK_MIN;
+    uint64_t n = rows * hp->n_heads * chunks;
+    return n < SPLIT_PAIR_CHUNKS ? n : SPLIT_PAIR_CHUNKS;
+}
 
 /* Logits rows per step: T, or fewer where one binding cannot hold T rows. */
 static uint64_t logits_rows(const ember_hparams *hp, uint64_t T, uint64_t max_storage_range)
@@ -67,7 +83,7 @@ static void plan_buffers(ember_forward *f, const ember_hparams *hp, const ember_
                          uint64_t max_logits, buffer_plan want[N_BUFFERS])
 {
     uint64_t T = o->max_tokens, hd = hp->head_dim, f4 = sizeof(float), u4 = sizeof(uint32_t);
-    uint64_t qkv_w = (hp->n_heads + 2ull * hp->n_kv_heads) * hd;
+    uint64_t qkv_w = (hp->n_heads + 2ull * hp->n_kv_heads) * hd, pc = split_pair_chunks(hp, o);
     ember_vk_mem H = EMBER_VK_MEM_HOST, D = EMBER_VK_MEM_DEVICE;
     buffer_plan plan[N_BUFFERS] = {
         {&f->in.tokens, T * u4, H}, {&f->in.pos, T * u4, H}, {&f->in.seq, T * u4, H},
@@ -77,6 +93,7 @@ static void plan_buffers(ember_forward *f, const ember_hparams *hp, const ember_
         {&f->att, T * hp->n_heads * hd * f4, D}, {&f->ffn, T * hp->ffn_dim * f4, D},
         {&f->xl, max_logits * hp->dim * f4, D},
         {&f->logits, max_logits * hp->n_vocab * f4, H}, {&f->argmax, T * u4, H},
+        {&f->split.ml, pc * 2 * f4, D}, {&f->split.acc, pc * hd * f4, D},
     };
     memcpy(want, plan, sizeof plan);
 }
@@ -115,6 +132,7 @@ static ember_status alloc_buffers(ember_forward *f, ember_err *err)
         return ember_fail(err, EMBER_ERR_UNSUPPORTED, "a logits row (%u floats) exceeds one storage binding",
                           hp->n_vocab);
     f->max_logits = (uint32_t)rows;
+    f->split.pair_chunks = split_pair_chunks(hp, &f->o);
     buffer_plan want[N_BUFFERS];
     plan_buffers(f, hp, &f->o, rows, want);
     ember_status s = reserve_buffers(f, want, err);
@@ -131,7 +149,7 @@ static ember_status alloc_buffers(ember_forward *f, ember_err *err)
 /* Texel views of the linear inputs: the kernels read x through them where they can. */
 static ember_status input_views(ember_forward *f, ember_err *err)
 {
-    ember_vk_span *in[] = {&f->xn, &f->att, &f->ffn, &f->xl};
+    ember_vk_span *in[] = {&f->x, &f->xn, &f->att, &f->ffn, &f->xl};
     ember_status s = EMBER_OK;
     for (size_t i = 0; s == EMBER_OK && i < sizeof in / sizeof in[0]; i++)
         s = ember_kernels_input_view(f->g->kernels, f->arena, in[i], err);
@@ -270,31 +288,69 @@ static ember_status write_inputs(ember_forward *f, const ember_batch *b, ember_e
 
 typedef struct att_seg {
     uint32_t row0, n, max_run;
+    uint32_t max_pos;  /* the largest position of its rows */
 } att_seg;
 
 static uint32_t attention_segments(const ember_batch *b, att_seg *seg)
 {
-    uint32_t n_seg = 0, longest = 1;
+    uint32_t n_seg = 0, longest = 1, top = 0;
     bool many = false;
     for (uint32_t i = 0, j; i < b->n_tokens; i = j) {
-        for (j = i + 1; j < b->n_tokens && b->seq[j] == b->seq[i]; j++) {}
+        uint32_t pmax = b->pos[i];
+        for (j = i + 1; j < b->n_tokens && b->seq[j] == b->seq[i]; j++)
+            if (b->pos[j] > pmax) pmax = b->pos[j];
         uint32_t run = j - i;
         if (run > longest) longest = run;
+        if (pmax > top) top = pmax;
         att_seg *last = n_seg ? &seg[n_seg - 1] : NULL;
         if (last && (last->max_run > 1) == (run > 1)) {
             last->n += run;
             if (run > last->max_run) last->max_run = run;
+            if (pmax > last->max_pos) last->max_pos = pmax;
         } else if (n_seg < MAX_SEGS) {
-            seg[n_seg++] = (att_seg){i, run, run};
+            seg[n_seg++] = (att_seg){i, run, run, pmax};
         } else {
             many = true;
         }
     }
     if (many || n_seg == 0) {
-        seg[0] = (att_seg){0, b->n_tokens, longest};
+        seg[0] = (att_seg){0, b->n_tokens, longest, top};
         n_seg = 1;
     }
     return n_seg;
+}
+
+/* A segment's attention: decode rows split over workgroups where the kernels split
+ * (ember_k_attention_split), else one dispatch of tiles. */
+static void record_attention(ember_forward *f, uint32_t l, const att_seg *g)
+{
+    ember_vk_cmd *c = f->cmd;
+    const ember_kernels *k = f->g->kernels;
+    if (g->max_run == 1 && ember_k_attention_split(c, k, &f->shape, f->qkv, f->in.pos, f->in.seq, f->in.block_tables,
+                                                   f->kcache[l], f->vcache[l], f->att, g->row0, g->n, g->max_pos,
+                                                   &f->split))
+        return;
+    ember_k_attention_rows(c, k, &f->shape, f->qkv, f->in.pos, f->in.seq, f->in.block_tables, f->kcache[l],
+                           f->vcache[l], f->att, g->row0, g->n, g->max_run);
+}
+
+/* y = W rmsnorm(x): one fused dispatch where the kernels fuse it (ember_k_linear_norm),
+ * else the norm into xn and the product; then the barrier before y's readers. */
+static void normed_linear(ember_forward *f, const ember_gpu_weight *w, ember_vk_span norm_w, ember_vk_span y,
+                          uint32_t T, ember_out_mode mode)
+{
+    ember_vk_cmd *c = f->cmd;
+    const ember_kernels *k = f->g->kernels;
+    const ember_hparams *hp = &f->g->hp;
+    if (ember_k_linear_can_norm(k, w)) {
+        ember_linear_norm n = {norm_w, hp->rms_eps};
+        ember_k_linear_norm(c, k, w, f->x, &n, y, T, mode);
+    } else {
+        ember_k_rmsnorm(c, k, f->x, norm_w, f->xn, NULL, T, hp->dim, hp->rms_eps);
+        ember_vk_cmd_barrier(c);
+        ember_k_linear(c, k, w, f->xn, y, T, mode);
+    }
+    ember_vk_cmd_barrier(c);
 }
 
 static void record_layer(ember_forward *f, uint32_t l, uint32_t T, const att_seg *seg, uint32_t n_seg)
@@ -302,26 +358,17 @@ static void record_layer(ember_forward *f, uint32_t l, uint32_t T, const att_seg
     ember_vk_cmd *c = f->cmd;
     const ember_kernels *k = f->g->kernels;
     const ember_gpu_layer *L = &f->g->layers[l];
-    const ember_hparams *hp = &f->g->hp;
 
-    ember_k_rmsnorm(c, k, f->x, L->attn_norm, f->xn, NULL, T, hp->dim, hp->rms_eps);
-    ember_vk_cmd_barrier(c);
-    ember_k_linear(c, k, &L->qkv, f->xn, f->qkv, T, EMBER_OUT_STORE);
-    ember_vk_cmd_barrier(c);
+    normed_linear(f, &L->qkv, L->attn_norm, f->qkv, T, EMBER_OUT_STORE);
     ember_rope_bufs rb = {L->bias_qkv, f->g->rope_freqs};
     ember_k_rope_store(c, k, &f->shape, &rb, f->qkv, f->in.pos, f->in.seq, f->in.block_tables, f->kcache[l],
                        f->vcache[l], T);
     ember_vk_cmd_barrier(c);
-    for (uint32_t i = 0; i < n_seg; i++)
-        ember_k_attention_rows(c, k, &f->shape, f->qkv, f->in.pos, f->in.seq, f->in.block_tables, f->kcache[l],
-                               f->vcache[l], f->att, seg[i].row0, seg[i].n, seg[i].max_run);
+    for (uint32_t i = 0; i < n_seg; i++) record_attention(f, l, &seg[i]);
     ember_vk_cmd_barrier(c);
     ember_k_linear(c, k, &L->wo, f->att, f->x, T, EMBER_OUT_ADD);
     ember_vk_cmd_barrier(c);
-    ember_k_rmsnorm(c, k, f->x, L->ffn_norm, f->xn, NULL, T, hp->dim, hp->rms_eps);
-    ember_vk_cmd_barrier(c);
-    ember_k_linear(c, k, &L->gate_up, f->xn, f->ffn, T, EMBER_OUT_SWIGLU);
-    ember_vk_cmd_barrier(c);
+    normed_linear(f, &L->gate_up, L->ffn_norm, f->ffn, T, EMBER_OUT_SWIGLU);
     ember_k_linear(c, k, &L->down, f->ffn, f->x, T, EMBER_OUT_ADD);
     ember_vk_cmd_barrier(c);
 }

@@ -169,11 +169,14 @@ static ember_status make_pipelines(ember_gpu_model *g, ember_err *err)
 {
     ember_kernels_set want = {{0}};
     ember_kernels_want_rows(g->kernels, &want);
-    ember_kernels_want_linear(g->kernels, &g->output, &want);
+    ember_kernels_want_linear(g->kernels, &g->output, false, &want);
     for (uint32_t l = 0; l < g->hp.n_layers; l++) {
         const ember_gpu_layer *L = &g->layers[l];
+        /* QKV and gate/up follow an RMSNorm: fused where the kernels can (forward.c). */
         const ember_gpu_weight *w[] = {&L->qkv, &L->wo, &L->gate_up, &L->down};
-        for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) ember_kernels_want_linear(g->kernels, w[i], &want);
+        for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+            ember_kernels_want_linear(g->kernels, w[i], i % 2 == 0 && ember_k_linear_can_norm(g->kernels, w[i]),
+                                      &want);
     }
     return ember_kernels_make(g->kernels, &want, err);
 }
@@ -208,7 +211,8 @@ ember_status ember_gpu_model_create_opts(ember_vk *vk, const ember_llama *m, con
     g->vk = vk;
     g->hp = m->hp;
     g->layers = ember_calloc(m->hp.n_layers, sizeof *g->layers);
-    ember_kernels_opts ko = {.on_demand = true, .pipeline_cache_dir = o->pipeline_cache_dir};
+    ember_kernels_opts ko = {.on_demand = true, .pipeline_cache_dir = o->pipeline_cache_dir,
+                             .norm_fusion = o->norm_fusion, .attn_split = o->attn_split, .attn_chunk = o->attn_chunk};
     ember_status s = g->layers ? EMBER_OK : ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     if (s == EMBER_OK) s = ember_kernels_create_opts(vk, &ko, &g->kernels, err);
     if (s == EMBER_OK) s = ember_vk_arena_create(vk, &g->arena, err);

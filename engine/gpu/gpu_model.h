@@ -40,6 +40,9 @@ typedef struct ember_gpu_model_opts {
     const ember_gguf *file;         /* the file m was read from: each matrix's pages are
                                        released once uploaded (ember_gguf_release); NULL:
                                        they stay */
+    int norm_fusion;                /* ember_kernels_opts.norm_fusion, attn_split and */
+    int attn_split;                 /* attn_chunk (tests force them) */
+    uint32_t attn_chunk;
 } ember_gpu_model_opts;
 
 /* Uploads m's weights and makes the pipelines its forward pass records, but for

@@ -58,11 +58,14 @@ static const spv RMSNORM[2] = {SPV(rmsnorm), SPV(rmsnorm_sg)};
 static const spv ATTENTION[ATT_KV_TYPES][ATT_KINDS][2] = {
     {{SPV(attention), SPV(attention_sg)}, {SPV(attention_tx), SPV(attention_tx_sg)}},
     {{SPV(attention_q8), SPV(attention_q8_sg)}, {SPV(attention_q8_tx), SPV(attention_q8_tx_sg)}},
+    {{SPV(attention_f16), SPV(attention_f16_sg)}, {SPV(attention_f16), SPV(attention_f16_sg)}}, /* no texel kind */
 };
 static const spv ARGMAX[2] = {SPV(argmax), SPV(argmax_sg)};
 static const spv EMBED = SPV(embed);
 static const spv ROPE = SPV(rope_store);
 static const spv ROPE_Q8 = SPV(rope_store_q8);
+static const spv ROPE_F16 = SPV(rope_store_f16);
+static const spv ATTN_MERGE = SPV(attention_merge);
 
 void ember_k_grid(uint32_t n, uint32_t lim_a, uint32_t *a, uint32_t *b)
 {
@@ -126,6 +129,7 @@ static void choose_attention(ember_kernels *k)
         /* Pairs x chunks bounds a lane's registers and lavapipe's compile time. */
         k->attn_slots[n][ATT_LARGE] = k->attn_subgroup ? (cpl < 8 ? 16 / cpl : 2) : 1;
         k->attn_slots[n][ATT_SMALL] = k->attn_subgroup ? 2 : 1;
+        k->attn_slots[n][ATT_SPLIT] = k->attn_slots[n][ATT_SMALL];
     }
 }
 
@@ -145,17 +149,19 @@ typedef struct job {
     ember_vk_pipeline **slot;
     ember_vk_pipeline_desc d;
     char name[64];
-    ember_vk_spec sp[5];
+    ember_vk_spec sp[6];
 } job;
 
 static ember_vk_pipeline **slot_of(ember_kernels *k, uint32_t id)
 {
     if (id < PIPE_GENERIC) {
-        uint32_t i = id - PIPE_LINEAR;
-        return &k->linear[i / (LIN_KINDS * LIN_SHAPES)][i / LIN_SHAPES % LIN_KINDS][i % LIN_SHAPES];
+        uint32_t i = id - PIPE_LINEAR, n = i % LIN_NORMS;
+        i /= LIN_NORMS;
+        return &k->linear[i / (LIN_KINDS * LIN_SHAPES)][i / LIN_SHAPES % LIN_KINDS][i % LIN_SHAPES][n];
     }
     if (id < PIPE_EMBED) return &k->linear_generic[id - PIPE_GENERIC];
-    ember_vk_pipeline **rows[] = {&k->embed, &k->rmsnorm, &k->argmax, &k->rope, &k->rope_q8};
+    ember_vk_pipeline **rows[] = {&k->embed,   &k->rmsnorm,  &k->argmax,    &k->rope,
+                                  &k->rope_q8, &k->rope_f16, &k->attn_merge};
     if (id < PIPE_ATTENTION) return rows[id - PIPE_EMBED];
     uint32_t i = id - PIPE_ATTENTION;
     return &k->attention[i / (ATT_KINDS * ATT_CLASSES * ATT_TILES)][i / (ATT_CLASSES * ATT_TILES) % ATT_KINDS]
@@ -166,12 +172,20 @@ static ember_vk_pipeline **slot_of(ember_kernels *k, uint32_t id)
  * through texel views, attention classes as chosen, one tile where both are one size. */
 static bool valid(const ember_kernels *k, uint32_t id)
 {
-    if (id < PIPE_GENERIC) return k->texel || (id - PIPE_LINEAR) / LIN_SHAPES % LIN_KINDS == LIN_STORAGE;
+    if (id < PIPE_GENERIC) {
+        uint32_t i = id - PIPE_LINEAR;
+        bool norm = i % LIN_NORMS == LIN_NORM;
+        return (k->texel || i / LIN_NORMS / LIN_SHAPES % LIN_KINDS == LIN_STORAGE) && (!norm || k->fuse_norm);
+    }
+    if (id == PIPE_ATTN_MERGE) return k->attn_split;
     if (id < PIPE_ATTENTION) return true;
     uint32_t i = id - PIPE_ATTENTION, tile = i % ATT_TILES, cls = i / ATT_TILES % ATT_CLASSES;
     uint32_t kind = i / (ATT_CLASSES * ATT_TILES) % ATT_KINDS;
-    return (k->texel || kind == ATT_STORAGE) && cls < k->attn_classes &&
-           (tile == ATT_SMALL || k->attn_slots[cls][ATT_LARGE] != k->attn_slots[cls][ATT_SMALL]);
+    bool tile_ok = tile == ATT_SMALL || (tile == ATT_SPLIT && k->attn_split) ||
+                   (tile == ATT_LARGE && k->attn_slots[cls][ATT_LARGE] != k->attn_slots[cls][ATT_SMALL]);
+    uint32_t t = i / (ATT_KINDS * ATT_CLASSES * ATT_TILES);
+    bool kind_ok = kind == ATT_STORAGE || (k->texel && t != ATT_F16); /* F16 rows: storage only */
+    return kind_ok && cls < k->attn_classes && tile_ok;
 }
 
 static void set_desc(job *j, spv code, uint32_t n_bindings, const ember_vk_binding_kind *kinds, uint32_t push,
@@ -180,15 +194,18 @@ static void set_desc(job *j, spv code, uint32_t n_bindings, const ember_vk_bindi
     j->d = (ember_vk_pipeline_desc){j->name, code.code, *code.bytes, n_bindings, kinds, push, j->sp, n_specs};
 }
 
-/* A linear pipeline: dtype slot, binding kind, tile shape; or GENERIC F32/F16 (storage,
- * the prefill shape for every n_tok: no real model has such rows). */
+/* A linear pipeline: dtype slot, binding kind, tile shape, fused RMSNorm or not; or
+ * GENERIC F32/F16 (storage, the prefill shape for every n_tok, never fused: no real model
+ * has such rows). Binding 6 holds the norm's weights (the fused kind reads it). */
 static void describe_linear(const ember_kernels *k, uint32_t id, job *j)
 {
     static const char *generic_names[2] = {"f32_generic", "f16_generic"};
-    static const ember_vk_binding_kind texel[6] = {EMBER_VK_BIND_TEXEL, EMBER_VK_BIND_STORAGE, EMBER_VK_BIND_TEXEL,
-                                                   EMBER_VK_BIND_TEXEL, EMBER_VK_BIND_TEXEL, EMBER_VK_BIND_TEXEL};
+    static const ember_vk_binding_kind texel[7] = {EMBER_VK_BIND_TEXEL, EMBER_VK_BIND_STORAGE, EMBER_VK_BIND_TEXEL,
+                                                   EMBER_VK_BIND_TEXEL, EMBER_VK_BIND_TEXEL, EMBER_VK_BIND_TEXEL,
+                                                   EMBER_VK_BIND_STORAGE};
     bool generic = id >= PIPE_GENERIC;
-    uint32_t i = id - PIPE_LINEAR;
+    uint32_t i = generic ? 0 : (id - PIPE_LINEAR) / LIN_NORMS;
+    uint32_t norm = generic ? LIN_PLAIN : (id - PIPE_LINEAR) % LIN_NORMS;
     uint32_t d = generic ? DT_SLOTS + id - PIPE_GENERIC : i / (LIN_KINDS * LIN_SHAPES);
     uint32_t kind = generic ? LIN_STORAGE : i / LIN_SHAPES % LIN_KINDS;
     uint32_t shape = generic ? LIN_SHAPES - 1 : i % LIN_SHAPES;
@@ -196,12 +213,12 @@ static void describe_linear(const ember_kernels *k, uint32_t id, job *j)
     /* A Q8_0 unit is a whole block, already two loads per row; a block type's unit decodes
      * 32 weights. */
     uint32_t unroll = d >= DT_SLOT_Q8 && !generic ? 1 : l->unroll;
-    ember_vk_spec sp[] = {{0, l->ng * 8}, {1, l->tn / 8}, {2, l->tm}, {3, l->ng}, {4, unroll}};
+    ember_vk_spec sp[] = {{0, l->ng * 8}, {1, l->tn / 8}, {2, l->tm}, {3, l->ng}, {4, unroll}, {5, norm}};
     memcpy(j->sp, sp, sizeof sp);
-    snprintf(j->name, sizeof j->name, "linear_%s%s_m%u", generic ? generic_names[d - DT_SLOTS] : DT_TYPES[d].name,
-             kind == LIN_TEXEL ? "_tx" : "", l->tm);
+    snprintf(j->name, sizeof j->name, "linear_%s%s%s_m%u", generic ? generic_names[d - DT_SLOTS] : DT_TYPES[d].name,
+             kind == LIN_TEXEL ? "_tx" : "", norm == LIN_NORM ? "_norm" : "", l->tm);
     spv code = generic ? LINEAR_GENERIC[d - DT_SLOTS][k->lin_subgroup] : DT_TYPES[d].code[kind][k->lin_subgroup];
-    set_desc(j, code, 6, kind == LIN_TEXEL ? texel : NULL, sizeof(linear_push), 5);
+    set_desc(j, code, 7, kind == LIN_TEXEL ? texel : NULL, sizeof(linear_push), 6);
 }
 
 /* embed, rmsnorm, argmax, rope_store (F32 and Q8_0 caches). */
@@ -217,6 +234,8 @@ static void describe_row(const ember_kernels *k, uint32_t id, job *j)
         {"argmax", ARGMAX[k->subgroup], 2, sizeof(argmax_push), row_wg(k)},
         {"rope_store", ROPE, 8, sizeof(rope_push), 64},
         {"rope_store_q8", ROPE_Q8, 8, sizeof(rope_push), 64},
+        {"rope_store_f16", ROPE_F16, 8, sizeof(rope_push), 64},
+        {"attention_merge", ATTN_MERGE, 3, sizeof(attn_merge_push), 64},
     };
     uint32_t i = id - PIPE_EMBED;
     j->sp[0] = (ember_vk_spec){0, r[i].wg};
@@ -225,23 +244,25 @@ static void describe_row(const ember_kernels *k, uint32_t id, job *j)
 }
 
 /* Attention per cache type, binding kind (K and V as uniform texel buffers or storage),
- * head size class and tile. */
+ * head size class and tile (the split tile: the small one, writing chunk states to the
+ * scratch bindings 7 and 8 for attention_merge). */
 static void describe_attention(const ember_kernels *k, uint32_t id, job *j)
 {
-    static const char *names[ATT_KV_TYPES] = {"attention", "attention_q8"};
-    static const ember_vk_binding_kind texel[7] = {EMBER_VK_BIND_STORAGE, EMBER_VK_BIND_STORAGE,
+    static const char *names[ATT_KV_TYPES] = {"attention", "attention_q8", "attention_f16"};
+    static const ember_vk_binding_kind texel[9] = {EMBER_VK_BIND_STORAGE, EMBER_VK_BIND_STORAGE,
                                                    EMBER_VK_BIND_STORAGE, EMBER_VK_BIND_STORAGE,
                                                    EMBER_VK_BIND_TEXEL,   EMBER_VK_BIND_TEXEL,
+                                                   EMBER_VK_BIND_STORAGE, EMBER_VK_BIND_STORAGE,
                                                    EMBER_VK_BIND_STORAGE};
     uint32_t i = id - PIPE_ATTENTION, tile = i % ATT_TILES, cls = i / ATT_TILES % ATT_CLASSES;
     uint32_t kind = i / (ATT_CLASSES * ATT_TILES) % ATT_KINDS, t = i / (ATT_KINDS * ATT_CLASSES * ATT_TILES);
     ember_vk_spec sp[] = {{0, k->attn_tpw * k->attn_lanes}, {1, k->attn_cpl[cls]}, {2, k->attn_tpw},
-                          {3, k->attn_slots[cls][tile]}};
+                          {3, k->attn_slots[cls][tile]}, {4, tile == ATT_SPLIT}, {5, k->attn_split}};
     memcpy(j->sp, sp, sizeof sp);
-    snprintf(j->name, sizeof j->name, "%s%s_c%u_s%u", names[t], kind == ATT_TEXEL ? "_tx" : "", k->attn_cpl[cls],
-             k->attn_slots[cls][tile]);
-    set_desc(j, ATTENTION[t][kind][k->attn_subgroup], 7, kind == ATT_TEXEL ? texel : NULL, sizeof(attention_push),
-             4);
+    snprintf(j->name, sizeof j->name, "%s%s_c%u_s%u%s", names[t], kind == ATT_TEXEL ? "_tx" : "", k->attn_cpl[cls],
+             k->attn_slots[cls][tile], tile == ATT_SPLIT ? "_split" : "");
+    set_desc(j, ATTENTION[t][kind][k->attn_subgroup], 9, kind == ATT_TEXEL ? texel : NULL, sizeof(attention_push),
+             6);
 }
 
 static void describe(ember_kernels *k, uint32_t id, job *j)
@@ -294,7 +315,7 @@ ember_status ember_kernels_make(ember_kernels *k, const ember_kernels_set *want,
 static void attn_kinds(const ember_kernels *k, int t, bool kinds[ATT_KINDS])
 {
     uint64_t texel_bytes = t == ATT_Q8 ? 4 : 16;
-    kinds[ATT_TEXEL] = k->texel && (t == ATT_F32 || k->caps.texel_r32ui);
+    kinds[ATT_TEXEL] = k->texel && (t == ATT_F32 || (t == ATT_Q8 && k->caps.texel_r32ui));
     kinds[ATT_STORAGE] = !kinds[ATT_TEXEL] || k->caps.max_storage_range / texel_bytes > k->caps.max_texel_elements;
 }
 
@@ -303,7 +324,8 @@ ember_status ember_kernels_prepare_attn(ember_kernels *k, int t, uint32_t cls, e
     ember_kernels_set want = {{0}};
     bool kinds[ATT_KINDS];
     attn_kinds(k, t, kinds);
-    ember_kernels_set_add(&want, t == ATT_Q8 ? PIPE_ROPE_Q8 : PIPE_ROPE);
+    ember_kernels_set_add(&want, t == ATT_Q8 ? PIPE_ROPE_Q8 : t == ATT_F16 ? PIPE_ROPE_F16 : PIPE_ROPE);
+    ember_kernels_set_add(&want, PIPE_ATTN_MERGE); /* made where the kernels split (valid) */
     for (int kind = 0; kind < ATT_KINDS; kind++)
         for (int tile = 0; kinds[kind] && tile < ATT_TILES; tile++)
             ember_kernels_set_add(&want, ember_k_attention_id(t, kind, cls, tile));
@@ -316,7 +338,8 @@ ember_status ember_kernels_prepare_attn(ember_kernels *k, int t, uint32_t cls, e
 static void want_all(const ember_kernels *k, ember_kernels_set *want)
 {
     for (uint32_t id = 0; id < PIPE_COUNT; id++)
-        if (valid(k, id) && !(id < PIPE_GENERIC && (id - PIPE_LINEAR) / (LIN_KINDS * LIN_SHAPES) > DT_SLOT_Q8))
+        if (valid(k, id) &&
+            !(id < PIPE_GENERIC && (id - PIPE_LINEAR) / (LIN_KINDS * LIN_SHAPES * LIN_NORMS) > DT_SLOT_Q8))
             ember_kernels_set_add(want, id);
 }
 
@@ -336,6 +359,16 @@ static void choose(ember_kernels *k, const ember_vk_caps *caps, const ember_kern
     k->texel = c->texel_rgba32f && c->texel_rgba32ui && !o.no_texel;
     k->force_tm = o.linear_tm;
     k->force_tpw = o.linear_tpw;
+    /* A fused RMSNorm reads x's row again in every tile: on a GPU from cache, for a
+     * dispatch and a barrier saved; on lavapipe, where a tile is one workgroup and loads
+     * are instructions, it costs more than the dispatch (docs/kernels.md). */
+    k->fuse_norm = o.norm_fusion == EMBER_NORM_FUSION_AUTO ? !c->is_cpu : o.norm_fusion == EMBER_NORM_FUSION_ON;
+    /* Split-K pays where a decode step's few attention tiles would leave most of a GPU
+     * idle; lavapipe has two cores, which the tiles fill (docs/kernels.md). */
+    k->attn_split = o.attn_split == EMBER_ATTN_SPLIT_AUTO ? !c->is_cpu : o.attn_split == EMBER_ATTN_SPLIT_ON;
+    uint32_t chunk = o.attn_chunk ? o.attn_chunk : EMBER_ATTN_CHUNK;
+    if (chunk < EMBER_ATTN_CHUNK_MIN) chunk = EMBER_ATTN_CHUNK_MIN;
+    for (k->attn_chunk_log2 = 0; (2u << k->attn_chunk_log2) <= chunk; k->attn_chunk_log2++) {}
     choose_shapes(k);
     choose_attention(k);
 }
@@ -354,7 +387,8 @@ void ember_kernels_describe(const ember_vk_caps *caps, const ember_kernels_opts 
         .attn_subgroup = k.attn_subgroup, .attn_lanes = k.attn_lanes, .attn_tiles_per_wg = k.attn_tpw,
         .attn_classes = k.attn_classes, .attn_cpl_min = k.attn_cpl[0], .attn_cpl_max = k.attn_cpl[last],
         .attn_decode_pairs = k.attn_slots[0][ATT_SMALL], .attn_prefill_pairs = k.attn_slots[0][ATT_LARGE],
-        .attn_max_head = head < EMBER_ATT_MAX_HEAD ? head : EMBER_ATT_MAX_HEAD, .texel = k.texel};
+        .attn_max_head = head < EMBER_ATT_MAX_HEAD ? head : EMBER_ATT_MAX_HEAD, .texel = k.texel,
+        .lin_norm_fused = k.fuse_norm, .attn_split = k.attn_split, .attn_chunk = 1u << k.attn_chunk_log2};
 }
 
 ember_status ember_kernels_create_opts(ember_vk *vk, const ember_kernels_opts *opts, ember_kernels **out,
@@ -415,7 +449,8 @@ static ember_status make_storage_twins(ember_kernels *k, ember_err *err)
     pthread_mutex_lock(&k->mu);
     for (int d = 0; d < DT_SLOTS; d++)
         for (int i = 0; i < LIN_SHAPES; i++)
-            if (k->linear[d][LIN_TEXEL][i]) ember_kernels_set_add(&want, ember_k_linear_id(d, LIN_STORAGE, i));
+            for (int n = 0; n < LIN_NORMS; n++)
+                if (k->linear[d][LIN_TEXEL][i][n]) ember_kernels_set_add(&want, ember_k_linear_id(d, LIN_STORAGE, i, n));
     ember_status s = make_locked(k, &want, err);
     pthread_mutex_unlock(&k->mu);
     return s;

@@ -39,7 +39,26 @@ typedef struct ember_kernels_opts {
                                  ember_kernels_make makes for the weights that need them) */
     const char *pipeline_cache_dir; /* folder of the on-disk VkPipelineCache
                                        (platform/vk_pipeline_cache.h); NULL: none */
+    /* The fused RMSNorm (ember_k_linear_norm): EMBER_NORM_FUSION_AUTO fuses on GPUs and
+     * not on lavapipe (docs/kernels.md). Fused or not, a result is batch invariant; the
+     * two round the normalised x in different orders. */
+    int norm_fusion;
+    /* Split-K attention (ember_k_attention_split): AUTO splits the positions of few
+     * decode rows over workgroups on GPUs, not on lavapipe. Kernels that split merge
+     * every pair's positions in chunks of attn_chunk (0: 256; a power of two, at least
+     * EMBER_ATTN_CHUNK_MIN; tests make it small) in order, split or not, so a row's bits
+     * do not depend on whether it was split; kernels that do not split keep one state
+     * per pair (another rounding, the same in every batch). */
+    int attn_split;
+    uint32_t attn_chunk;
 } ember_kernels_opts;
+
+/* norm_fusion and attn_split */
+enum { EMBER_NORM_FUSION_AUTO = 0, EMBER_NORM_FUSION_ON = 1, EMBER_NORM_FUSION_OFF = 2 };
+enum { EMBER_ATTN_SPLIT_AUTO = 0, EMBER_ATTN_SPLIT_ON = 1, EMBER_ATTN_SPLIT_OFF = 2 };
+#define EMBER_ATTN_CHUNK 256    /* attn_chunk's default */
+#define EMBER_ATTN_CHUNK_MIN 32 /* the smallest attn_chunk (the forward pass sizes its
+                                   split-K scratch for it) */
 
 ember_status ember_kernels_create_opts(ember_vk *vk, const ember_kernels_opts *opts,
                                        ember_kernels **out, ember_err *err);
@@ -65,6 +84,9 @@ typedef struct ember_kernel_choice {
     uint32_t attn_decode_pairs, attn_prefill_pairs;    /* (token, head) pairs per tile */
     uint32_t attn_max_head;       /* the largest head_dim attention serves here */
     bool texel;                   /* weights, x and K/V read through uniform texel views */
+    bool lin_norm_fused;          /* the products after an RMSNorm normalise x themselves */
+    bool attn_split;              /* few decode rows' attention split over workgroups */
+    uint32_t attn_chunk;          /* positions per attention chunk */
 } ember_kernel_choice;
 
 /* opts may be NULL (the defaults). */
@@ -73,7 +95,7 @@ void ember_kernels_describe(const ember_vk_caps *caps, const ember_kernels_opts 
 
 /* A set of pipelines, by id (kernels_internal.h): what a model or an engine will record.
  * ember_kernels_want_* (kernels_linear.h, kernels_rows.h) add to it. */
-#define EMBER_KERNELS_SET_WORDS 4
+#define EMBER_KERNELS_SET_WORDS 7
 typedef struct ember_kernels_set {
     uint64_t bits[EMBER_KERNELS_SET_WORDS];
 } ember_kernels_set;

@@ -10,6 +10,9 @@
 
 enum { ROPE_BIAS = 1, ROPE_FREQS = 2, ROPE_NEOX = 4 }; /* rope_store.comp's FLAG_* */
 
+/* The pipelines' cache type (ATT_F32, ATT_Q8, ATT_F16) of a KV type. */
+static int att_type(ember_kv_type t) { return t == EMBER_KV_Q8_0 ? ATT_Q8 : t == EMBER_KV_F16 ? ATT_F16 : ATT_F32; }
+
 void ember_k_rope_store(ember_vk_cmd *c, const ember_kernels *k, const ember_attn_shape *s,
                         const ember_rope_bufs *rb, ember_vk_span qkv, ember_vk_span pos,
                         ember_vk_span seq, ember_vk_span block_table, ember_vk_span kcache,
@@ -30,7 +33,8 @@ void ember_k_rope_store(ember_vk_cmd *c, const ember_kernels *k, const ember_att
      * valid whether the shader reads it or not). */
     ember_vk_span b[8] = {qkv, pos, seq, block_table, kcache, vcache, bias ? rb->bias : pos,
                           freqs ? rb->freqs : pos};
-    ember_vk_cmd_dispatch(c, s->kv_type == EMBER_KV_Q8_0 ? k->rope_q8 : k->rope, b, &pc, gx, gy, 1);
+    const ember_vk_pipeline *rope[ATT_KV_TYPES] = {k->rope, k->rope_q8, k->rope_f16};
+    ember_vk_cmd_dispatch(c, rope[att_type(s->kv_type)], b, &pc, gx, gy, 1);
 }
 
 /* The pipeline class for head_dim: the first whose lanes hold it. */
@@ -67,6 +71,10 @@ static uint32_t loop_limited_tokens(const ember_kernels *k, const ember_attn_sha
     return fit < 1 ? 1 : fit < tt ? (uint32_t)fit : tt;
 }
 
+/* Split-K only while a decode step has fewer attention tiles than this: past it the tiles
+ * alone keep a GPU's compute units busy. */
+#define SPLIT_MAX_TILES 512
+
 static uint32_t log2_u32(uint32_t x)
 {
     uint32_t n = 0;
@@ -82,15 +90,19 @@ void ember_k_attention_runs(ember_vk_cmd *c, const ember_kernels *k, const ember
     ember_k_attention_rows(c, k, s, qkv, pos, seq, block_table, kcache, vcache, out, 0, n_tok, max_run);
 }
 
-void ember_k_attention_rows(ember_vk_cmd *c, const ember_kernels *k, const ember_attn_shape *s,
-                            ember_vk_span qkv, ember_vk_span pos, ember_vk_span seq,
-                            ember_vk_span block_table, ember_vk_span kcache, ember_vk_span vcache,
-                            ember_vk_span out, uint32_t row0, uint32_t n_tok, uint32_t max_run)
+/* One attention launch: the tile shape for max_run, the grid, the push constants. */
+typedef struct attn_launch {
+    const ember_vk_pipeline *p;
+    attention_push pc;
+    uint32_t gx, gy;
+    uint64_t n_tiles;
+} attn_launch;
+
+static attn_launch attn_plan(const ember_kernels *k, const ember_attn_shape *s, ember_vk_span kcache,
+                             ember_vk_span vcache, uint32_t row0, uint32_t n_tok, uint32_t max_run, bool split)
 {
-    if (n_tok == 0) return;
-    bool q8 = s->kv_type == EMBER_KV_Q8_0;
     uint32_t cls = attn_class(k, s->head_dim);
-    bool texel = k->texel && kcache.view && vcache.view;
+    bool texel = k->texel && kcache.view && vcache.view; /* never for F16 (kv_view) */
     /* A tile: as many query heads of one KV head as fit, times as many tokens (at most a
      * run of one sequence); the small tile when tokens come one per sequence. */
     int tile = max_run > 1 ? ATT_LARGE : ATT_SMALL;
@@ -99,16 +111,49 @@ void ember_k_attention_rows(ember_vk_cmd *c, const ember_kernels *k, const ember
     uint32_t tt = slots / th;
     if (tt > max_run) tt = max_run ? max_run : 1;
     tt = loop_limited_tokens(k, s, tt);
-    uint64_t n_tiles = (uint64_t)ember_k_ceil(n_tok, tt) * s->n_kv_heads * ember_k_ceil(gq, th);
-    uint32_t n_wg = ember_k_ceil(n_tiles, k->attn_tpw);
-    uint32_t gx, gy;
-    ember_k_grid(n_wg, k->caps.max_wg_count[0], &gx, &gy);
-    attention_push pc = {s->n_heads, s->n_kv_heads, s->head_dim, s->block_size,
-                         s->max_blocks_per_seq, n_tok, gx, (float)(1.0 / sqrt((double)s->head_dim)),
-                         log2_u32(ember_kv_q8_group(s->head_dim)), tt, th, row0};
-    ember_vk_span b[7] = {qkv, pos, seq, block_table, kcache, vcache, out};
-    ember_vk_cmd_dispatch(c, k->attention[q8 ? ATT_Q8 : ATT_F32][texel ? ATT_TEXEL : ATT_STORAGE][cls][tile], b, &pc,
-                          gx, gy, 1);
+    attn_launch l = {.n_tiles = (uint64_t)ember_k_ceil(n_tok, tt) * s->n_kv_heads * ember_k_ceil(gq, th)};
+    ember_k_grid(ember_k_ceil(l.n_tiles, k->attn_tpw), k->caps.max_wg_count[0], &l.gx, &l.gy);
+    l.pc = (attention_push){s->n_heads, s->n_kv_heads, s->head_dim, s->block_size, s->max_blocks_per_seq, n_tok, l.gx,
+                            (float)(1.0 / sqrt((double)s->head_dim)), log2_u32(ember_kv_q8_group(s->head_dim)), tt,
+                            th, row0, k->attn_chunk_log2, 0};
+    l.p = k->attention[att_type(s->kv_type)][texel ? ATT_TEXEL : ATT_STORAGE][cls][split ? ATT_SPLIT : tile];
+    return l;
+}
+
+void ember_k_attention_rows(ember_vk_cmd *c, const ember_kernels *k, const ember_attn_shape *s,
+                            ember_vk_span qkv, ember_vk_span pos, ember_vk_span seq,
+                            ember_vk_span block_table, ember_vk_span kcache, ember_vk_span vcache,
+                            ember_vk_span out, uint32_t row0, uint32_t n_tok, uint32_t max_run)
+{
+    if (n_tok == 0) return;
+    attn_launch l = attn_plan(k, s, kcache, vcache, row0, n_tok, max_run, false);
+    /* The scratch bindings are not read without the split; out stands in for them. */
+    ember_vk_span b[9] = {qkv, pos, seq, block_table, kcache, vcache, out, out, out};
+    ember_vk_cmd_dispatch(c, l.p, b, &l.pc, l.gx, l.gy, 1);
+}
+
+bool ember_k_attention_split(ember_vk_cmd *c, const ember_kernels *k, const ember_attn_shape *s,
+                             ember_vk_span qkv, ember_vk_span pos, ember_vk_span seq, ember_vk_span block_table,
+                             ember_vk_span kcache, ember_vk_span vcache, ember_vk_span out, uint32_t row0,
+                             uint32_t n_tok, uint32_t max_pos, const ember_attn_scratch *scratch)
+{
+    uint32_t n_chunks = (max_pos >> k->attn_chunk_log2) + 1, d4 = s->head_dim / 4;
+    uint64_t pairs = (uint64_t)n_tok * s->n_heads;
+    if (!k->attn_split || n_tok == 0 || n_chunks < 2 || pairs * n_chunks > scratch->pair_chunks ||
+        n_chunks > k->caps.max_wg_count[2])
+        return false;
+    attn_launch l = attn_plan(k, s, kcache, vcache, row0, n_tok, 1, true);
+    if (l.n_tiles >= SPLIT_MAX_TILES) return false; /* enough tiles to fill the device without it */
+    l.pc.n_chunks = n_chunks;
+    ember_vk_span b[9] = {qkv, pos, seq, block_table, kcache, vcache, out, scratch->ml, scratch->acc};
+    ember_vk_cmd_dispatch(c, l.p, b, &l.pc, l.gx, l.gy, n_chunks);
+    ember_vk_cmd_barrier(c);
+    uint32_t n = (uint32_t)(pairs * d4), gx, gy;
+    ember_k_grid(ember_k_ceil(n, 64), k->caps.max_wg_count[0], &gx, &gy);
+    attn_merge_push mp = {(uint32_t)pairs, d4, n_chunks, row0 * s->n_heads * d4, gx};
+    ember_vk_span mb[3] = {scratch->ml, scratch->acc, out};
+    ember_vk_cmd_dispatch(c, k->attn_merge, mb, &mp, gx, gy, 1);
+    return true;
 }
 
 void ember_k_attention(ember_vk_cmd *c, const ember_kernels *k, const ember_attn_shape *s,
@@ -123,11 +168,11 @@ ember_status ember_kernels_kv_view(const ember_kernels *k, ember_vk_arena *a, em
                                    ember_err *err)
 {
     /* F32 rows are whole RGBA32F texels; Q8_0 rows (head_dim + scale bytes) are whole
-     * 32-bit words only, so R32UI. */
+     * 32-bit words only, so R32UI. F16 rows are read from storage (no texel variant). */
     const ember_vk_caps *c = &k->caps;
     bool q8 = type == EMBER_KV_Q8_0;
     uint32_t tb = q8 ? 4 : 16;
-    if (!k->texel || (q8 && !c->texel_r32ui) || cache->view || cache->size < tb || cache->size % tb != 0 ||
+    if (type == EMBER_KV_F16 || !k->texel || (q8 && !c->texel_r32ui) || cache->view || cache->size < tb || cache->size % tb != 0 ||
         cache->size / tb > c->max_texel_elements || (c->min_texel_align && cache->offset % c->min_texel_align != 0))
         return EMBER_OK;
     return ember_vk_texel_view(a, cache, q8 ? VK_FORMAT_R32_UINT : VK_FORMAT_R32G32B32A32_SFLOAT, err);
@@ -148,7 +193,7 @@ ember_status ember_kernels_check_attn(ember_kernels *k, const ember_attn_shape *
                           s->rope_dim);
     if (s->rope_style != EMBER_ROPE_NORM && s->rope_style != EMBER_ROPE_NEOX)
         return ember_fail(err, EMBER_ERR_UNSUPPORTED, "unknown RoPE style %d", (int)s->rope_style);
-    if (s->kv_type != EMBER_KV_F32 && s->kv_type != EMBER_KV_Q8_0)
+    if (s->kv_type != EMBER_KV_F32 && s->kv_type != EMBER_KV_Q8_0 && s->kv_type != EMBER_KV_F16)
         return ember_fail(err, EMBER_ERR_UNSUPPORTED, "unknown KV cache type %d", (int)s->kv_type);
     if (s->block_size == 0 || s->max_blocks_per_seq == 0)
         return ember_fail(err, EMBER_ERR_INVALID_ARG, "KV block size and table width must be non-zero");
@@ -159,6 +204,6 @@ ember_status ember_kernels_check_attn(ember_kernels *k, const ember_attn_shape *
                           (unsigned long long)s->block_size * s->max_blocks_per_seq, s->block_size,
                           ember_kernels_max_positions(k));
     /* A shape served: its KV type's pipelines are made now, on first use of that type. */
-    return ember_kernels_prepare_attn(k, s->kv_type == EMBER_KV_Q8_0 ? ATT_Q8 : ATT_F32, attn_class(k, s->head_dim),
+    return ember_kernels_prepare_attn(k, att_type(s->kv_type), attn_class(k, s->head_dim),
                                       err);
 }

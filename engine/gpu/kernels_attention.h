@@ -95,4 +95,25 @@ void ember_k_attention_rows(ember_vk_cmd *c, const ember_kernels *k, const ember
                             ember_vk_span block_table, ember_vk_span kcache, ember_vk_span vcache,
                             ember_vk_span out, uint32_t row0, uint32_t n_tok, uint32_t max_run);
 
+/* Split-K attention of decode rows row0 .. row0 + n_tok - 1 (one token per sequence, the
+ * largest position max_pos): every pair's positions are cut into chunks of the kernels'
+ * attention chunk (ember_kernels_opts.attn_chunk), each chunk walked by a workgroup of its
+ * own that writes its softmax state to scratch, then a second dispatch merges the states
+ * in chunk order (shaders/attn_merge.glsl) into out, with a barrier between the two (the
+ * one ember_k_* function that records one). Attention without the split merges the same
+ * chunks in the same order as it walks them, so the bits are the same whether a row is
+ * split or not. Records nothing and returns false when the kernels do not split
+ * (ember_kernels_opts.attn_split), when one chunk holds the context, when the scratch is
+ * too small (pair_chunks: n_tok * n_heads * chunks) or when the rows already make enough
+ * tiles to fill a GPU: then call ember_k_attention_rows. */
+typedef struct ember_attn_scratch {
+    ember_vk_span ml;       /* pair_chunks x 2 floats */
+    ember_vk_span acc;      /* pair_chunks x head_dim floats */
+    uint64_t pair_chunks;
+} ember_attn_scratch;
+bool ember_k_attention_split(ember_vk_cmd *c, const ember_kernels *k, const ember_attn_shape *s,
+                             ember_vk_span qkv, ember_vk_span pos, ember_vk_span seq, ember_vk_span block_table,
+                             ember_vk_span kcache, ember_vk_span vcache, ember_vk_span out, uint32_t row0,
+                             uint32_t n_tok, uint32_t max_pos, const ember_attn_scratch *scratch);
+
 #endif

@@ -24,12 +24,14 @@ uint32_t ember_k_unit_cols(ember_dtype t);
 
 /* How the linear shader reads weights and x. */
 enum { LIN_STORAGE, LIN_TEXEL, LIN_KINDS };
+/* Whether the linear shader RMS-normalises x as it reads it (the fused RMSNorm). */
+enum { LIN_PLAIN, LIN_NORM, LIN_NORMS };
 
 /* Attention pipelines: [cache type: F32, Q8_0][K/V read from storage or texel buffers]
  * [head size class: chunks per lane][tile: small (decode) or large (prefill)]. */
-enum { ATT_F32, ATT_Q8, ATT_KV_TYPES };
+enum { ATT_F32, ATT_Q8, ATT_F16, ATT_KV_TYPES };
 enum { ATT_STORAGE, ATT_TEXEL, ATT_KINDS };
-enum { ATT_SMALL, ATT_LARGE, ATT_TILES };
+enum { ATT_SMALL, ATT_LARGE, ATT_SPLIT, ATT_TILES }; /* ATT_SPLIT: the small tile, split-K */
 #define ATT_CLASSES 4          /* head sizes up to 32, 64, 128, 256 */
 #define EMBER_ATT_MAX_HEAD 256 /* the largest head_dim attention serves, on any device */
 
@@ -42,20 +44,23 @@ enum { ATT_SMALL, ATT_LARGE, ATT_TILES };
  * field of ember_kernels and to what it is made from). */
 enum {
     PIPE_LINEAR = 0,                                   /* + ember_k_linear_id */
-    PIPE_GENERIC = DT_SLOTS * LIN_KINDS * LIN_SHAPES,  /* + 0: F32, 1: F16 */
+    PIPE_GENERIC = DT_SLOTS * LIN_KINDS * LIN_SHAPES * LIN_NORMS, /* + 0: F32, 1: F16 */
     PIPE_EMBED = PIPE_GENERIC + 2,
     PIPE_RMSNORM,
     PIPE_ARGMAX,
     PIPE_ROPE,
     PIPE_ROPE_Q8,
+    PIPE_ROPE_F16,
+    PIPE_ATTN_MERGE,                                   /* split-K attention's second pass */
     PIPE_ATTENTION,                                    /* + ember_k_attention_id */
     PIPE_COUNT = PIPE_ATTENTION + ATT_KV_TYPES * ATT_KINDS * ATT_CLASSES * ATT_TILES,
 };
 _Static_assert(PIPE_COUNT <= 64 * EMBER_KERNELS_SET_WORDS, "ember_kernels_set holds every pipeline id");
 
-static inline uint32_t ember_k_linear_id(int d, int kind, int shape)
+static inline uint32_t ember_k_linear_id(int d, int kind, int shape, int norm)
 {
-    return PIPE_LINEAR + ((uint32_t)d * LIN_KINDS + (uint32_t)kind) * LIN_SHAPES + (uint32_t)shape;
+    return PIPE_LINEAR + (((uint32_t)d * LIN_KINDS + (uint32_t)kind) * LIN_SHAPES + (uint32_t)shape) * LIN_NORMS +
+           (uint32_t)norm;
 }
 
 static inline uint32_t ember_k_attention_id(int t, int kind, uint32_t cls, int tile)
@@ -85,11 +90,16 @@ struct ember_kernels {
     bool lin_subgroup;          /* linear combines partials with subgroupShuffleXor */
     bool texel;                 /* texel-buffer linear pipelines exist and are preferred */
     uint32_t force_tm, force_tpw; /* ember_kernels_opts overrides, 0 = automatic */
+    bool fuse_norm;             /* the products after an RMSNorm normalise x themselves */
+    bool attn_split;            /* decode attention may split its positions (split-K) */
+    uint32_t attn_chunk_log2;   /* positions per attention chunk: 1 << it (attn_merge.glsl) */
 
-    ember_vk_pipeline *linear[DT_SLOTS][LIN_KINDS][LIN_SHAPES];
+    ember_vk_pipeline *linear[DT_SLOTS][LIN_KINDS][LIN_SHAPES][LIN_NORMS];
     ember_vk_pipeline *linear_generic[2]; /* F32, F16 with cols not a multiple of 4 / 8 */
     ember_vk_pipeline *embed, *rmsnorm, *rope, *argmax;
     ember_vk_pipeline *rope_q8; /* the same over an EMBER_KV_Q8_0 cache */
+    ember_vk_pipeline *rope_f16; /* ... and over an EMBER_KV_F16 cache */
+    ember_vk_pipeline *attn_merge;
     ember_vk_pipeline *attention[ATT_KV_TYPES][ATT_KINDS][ATT_CLASSES][ATT_TILES];
 
     /* Launch shapes, fixed at creation (they are specialization constants). */
@@ -116,8 +126,9 @@ typedef struct linear_push {
     uint32_t out0, n_out, step, wgx;
     uint32_t off0, lim0, off1, lim1;
     uint32_t tpw, xrow0, yrow0;
+    float eps;
 } linear_push;
-_Static_assert(sizeof(linear_push) == 60, "linear_push: the Push block of shaders/linear.glsl");
+_Static_assert(sizeof(linear_push) == 64, "linear_push: the Push block of shaders/linear.glsl");
 
 typedef struct embed_push {
     uint32_t cols, n_tok, row0, n_rows;
@@ -149,8 +160,14 @@ typedef struct attention_push {
     uint32_t max_blocks, n_tok, wgx;
     float scale;
     uint32_t group_log2, tile_tok, tile_heads, row0;
+    uint32_t chunk_log2, n_chunks;
 } attention_push;
-_Static_assert(sizeof(attention_push) == 48, "attention_push: the Push block of shaders/attention.comp");
+_Static_assert(sizeof(attention_push) == 56, "attention_push: the Push block of shaders/attention.comp");
+
+typedef struct attn_merge_push {
+    uint32_t n_pairs, d4, n_chunks, out0, wgx;
+} attn_merge_push;
+_Static_assert(sizeof(attn_merge_push) == 20, "attn_merge_push: the Push block of shaders/attention_merge.comp");
 
 /* Spreads n workgroups over two grid dimensions: *a <= lim_a, *a * *b >= n. Shaders
  * rebuild the linear index as b_id * a + a_id and skip what lies past n. A *b over its

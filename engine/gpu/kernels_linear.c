@@ -47,9 +47,10 @@ static uint32_t tokens_per_wg(const ember_kernels *k, uint32_t tm, uint32_t n_to
     return ember_k_ceil(tpw, tm) * tm;
 }
 
-/* The pipeline and launch of one part: parts of one weight may differ in type. */
+/* The pipeline and launch of one part: parts of one weight may differ in type. norm: the
+ * fused RMSNorm's variant (never GENERIC: ember_k_linear_can_norm). */
 static launch choose(const ember_kernels *k, const ember_gpu_weight_part *p, uint32_t cols, ember_vk_span x,
-                     uint32_t n_tok)
+                     uint32_t n_tok, bool norm)
 {
     int d = ember_k_dt_slot(p->type);
     if (cols % ember_k_unit_cols(p->type) != 0) { /* F32/F16 only: other types are whole units */
@@ -59,10 +60,19 @@ static launch choose(const ember_kernels *k, const ember_gpu_weight_part *p, uin
     int i = choose_shape(k, n_tok);
     const ember_lin_shape *l = &k->lin[i];
     bool texel = k->texel && x.view && part_has_views(p);
-    return (launch){k->linear[d][texel ? LIN_TEXEL : LIN_STORAGE][i], l->tn, l->ng, tokens_per_wg(k, l->tm, n_tok)};
+    return (launch){k->linear[d][texel ? LIN_TEXEL : LIN_STORAGE][i][norm ? LIN_NORM : LIN_PLAIN], l->tn, l->ng,
+                    tokens_per_wg(k, l->tm, n_tok)};
 }
 
-void ember_kernels_want_linear(const ember_kernels *k, const ember_gpu_weight *w, ember_kernels_set *want)
+bool ember_k_linear_can_norm(const ember_kernels *k, const ember_gpu_weight *w)
+{
+    if (!k->fuse_norm) return false;
+    for (uint32_t p = 0; p < w->n_parts; p++)
+        if (w->cols % ember_k_unit_cols(w->parts[p].type) != 0) return false;
+    return w->n_parts > 0;
+}
+
+void ember_kernels_want_linear(const ember_kernels *k, const ember_gpu_weight *w, bool norm, ember_kernels_set *want)
 {
     for (uint32_t p = 0; p < w->n_parts; p++) {
         const ember_gpu_weight_part *part = &w->parts[p];
@@ -74,12 +84,13 @@ void ember_kernels_want_linear(const ember_kernels *k, const ember_gpu_weight *w
         /* Texel or storage, as choose() decides for this part when x has a view (an x
          * without one: ember_kernels_input_view); every shape, as batches come. */
         int kind = k->texel && part_has_views(part) ? LIN_TEXEL : LIN_STORAGE;
-        for (int i = 0; i < LIN_SHAPES; i++) ember_kernels_set_add(want, ember_k_linear_id(d, kind, i));
+        for (int i = 0; i < LIN_SHAPES; i++)
+            ember_kernels_set_add(want, ember_k_linear_id(d, kind, i, norm ? LIN_NORM : LIN_PLAIN));
     }
 }
 
 /* One dispatch, which reads weight_bytes of the weights (for the profile). */
-static void dispatch(ember_vk_cmd *c, const ember_kernels *k, const launch *l, const ember_vk_span b[6],
+static void dispatch(ember_vk_cmd *c, const ember_kernels *k, const launch *l, const ember_vk_span b[7],
                      linear_push *pc, uint64_t weight_bytes)
 {
     uint32_t tiles = ember_k_ceil(pc->n_out, pc->step);
@@ -92,7 +103,7 @@ static void dispatch(ember_vk_cmd *c, const ember_kernels *k, const launch *l, c
     ember_vk_cmd_note_bytes(c, weight_bytes);
 }
 
-static void bind_weights(ember_vk_span b[6], const ember_gpu_weight_part *p0, const ember_gpu_weight_part *p1)
+static void bind_weights(ember_vk_span b[7], const ember_gpu_weight_part *p0, const ember_gpu_weight_part *p1)
 {
     bool q8 = p0->type == EMBER_DTYPE_Q8_0;
     b[2] = p0->data;
@@ -108,13 +119,16 @@ static const ember_gpu_weight_part *part_of(const ember_gpu_weight *w, uint32_t 
     return &w->parts[w->n_parts - 1];
 }
 
+/* The norm's weights a fused dispatch reads (0 without the fused RMSNorm). */
+static uint64_t norm_bytes(const ember_gpu_weight *w, bool norm) { return norm ? (uint64_t)w->cols * sizeof(float) : 0; }
+
 /* STORE/ADD: each part is its own dispatch, of its own type, writing columns row0.. of y. */
-static void linear_rows(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span b[6],
-                        linear_push pc)
+static void linear_rows(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span b[7],
+                        linear_push pc, bool norm)
 {
     for (uint32_t i = 0; i < w->n_parts; i++) {
         const ember_gpu_weight_part *p = &w->parts[i];
-        launch l = choose(k, p, w->cols, b[0], pc.n_tok);
+        launch l = choose(k, p, w->cols, b[0], pc.n_tok, norm);
         bind_weights(b, p, p);
         pc.step = l.rows;
         pc.tpw = l.tpw;
@@ -123,20 +137,20 @@ static void linear_rows(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu
         pc.off0 = 0;
         pc.off1 = l.rows / 2;
         pc.lim0 = pc.lim1 = p->n_rows;
-        dispatch(c, k, &l, b, &pc, ember_gpu_weight_bytes(p->type, p->n_rows, w->cols));
+        dispatch(c, k, &l, b, &pc, ember_gpu_weight_bytes(p->type, p->n_rows, w->cols) + norm_bytes(w, norm));
     }
 }
 
 /* SWIGLU: output i needs gate row i and up row i + h, which may sit in different parts;
  * each dispatch covers a run of outputs over which both stay within one part. Gate and up
  * have one type (gpu_model.c stacks them only then), so the gate part's launch serves. */
-static void linear_swiglu(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span b[6],
-                          linear_push pc)
+static void linear_swiglu(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span b[7],
+                          linear_push pc, bool norm)
 {
     uint32_t h = w->rows / 2;
     for (uint32_t i = 0; i < h;) {
         const ember_gpu_weight_part *g = part_of(w, i), *u = part_of(w, i + h);
-        launch l = choose(k, g, w->cols, b[0], pc.n_tok);
+        launch l = choose(k, g, w->cols, b[0], pc.n_tok, norm);
         pc.step = l.rows / 2;
         pc.tpw = l.tpw;
         uint32_t end = g->row0 + g->n_rows;
@@ -149,28 +163,43 @@ static void linear_swiglu(ember_vk_cmd *c, const ember_kernels *k, const ember_g
         pc.lim0 = g->n_rows;
         pc.off1 = i + h - u->row0;
         pc.lim1 = u->n_rows;
-        dispatch(c, k, &l, b, &pc, 2 * ember_gpu_weight_bytes(g->type, pc.n_out, w->cols));
+        dispatch(c, k, &l, b, &pc, 2 * ember_gpu_weight_bytes(g->type, pc.n_out, w->cols) + norm_bytes(w, norm));
         i = end;
     }
+}
+
+/* Every linear call: norm (NULL: none) gives the fused RMSNorm's weights and epsilon. */
+static void linear(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span x,
+                   uint32_t x_row0, ember_vk_span y, uint32_t y_row0, uint32_t n_tok, ember_out_mode mode,
+                   const ember_linear_norm *norm)
+{
+    if (n_tok == 0 || w->n_parts == 0) return;
+    uint32_t ldy = mode == EMBER_OUT_SWIGLU ? w->rows / 2 : w->rows;
+    ember_vk_span b[7];
+    /* Offset 0: the texel view (which starts at the span's first byte) is kept. */
+    b[0] = ember_vk_span_sub(x, 0, (VkDeviceSize)(x_row0 + n_tok) * w->cols * sizeof(float));
+    b[1] = ember_vk_span_sub(y, 0, (VkDeviceSize)(y_row0 + n_tok) * ldy * sizeof(float));
+    b[6] = norm ? norm->w : b[1]; /* unread without the norm, but every binding is filled */
+    linear_push pc = {.cols = w->cols, .n_tok = n_tok, .mode = (uint32_t)mode, .ldy = ldy, .xrow0 = x_row0,
+                      .yrow0 = y_row0, .eps = norm ? norm->eps : 0};
+    if (mode == EMBER_OUT_SWIGLU) linear_swiglu(c, k, w, b, pc, norm != NULL);
+    else linear_rows(c, k, w, b, pc, norm != NULL);
 }
 
 void ember_k_linear_rows(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span x,
                          uint32_t x_row0, ember_vk_span y, uint32_t y_row0, uint32_t n_tok, ember_out_mode mode)
 {
-    if (n_tok == 0 || w->n_parts == 0) return;
-    uint32_t ldy = mode == EMBER_OUT_SWIGLU ? w->rows / 2 : w->rows;
-    ember_vk_span b[6];
-    /* Offset 0: the texel view (which starts at the span's first byte) is kept. */
-    b[0] = ember_vk_span_sub(x, 0, (VkDeviceSize)(x_row0 + n_tok) * w->cols * sizeof(float));
-    b[1] = ember_vk_span_sub(y, 0, (VkDeviceSize)(y_row0 + n_tok) * ldy * sizeof(float));
-    linear_push pc = {.cols = w->cols, .n_tok = n_tok, .mode = (uint32_t)mode, .ldy = ldy, .xrow0 = x_row0,
-                      .yrow0 = y_row0};
-    if (mode == EMBER_OUT_SWIGLU) linear_swiglu(c, k, w, b, pc);
-    else linear_rows(c, k, w, b, pc);
+    linear(c, k, w, x, x_row0, y, y_row0, n_tok, mode, NULL);
 }
 
 void ember_k_linear(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span x,
                     ember_vk_span y, uint32_t n_tok, ember_out_mode mode)
 {
-    ember_k_linear_rows(c, k, w, x, 0, y, 0, n_tok, mode);
+    linear(c, k, w, x, 0, y, 0, n_tok, mode, NULL);
+}
+
+void ember_k_linear_norm(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span x,
+                         const ember_linear_norm *norm, ember_vk_span y, uint32_t n_tok, ember_out_mode mode)
+{
+    linear(c, k, w, x, 0, y, 0, n_tok, mode, norm);
 }

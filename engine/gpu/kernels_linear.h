@@ -29,8 +29,23 @@ void ember_k_linear_rows(ember_vk_cmd *c, const ember_kernels *k, const ember_gp
                          ember_vk_span x, uint32_t x_row0, ember_vk_span y, uint32_t y_row0,
                          uint32_t n_tok, ember_out_mode mode);
 
-/* Adds to want the linear pipelines ember_k_linear may pick for weight w: its dtype, the
- * binding kind its views allow, every tile shape. */
-void ember_kernels_want_linear(const ember_kernels *k, const ember_gpu_weight *w, ember_kernels_set *want);
+/* The fused RMSNorm: y = W (x / sqrt(mean(x^2) + eps) * w) per token, x's row normalised
+ * as the product reads it (shaders/linear.comp), so that no rmsnorm dispatch, barrier or
+ * normalised copy of x comes before the product. Its rows' bits are a function of x's row
+ * alone, as ember_k_linear's: batch invariant. Only for a weight ember_k_linear_can_norm
+ * accepts: the device fuses (ember_kernels_opts.norm_fusion) and every part's rows are
+ * whole units (no GENERIC part). w: dim floats, the norm's weights. */
+typedef struct ember_linear_norm {
+    ember_vk_span w;
+    float eps;
+} ember_linear_norm;
+bool ember_k_linear_can_norm(const ember_kernels *k, const ember_gpu_weight *w);
+void ember_k_linear_norm(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span x,
+                         const ember_linear_norm *norm, ember_vk_span y, uint32_t n_tok, ember_out_mode mode);
+
+/* Adds to want the linear pipelines ember_k_linear (norm: ember_k_linear_norm) may pick
+ * for weight w: its dtype, the binding kind its views allow, every tile shape. */
+void ember_kernels_want_linear(const ember_kernels *k, const ember_gpu_weight *w, bool norm,
+                               ember_kernels_set *want);
 
 #endif
