@@ -1,10 +1,15 @@
 /* probe.c — how fast a Vulkan device runs a mat-vec's arithmetic three ways
- * (bench/int-dot-probe.sh): dot_f32.comp (Q8_0-like int8 weights to floats, f32 x: what
- * linear.comp does), dot_i8.comp (the same weights, x quantized to int8 per block,
- * packed integer dot products) and dot_q4_i8.comp (4-bit weights, int8 x), on random
- * rows, interleaved ROUNDS times; prints each round's GPU time (timestamps) and the
- * medians, and checks each against a double-precision loop over what it reads.
- *   probe DOT_F32.spv DOT_I8.spv DOT_Q4_I8.spv [ROWS COLS ROUNDS] */
+ * (bench/int-dot-probe.sh), on random rows, interleaved ROUNDS times; prints each
+ * round's GPU time (timestamps) and the medians, and checks each against a double-
+ * precision loop over what it reads. One invocation per row: dot_f32.comp (Q8_0-like
+ * int8 weights to floats, f32 x: linear.comp's arithmetic), dot_i8.comp (the same
+ * weights, x quantized to int8 per block beforehand, packed integer dot products),
+ * dot_q4_i8.comp (4-bit weights, int8 x). linear.comp's decode layout (tile.glsl: 8
+ * lanes, 16 rows, an x block loaded once per lane for 16 rows): tile_f32.comp as
+ * linear.comp is, tile_i8.comp quantizing each x block in the kernel; tile_q4_f32.comp
+ * and tile_q4_i8.comp the same for 4-bit weights.
+ *   probe DOT_F32 DOT_I8 DOT_Q4_I8 TILE_F32 TILE_I8 TILE_Q4_F32 TILE_Q4_I8 (.spv)
+ *         [ROWS COLS ROUNDS] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,9 +95,10 @@ typedef struct pipe {
     VkPipeline p;
     VkPipelineLayout layout;
     VkDescriptorSet set;
+    uint32_t rows_per_wg;
 } pipe;
 
-static pipe make_pipe(gpu *g, const char *spv_path, const buf *b, uint32_t n)
+static pipe make_pipe(gpu *g, const char *spv_path, const buf *b, uint32_t n, uint32_t rows_per_wg)
 {
     FILE *f = fopen(spv_path, "rb");
     if (!f) fprintf(stderr, "probe: cannot read %s\n", spv_path), exit(1);
@@ -113,7 +119,7 @@ static pipe make_pipe(gpu *g, const char *spv_path, const buf *b, uint32_t n)
     VkPushConstantRange pr = {VK_SHADER_STAGE_COMPUTE_BIT, 0, 8};
     VkPipelineLayoutCreateInfo pli = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, .setLayoutCount = 1,
                                       .pSetLayouts = &dsl, .pushConstantRangeCount = 1, .pPushConstantRanges = &pr};
-    pipe p;
+    pipe p = {.rows_per_wg = rows_per_wg};
     CHECK(vkCreatePipelineLayout(g->dev, &pli, NULL, &p.layout));
     VkComputePipelineCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
                                       .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
@@ -165,7 +171,7 @@ static double run(gpu *g, const pipe *p, uint32_t rows, uint32_t cols)
     uint32_t pc[2] = {rows, cols};
     vkCmdPushConstants(cb, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8, pc);
     vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, qp, 0);
-    vkCmdDispatch(cb, (rows + 63) / 64, 1, 1);
+    vkCmdDispatch(cb, (rows + p->rows_per_wg - 1) / p->rows_per_wg, 1, 1);
     vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, qp, 1);
     CHECK(vkEndCommandBuffer(cb));
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cb};
@@ -180,9 +186,10 @@ static int cmp(const void *a, const void *b) { double x = *(const double *)a, y 
 
 int main(int argc, char **argv)
 {
-    if (argc < 4) fprintf(stderr, "usage: probe DOT_F32.spv DOT_I8.spv DOT_Q4_I8.spv [ROWS COLS ROUNDS]\n"), exit(2);
-    uint32_t rows = argc > 4 ? (uint32_t)atoi(argv[4]) : 4096, cols = argc > 5 ? (uint32_t)atoi(argv[5]) : 4096;
-    int rounds = argc > 6 ? atoi(argv[6]) : 7;
+    if (argc < 8) fprintf(stderr, "usage: probe DOT_F32 DOT_I8 DOT_Q4_I8 TILE_F32 TILE_I8 TILE_Q4_F32 TILE_Q4_I8 "
+                          "[ROWS COLS ROUNDS]\n"), exit(2);
+    uint32_t rows = argc > 8 ? (uint32_t)atoi(argv[8]) : 4096, cols = argc > 9 ? (uint32_t)atoi(argv[9]) : 4096;
+    int rounds = argc > 10 ? atoi(argv[10]) : 7;
     if (rounds < 1 || rounds > 100 || cols % 32 || !rows) fprintf(stderr, "probe: bad sizes\n"), exit(2);
     gpu g;
     open_gpu(&g);
@@ -190,7 +197,9 @@ int main(int argc, char **argv)
     buf w = make_buf(&g, (VkDeviceSize)rows * cols), w4 = make_buf(&g, (VkDeviceSize)rows * cols / 2);
     buf ws = make_buf(&g, 4ull * rows * nb), x = make_buf(&g, 4ull * cols), xq = make_buf(&g, cols);
     buf xs = make_buf(&g, 4ull * nb), xsum = make_buf(&g, 4ull * nb);
-    buf y[3] = {make_buf(&g, 4ull * rows), make_buf(&g, 4ull * rows), make_buf(&g, 4ull * rows)};
+    enum { K = 7 };
+    buf y[K];
+    for (int k = 0; k < K; k++) y[k] = make_buf(&g, 4ull * rows);
     srand(1);
     int8_t *wq = w.host, *xqh = xq.host;
     uint8_t *w4h = w4.host, *codes = malloc((size_t)rows * cols);
@@ -200,47 +209,60 @@ int main(int argc, char **argv)
     for (size_t b = 0; b < (size_t)rows * nb; b++) /* byte i of a block: code i | code i + 16 << 4 */
         for (uint32_t i = 0; i < 16; i++) w4h[b * 16 + i] = (uint8_t)(codes[b * 32 + i] | codes[b * 32 + 16 + i] << 4);
     for (size_t i = 0; i < (size_t)rows * nb; i++) wsh[i] = 0.01f * (1 + rand() % 100) / 100;
-    for (uint32_t b = 0; b < nb; b++) { /* x, then x quantized per block as q8_1 does */
+    for (uint32_t b = 0; b < nb; b++) { /* x, then x quantized per block as tile_i8 does */
         float amax = 0;
         for (uint32_t i = 0; i < 32; i++) xh[b * 32 + i] = (float)(rand() % 2001 - 1000) / 1000, amax = fmaxf(amax, fabsf(xh[b * 32 + i]));
+        float inv = amax > 0 ? 127.0f / amax : 0;
         xsh[b] = amax / 127;
         xsumh[b] = 0;
-        for (uint32_t i = 0; i < 32; i++) xqh[b * 32 + i] = (int8_t)lrintf(xh[b * 32 + i] / xsh[b]), xsumh[b] += xqh[b * 32 + i];
+        for (uint32_t i = 0; i < 32; i++) xqh[b * 32 + i] = (int8_t)rintf(xh[b * 32 + i] * inv), xsumh[b] += xqh[b * 32 + i];
     }
     buf bf[4] = {w, ws, x, y[0]}, bi[5] = {w, ws, xq, y[1], xs}, b4[6] = {w4, ws, xq, y[2], xs, xsum};
-    pipe p[3] = {make_pipe(&g, argv[1], bf, 4), make_pipe(&g, argv[2], bi, 5), make_pipe(&g, argv[3], b4, 6)};
-    static const char *name[3] = {"q8 weights, f32 x", "q8 weights, int8 x", "q4 weights, int8 x"};
-    double t[3][100];
-    for (int k = 0; k < 3; k++) run(&g, &p[k], rows, cols); /* warm-up: lavapipe compiles at first use */
+    buf tf[4] = {w, ws, x, y[3]}, ti[4] = {w, ws, x, y[4]}, t4f[5] = {w, ws, x, y[5], w4}, t4i[5] = {w, ws, x, y[6], w4};
+    pipe p[K] = {make_pipe(&g, argv[1], bf, 4, 64),  make_pipe(&g, argv[2], bi, 5, 64), make_pipe(&g, argv[3], b4, 6, 64),
+                 make_pipe(&g, argv[4], tf, 4, 16),  make_pipe(&g, argv[5], ti, 4, 16), make_pipe(&g, argv[6], t4f, 5, 16),
+                 make_pipe(&g, argv[7], t4i, 5, 16)};
+    static const char *name[K] = {"row: q8 w, f32 x",   "row: q8 w, int8 x",   "row: q4 w, int8 x",
+                                  "tile: q8 w, f32 x",  "tile: q8 w, int8 x*", "tile: q4 w, f32 x",
+                                  "tile: q4 w, int8 x*"};
+    double t[K][100];
+    for (int k = 0; k < K; k++) run(&g, &p[k], rows, cols); /* warm-up: lavapipe compiles at first use */
     for (int r = 0; r < rounds; r++) {
-        for (int k = 0; k < 3; k++) t[k][r] = run(&g, &p[k], rows, cols);
-        printf("round %d: %.2f / %.2f / %.2f ms\n", r, t[0][r], t[1][r], t[2][r]);
+        printf("round %d:", r);
+        for (int k = 0; k < K; k++) printf(" %.2f", t[k][r] = run(&g, &p[k], rows, cols));
+        printf(" ms\n");
     }
     /* Each against the product of what it reads (int8 x's integer sums are exact). */
-    double worst[3] = {0, 0, 0};
+    double worst[K] = {0};
     for (uint32_t r = 0; r < rows; r++) {
-        double d[3] = {0, 0, 0};
+        double d[K] = {0};
         for (uint32_t b = 0; b < nb; b++) {
-            double s = 0;
+            double s = 0, sf4 = 0;
             long si = 0, s4 = 0;
             for (uint32_t c = b * 32; c < b * 32 + 32; c++) {
                 s += (double)wq[(size_t)r * cols + c] * xh[c];
                 si += (long)wq[(size_t)r * cols + c] * xqh[c];
                 s4 += ((long)codes[(size_t)r * cols + c] - 8) * xqh[c];
+                sf4 += ((double)codes[(size_t)r * cols + c] - 8) * xh[c];
             }
             double sc = wsh[(size_t)r * nb + b];
-            d[0] += s * sc, d[1] += (double)si * sc * xsh[b], d[2] += (double)s4 * sc * xsh[b];
+            d[0] += s * sc, d[1] += (double)si * sc * xsh[b], d[2] += (double)s4 * sc * xsh[b], d[5] += sf4 * sc;
         }
-        for (int k = 0; k < 3; k++) worst[k] = fmax(worst[k], fabs(((float *)y[k].host)[r] - d[k]) / (fabs(d[k]) + 1));
+        d[3] = d[0], d[4] = d[1], d[6] = d[2]; /* the tiles: the same products */
+        for (int k = 0; k < K; k++) worst[k] = fmax(worst[k], fabs(((float *)y[k].host)[r] - d[k]) / (fabs(d[k]) + 1));
     }
-    double med[3];
-    for (int k = 0; k < 3; k++) {
+    double med[K];
+    for (int k = 0; k < K; k++) {
         qsort(t[k], (size_t)rounds, sizeof t[k][0], cmp);
         med[k] = t[k][rounds / 2];
-        printf("%-20s median %7.2f ms (%.2f-%.2f), %.2fx the first; error vs double %.1e\n", name[k], med[k],
+        printf("%-22s median %7.2f ms (%.2f-%.2f), %.2fx the first; error vs double %.1e\n", name[k], med[k],
                t[k][0], t[k][rounds - 1], med[0] / med[k], worst[k]);
     }
-    printf("(%u rows x %u columns, %d interleaved rounds)\n", rows, cols, rounds);
+    printf("(%u rows x %u columns, %d interleaved rounds; *: x quantized in the kernel; in the tile, int8 x is "
+           "%.2fx f32 x for q8 weights and %.2fx for q4; q4 with int8 x is %.2fx q8 with f32 x)\n",
+           rows, cols, rounds, med[3] / med[4], med[5] / med[6], med[3] / med[6]);
     free(codes);
-    return worst[0] > 1e-3 || worst[1] > 1e-3 || worst[2] > 1e-3 ? 1 : 0;
+    int bad = 0;
+    for (int k = 0; k < K; k++) bad |= worst[k] > 1e-3;
+    return bad;
 }
