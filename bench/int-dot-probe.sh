@@ -11,8 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=build/int-dot-probe
 mkdir -p "$out"
-for s in dot_f32 dot_i8 dot_q4_i8 tile_f32 tile_i8 tile_q4_f32 tile_q4_i8; do
+for s in dot_f32 dot_i8 dot_q4_i8 tile_f32 tile_i8 tile_q4_f32 tile_q4_i8 tile_q4k_f32; do
   glslc --target-env=vulkan1.3 bench/int_dot_probe/$s.comp -o "$out/$s.spv"
 done
 cc -O2 -std=c11 bench/int_dot_probe/probe.c -lvulkan -lm -o "$out/probe"
-"$out/probe" "$out"/{dot_f32,dot_i8,dot_q4_i8,tile_f32,tile_i8,tile_q4_f32,tile_q4_i8}.spv "${1:-4096}" "${2:-4096}" "${3:-15}"
+"$out/probe" "$out"/{dot_f32,dot_i8,dot_q4_i8,tile_f32,tile_i8,tile_q4_f32,tile_q4_i8,tile_q4k_f32}.spv "${1:-4096}" "${2:-4096}" "${3:-15}"

@@ -7,9 +7,10 @@
  * dot_q4_i8.comp (4-bit weights, int8 x). linear.comp's decode layout (tile.glsl: 8
  * lanes, 16 rows, an x block loaded once per lane for 16 rows): tile_f32.comp as
  * linear.comp is, tile_i8.comp quantizing each x block in the kernel; tile_q4_f32.comp
- * and tile_q4_i8.comp the same for 4-bit weights.
- *   probe DOT_F32 DOT_I8 DOT_Q4_I8 TILE_F32 TILE_I8 TILE_Q4_F32 TILE_Q4_I8 (.spv)
- *         [ROWS COLS ROUNDS] */
+ * and tile_q4_i8.comp the same for 4-bit weights; tile_q4k_f32.comp a 4-bit unit as
+ * Q4_K's decoder gives it (a super-block header loaded and unpacked per row and unit).
+ *   probe DOT_F32 DOT_I8 DOT_Q4_I8 TILE_F32 TILE_I8 TILE_Q4_F32 TILE_Q4_I8 TILE_Q4K_F32
+ *         (.spv) [ROWS COLS ROUNDS] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,22 +183,29 @@ static double run(gpu *g, const pipe *p, uint32_t rows, uint32_t cols)
     return (double)(ts[1] - ts[0]) * g->period / 1e6;
 }
 
+static float half_to_float(uint16_t h)
+{
+    uint32_t e = h >> 10 & 31, m = h & 1023;
+    float v = e ? ldexpf((float)(m | 1024), (int)e - 25) : ldexpf((float)m, -24);
+    return h >> 15 ? -v : v;
+}
+
 static int cmp(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return (x > y) - (x < y); }
 
 int main(int argc, char **argv)
 {
-    if (argc < 8) fprintf(stderr, "usage: probe DOT_F32 DOT_I8 DOT_Q4_I8 TILE_F32 TILE_I8 TILE_Q4_F32 TILE_Q4_I8 "
-                          "[ROWS COLS ROUNDS]\n"), exit(2);
-    uint32_t rows = argc > 8 ? (uint32_t)atoi(argv[8]) : 4096, cols = argc > 9 ? (uint32_t)atoi(argv[9]) : 4096;
-    int rounds = argc > 10 ? atoi(argv[10]) : 7;
-    if (rounds < 1 || rounds > 100 || cols % 32 || !rows) fprintf(stderr, "probe: bad sizes\n"), exit(2);
+    if (argc < 9) fprintf(stderr, "usage: probe DOT_F32 DOT_I8 DOT_Q4_I8 TILE_F32 TILE_I8 TILE_Q4_F32 TILE_Q4_I8 "
+                          "TILE_Q4K_F32 [ROWS COLS ROUNDS]\n"), exit(2);
+    uint32_t rows = argc > 9 ? (uint32_t)atoi(argv[9]) : 4096, cols = argc > 10 ? (uint32_t)atoi(argv[10]) : 4096;
+    int rounds = argc > 11 ? atoi(argv[11]) : 7;
+    if (rounds < 1 || rounds > 100 || cols % 256 || !rows) fprintf(stderr, "probe: bad sizes\n"), exit(2);
     gpu g;
     open_gpu(&g);
     uint32_t nb = cols / 32;
     buf w = make_buf(&g, (VkDeviceSize)rows * cols), w4 = make_buf(&g, (VkDeviceSize)rows * cols / 2);
     buf ws = make_buf(&g, 4ull * rows * nb), x = make_buf(&g, 4ull * cols), xq = make_buf(&g, cols);
-    buf xs = make_buf(&g, 4ull * nb), xsum = make_buf(&g, 4ull * nb);
-    enum { K = 7 };
+    buf xs = make_buf(&g, 4ull * nb), xsum = make_buf(&g, 4ull * nb), hd = make_buf(&g, 16ull * rows * (nb / 8));
+    enum { K = 8 };
     buf y[K];
     for (int k = 0; k < K; k++) y[k] = make_buf(&g, 4ull * rows);
     srand(1);
@@ -209,6 +217,12 @@ int main(int argc, char **argv)
     for (size_t b = 0; b < (size_t)rows * nb; b++) /* byte i of a block: code i | code i + 16 << 4 */
         for (uint32_t i = 0; i < 16; i++) w4h[b * 16 + i] = (uint8_t)(codes[b * 32 + i] | codes[b * 32 + 16 + i] << 4);
     for (size_t i = 0; i < (size_t)rows * nb; i++) wsh[i] = 0.01f * (1 + rand() % 100) / 100;
+    uint8_t *hdh = hd.host; /* Q4_K headers: d and dmin (halves near 0.01 and 0.005), 12 scale bytes */
+    for (size_t i = 0; i < (size_t)rows * (nb / 8); i++) {
+        uint16_t d = (uint16_t)(0x2000 | rand() % 1024), dmin = (uint16_t)(0x1c00 | rand() % 1024);
+        memcpy(hdh + 16 * i, &d, 2), memcpy(hdh + 16 * i + 2, &dmin, 2);
+        for (int j = 4; j < 16; j++) hdh[16 * i + j] = (uint8_t)(rand() % 256);
+    }
     for (uint32_t b = 0; b < nb; b++) { /* x, then x quantized per block as tile_i8 does */
         float amax = 0;
         for (uint32_t i = 0; i < 32; i++) xh[b * 32 + i] = (float)(rand() % 2001 - 1000) / 1000, amax = fmaxf(amax, fabsf(xh[b * 32 + i]));
@@ -219,12 +233,13 @@ int main(int argc, char **argv)
     }
     buf bf[4] = {w, ws, x, y[0]}, bi[5] = {w, ws, xq, y[1], xs}, b4[6] = {w4, ws, xq, y[2], xs, xsum};
     buf tf[4] = {w, ws, x, y[3]}, ti[4] = {w, ws, x, y[4]}, t4f[5] = {w, ws, x, y[5], w4}, t4i[5] = {w, ws, x, y[6], w4};
+    buf t4k[6] = {w, ws, x, y[7], w4, hd};
     pipe p[K] = {make_pipe(&g, argv[1], bf, 4, 64),  make_pipe(&g, argv[2], bi, 5, 64), make_pipe(&g, argv[3], b4, 6, 64),
                  make_pipe(&g, argv[4], tf, 4, 16),  make_pipe(&g, argv[5], ti, 4, 16), make_pipe(&g, argv[6], t4f, 5, 16),
-                 make_pipe(&g, argv[7], t4i, 5, 16)};
+                 make_pipe(&g, argv[7], t4i, 5, 16), make_pipe(&g, argv[8], t4k, 6, 16)};
     static const char *name[K] = {"row: q8 w, f32 x",   "row: q8 w, int8 x",   "row: q4 w, int8 x",
                                   "tile: q8 w, f32 x",  "tile: q8 w, int8 x*", "tile: q4 w, f32 x",
-                                  "tile: q4 w, int8 x*"};
+                                  "tile: q4 w, int8 x*", "tile: q4_k unit, f32 x"};
     double t[K][100];
     for (int k = 0; k < K; k++) run(&g, &p[k], rows, cols); /* warm-up: lavapipe compiles at first use */
     for (int r = 0; r < rounds; r++) {
@@ -247,6 +262,14 @@ int main(int argc, char **argv)
             }
             double sc = wsh[(size_t)r * nb + b];
             d[0] += s * sc, d[1] += (double)si * sc * xsh[b], d[2] += (double)s4 * sc * xsh[b], d[5] += sf4 * sc;
+            /* the Q4_K unit: ggml's get_scale_min_k4 of sub-block b % 8 */
+            const uint8_t *h = hdh + 16 * ((size_t)r * (nb / 8) + b / 8), *sb = h + 4;
+            uint16_t dh, mh;
+            memcpy(&dh, h, 2), memcpy(&mh, h + 2, 2);
+            uint32_t j = b % 8, scj = j < 4 ? sb[j] & 63 : (sb[j + 4] & 15) | (sb[j - 4] >> 6) << 4;
+            uint32_t mj = j < 4 ? sb[j + 4] & 63 : (sb[j + 4] >> 4) | (sb[j] >> 6) << 4;
+            float a = half_to_float(dh) * (float)scj, c = -(half_to_float(mh) * (float)mj);
+            for (uint32_t i = 0; i < 32; i++) d[7] += ((double)a * codes[(size_t)r * cols + b * 32 + i] + c) * xh[b * 32 + i];
         }
         d[3] = d[0], d[4] = d[1], d[6] = d[2]; /* the tiles: the same products */
         for (int k = 0; k < K; k++) worst[k] = fmax(worst[k], fabs(((float *)y[k].host)[r] - d[k]) / (fabs(d[k]) + 1));
@@ -259,8 +282,8 @@ int main(int argc, char **argv)
                t[k][0], t[k][rounds - 1], med[0] / med[k], worst[k]);
     }
     printf("(%u rows x %u columns, %d interleaved rounds; *: x quantized in the kernel; in the tile, int8 x is "
-           "%.2fx f32 x for q8 weights and %.2fx for q4; q4 with int8 x is %.2fx q8 with f32 x)\n",
-           rows, cols, rounds, med[3] / med[4], med[5] / med[6], med[3] / med[6]);
+           "%.2fx f32 x for q8 weights and %.2fx for q4; the lean q4 unit is %.2fx the q8 unit, the q4_k unit %.2fx)\n",
+           rows, cols, rounds, med[3] / med[4], med[5] / med[6], med[3] / med[5], med[3] / med[7]);
     free(codes);
     int bad = 0;
     for (int k = 0; k < K; k++) bad |= worst[k] > 1e-3;
