@@ -167,7 +167,7 @@ static ember_status create_parts(ember_engine *e)
 {
     if ((unsigned)e->o.batching > EMBER_BATCHING_STATIC_RAGGED)
         return ember_fail(&e->err, EMBER_ERR_INVALID_ARG, "unknown batching mode %d", (int)e->o.batching);
-    if (e->o.kv_type != EMBER_KV_F32 && e->o.kv_type != EMBER_KV_Q8_0 && e->o.kv_type != EMBER_KV_F16)
+    if (!ember_kv_type_known(e->o.kv_type))
         return ember_fail(&e->err, EMBER_ERR_INVALID_ARG, "unknown KV cache type %d", (int)e->o.kv_type);
     ember_status s = alloc_scratch(e);
     if (s == EMBER_OK) s = ember_kv_create(e->kv_now, e->o.kv_block_size, &e->kv, &e->err);
@@ -594,7 +594,7 @@ static ember_status begin_step(ember_engine *e)
 {
     if (e->lost)
         return report(e, ember_fail(&e->step_err, EMBER_ERR_DEVICE_LOST, LOST));
-    double t_begin = now_ms();
+    double t_begin = e->prof ? now_ms() : 0;
     e->pstep = (ember_profiler_step){0};
     bool cancels;
     take_inbox(e, &cancels);
@@ -629,7 +629,7 @@ static ember_status begin_step(ember_engine *e)
     e->in_flight = true;
     e->n_items = n_items;
     e->t0 = t0;
-    e->pstep.host_ms = now_ms() - t_begin;
+    if (e->prof) e->pstep.host_ms = now_ms() - t_begin;
     return EMBER_OK;
 }
 

@@ -1,6 +1,11 @@
 /* kv_layout.c — the bytes of a KV cache row (kv_layout.h). */
 #include "kv_layout.h"
 
+bool ember_kv_type_known(ember_kv_type t)
+{
+    return t == EMBER_KV_F32 || t == EMBER_KV_Q8_0 || t == EMBER_KV_F16;
+}
+
 uint32_t ember_kv_q8_group(uint32_t head_dim)
 {
     uint32_t low = head_dim & (~head_dim + 1u); /* lowest set bit */

@@ -5,9 +5,13 @@
 #ifndef EMBER_KV_LAYOUT_H
 #define EMBER_KV_LAYOUT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "ember.h"
+
+/* Whether t is a KV type the engine stores (F32, Q8_0, F16). */
+bool ember_kv_type_known(ember_kv_type t);
 
 /* Values per scale of an EMBER_KV_Q8_0 row: 32, or the largest power of two dividing
  * head_dim when that is smaller (head_dim is a multiple of 4). */

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "testutil.h"
+
 int ef_on_token(void *user, ember_request_id id, uint32_t tok, const char *text, size_t len)
 {
     ef_result *r = user;
@@ -44,6 +46,16 @@ int ef_count_same(const ef_result *a, const ef_result *b, int count, uint32_t n)
     int same = 0;
     for (int i = 0; i < count; i++) same += ef_same_tokens(&a[i], &b[i], n);
     return same;
+}
+
+ember_engine *ef_engine(ember_model *m, ember_engine_opts o)
+{
+    ember_engine *e = NULL;
+    ember_status s = ember_engine_create(m, &o, &e);
+    CHECKF(s == EMBER_OK, "engine: %s", ember_engine_error(e));
+    if (s == EMBER_OK) return e;
+    ember_engine_destroy(e);
+    return NULL;
 }
 
 ember_model *ef_load(const char *path, const ember_model_opts *o)

@@ -1,7 +1,8 @@
 /* engine_fixture.h — what the engine test programs (test_engine, test_engine_threads,
- * test_faults, test_host_device) share: a request's outcome as its two callbacks
- * collect it (tokens, text, finish reason, metrics, done calls), the description of a
- * request that fills one, and the comparison of two outcomes' tokens.
+ * test_faults, test_host_device, test_profile, test_kv_types) share: an engine made or
+ * failed as a check, a request's outcome as its two callbacks collect it (tokens, text,
+ * finish reason, metrics, done calls), the description of a request that fills one, and
+ * the comparison of two outcomes' tokens.
  * The callbacks may run on the engine's worker thread: done is atomic, and it is counted
  * after everything else is written, so a thread that sees it may read the rest. */
 #ifndef EMBER_ENGINE_FIXTURE_H
@@ -42,6 +43,10 @@ ember_request_desc ef_desc(const uint32_t *prompt, size_t n, uint32_t max_tokens
 bool ef_same_tokens(const ef_result *a, const ef_result *b, uint32_t n);
 /* How many of the count pairs a[i], b[i] are ef_same_tokens over n tokens. */
 int ef_count_same(const ef_result *a, const ef_result *b, int count, uint32_t n);
+
+/* An engine of m with options o; NULL, with the engine's message as a failed check, when
+ * it cannot be made. */
+ember_engine *ef_engine(ember_model *m, ember_engine_opts o);
 
 /* The model at path loaded with o; NULL, with its error on stderr and nothing left
  * loaded, when there is no Vulkan device for it (the caller skips). */

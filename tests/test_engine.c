@@ -30,18 +30,6 @@ static void drain(ember_engine *e)
     CHECKF(s == EMBER_IDLE, "step: %s", ember_engine_error(e));
 }
 
-static ember_engine *engine(ember_model *m, ember_engine_opts o)
-{
-    ember_engine *e = NULL;
-    ember_status s = ember_engine_create(m, &o, &e);
-    CHECKF(s == EMBER_OK, "engine: %s", ember_engine_error(e));
-    if (s != EMBER_OK) {
-        ember_engine_destroy(e);
-        return NULL;
-    }
-    return e;
-}
-
 /* 16 prompts of lengths 5..200 made of seeded random tokens. */
 #define NREQ 16
 static uint32_t prompts[NREQ][200];
@@ -58,7 +46,7 @@ static void make_prompts(uint32_t n_vocab)
 
 static void run_alone(ember_model *m, ef_result *alone, uint32_t n_gen)
 {
-    ember_engine *e = engine(m, (ember_engine_opts){.max_seqs = 1});
+    ember_engine *e = ef_engine(m, (ember_engine_opts){.max_seqs = 1});
     for (int i = 0; e && i < NREQ; i++) {
         ember_request_desc d = ef_desc(prompts[i], plen[i], n_gen, &alone[i]);
         CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
@@ -72,7 +60,7 @@ static void run_alone(ember_model *m, ef_result *alone, uint32_t n_gen)
 static void run_together(ember_model *m, ember_engine_opts o, ef_result *res, uint32_t n_gen, const char *what,
                          const ef_result *alone)
 {
-    ember_engine *e = engine(m, o);
+    ember_engine *e = ef_engine(m, o);
     if (!e) return;
     for (int i = 0; i < NREQ / 2; i++) {
         ember_request_desc d = ef_desc(prompts[i], plen[i], n_gen, &res[i]);
@@ -105,7 +93,7 @@ static void test_invariance_and_preemption(ember_model *m)
     /* 40 blocks of 16 tokens cannot hold 16 sequences of up to 224 tokens. */
     run_together(m, (ember_engine_opts){.max_seqs = 16, .max_batch_tokens = 128, .kv_blocks = 40}, res, n_gen,
                  "16 together, 40 KV blocks", alone);
-    ember_engine *e = engine(m, (ember_engine_opts){.max_seqs = 16, .max_batch_tokens = 128, .kv_blocks = 40});
+    ember_engine *e = ef_engine(m, (ember_engine_opts){.max_seqs = 16, .max_batch_tokens = 128, .kv_blocks = 40});
     if (e) {
         for (int i = 0; i < NREQ; i++) {
             ember_request_desc d = ef_desc(prompts[i], plen[i], n_gen, &res[i]);
@@ -132,11 +120,11 @@ static void test_chunk_ctx(ember_model *m, const ef_result *alone)
     uint32_t p[200];
     for (uint32_t i = 0; i < 200; i++) p[i] = prompts[i % NREQ][i % plen[i % NREQ]];
     ef_result plain, costed;
-    ember_engine *e = engine(m, (ember_engine_opts){.max_seqs = 1, .max_batch_tokens = 32, .no_prefix_cache = 1});
+    ember_engine *e = ef_engine(m, (ember_engine_opts){.max_seqs = 1, .max_batch_tokens = 32, .no_prefix_cache = 1});
     ember_request_desc d = ef_desc(p, 200, 8, &plain);
     if (e && ember_submit(e, &d, NULL) == EMBER_OK) drain(e);
     ember_engine_destroy(e);
-    e = engine(m, (ember_engine_opts){.max_seqs = 1, .max_batch_tokens = 32, .chunk_ctx = 64, .no_prefix_cache = 1});
+    e = ef_engine(m, (ember_engine_opts){.max_seqs = 1, .max_batch_tokens = 32, .chunk_ctx = 64, .no_prefix_cache = 1});
     if (!e) return;
     d = ef_desc(p, 200, 8, &costed);
     CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
@@ -163,7 +151,7 @@ static void test_chunk_ctx(ember_model *m, const ef_result *alone)
 /* Tokens of prompt p served alone with no cache (the reference). */
 static void run_uncached(ember_model *m, const uint32_t *p, size_t n, uint32_t n_gen, ef_result *r)
 {
-    ember_engine *e = engine(m, (ember_engine_opts){.no_prefix_cache = 1});
+    ember_engine *e = ef_engine(m, (ember_engine_opts){.no_prefix_cache = 1});
     ember_request_desc d = ef_desc(p, n, n_gen, r);
     if (e && ember_submit(e, &d, NULL) == EMBER_OK) drain(e);
     ember_engine_destroy(e);
@@ -190,7 +178,7 @@ static void test_prefix_cache(ember_model *m)
     memcpy(b + 64, prompts[1], 36 * sizeof b[0]);
     ef_result ra, rb, rb_alone;
     run_uncached(m, b, 100, 16, &rb_alone);
-    ember_engine *e = engine(m, (ember_engine_opts){0});
+    ember_engine *e = ef_engine(m, (ember_engine_opts){0});
     if (!e) return;
     ember_engine_stats st;
     run_in_turn(e, a, 100, &ra, b, 100, &rb, 16, &st);
@@ -212,7 +200,7 @@ static void test_copy_on_write(ember_model *m)
     memcpy(p96, prompts[0], sizeof p96);
     ef_result ref, r1, r2;
     run_uncached(m, p96, 96, 16, &ref);
-    ember_engine *e = engine(m, (ember_engine_opts){0});
+    ember_engine *e = ef_engine(m, (ember_engine_opts){0});
     if (!e) return;
     ember_engine_stats st;
     run_in_turn(e, p96, 96, &r1, p96, 96, &r2, 16, &st);
@@ -228,7 +216,7 @@ static void test_copy_on_write(ember_model *m)
     uint32_t pa[50], pb[69], pc[69];
     memcpy(pa, prompts[1], sizeof pa);
     ef_result ra, rb, rc, rb_ref, rc_ref;
-    e = engine(m, (ember_engine_opts){0});
+    e = ef_engine(m, (ember_engine_opts){0});
     if (!e) return;
     ember_request_desc d = ef_desc(pa, 50, 10, &ra);
     CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
@@ -261,7 +249,7 @@ static void test_copy_on_write(ember_model *m)
  * the step's plain arg-max, ignoring their penalties, until test_soak found it.) */
 static void test_greedy_penalties(ember_model *m)
 {
-    ember_engine *e = engine(m, (ember_engine_opts){0});
+    ember_engine *e = ef_engine(m, (ember_engine_opts){0});
     if (!e) return;
     static ef_result r[3];
     const uint32_t *p = prompts[5];
@@ -291,7 +279,7 @@ static void test_greedy_penalties(ember_model *m)
 static void test_sampling_and_stop(ember_model *m)
 {
     ef_result r1, r2, r3, rs;
-    ember_engine *e = engine(m, (ember_engine_opts){0});
+    ember_engine *e = ef_engine(m, (ember_engine_opts){0});
     if (!e) return;
     ember_request_desc d = ef_desc(prompts[2], plen[2], 32, &r1);
     d.sampling = (ember_sampling){.temperature = 1.0f, .top_k = 50, .seed = 1234};
@@ -329,7 +317,7 @@ static void test_cancel(ember_model *m)
 {
     ef_result r[3];
     ember_request_id ids[3];
-    ember_engine *e = engine(m, (ember_engine_opts){0});
+    ember_engine *e = ef_engine(m, (ember_engine_opts){0});
     if (!e) return;
     for (int i = 0; i < 3; i++) {
         ember_request_desc d = ef_desc(prompts[i], plen[i], 60, &r[i]);
@@ -366,7 +354,7 @@ static void *submit_some(void *arg)
 static void test_worker_thread(ember_model *m, const ef_result *alone)
 {
     static ef_result res[NREQ];
-    ember_engine *e = engine(m, (ember_engine_opts){0});
+    ember_engine *e = ef_engine(m, (ember_engine_opts){0});
     if (!e) return;
     CHECK(ember_engine_start(e) == EMBER_OK);
     pthread_t t[4];
@@ -407,7 +395,7 @@ static void test_kv_full(void)
         return;
     }
     static ef_result lone, big, small;
-    ember_engine *e = engine(m, (ember_engine_opts){.max_seqs = 1});
+    ember_engine *e = ef_engine(m, (ember_engine_opts){.max_seqs = 1});
     ember_engine_stats st = {0};
     if (e) {
         ember_request_desc d = ef_desc(prompts[0], plen[0], 2048 - plen[0] - 1, &lone);
@@ -420,7 +408,7 @@ static void test_kv_full(void)
            lone.why == EMBER_FINISH_LENGTH ? "length" : "not length", st.kv_blocks_total);
     CHECK(lone.done == 1 && lone.why == EMBER_FINISH_LENGTH && lone.m.n_gen == 2048 - plen[0] - 1 &&
           st.kv_blocks_total * st.kv_block_size >= 2048);
-    e = engine(m, (ember_engine_opts){.max_seqs = 2, .kv_blocks = 4});
+    e = ef_engine(m, (ember_engine_opts){.max_seqs = 2, .kv_blocks = 4});
     if (e) {
         ember_request_desc d = ef_desc(prompts[1], 10, 200, &big);
         CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
@@ -440,7 +428,7 @@ static void test_kv_full(void)
 
 static void test_bad_input(ember_model *m)
 {
-    ember_engine *e = engine(m, (ember_engine_opts){0});
+    ember_engine *e = ef_engine(m, (ember_engine_opts){0});
     if (!e) return;
     ef_result r;
     ember_request_desc d = ef_desc(NULL, 0, 4, &r);
@@ -472,7 +460,7 @@ static void test_bad_input(ember_model *m)
 /* The model's context is 256 positions. */
 static void test_context_end(ember_model *m)
 {
-    ember_engine *e = engine(m, (ember_engine_opts){0});
+    ember_engine *e = ef_engine(m, (ember_engine_opts){0});
     if (!e) return;
     static uint32_t p[300];
     for (int i = 0; i < 300; i++) p[i] = 3 + (uint32_t)(i * 7 % 500);
@@ -521,7 +509,7 @@ static void test_device_context(void)
     bool cpu = info.device_name && strstr(info.device_name, "llvmpipe");
     printf("device context: %u positions of the model's 65536 on %s\n", info.ctx_len, info.device_name);
     CHECK(info.ctx_len == (cpu ? 56400u : 65536u));
-    ember_engine *e = engine(m, (ember_engine_opts){0});
+    ember_engine *e = ef_engine(m, (ember_engine_opts){0});
     static uint32_t longp[56401];
     for (size_t i = 0; i < sizeof longp / sizeof longp[0]; i++) longp[i] = 5;
     ef_result r;

@@ -17,6 +17,7 @@
 
 #include "engine/gpu/forward.h"
 #include "engine/cpu/reference.h"
+#include "engine_fixture.h"
 #include "testutil.h"
 
 #define NV 512
@@ -172,13 +173,8 @@ static int kv_q = 1; /* the cache of KV_TYPES the engine tests use */
 
 static ember_engine *engine(ember_model *m, ember_engine_opts o)
 {
-    ember_engine *e = NULL;
     o.kv_type = KV_TYPES[kv_q];
-    ember_status s = ember_engine_create(m, &o, &e);
-    CHECKF(s == EMBER_OK, "engine: %s", ember_engine_error(e));
-    if (s == EMBER_OK) return e;
-    ember_engine_destroy(e);
-    return NULL;
+    return ef_engine(m, o);
 }
 
 static void drain(ember_engine *e)

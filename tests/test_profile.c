@@ -19,17 +19,6 @@
 
 enum { DIM = 128, LAYERS = 2, HEADS = 8, KV_HEADS = 2, FFN = 320, VOCAB = 512, PROMPT = 24, GEN = 8 };
 
-static ember_engine *engine(ember_model *m, int profile)
-{
-    ember_engine *e = NULL;
-    ember_engine_opts o = {.max_seqs = 1, .profile = profile};
-    ember_status s = ember_engine_create(m, &o, &e);
-    CHECKF(s == EMBER_OK, "engine: %s", ember_engine_error(e));
-    if (s == EMBER_OK) return e;
-    ember_engine_destroy(e);
-    return NULL;
-}
-
 static void generate(ember_engine *e)
 {
     uint32_t prompt[PROMPT];
@@ -100,7 +89,7 @@ static void check_counts(const ember_profile_phase *ph, const char *phase)
 
 static void test_gpu(ember_model *m)
 {
-    ember_engine *e = engine(m, 1);
+    ember_engine *e = ef_engine(m, (ember_engine_opts){.max_seqs = 1, .profile = 1});
     if (!e) return;
     generate(e);
     ember_profile p;
@@ -133,7 +122,7 @@ static void test_gpu(ember_model *m)
     check_counts(&p.decode, "decode after reset");
     ember_engine_destroy(e);
 
-    e = engine(m, 0);
+    e = ef_engine(m, (ember_engine_opts){.max_seqs = 1});
     if (!e) return;
     CHECK(ember_engine_get_profile(e, &p) == EMBER_ERR_INVALID_ARG);
     CHECKF(strstr(ember_engine_error(e), "profile") != NULL, "message: %s", ember_engine_error(e));
@@ -145,7 +134,7 @@ static void test_cpu(const char *path)
     ember_model_opts o = {.backend = EMBER_BACKEND_CPU};
     ember_model *m = ef_load(path, &o);
     CHECK(m != NULL);
-    ember_engine *e = m ? engine(m, 1) : NULL;
+    ember_engine *e = m ? ef_engine(m, (ember_engine_opts){.max_seqs = 1, .profile = 1}) : NULL;
     if (e) {
         generate(e);
         ember_profile p;

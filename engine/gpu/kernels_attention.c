@@ -193,7 +193,7 @@ ember_status ember_kernels_check_attn(ember_kernels *k, const ember_attn_shape *
                           s->rope_dim);
     if (s->rope_style != EMBER_ROPE_NORM && s->rope_style != EMBER_ROPE_NEOX)
         return ember_fail(err, EMBER_ERR_UNSUPPORTED, "unknown RoPE style %d", (int)s->rope_style);
-    if (s->kv_type != EMBER_KV_F32 && s->kv_type != EMBER_KV_Q8_0 && s->kv_type != EMBER_KV_F16)
+    if (!ember_kv_type_known(s->kv_type))
         return ember_fail(err, EMBER_ERR_UNSUPPORTED, "unknown KV cache type %d", (int)s->kv_type);
     if (s->block_size == 0 || s->max_blocks_per_seq == 0)
         return ember_fail(err, EMBER_ERR_INVALID_ARG, "KV block size and table width must be non-zero");
