@@ -12,6 +12,18 @@
 // is blk_value(...), bit for bit the C codec's (b = -0.0 where ggml adds nothing: x +
 // -0.0 is x for every x, +0.0 and -0.0 included). linear.comp uses the form to sum
 // q[j] * x[j] first and scale once per half unit.
+//
+// For linear.comp a type may add two things (docs/kernels.md, "Runs and codes in place"):
+// - Runs: when consecutive units share a header (a K-quant's d and scales), BLK_RUN (the
+//   units of a run, 4), BLK_HEAD_T, BLK_HEAD(hi, row, u, n) (the header of units u ..
+//   u + n - 1 of one run; n a constant) and BLK_CODES_H(hi, row, u, h, q, a, b)
+//   (BLK_CODES given the header). A partial then takes whole runs, and the mat-vec reads
+//   a header once a run and row instead of once a unit: on lavapipe a texel fetch is the
+//   costliest operation of a unit.
+// - Codes in place (BLK_IN_PLACE): BLK_CODES_H gives code j of byte position k (j % 4)
+//   times 2^(8k), masked where it lies instead of shifted down, and the kernel multiplies
+//   x by BLK_IN_PLACE_X, so that the product is the same (power-of-two scalings are exact
+//   while x * 2^-24 stays a normal float: |x| >= 2^-102) for fewer operations a weight.
 #ifndef BLOCKS_GLSL
 #define BLOCKS_GLSL
 
@@ -75,6 +87,12 @@ uvec4 bits4(uint w, uint j) { return (uvec4(w) >> (uvec4(0u, 1u, 2u, 3u) + j)) &
 
 // The 2-bit fields at bits j, j+2, j+4, j+6 of w, one a component.
 uvec4 crumbs4(uint w, uint j) { return (uvec4(w) >> (uvec4(0u, 2u, 4u, 6u) + j)) & 3u; }
+
+// Codes in place: the field `mask` at bit 0 of each byte of w where it lies, byte k's
+// times 2^(8k) (exact in a float: at most 8 significant bits).
+vec4 bytes_in_place(uint w, uint mask) { return vec4(ivec4(uvec4(w) & (uvec4(1u, 0x100u, 0x10000u, 0x1000000u) * mask))); }
+vec4 nibbles_in_place(uint w) { return bytes_in_place(w, 15u); }
+const vec4 BLK_IN_PLACE_X = vec4(1.0, 1.0 / 256.0, 1.0 / 65536.0, 1.0 / 16777216.0);
 
 // Decoded value j of a unit in codes form.
 float blk_value(vec4 q[8], vec2 a, vec2 b, uint j)

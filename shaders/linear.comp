@@ -78,44 +78,70 @@ void unit(uint u)
     }
 }
 #elif defined(DT_BLOCK)
-// Tile row r (read from w1 when hi) of unit u: per token and half, s = sum q*x in column
-// order, then a*s + b*sx.
-void unit_row(bool hi, uint r, uint u, vec4 xv[TM][8], float sx[TM][2])
+#ifndef BLK_RUN  // a type without runs: one unit each, no header of its own
+#define BLK_RUN 1u
+#define BLK_HEAD_T uint
+#define BLK_HEAD(hi, row, u, n) 0u
+#define BLK_CODES_H(hi, row, u, h, q, a, b) BLK_CODES(hi, row, u, q, a, b)
+#endif
+
+// Units whose x a lane holds at once: a whole run in the mat-vec (each row's header read
+// once a run, x once for all rows), one unit in a mat-mat tile, where TM tokens of a
+// run's x would not fit in registers (the header is then read once a unit and row). The
+// arithmetic of an output is the same either way.
+const uint SPAN = TM == 1u ? BLK_RUN : 1u;
+
+// Tile row r (read from w1 when hi) of units u0 .. u0 + SPAN - 1 (one run's): per unit,
+// token and half s = sum q*x in column order, then acc + ((a0*s0 + b0*sx0) + (a1*s1 + b1*sx1)).
+void span_row(bool hi, uint r, uint u0, vec4 xv[SPAN][TM][8], float sx[SPAN][TM][2])
 {
-    vec4 q[8];
-    vec2 a, b;
-    BLK_CODES(hi, base[r], u, q, a, b);
-    [[unroll]] for (uint t = 0; t < TM; t++) {
-        float s0 = 0.0, s1 = 0.0;
-        [[unroll]] for (uint v = 0; v < 4u; v++) {
-            s0 = dot4(q[v], xv[t][v], s0);
-            s1 = dot4(q[4u + v], xv[t][4u + v], s1);
+    BLK_HEAD_T h = BLK_HEAD(hi, base[r], u0, SPAN);
+    [[unroll]] for (uint i = 0; i < SPAN; i++) {
+        vec4 q[8];
+        vec2 a, b;
+        BLK_CODES_H(hi, base[r], u0 + i, h, q, a, b);
+        [[unroll]] for (uint t = 0; t < TM; t++) {
+            float s0 = 0.0, s1 = 0.0;
+            [[unroll]] for (uint v = 0; v < 4u; v++) {
+                s0 = dot4(q[v], xv[i][t][v], s0);
+                s1 = dot4(q[4u + v], xv[i][t][4u + v], s1);
+            }
+            precise float v0 = a.x * s0 + b.x * sx[i][t][0], v1 = a.y * s1 + b.y * sx[i][t][1];
+            precise float r_acc = acc[r][t] + (v0 + v1);
+            acc[r][t] = r_acc;
         }
-        precise float v0 = a.x * s0 + b.x * sx[t][0], v1 = a.y * s1 + b.y * sx[t][1];
-        precise float r_acc = acc[r][t] + (v0 + v1);
-        acc[r][t] = r_acc;
     }
 }
 
-// Unit u of each row in codes form (blocks.glsl: values a[h]*q[j] + b[h], h the half):
-// per token and half, s = sum q*x in column order, then a*s + b*sx with sx = sum x of the
-// half (one per token, shared by the rows). The rows are loops, not unrolled: lavapipe
-// compiles a decoder copied into 16 rows for seconds, and runs the loop faster.
-void unit(uint u)
+// Units u0 .. u0 + SPAN - 1 of each row in codes form (blocks.glsl: values a[h]*q[j] +
+// b[h], h the half); sx = sum x of a half unit, one per token, shared by the rows. The
+// rows are loops, not unrolled: lavapipe compiles a decoder copied into 16 rows for
+// seconds, and runs the loop faster.
+void span(uint u0)
 {
-    vec4 xv[TM][8];
-    float sx[TM][2];
-    [[unroll]] for (uint t = 0; t < TM; t++) {
-        [[unroll]] for (uint v = 0; v < 8u; v++) xv[t][v] = xrow4(t, u * 8u + v);
-        [[unroll]] for (uint h = 0; h < 2u; h++) {
-            float a = 0.0;
-            [[unroll]] for (uint v = 0; v < 4u; v++) a = dot4(vec4(1.0), xv[t][4u * h + v], a);
-            sx[t][h] = a;
+    vec4 xv[SPAN][TM][8];
+    float sx[SPAN][TM][2];
+    [[unroll]] for (uint i = 0; i < SPAN; i++)
+        [[unroll]] for (uint t = 0; t < TM; t++) {
+            [[unroll]] for (uint v = 0; v < 8u; v++) xv[i][t][v] = xrow4(t, (u0 + i) * 8u + v);
+            [[unroll]] for (uint h = 0; h < 2u; h++) {
+                float a = 0.0;
+                [[unroll]] for (uint v = 0; v < 4u; v++) a = dot4(vec4(1.0), xv[i][t][4u * h + v], a);
+                sx[i][t][h] = a;
+            }
+#ifdef BLK_IN_PLACE  // codes in place: x times 2^(-8k) at byte position k (blocks.glsl)
+            [[unroll]] for (uint v = 0; v < 8u; v++) xv[i][t][v] *= BLK_IN_PLACE_X;
+#endif
         }
-    }
     // Two loops, one per binding, so that each reads one binding (hi constant).
-    [[dont_unroll]] for (uint r = 0; r < HR; r++) unit_row(false, r, u, xv, sx);
-    [[dont_unroll]] for (uint r = HR; r < TN; r++) unit_row(true, r, u, xv, sx);
+    [[dont_unroll]] for (uint r = 0; r < HR; r++) span_row(false, r, u0, xv, sx);
+    [[dont_unroll]] for (uint r = HR; r < TN; r++) span_row(true, r, u0, xv, sx);
+}
+
+// Run j of each row, partial `lane` taking runs lane, lane + 8, .. (linear.glsl).
+void unit(uint j)
+{
+    for (uint i = 0; i < BLK_RUN; i += SPAN) span(j * BLK_RUN + i);
 }
 #elif defined(DT_Q8)
 // Block u in two 16-quant halves: the block sum s runs on across them in column order,
@@ -224,7 +250,11 @@ void tile_partial(uint g, uint lane, uint tok0)
 #if !defined(GENERIC)
     if (NORM != 0u) tile_norms(lane);
 #endif
+#ifdef DT_BLOCK
+    uint units = pc.cols / (UNIT * BLK_RUN), u = lane;  // runs: partial `lane` takes runs lane, lane + 8, ..
+#else
     uint units = pc.cols / UNIT, u = lane;
+#endif
     for (; u + (UNROLL - 1u) * NPART < units; u += UNROLL * NPART)
         [[unroll]] for (uint k = 0; k < UNROLL; k++) unit(u + k * NPART);
     for (; u < units; u += NPART) unit(u);

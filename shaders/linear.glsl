@@ -14,11 +14,14 @@
 // shape, the subgroup size or the variant (texel/storage, subgroup/shared memory). So:
 //  - a row is cut into units (F32: 4 columns, F16: 8, Q8_0: one 32-block, GENERIC: 1,
 //    a block type: 32 values in codes form, blocks.glsl);
-//  - NPART = 8 partial sums; partial p takes units p, p+8, p+16, ... in that order;
+//  - NPART = 8 partial sums; partial p takes units p, p+8, p+16, ... in that order (a
+//    block type with runs of R units, blocks.glsl: runs p, p+8, ..., each run's R units
+//    in order);
 //  - within a unit, columns are accumulated in order, a = a + w*x with the product
 //    rounded (Q8_0: the block's s = sum q_i x_i from 0 in column order, then
 //    partial = partial + d*s; a block type: per half unit s = sum q*x and sx = sum x in
-//    column order, then partial = partial + ((a0*s0 + b0*sx0) + (a1*s1 + b1*sx1)));
+//    column order, then partial = partial + ((a0*s0 + b0*sx0) + (a1*s1 + b1*sx1)); codes
+//    in place: q*2^(8k) times x*2^(-8k), the same product);
 //  - the partials are combined by one tree: ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)).
 // Every product and sum is `precise` (NoContraction): the compiler may neither fuse a
 // multiply into an add nor reassociate. fma() is not used: lavapipe lowers it to

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "engine/model/quant.h"
@@ -816,17 +817,24 @@ static double time_linear(ctx *t, const ember_gpu_weight *g, ember_vk_span x, em
     return s[4];
 }
 
+/* Whether `name` is one of the comma-separated names in list (any case). */
+static bool name_listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; *p; p += strcspn(p, ","), p += *p == ',')
+        if (strncasecmp(p, name, n) == 0 && (p[n] == ',' || p[n] == 0)) return true;
+    return false;
+}
+
 /* The mat-vec on 2048x2048 and 8192x2048, decode batches and prefill on 2048x2048, and
  * the mat-mat at 1024^3, per dtype. GB/s counts the weight bytes in GGUF layout. */
 static void bench(ctx *t)
 {
-    static const ember_dtype types[] = {EMBER_DTYPE_F32, EMBER_DTYPE_F16, EMBER_DTYPE_Q8_0};
     static const uint32_t shapes[][3] = {{2048, 2048, 1},  {8192, 2048, 1},  {2048, 2048, 4},   {2048, 2048, 16},
                                          {2048, 2048, 32}, {2048, 2048, 64}, {2048, 2048, 128}, {2048, 2048, 256},
                                          {1024, 1024, 1024}};
-    static const char *names[] = {"f32", "f16", "q8_0"};
     /* EMBER_BENCH_SHAPES="ROWSxCOLSxTOK,..." and EMBER_BENCH_TYPES="f32,q8_0" narrow the
-     * cases (a bench aid, not a library setting). */
+     * cases (a bench aid, not a library setting); the block types run only when named. */
     uint32_t custom[32][3];
     size_t n_shapes = sizeof shapes / sizeof shapes[0];
     const uint32_t(*list)[3] = shapes;
@@ -844,9 +852,11 @@ static void bench(ctx *t)
         list = (const uint32_t(*)[3])custom;
     }
     tu_rng r = {9};
-    for (int d = 0; d < 3; d++)
+    ember_dtype types[3 + N_BLOCK_TYPES] = {EMBER_DTYPE_F32, EMBER_DTYPE_F16, EMBER_DTYPE_Q8_0};
+    memcpy(types + 3, BLOCK_TYPES, sizeof BLOCK_TYPES);
+    for (size_t d = 0; d < 3 + N_BLOCK_TYPES; d++)
         for (size_t i = 0; i < n_shapes; i++) {
-            if (types_env && !strstr(types_env, names[d])) continue;
+            if (types_env ? !name_listed(types_env, dtype_name(types[d])) : d >= 3) continue;
             uint32_t rows = list[i][0], cols = list[i][1], n_tok = list[i][2];
             weight w = make_weight(&r, types[d], rows, cols);
             float *x = kt_rand_floats(&r, (size_t)cols * n_tok, -1, 1);

@@ -10,8 +10,12 @@
  *   Q5_K  176: bytes 0-15 as in the file; unit s's fifth bits as one word at 16 + 4 s
  *         (bit i: value i); its low four bits as Q4_K's at 48 + 16 s.
  *   Q6_K  210 -> 224: unit s's low four bits as Q4_K's at 16 s; its top two bits at
- *         128 + 8 s (value i at bit 2 (i % 16) of word i / 16); then d and scales 0-7 at
- *         192, d and scales 8-15 at 208 (zeros after each): a unit is three loads.
+ *         128 + 8 s, as two words T0, T1 whose bytes hold four 2-bit fields each: field
+ *         f of Tn, byte k = the top bits of value 4 (2n + f / 2) + k + 16 (f % 2), i.e.
+ *         of the value whose low four bits lie in byte k of word 2n + f / 2 of the
+ *         unit's low plane (f even: the low nibble, odd: the high), so that the decoder
+ *         ORs a word's nibbles and their top bits in place (q6_k.glsl); then d and
+ *         scales 0-7 at 192, d and scales 8-15 at 208 (zeros after each).
  * The other types lie as in the file. shaders/types/NAME.glsl reads these layouts. */
 #include "gpu_block.h"
 
@@ -75,11 +79,11 @@ static void put_q6_k(const uint8_t *src, uint8_t *dst)
             split_nibbles(src + 64 * h + 32 * t, dst + 16 * (4 * h + t), dst + 16 * (4 * h + t + 2));
     for (int s = 0; s < 8; s++) {
         const uint8_t *qh = src + 128 + 32 * (s / 4);
-        for (int k = 0; k < 8; k++) { /* the 2-bit fields of 4 bytes into one byte */
-            uint32_t x;
-            memcpy(&x, qh + 4 * k, 4);
-            x = x >> (2 * (s % 4)) & 0x03030303u;
-            dst[128 + 8 * s + k] = (uint8_t)(x | x >> 6 | x >> 12 | x >> 18);
+        uint8_t *t = dst + 128 + 8 * s;
+        memset(t, 0, 8);
+        for (int v = 0; v < 32; v++) { /* value v of unit s: word v % 16 / 4, byte v % 4 */
+            int w = v % 16 / 4, f = 2 * (w % 2) + v / 16, k = v % 4;
+            t[4 * (w / 2) + k] |= (uint8_t)((qh[v] >> (2 * (s % 4)) & 3) << (2 * f));
         }
     }
     for (int h = 0; h < 2; h++) {
