@@ -381,8 +381,10 @@ static void test_invariance(ctx *t)
         {EMBER_DTYPE_F16, 38, 256, 2u * 256 * 7}, {EMBER_DTYPE_Q8_0, 38, 256, 256 * 7},
         {EMBER_DTYPE_F32, 22, 30, 0},    {EMBER_DTYPE_F16, 22, 36, 0},
         /* block types (first variant only, see blocks_here): units per lane that differ
-         * (cols of 9 units), parts */
+         * (cols of 9 units), parts; runs and codes in place (Q4_K: 10 runs of 4 units,
+         * two for lanes 0 and 1) */
         {EMBER_DTYPE_Q4_0, 22, 288, 0},  {EMBER_DTYPE_Q6_K, 38, 512, 210u * 2 * 7},
+        {EMBER_DTYPE_Q4_K, 22, 1280, 0},
     };
     int ci = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -17,24 +17,50 @@ int q3_scale(uvec4 t, uint j)
     return int(lo | (up << 4u)) - 32;
 }
 
-void cq_q3_k(bool hi, uint row, uint u, out vec4 q[8], out vec2 a, out vec2 c)
+// A run is four units; its header the 16 bytes of scales and d, and the block's hmask
+// (32 bytes, the same for every unit).
+struct q3_k_head {
+    uvec4 t;
+    uvec4 m[2];
+};
+
+q3_k_head hd_q3_k(bool hi, uint row, uint u, uint n)
+{
+    uint b = row + (u >> 3u) * BB_Q3_K;
+    q3_k_head h;
+    h.t = blk_v4(hi, b + 96u);
+    h.m[0] = blk_v4(hi, b);
+    h.m[1] = blk_v4(hi, b + 16u);
+    return h;
+}
+
+// Unit u given its run's header h.
+void cqh_q3_k(bool hi, uint row, uint u, q3_k_head h, out vec4 q[8], out vec2 a, out vec2 c)
 {
     uint b = row + (u >> 3u) * BB_Q3_K, s = u & 7u;
-    uvec4 t = blk_v4(hi, b + 96u);
-    float d = unpackHalf2x16(t.w).x;
-    precise float d0 = d * float(q3_scale(t, 2u * s)), d1 = d * float(q3_scale(t, 2u * s + 1u));
+    float d = unpackHalf2x16(h.t.w).x;
+    precise float d0 = d * float(q3_scale(h.t, 2u * s)), d1 = d * float(q3_scale(h.t, 2u * s + 1u));
     a = vec2(d0, d1), c = vec2(-0.0);
     uint qoff = b + 32u + 32u * (s >> 2u), shift = 2u * (s & 3u);
     for (uint half_ = 0u; half_ < 2u; half_++) {
-        uvec4 w = blk_v4(hi, qoff + 16u * half_), m = blk_v4(hi, b + 16u * half_);
+        uvec4 w = blk_v4(hi, qoff + 16u * half_), m = half_ == 0u ? h.m[0] : h.m[1];
         for (uint i = 0u; i < 4u; i++)
             q[4u * half_ + i] = vec4(ivec4(field4(w[i], shift, 3u) | (field4(m[i], s, 1u) << 2u)) - 4);
     }
 }
 
+void cq_q3_k(bool hi, uint row, uint u, out vec4 q[8], out vec2 a, out vec2 c)
+{
+    cqh_q3_k(hi, row, u, hd_q3_k(hi, row, u, 1u), q, a, c);
+}
+
 // Selected by a kernel variant (linear.comp's DT_BLOCK BLK_Q3_K): the names it calls.
 #ifdef BLK_Q3_K
 #define BLK_CODES cq_q3_k
+#define BLK_RUN 4u
+#define BLK_HEAD_T q3_k_head
+#define BLK_HEAD hd_q3_k
+#define BLK_CODES_H cqh_q3_k
 #define BLK_V BV_Q3_K
 #define BLK_B BB_Q3_K
 #endif
