@@ -8,7 +8,9 @@
  *   Q4_K  144: d, dmin and the 12 scale bytes as in the file (bytes 0-15); then unit s's
  *         codes at 16 + 16 s: byte i = code i | code i + 16 << 4 (value i of the unit).
  *   Q5_K  176: bytes 0-15 as in the file; unit s's fifth bits as one word at 16 + 4 s
- *         (bit i: value i); its low four bits as Q4_K's at 48 + 16 s.
+ *         (byte k, bit 2 i + h: the value whose low four bits lie in byte k of code
+ *         word i, h = 0 its low nibble, 1 its high); its low four bits as Q4_K's at
+ *         48 + 16 s.
  *   Q6_K  210 -> 224: unit s's low four bits as Q4_K's at 16 s; its top two bits at
  *         128 + 8 s, as two words T0, T1 whose bytes hold four 2-bit fields each: field
  *         f of Tn, byte k = the top bits of value 4 (2n + f / 2) + k + 16 (f % 2), i.e.
@@ -56,15 +58,13 @@ static void put_q4_k(const uint8_t *src, uint8_t *dst, bool q5)
     memcpy(dst, src, 16);
     for (int p = 0; p < 4; p++) split_nibbles(qs + 32 * p, codes + 32 * p, codes + 32 * p + 16);
     if (!q5) return;
-    /* the fifth bit of value i of unit s: bit s of qh[i]; on the GPU bit i of word s. A
-     * multiply gathers the low bits of a word's 8 bytes into its top byte, in order. */
+    /* the fifth bit of value v of unit s: bit s of qh[v]; on the GPU in word s, at bit
+     * 2 i + h of byte k for the value whose low bits lie in byte k of code word i (h = 0:
+     * the low nibble, 1: the high), so that it ORs in place (q5_k.glsl). */
     for (int s = 0; s < 8; s++) {
         uint32_t w = 0;
-        for (int c = 0; c < 4; c++) {
-            uint64_t x;
-            memcpy(&x, src + 16 + 8 * c, 8);
-            w |= (uint32_t)(((x >> s & 0x0101010101010101ull) * 0x0102040810204080ull) >> 56) << (8 * c);
-        }
+        for (int v = 0; v < 32; v++)
+            w |= (uint32_t)(src[16 + v] >> s & 1) << (8 * (v % 4) + 2 * (v % 16 / 4) + v / 16);
         memcpy(dst + 16 + 4 * s, &w, 4);
     }
 }

@@ -10,9 +10,6 @@
 #include "../blocks.glsl"
 const uint BV_Q4_K = 256u, BB_Q4_K = 144u;
 
-// Sub-block s of the Q4_K/Q5_K block at b (16-aligned) in codes form, h its 16 header
-// bytes: the low four bits at qs_off + 16 s, the fifth bits (Q5_K) in word s at qh_off,
-// none when qh_off is 0.
 // The scale and offset (d * sc, -(dmin * m)) of sub-block s from its block's 16 header
 // bytes h (d | dmin << 16, then the 12 bytes of 6-bit scales and mins). Without a branch:
 // the sub-block may differ between the lanes of a group.
@@ -26,17 +23,27 @@ void k4_scale(uvec4 h, uint s, out vec2 a, out vec2 c)
     a = vec2(dl), c = vec2(-ml);
 }
 
+// Code word i of a unit (w: its low four bits, byte k = code k | code k + 16 << 4, as
+// laid out here) and the unit's fifth bits f (Q5_K's layout, gpu_block.c; 0 for Q4_K):
+// the codes of w's low nibbles (lo) and high nibbles (up), code k in byte k.
+void k5_planes(uint w, uint f, uint i, out uint lo, out uint up)
+{
+    uint a = i == 0u ? f << 4u : i == 1u ? f << 2u : i == 2u ? f : f >> 2u;
+    uint b = i == 0u ? f << 3u : i == 1u ? f << 1u : i == 2u ? f >> 1u : f >> 3u;
+    lo = (w & 0x0f0f0f0fu) | (a & 0x10101010u);
+    up = ((w >> 4u) & 0x0f0f0f0fu) | (b & 0x10101010u);
+}
+
 // Sub-block s of the Q4_K/Q5_K block at b (16-aligned) in codes form, h its header: the
-// low four bits at qs_off + 16 s, the fifth bits (Q5_K) in word s at qh_off, none when
-// qh_off is 0.
-void k4_codes_h(bool hi, uint b, uint s, uvec4 h, uint qs_off, uint qh_off, out vec4 q[8], out vec2 a, out vec2 c)
+// low four bits at qs_off + 16 s, fifth its fifth bits (Q5_K; 0 for Q4_K).
+void k4_codes_h(bool hi, uint b, uint s, uvec4 h, uint qs_off, uint fifth, out vec4 q[8], out vec2 a, out vec2 c)
 {
     k4_scale(h, s, a, c);
     uvec4 w = blk_v4(hi, b + qs_off + 16u * s);
-    uint fifth = qh_off != 0u ? blk_w(hi, b + qh_off + 4u * s) : 0u;
     for (uint i = 0u; i < 4u; i++) {
-        q[i] = vec4(field4(w[i], 0u, 15u) | (bits4(fifth, 4u * i) << 4u));
-        q[4u + i] = vec4(field4(w[i], 4u, 15u) | (bits4(fifth, 16u + 4u * i) << 4u));
+        uint lo, up;
+        k5_planes(w[i], fifth, i, lo, up);
+        q[i] = vec4(field4(lo, 0u, 31u)), q[4u + i] = vec4(field4(up, 0u, 31u));
     }
 }
 
