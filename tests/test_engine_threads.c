@@ -37,13 +37,7 @@ static uint32_t plen[NREQ];
 
 static ember_engine *engine(ember_model *m, uint32_t max_batch_tokens)
 {
-    ember_engine_opts o = {.max_batch_tokens = max_batch_tokens};
-    ember_engine *e = NULL;
-    ember_status s = ember_engine_create(m, &o, &e);
-    CHECKF(s == EMBER_OK, "engine: %s", ember_engine_error(e));
-    if (s == EMBER_OK) return e;
-    ember_engine_destroy(e);
-    return NULL;
+    return ef_engine(m, (ember_engine_opts){.max_batch_tokens = max_batch_tokens});
 }
 
 /* The reference: every request served with the blocking step. */

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "ember.h"
+#include "engine_fixture.h"
 #include "testutil.h"
 
 #define MAXTOK 128
@@ -66,16 +67,6 @@ static void make_prompts(uint32_t n_vocab)
     }
 }
 
-static ember_engine *engine(ember_model *m, ember_engine_opts o)
-{
-    ember_engine *e = NULL;
-    ember_status s = ember_engine_create(m, &o, &e);
-    CHECKF(s == EMBER_OK, "engine: %s", ember_engine_error(e));
-    if (s == EMBER_OK) return e;
-    ember_engine_destroy(e);
-    return NULL;
-}
-
 static void submit(ember_engine *e, const job *j, result *r, ember_request_id *id, ember_speculation spec)
 {
     memset(r, 0, sizeof *r);
@@ -110,7 +101,7 @@ static void drain(ember_engine *e, uint64_t *rows, size_t cap)
 static void run_jobs(ember_model *m, ember_engine_opts o, const job *jobs, int n, result *res,
                      ember_speculation spec, uint64_t *rows, size_t cap, ember_engine_stats *st)
 {
-    ember_engine *e = engine(m, o);
+    ember_engine *e = ef_engine(m, o);
     if (!e) return;
     for (int i = 0; i < n; i++) submit(e, &jobs[i], &res[i], NULL, spec);
     step_no = 0;
@@ -229,7 +220,7 @@ static void test_cancel(ember_model *m)
     ember_request_id ids[3];
     ember_engine_stats st;
     run_jobs(m, STATIC4, &j, 1, &ref, (ember_speculation){0}, NULL, 0, &st);
-    ember_engine *e = engine(m, STATIC4);
+    ember_engine *e = ef_engine(m, STATIC4);
     if (!e) return;
     for (int i = 0; i < 3; i++) submit(e, &j, &r[i], &ids[i], (ember_speculation){0});
     step_no = 0;
@@ -288,7 +279,7 @@ static void test_padding_yields_blocks(ember_model *m)
  * are preempted and recomputed: same tokens as continuous batching either way. */
 static void run_mixed(ember_model *m, ember_engine_opts o, result *res, ember_engine_stats *st)
 {
-    ember_engine *e = engine(m, o);
+    ember_engine *e = ef_engine(m, o);
     if (!e) return;
     job jobs[NREQ];
     for (int i = 0; i < NREQ; i++) jobs[i] = (job){prompts[i], plen[i], 4 + (uint32_t)(i * 7) % 21};
@@ -352,7 +343,7 @@ static void test_worker_thread(ember_model *m)
     result ref[6], res[6];
     ember_engine_stats st;
     run_jobs(m, CONT4, jobs, 6, ref, (ember_speculation){0}, NULL, 0, &st);
-    ember_engine *e = engine(m, STATIC4);
+    ember_engine *e = ef_engine(m, STATIC4);
     if (!e) return;
     CHECK(ember_engine_start(e) == EMBER_OK);
     for (int i = 0; i < 6; i++) submit(e, &jobs[i], &res[i], NULL, (ember_speculation){0});
