@@ -497,6 +497,20 @@ bench_batched() { # NAME FILE
   log "$name: batched decode 1/16/64: ${BATCH_RESULT[$name]}"
 }
 
+# Sampled decode: 64 requests sampling top-k 40 at temperature 1, each row's 256 best
+# candidates picked on the GPU against whole rows of logits read back (docs/sampling.md):
+# the same tokens, 2 KiB against 4 x n_vocab bytes a row.
+bench_sampled() { # NAME FILE
+  local name=$1 m=$2 from j cells=()
+  for from in candidates rows; do
+    j=$(ember_json bench -m "$m" --requests 64 --rate inf --prompt-len 16:16 --gen-len "$TG_BATCH:$TG_BATCH" \
+        --max-seqs 64 --seed 1 --temp 1 --top-k 40 --sample-from "$from")
+    cells+=("$(fmt "$(jnum throughput_tok_s "$j")") tok/s (TPOT p50 $(fmt "$(jnum tpot_ms "$j" p50)") ms)")
+  done
+  SAMPLED_RESULT[$name]="candidates ${cells[0]}; whole rows ${cells[1]}"
+  log "$name: sampled decode, 64 streams: ${SAMPLED_RESULT[$name]}"
+}
+
 # The fixed costs of a decode step: ms a token on stories260K's shape (5 layers, dim 64).
 bench_overhead() {
   local m=$MODELS_DIR/T-f32.gguf tg=() j
@@ -652,7 +666,7 @@ run() {
   run_tests
   setup_llama "$DEPS"
 
-  declare -gA PP_RESULT TG_RESULT BATCH_RESULT LLAMA_PP LLAMA_TG WEIGHT_MB
+  declare -gA PP_RESULT TG_RESULT BATCH_RESULT SAMPLED_RESULT LLAMA_PP LLAMA_TG WEIGHT_MB
   SKIPPED=() PROFILED=()
   COPY_GBS="" COPY_CELL="-" COPY_NOTE="not measured"
   SPEC_CELL="-" SPEC_NOTE="not measured" START_CELL="-" START_NOTE="not measured" OVERHEAD_CELL="-"
@@ -660,7 +674,7 @@ run() {
   # bandwidth, 16 streams, the fixed costs), the rest while the budget lasts.
   local task name
   for task in copy "pp B-q8_0" "pp B-q4_k_m" "pp A-q8_0" "batch A-q8_0" overhead "batch B-q4_k_m" \
-              "pp A-q4_k_m" "pp A-f16" "pp B-f16" speculative start; do
+              "sampled B-q4_k_m" "pp A-q4_k_m" "pp A-f16" "pp B-f16" speculative start; do
     if over_budget; then SKIPPED+=("$task"); continue; fi
     name=${task#* }
     case $task in
@@ -670,6 +684,7 @@ run() {
               bench_llama "$name" "$MODELS_DIR/$name.gguf"
               [[ $name == *f16 ]] || bench_profile "$name" "$MODELS_DIR/$name.gguf" ;;
       batch\ *) need_model "$name" && bench_batched "$name" "$MODELS_DIR/$name.gguf" ;;
+      sampled\ *) need_model "$name" && bench_sampled "$name" "$MODELS_DIR/$name.gguf" ;;
       overhead) need_model T-f32 && bench_overhead && bench_llama T-f32 "$MODELS_DIR/T-f32.gguf" ;;
       speculative) need_model A-f32 && bench_speculative ;;
       start) need_model B-q8_0 && bench_start ;;
@@ -690,6 +705,11 @@ run() {
     [ -n "${BATCH_RESULT[$name]:-}" ] || continue
     row "batched decode, 1 / 16 / 64 sequences (tok/s)" "${name%%-*} $(tr a-z A-Z <<<"${name#*-}")" "${BATCH_RESULT[$name]}" "-" \
         "ember bench --requests N --rate inf --prompt-len 16:16 --gen-len $TG_BATCH:$TG_BATCH --max-seqs 64; one run"
+  done
+  for name in B-q4_k_m; do
+    [ -n "${SAMPLED_RESULT[$name]:-}" ] || continue
+    row "sampled decode, 64 sequences, top-k 40" "${name%%-*} $(tr a-z A-Z <<<"${name#*-}")" "${SAMPLED_RESULT[$name]}" "-" \
+        "ember bench --requests 64 ... --temp 1 --top-k 40 --sample-from candidates|rows; one run each"
   done
   row "decode time a token, stories260K's shape" "T F32" "$OVERHEAD_CELL" \
       "$(awk -v t="${LLAMA_TG[T-f32]:-}" 'BEGIN { if (t > 0) printf "%.3f ms", 1000 / t; else print "-" }')" \

@@ -17,8 +17,9 @@ ember_status ember_batch_buf_init(ember_batch_buf *b, uint32_t max_tokens, uint3
     b->seq = ember_calloc(max_tokens, sizeof *b->seq);
     b->rows = ember_calloc(max_tokens, sizeof *b->rows);
     b->argmax = ember_calloc(max_tokens, sizeof *b->argmax);
+    b->want = ember_calloc(max_tokens, sizeof *b->want);
     b->block_tables = ember_calloc((size_t)max_seqs * max_blocks_per_seq, sizeof *b->block_tables);
-    if (!b->tokens || !b->pos || !b->seq || !b->rows || !b->argmax || !b->block_tables ||
+    if (!b->tokens || !b->pos || !b->seq || !b->rows || !b->argmax || !b->want || !b->block_tables ||
         !ember_batch_buf_logits(b, max_seqs))
         return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     return EMBER_OK;
@@ -33,6 +34,8 @@ void ember_batch_buf_free(ember_batch_buf *b)
     ember_free(b->argmax);
     ember_free(b->block_tables);
     ember_free(b->logits);
+    ember_free(b->want);
+    ember_free(b->cands);
     memset(b, 0, sizeof *b);
 }
 
@@ -43,6 +46,16 @@ bool ember_batch_buf_logits(ember_batch_buf *b, uint32_t rows)
     if (!l) return false;
     b->logits = l;
     b->logits_rows = rows;
+    return true;
+}
+
+bool ember_batch_buf_cands(ember_batch_buf *b, uint32_t rows)
+{
+    if (rows <= b->cands_rows) return true;
+    ember_cand_row *c = ember_realloc(b->cands, (size_t)rows * sizeof *c);
+    if (!c) return false;
+    b->cands = c;
+    b->cands_rows = rows;
     return true;
 }
 

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "candidates.h"
 #include "common/error.h"
 
 /* One step's input, in host memory. Token i is at position pos[i] of sequence slot
@@ -21,6 +22,30 @@ typedef struct ember_batch {
     const uint32_t *logit_rows;
 } ember_batch;
 
+/* What a step delivers for its logits rows (b->logit_rows, in order): every row's argmax,
+ * and per row what want says: its whole row of logits (EMBER_WANT_ROW) or its best
+ * candidates (EMBER_WANT_CANDS, the GPU backend only: ember_step_has_candidates) or
+ * nothing more (EMBER_WANT_ARGMAX). want NULL: every row whole. Each array has
+ * b->n_logits entries (logits: of n_vocab floats); one is NULL when no row wants it. */
+enum { EMBER_WANT_ARGMAX = 0, EMBER_WANT_ROW = 1, EMBER_WANT_CANDS = 2 };
+
+typedef struct ember_step_out {
+    float *logits;
+    const uint8_t *want;
+    uint32_t *argmax;
+    ember_cand_row *cands;
+} ember_step_out;
+
+/* Whether logits row i is delivered whole / as candidates. */
+static inline bool ember_out_row(const ember_step_out *o, uint32_t i)
+{
+    return o->logits && (!o->want || o->want[i] == EMBER_WANT_ROW);
+}
+static inline bool ember_out_cands(const ember_step_out *o, uint32_t i)
+{
+    return o->cands && o->want && o->want[i] == EMBER_WANT_CANDS;
+}
+
 /* Room for one step, reused step after step: max_tokens rows of input and of read-back,
  * a block-table row for each of max_seqs slots, and logits rows grown on demand. */
 typedef struct ember_batch_buf {
@@ -28,7 +53,9 @@ typedef struct ember_batch_buf {
     uint32_t *rows, *argmax;       /* max_tokens each: logits rows and their argmax */
     uint32_t *block_tables;        /* max_seqs x max_blocks_per_seq */
     float *logits;                 /* logits_rows x n_vocab */
-    uint32_t max_tokens, max_blocks_per_seq, n_vocab, logits_rows;
+    uint8_t *want;                 /* max_tokens: what each logits row delivers (EMBER_WANT_*) */
+    ember_cand_row *cands;         /* cands_rows */
+    uint32_t max_tokens, max_blocks_per_seq, n_vocab, logits_rows, cands_rows;
 } ember_batch_buf;
 
 ember_status ember_batch_buf_init(ember_batch_buf *b, uint32_t max_tokens, uint32_t max_seqs,
@@ -36,6 +63,8 @@ ember_status ember_batch_buf_init(ember_batch_buf *b, uint32_t max_tokens, uint3
 void ember_batch_buf_free(ember_batch_buf *b);
 /* Makes room for rows rows of logits; false when out of memory. */
 bool ember_batch_buf_logits(ember_batch_buf *b, uint32_t rows);
+/* Makes room for rows rows of candidates; false when out of memory. */
+bool ember_batch_buf_cands(ember_batch_buf *b, uint32_t rows);
 /* The batch of the first n_tokens rows and n_logits logits rows. */
 ember_batch ember_batch_of(const ember_batch_buf *b, uint32_t n_tokens, uint32_t n_logits);
 

@@ -60,6 +60,8 @@ struct ember_engine {
     ember_batch_buf buf;          /* max_batch_tokens + STEP_SPARE rows */
     uint64_t steps, tokens_computed;
     uint64_t filler_tokens;       /* rows of no request (static batching's padding) */
+    bool cands;                   /* samplers may read their rows' best candidates */
+    uint64_t sampled_cands, sampled_rows; /* tokens drawn from candidates / whole rows */
     /* the step in flight (begin done, end not yet) */
     bool in_flight;
     uint32_t n_items;
@@ -163,12 +165,23 @@ static ember_status create_profiler(ember_engine *e)
     return ember_profiler_create(s == EMBER_OK, &e->prof, &e->err);
 }
 
+/* Candidates where the step makes them: by default on GPUs only, since on a CPU device
+ * the selection runs on the cores that would sample the row, which is in host memory
+ * already (docs/sampling.md, "On the GPU"). */
+static bool use_candidates(const ember_engine *e)
+{
+    if (!ember_step_has_candidates(e->step) || e->o.sample_from == EMBER_SAMPLE_ROWS) return false;
+    return e->o.sample_from == EMBER_SAMPLE_CANDIDATES || !ember_vk_get_caps(e->model->vk)->is_cpu;
+}
+
 static ember_status create_parts(ember_engine *e)
 {
     if ((unsigned)e->o.batching > EMBER_BATCHING_STATIC_RAGGED)
         return ember_fail(&e->err, EMBER_ERR_INVALID_ARG, "unknown batching mode %d", (int)e->o.batching);
     if (!ember_kv_type_known(e->o.kv_type))
         return ember_fail(&e->err, EMBER_ERR_INVALID_ARG, "unknown KV cache type %d", (int)e->o.kv_type);
+    if ((unsigned)e->o.sample_from > EMBER_SAMPLE_ROWS)
+        return ember_fail(&e->err, EMBER_ERR_INVALID_ARG, "unknown sample_from %d", (int)e->o.sample_from);
     ember_status s = alloc_scratch(e);
     if (s == EMBER_OK) s = ember_kv_create(e->kv_now, e->o.kv_block_size, &e->kv, &e->err);
     if (s == EMBER_OK) s = create_fixed(e);
@@ -179,6 +192,7 @@ static ember_status create_parts(ember_engine *e)
     if (s == EMBER_OK) s = ember_sched_create(&so, e->kv, &e->sched, &e->err);
     ember_step_opts to = step_opts(e, e->o.max_batch_tokens);
     if (s == EMBER_OK) s = ember_step_create(e->model, &to, &e->step, &e->err);
+    if (s == EMBER_OK) e->cands = use_candidates(e);
     ember_spec_opts po = {.target = e->model, .draft = e->o.draft,
                           .draft_step = step_opts(e, e->o.max_batch_tokens + STEP_SPARE(e->o.max_seqs)),
                           .max_batch_tokens = e->o.max_batch_tokens};
@@ -461,18 +475,39 @@ static ember_batch build_batch(ember_engine *e, uint32_t n_items)
     return ember_batch_of(b, T, n_logits);
 }
 
+/* How a request's logits come back: greedy requests (and filler rows) take the argmax; a
+ * sampler that the row's best candidates may decide reads those (2 KiB) where the engine
+ * uses them (e->cands); every other sampler, and speculation's verifier, reads whole rows. */
+static bool reads_candidates(const ember_engine *e, const request *r)
+{
+    return !r->greedy && !r->n_draft && e->cands && ember_sampler_candidates_may_decide(r->sampler);
+}
+
 static ember_status submit_items(ember_engine *e, uint32_t n_items)
 {
     ember_batch b = build_batch(e, n_items);
-    bool need_logits = false; /* greedy requests and filler rows take the argmax */
-    for (uint32_t i = 0; i < n_items; i++)
-        need_logits |= e->items[i].r && logits_rows(&e->items[i]) && !e->items[i].r->greedy;
-    if (need_logits && !ember_batch_buf_logits(&e->buf, b.n_logits))
+    uint32_t n_full = 0, n_cands = 0;
+    for (uint32_t i = 0; i < n_items; i++) {
+        const request *r = e->items[i].r;
+        uint32_t n = logits_rows(&e->items[i]);
+        bool cands = r && n && reads_candidates(e, r), full = r && n && !r->greedy && !cands;
+        memset(e->buf.want + e->row_of[i], cands ? EMBER_WANT_CANDS : full ? EMBER_WANT_ROW : EMBER_WANT_ARGMAX, n);
+        n_full += full ? n : 0;
+        n_cands += cands ? n : 0;
+    }
+    /* Room for every row: a row whose candidates do not decide is fetched whole. */
+    if ((n_full || n_cands) && !ember_batch_buf_logits(&e->buf, b.n_logits))
         return ember_fail(&e->step_err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    if (n_cands && !ember_batch_buf_cands(&e->buf, b.n_logits))
+        return ember_fail(&e->step_err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    ember_step_out out = {n_full ? e->buf.logits : NULL, e->buf.want, e->buf.argmax,
+                          n_cands ? e->buf.cands : NULL};
     e->pstep.decode = b.n_logits == b.n_tokens;
     e->pstep.tokens = b.n_tokens;
     e->pstep.submissions++;
-    return ember_step_submit(e->step, &b, need_logits ? e->buf.logits : NULL, e->buf.argmax, &e->step_err);
+    e->pstep.readback_bytes = b.n_logits * sizeof(uint32_t) + n_cands * sizeof(ember_cand_row) +
+                              (uint64_t)n_full * e->model->llama.hp.n_vocab * sizeof(float);
+    return ember_step_submit(e->step, &b, &out, &e->step_err);
 }
 
 /* Appends token tok to r and hands out its text; returns true when r finished (and was
@@ -504,6 +539,27 @@ static bool emit(ember_engine *e, request *r, uint32_t tok, double t)
     return true;
 }
 
+/* Draws r's next token from logits row `row`: from the row's candidates where the step
+ * brought them and they decide, else from the whole row, fetched now if the step did not
+ * bring it. */
+static ember_status sample_row(ember_engine *e, request *r, uint32_t row, uint32_t *tok)
+{
+    uint32_t V = e->model->llama.hp.n_vocab;
+    float *logits = e->buf.logits + (size_t)row * V;
+    if (e->buf.want[row] == EMBER_WANT_CANDS) {
+        if (ember_sampler_sample_candidates(r->sampler, &e->buf.cands[row], tok)) {
+            e->sampled_cands++;
+            return EMBER_OK;
+        }
+        ember_status s = ember_step_fetch_logits(e->step, row, logits, &e->step_err);
+        if (s != EMBER_OK) return s;
+        e->pstep.readback_bytes += (uint64_t)V * sizeof(float);
+    }
+    e->sampled_rows++;
+    *tok = ember_sampler_sample(r->sampler, logits);
+    return EMBER_OK;
+}
+
 /* Verifies a speculative item and delivers what was kept. */
 static void finish_speculation(ember_engine *e, request *r, uint32_t row, double t)
 {
@@ -515,7 +571,6 @@ static void finish_speculation(ember_engine *e, request *r, uint32_t row, double
 
 static void after_step(ember_engine *e, uint32_t n_items, double t0, double t1)
 {
-    uint32_t V = e->model->llama.hp.n_vocab;
     for (uint32_t i = 0; i < n_items; i++) {
         ember_sched_item *it = &e->items[i];
         request *r = it->r;
@@ -535,7 +590,11 @@ static void after_step(ember_engine *e, uint32_t n_items, double t0, double t1)
         }
         ember_sched_advance(e->sched, r, it->n);
         if (!it->logits) continue;
-        uint32_t tok = r->greedy ? e->buf.argmax[row] : ember_sampler_sample(r->sampler, e->buf.logits + (size_t)row * V);
+        uint32_t tok = e->buf.argmax[row];
+        if (!r->greedy && sample_row(e, r, row, &tok) != EMBER_OK) {
+            finish(e, r, EMBER_FINISH_ERROR); /* its error: step_err's message */
+            continue;
+        }
         emit(e, r, tok, t1);
     }
 }
@@ -779,6 +838,7 @@ static void publish_stats(ember_engine *e)
         .prefix_hit_tokens = ss->prefix_hit_tokens, .preemptions = ss->preemptions,
         .steps = e->steps, .tokens_computed = e->tokens_computed, .padding_tokens = e->filler_tokens,
         .cow_copies = ss->cow_copies,
+        .sampled_from_candidates = e->sampled_cands, .sampled_from_rows = e->sampled_rows,
         .kv_type = e->o.kv_type,
         .kv_bytes_per_token = kv_token_bytes(hp, e->o.kv_type),
         .requests_running = n_run, .requests_waiting = n_wait, .kv_blocks_max = e->o.kv_blocks,

@@ -55,6 +55,7 @@ void ember_profiler_add(ember_profiler *p, const ember_profiler_step *s)
     ph->steps++;
     ph->tokens += s->tokens;
     ph->submissions += s->submissions;
+    ph->readback_bytes += s->readback_bytes;
     ph->host_ms += s->host_ms;
     ph->dispatches += s->n;
     ph->barriers += s->barriers;

@@ -13,6 +13,7 @@ typedef struct ember_profiler ember_profiler;
 typedef struct ember_profiler_step {
     bool decode;                     /* every row gave logits */
     uint32_t tokens, submissions;
+    uint64_t readback_bytes;         /* outputs read back to the host */
     double host_ms;
     const ember_vk_dispatch_time *d;
     uint32_t n, barriers;

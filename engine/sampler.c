@@ -6,6 +6,7 @@
  * survivors reach the softmax in id order, and drawing walks them in the same order as
  * ember_sampler_draw walks a full probability row: the two give the same token for
  * the same random number. */
+#include "candidates.h"
 #include "common/alloc.h"
 #include "sampler.h"
 
@@ -442,6 +443,76 @@ static uint32_t first_largest(const float *w, size_t n)
     for (size_t i = 0; i < n; i++)
         if (w[i] > w[best] || isnan(w[best])) best = i;
     return (uint32_t)best;
+}
+
+/* ---- from a row's best candidates ----------------------------------------------- */
+
+bool ember_sampler_candidates_may_decide(const ember_sampler *s)
+{
+    const ember_sampling_params *p = &s->p;
+    bool top_k = p->top_k > 0 && p->top_k < s->n_vocab;
+    if (p->temperature == 0 || p->n_logit_bias || penalties_on(p)) return false;
+    if (top_k) return p->top_k <= EMBER_CANDIDATES;
+    return top_p_on(p) || p->min_p > 0;
+}
+
+/* The nucleus of candidates c[0..n), best first, whose weights under mx reach target:
+ * its size, or 0 when all n together fall short. The same tokens as top_p_cut keeps (the
+ * shortest best-first prefix that reaches the target), walked directly. */
+static size_t nucleus(const cand *c, size_t n, float mx, double target)
+{
+    double cum = 0;
+    for (size_t i = 0; i < n; i++)
+        if ((cum += weight(c[i].v, mx, 1)) >= target) return i + 1;
+    return 0;
+}
+
+/* The chain of run_chain on a row's best candidates: the survivors in s->cand[0..n), in
+ * id order, holding their probabilities; 0 when the candidates do not decide them, that
+ * is when a filter would keep a token past them. */
+static size_t candidate_chain(ember_sampler *s, const ember_cand_row *row, double *total)
+{
+    const ember_sampling_params *p = &s->p;
+    cand *c = s->cand;
+    size_t n = row->n;
+    float mx = n ? row->c[0].logit : NAN;
+    if (!ember_sampler_candidates_may_decide(s) || n > EMBER_CANDIDATES || n > s->n_vocab || !isfinite(mx))
+        return 0;
+    for (size_t i = 0; i < n; i++) c[i] = (cand){row->c[i].logit, row->c[i].id};
+    bool all = n == s->n_vocab; /* the candidates are the whole row */
+    double z = row->z;
+    if (p->top_k > 0 && p->top_k < s->n_vocab) { /* may_decide: top_k <= EMBER_CANDIDATES */
+        if (p->top_k > n) return 0;
+        n = p->top_k;
+        z = 0;
+        for (size_t i = 0; i < n; i++) z += weight(c[i].v, mx, 1);
+        all = true;
+    }
+    if (top_p_on(p)) {
+        size_t k = z > 0 ? nucleus(c, n, mx, (double)p->top_p * z) : 0;
+        if (k == 0 && !all) return 0;
+        n = k ? k : n; /* the whole set short of its own sum: rounding at top_p ~ 1 */
+        all = true;
+    }
+    if (p->min_p > 0) {
+        size_t k = min_p_cut(c, n, p->min_p);
+        if (k == n && !all) return 0; /* every candidate passes: so might the next token */
+        n = k;
+        all = true;
+    }
+    if (!all) return 0;
+    qsort(c, n, sizeof *c, cmp_id);
+    *total = softmax(c, n, p->temperature);
+    return n;
+}
+
+bool ember_sampler_sample_candidates(ember_sampler *s, const ember_cand_row *row, uint32_t *token)
+{
+    double total;
+    size_t n = candidate_chain(s, row, &total);
+    if (n == 0) return false;
+    *token = pick_cand(s->cand, n, total, ember_sampler_uniform(s));
+    return true;
 }
 
 uint32_t ember_sampler_sample(ember_sampler *s, const float *logits)

@@ -16,8 +16,10 @@
 #ifndef EMBER_SAMPLER_H
 #define EMBER_SAMPLER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
+#include "candidates.h"
 #include "common/error.h"
 #include "ember.h"
 
@@ -63,6 +65,18 @@ void ember_sampler_accept(ember_sampler *s, uint32_t token);
  * ember_sampler_sample(s, l) == ember_sampler_draw(s, probs) after
  * ember_sampler_probs(s, l, probs), with the generator left in the same state. */
 uint32_t ember_sampler_sample(ember_sampler *s, const float *logits);
+
+/* The same draw from a row's best candidates (candidates.h) instead of the row, where
+ * they decide the chain: top-k of at most EMBER_CANDIDATES, or a top-p nucleus or min-p
+ * set that ends among them, and no logit bias or penalty (they move tokens the candidates
+ * do not hold). Then *token is what ember_sampler_sample gives on the row with the same
+ * random number (the top-p target takes the row's sum from the GPU, summed in float: a
+ * cut within its rounding of a token's edge may fall one token apart) and true is
+ * returned; else false, and the generator is untouched: sample from the row. */
+bool ember_sampler_sample_candidates(ember_sampler *s, const ember_cand_row *row, uint32_t *token);
+/* Whether ember_sampler_sample_candidates can ever decide for this sampler's parameters
+ * (false: greedy, a bias or a penalty, no filter, top-k above EMBER_CANDIDATES). */
+bool ember_sampler_candidates_may_decide(const ember_sampler *s);
 
 /* Writes into probs (n_vocab floats, owned by the caller) the distribution that
  * ember_sampler_sample draws from: after penalties, filters, temperature and softmax,

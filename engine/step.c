@@ -9,7 +9,7 @@
 #include "kv_layout.h"
 
 typedef struct step_ops {
-    ember_status (*submit)(void *impl, const ember_batch *b, float *logits, uint32_t *argmax, ember_err *err);
+    ember_status (*submit)(void *impl, const ember_batch *b, const ember_step_out *out, ember_err *err);
     ember_status (*wait)(void *impl, uint64_t timeout_ns, ember_err *err);
     ember_status (*copy_blocks)(void *impl, const uint32_t *src, const uint32_t *dst, uint32_t n, ember_err *err);
     void (*free)(void *impl);
@@ -18,15 +18,18 @@ typedef struct step_ops {
 struct ember_step {
     const step_ops *ops;
     void *impl;
-    float *logits;       /* where the step in flight delivers (GPU) */
-    uint32_t *argmax;
 };
 
 /* ---- the GPU forward pass ------------------------------------------------------------- */
 
-static ember_status gpu_submit(void *f, const ember_batch *b, float *logits, uint32_t *argmax, ember_err *err)
+static ember_status gpu_submit(void *f, const ember_batch *b, const ember_step_out *out, ember_err *err)
 {
-    return ember_forward_submit(f, b, err);
+    return ember_forward_submit(f, b, out, err);
+}
+
+static ember_status gpu_wait(void *f, uint64_t timeout_ns, ember_err *err)
+{
+    return ember_forward_collect(f, timeout_ns, err);
 }
 
 static ember_status gpu_copy(void *f, const uint32_t *src, const uint32_t *dst, uint32_t n, ember_err *err)
@@ -36,7 +39,7 @@ static ember_status gpu_copy(void *f, const uint32_t *src, const uint32_t *dst, 
 
 static void gpu_free(void *f) { ember_forward_free(f); }
 
-static const step_ops GPU = {gpu_submit, NULL, gpu_copy, gpu_free};
+static const step_ops GPU = {gpu_submit, gpu_wait, gpu_copy, gpu_free};
 
 static ember_status gpu_create(const ember_model *m, const ember_step_opts *o, void **out, ember_err *err)
 {
@@ -48,10 +51,12 @@ static ember_status gpu_create(const ember_model *m, const ember_step_opts *o, v
 
 /* ---- the CPU reference ---------------------------------------------------------------- */
 
-/* The CPU computes the whole step when it is submitted: there is nothing to wait for. */
-static ember_status cpu_submit(void *r, const ember_batch *b, float *logits, uint32_t *argmax, ember_err *err)
+/* The CPU computes the whole step when it is submitted: there is nothing to wait for. Its
+ * logits are in host memory already: every row is written, whatever out->want says. */
+static ember_status cpu_submit(void *r, const ember_batch *b, const ember_step_out *out, ember_err *err)
 {
-    return ember_ref_run(r, b, logits, argmax, err);
+    if (out->cands) return ember_fail(err, EMBER_ERR_UNSUPPORTED, "the CPU backend reads whole rows of logits");
+    return ember_ref_run(r, b, out->logits, out->argmax, err);
 }
 
 static ember_status cpu_wait(void *r, uint64_t timeout_ns, ember_err *err) { return EMBER_OK; }
@@ -99,24 +104,29 @@ void ember_step_free(ember_step *s)
     ember_free(s);
 }
 
-ember_status ember_step_submit(ember_step *s, const ember_batch *b, float *logits, uint32_t *argmax,
-                               ember_err *err)
+ember_status ember_step_submit(ember_step *s, const ember_batch *b, const ember_step_out *out, ember_err *err)
 {
-    s->logits = logits;
-    s->argmax = argmax;
-    return s->ops->submit(s->impl, b, logits, argmax, err);
+    return s->ops->submit(s->impl, b, out, err);
 }
 
 ember_status ember_step_wait(ember_step *s, uint64_t timeout_ns, ember_err *err)
 {
-    if (s->ops->wait) return s->ops->wait(s->impl, timeout_ns, err);
-    return ember_forward_collect(s->impl, timeout_ns, s->logits, s->argmax, err);
+    return s->ops->wait(s->impl, timeout_ns, err);
 }
 
 ember_status ember_step_run(ember_step *s, const ember_batch *b, float *logits, uint32_t *argmax, ember_err *err)
 {
-    ember_status st = ember_step_submit(s, b, logits, argmax, err);
+    ember_step_out out = {.logits = logits, .argmax = argmax};
+    ember_status st = ember_step_submit(s, b, &out, err);
     return st == EMBER_OK ? ember_step_wait(s, UINT64_MAX, err) : st;
+}
+
+bool ember_step_has_candidates(const ember_step *s) { return s->ops == &GPU; }
+
+ember_status ember_step_fetch_logits(ember_step *s, uint32_t i, float *out, ember_err *err)
+{
+    if (s->ops != &GPU) return ember_fail(err, EMBER_ERR_UNSUPPORTED, "the CPU backend delivers every row");
+    return ember_forward_fetch_logits(s->impl, i, out, err);
 }
 
 ember_status ember_step_copy_blocks(ember_step *s, const uint32_t *src, const uint32_t *dst, uint32_t n,

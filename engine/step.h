@@ -28,13 +28,19 @@ void ember_step_free(ember_step *s);
  * argmax (b->n_logits ids) are optional outputs for the rows b->logit_rows lists. */
 ember_status ember_step_run(ember_step *s, const ember_batch *b, float *logits, uint32_t *argmax,
                             ember_err *err);
-/* The same in two halves: submit hands the step to the device and returns (the CPU
- * backend computes it right there); wait waits at most timeout_ns (UINT64_MAX: until
- * done) and returns EMBER_NOT_READY while it is still running, EMBER_OK once logits and
- * argmax (the pointers given to submit, which must stay valid) are written. */
-ember_status ember_step_submit(ember_step *s, const ember_batch *b, float *logits, uint32_t *argmax,
-                               ember_err *err);
+/* The same in two halves, with any outputs (batch.h): submit hands the step to the device
+ * and returns (the CPU backend computes it right there); wait waits at most timeout_ns
+ * (UINT64_MAX: until done) and returns EMBER_NOT_READY while it is still running, EMBER_OK
+ * once out's arrays (which must stay valid) are written. */
+ember_status ember_step_submit(ember_step *s, const ember_batch *b, const ember_step_out *out, ember_err *err);
 ember_status ember_step_wait(ember_step *s, uint64_t timeout_ns, ember_err *err);
+
+/* Whether the step computes candidates (ember_step_out.cands): the GPU's does, so that a
+ * sampler that needs only the best tokens reads 2 KiB a row instead of the row. */
+bool ember_step_has_candidates(const ember_step *s);
+/* Row i (of the logits rows) of the last waited-for step's logits into out (n_vocab
+ * floats), before the next submit: for a row whose candidates did not decide. GPU only. */
+ember_status ember_step_fetch_logits(ember_step *s, uint32_t i, float *out, ember_err *err);
 /* Copies KV blocks src[i] -> dst[i] (every layer, K and V): the copy on write of a shared
  * block before a sequence writes into it. src and dst must be distinct. */
 ember_status ember_step_copy_blocks(ember_step *s, const uint32_t *src, const uint32_t *dst, uint32_t n,

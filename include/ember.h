@@ -293,6 +293,17 @@ typedef enum ember_kv_type {
                                       llama.cpp default. Vulkan backend only */
 } ember_kv_type;
 
+/* Where a sampled request's next token is drawn from (docs/sampling.md, "On the GPU"). */
+typedef enum ember_sample_from {
+    EMBER_SAMPLE_AUTO = 0,         /* candidates on a GPU, whole rows on a CPU device (lavapipe:
+                                      there the selection costs more than the host's sampler
+                                      on a row it reads in place) */
+    EMBER_SAMPLE_CANDIDATES = 1,   /* a top-k/top-p/min-p sampler reads its row's 256 best
+                                      candidates, picked on the device, where they decide it,
+                                      on any Vulkan device (the same tokens as whole rows) */
+    EMBER_SAMPLE_ROWS = 2,         /* every sampled request reads its whole row of logits */
+} ember_sample_from;
+
 typedef struct ember_engine_opts {
     uint32_t max_seqs;          /* sequences served at once; 0 = 16 */
     uint32_t max_batch_tokens;  /* tokens per forward pass (the step's budget); 0 = 256 */
@@ -316,6 +327,7 @@ typedef struct ember_engine_opts {
     ember_model *draft;
     int profile;                /* 1 = time every dispatch of every step (ember_engine_get_profile);
                                    costs a GPU timestamp per dispatch */
+    ember_sample_from sample_from; /* the CPU backend always reads whole rows */
 } ember_engine_opts;
 
 EMBER_API ember_status ember_engine_create(ember_model *model, const ember_engine_opts *opts,
@@ -551,6 +563,9 @@ typedef struct ember_engine_stats {
     uint32_t device_lost;         /* 1 once the device was lost: every step fails; destroy the
                                      engine and the model and load again (a server's /health
                                      says 503) */
+    uint64_t sampled_from_candidates; /* tokens sampled (not greedy) from the best candidates of
+                                     their row that the GPU picked, reading 2 KiB (docs/sampling.md) */
+    uint64_t sampled_from_rows;   /* ... from a whole row of logits read back */
 } ember_engine_stats;
 /* A snapshot taken at the end of the last step (and at submit, and as each request
  * finishes, so that it agrees with ember_engine_pending). Thread-safe. */
@@ -581,6 +596,8 @@ typedef struct ember_profile_phase {
                                     (planning, recording, submitting, sampling, callbacks):
                                     steps run back to back leave the GPU idle this long */
     uint64_t weight_bytes;       /* model weights the steps read */
+    uint64_t readback_bytes;     /* outputs the steps read back to the host: argmax ids, each
+                                    sampled row's candidates or its whole row of logits */
     uint32_t n_kernels;          /* kernels[0 .. n_kernels-1], most GPU time first */
     ember_profile_kernel kernels[EMBER_PROFILE_MAX_KERNELS];
 } ember_profile_phase;

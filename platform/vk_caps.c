@@ -90,6 +90,8 @@ static void query_properties(VkPhysicalDevice phys, ember_vk_caps *c)
     c->max_shared = l->maxComputeSharedMemorySize;
     c->max_push = l->maxPushConstantsSize;
     c->max_wg_invocations = l->maxComputeWorkGroupInvocations;
+    uint64_t pinned = (uint64_t)p11.subgroupSize * sc.maxComputeWorkgroupSubgroups;
+    c->max_wg_pinned = c->subgroup_pin && pinned < c->max_wg_invocations ? (uint32_t)pinned : c->max_wg_invocations;
     for (int i = 0; i < 3; i++) c->max_wg_count[i] = l->maxComputeWorkGroupCount[i];
     c->max_texel_elements = l->maxTexelBufferElements;
     c->min_texel_align = l->minTexelBufferOffsetAlignment;

@@ -102,6 +102,10 @@ expect 2 "^ember tokenize: no model given" tokenize -p hi
 expect 2 "^ember perplexity: no text given \(-f FILE\)" perplexity -m "$model"
 expect 2 "^ember batch: no prompts given \(-f FILE\)" batch -m "$model"
 expect 2 "^ember bench: -m MODEL.gguf \(or --url URL\) is required" bench
+expect 2 "^ember bench: --top-k samples in the in-process engine; with --url the requests are greedy" \
+    bench --url http://127.0.0.1:9 --top-k 40
+expect 2 "^ember: --sample-from is auto, candidates or rows, got 'gpu'" generate -m "$model" --sample-from gpu
+expect 0 "output_tokens" bench -m "$model" --requests 2 --prompt-len 4:4 --gen-len 3:3 --temp 1 --top-p 0.9 --json
 [ "$minimal" = 1 ] || expect 2 "^ember serve: no model given" serve
 expect 2 "^ember make-test-model: no output file given" make-test-model
 expect 2 "^ember quantize: wants 3 arguments, IN.gguf OUT.gguf NAME; got 1" quantize --pure "$model"

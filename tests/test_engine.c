@@ -7,7 +7,8 @@
  *  - prefix caching: a repeated prefix is served from the cache, same tokens; copy on
  *    write of shared blocks a request continues;
  *  - seeded sampling, greedy on penalized logits, stop strings, cancellation (blocks freed
- *    at once);
+ *    at once); sampling from the GPU's candidates gives the tokens whole rows give, and
+ *    each request takes the path its filters allow (the CPU backend: rows only);
  *  - the worker-thread mode with submits from several threads;
  *  - bad input: invalid UTF-8, an empty prompt, a prompt longer than the context;
  *  - the context's end: a reply that reaches it ends EMBER_FINISH_CONTEXT, one that ends
@@ -313,6 +314,55 @@ static void test_sampling_and_stop(ember_model *m)
     test_greedy_penalties(m);
 }
 
+/* Sampling from the GPU's candidates (a row's EMBER_CANDIDATES best logits, engine.c)
+ * gives the tokens that sampling from whole rows gives: each request runs as is and again
+ * with a logit bias of 0 (a no-op on the distribution that makes the engine read whole
+ * rows), all in one batch, same seeds. The engine's counters say which path each took:
+ * with candidates forced (lavapipe's default is rows) top-k and min-p requests read
+ * candidates, a flat top-p nucleus falls back to its row (fetched after the step), the
+ * biased copies and temperature-only read rows; with rows, or on the CPU, all read rows. */
+static void test_sampling_paths(ember_model *m, bool gpu, ember_sample_from from)
+{
+    enum { N = 5 };
+    static const ember_sampling cases[N] = {
+        {.temperature = 1.0f, .top_k = 40, .seed = 1},
+        {.temperature = 0.8f, .top_k = 60, .top_p = 0.9f, .min_p = 0.02f, .seed = 2},
+        {.temperature = 1.2f, .min_p = 0.2f, .seed = 3},
+        {.temperature = 1.0f, .top_p = 0.999f, .seed = 4}, /* ~all of 512 tokens: past the candidates */
+        {.temperature = 0.9f, .seed = 5},                    /* no filter: the whole row */
+    };
+    static ef_result plain[N], biased[N];
+    ember_logit_bias zero = {7, 0.0f};
+    ember_engine *e = ef_engine(m, (ember_engine_opts){.sample_from = from});
+    if (!e) return;
+    for (int i = 0; i < N; i++) {
+        ember_request_desc d = ef_desc(prompts[i], plen[i], 24, &plain[i]);
+        d.sampling = cases[i];
+        ember_submit(e, &d, NULL);
+        d = ef_desc(prompts[i], plen[i], 24, &biased[i]);
+        d.sampling = cases[i];
+        d.sampling.logit_bias = &zero;
+        d.sampling.n_logit_bias = 1;
+        ember_submit(e, &d, NULL);
+    }
+    drain(e);
+    ember_engine_stats st;
+    ember_engine_get_stats(e, &st);
+    CHECKF(ef_count_same(plain, biased, N, 24) == N, "%d of %d requests sampled the same from candidates and rows",
+           ef_count_same(plain, biased, N, 24), N);
+    printf("sampling paths (%s, sample_from %d): %llu tokens from candidates, %llu from whole rows\n",
+           gpu ? "GPU" : "CPU", (int)from, (unsigned long long)st.sampled_from_candidates,
+           (unsigned long long)st.sampled_from_rows);
+    /* Rows: the 5 biased requests, temperature-only, and top-p 0.999 (falls back). */
+    uint64_t total = 2 * N * 24;
+    if (gpu && from == EMBER_SAMPLE_CANDIDATES)
+        CHECK(st.sampled_from_candidates >= 3 * 24 && st.sampled_from_rows >= 7 * 24 &&
+              st.sampled_from_candidates + st.sampled_from_rows == total);
+    else
+        CHECK(st.sampled_from_candidates == 0 && st.sampled_from_rows == total);
+    ember_engine_destroy(e);
+}
+
 static void test_cancel(ember_model *m)
 {
     ef_result r[3];
@@ -538,6 +588,8 @@ int main(void)
     test_prefix_cache(m);
     test_copy_on_write(m);
     test_sampling_and_stop(m);
+    test_sampling_paths(m, true, EMBER_SAMPLE_CANDIDATES);
+    test_sampling_paths(m, true, EMBER_SAMPLE_ROWS);
     test_cancel(m);
     test_worker_thread(m, alone);
     test_bad_input(m);
@@ -552,6 +604,7 @@ int main(void)
     if (cpu) {
         test_prefix_cache(cpu);
         test_copy_on_write(cpu);
+        test_sampling_paths(cpu, false, EMBER_SAMPLE_CANDIDATES);
     }
     ember_model_free(cpu);
     char first[512];

@@ -8,6 +8,8 @@
  *  - the kernels: each one's count per step, their GPU times adding up to the steps';
  *  - the weights read by a decode step, to the byte (every matrix, the norms, one
  *    embedding row), and the bandwidth being that over the GPU time;
+ *  - the bytes read back a step: the argmax alone (greedy), a sampled row's candidates or
+ *    its whole row;
  *  - reset; an engine without the option refuses with a message; the CPU backend gives
  *    counts and host time without GPU times. */
 #include <stdlib.h>
@@ -19,16 +21,46 @@
 
 enum { DIM = 128, LAYERS = 2, HEADS = 8, KV_HEADS = 2, FFN = 320, VOCAB = 512, PROMPT = 24, GEN = 8 };
 
-static void generate(ember_engine *e)
+static void generate_with(ember_engine *e, ember_sampling sampling)
 {
     uint32_t prompt[PROMPT];
     for (int i = 0; i < PROMPT; i++) prompt[i] = 3 + (uint32_t)(i * 37 % (VOCAB - 3));
     static ef_result r;
     ember_request_desc d = ef_desc(prompt, PROMPT, GEN, &r);
+    d.sampling = sampling;
     CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
     ember_status s;
     while ((s = ember_engine_step(e)) == EMBER_OK) {}
     CHECKF(s == EMBER_IDLE && r.done == 1 && r.n == GEN, "step: %s", ember_engine_error(e));
+}
+
+static void generate(ember_engine *e) { generate_with(e, (ember_sampling){0}); }
+
+/* Bytes read back a step: the argmax (4 a row), then a sampled row's 256 candidates and
+ * its normaliser (2,056), or its whole row of logits. */
+static void test_readback(ember_model *m)
+{
+    static const struct {
+        ember_sample_from from;
+        ember_sampling sampling;
+        uint64_t want;
+    } cases[] = {
+        {EMBER_SAMPLE_CANDIDATES, {0}, 4},
+        {EMBER_SAMPLE_CANDIDATES, {.temperature = 1, .top_k = 40, .seed = 1}, 4 + 8 * 257},
+        {EMBER_SAMPLE_ROWS, {.temperature = 1, .top_k = 40, .seed = 1}, 4 + 4 * VOCAB},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ember_engine *e = ef_engine(m, (ember_engine_opts){.max_seqs = 1, .profile = 1, .sample_from = cases[i].from});
+        if (!e) return;
+        generate_with(e, cases[i].sampling);
+        ember_profile p;
+        CHECK(ember_engine_get_profile(e, &p) == EMBER_OK);
+        uint64_t got = p.decode.steps ? p.decode.readback_bytes / p.decode.steps : 0;
+        CHECKF(p.decode.readback_bytes == p.decode.steps * cases[i].want && p.prefill.readback_bytes == cases[i].want,
+               "case %zu: %llu bytes read back a decode step, want %llu", i, (unsigned long long)got,
+               (unsigned long long)cases[i].want);
+        ember_engine_destroy(e);
+    }
 }
 
 static const ember_profile_kernel *find(const ember_profile_phase *ph, const char *prefix, uint64_t *count)
@@ -158,6 +190,7 @@ int main(void)
     ember_model *m = ef_load(path, &o);
     if (!m) return tu_skip("no Vulkan device");
     test_gpu(m);
+    test_readback(m);
     ember_model_free(m);
     test_cpu(path);
     return tu_finish("test_profile");

@@ -21,6 +21,7 @@ has "$out" "^profile: decode, 5 steps, 5 tokens \(1\.00 a step\)$"; check "gener
 has "$out" "^  per step   (20\.0 dispatches, 19|16\.0 dispatches, 15)\.0 barriers, 1\.00 submissions; GPU [0-9.]+ ms; host [0-9.]+ ms$"
 check "generate: dispatches, barriers, submissions a step" $?
 has "$out" "^  weights    [0-9.]+ MB a step, [0-9.]+ MB a token; [0-9.]+ GB/s"; check "generate: weights and bandwidth" $?
+has "$out" "^  read back  4 bytes a step"; check "generate: read back, the argmax" $?
 has "$out" "^  linear_f32[a-z0-9_]* +[0-9.]+ +[0-9.]+ +[0-9.]+% +[0-9.]+ +[0-9.]+$"; check "generate: a decode linear row" $?
 has "$out" "^  attention[a-z0-9_]* +2\.00 .* - +-$"; check "generate: attention reads no weights" $?
 
@@ -46,8 +47,16 @@ assert abs(ms - dec["gpu_ms_per_step"] * 5) <= 1e-3 * ms + 1e-3, (ms, dec)
 bw = dec["weight_bytes_per_step"] / (dec["gpu_ms_per_step"] * 1e6)
 assert abs(dec["bandwidth_gb_s"] - bw) <= 1e-3 * bw + 1e-3, (bw, dec)
 assert p["prefill"]["steps"] == 1, p["prefill"]
+assert dec["readback_bytes_per_step"] == 4, dec
 PY
 check "generate --json: the profile object" $?
+# A sampled row: its 256 candidates and normaliser, or (--sample-from rows) its 512 logits.
+for from in "candidates 2060" "rows 2052"; do
+    set -- $from
+    out=$("$ember" generate -m "$model" -p "hello" -n 4 --ignore-eos --temp 1 --top-k 40 --sample-from $1 \
+          --profile 2>&1 >/dev/null)
+    has "$out" "^  read back  $2 bytes a step"; check "generate --sample-from $1: $2 bytes read back" $?
+done
 json=$("$ember" generate -m "$model" -p "hello" -n 3 --json)
 python3 -c 'import json,sys; assert "profile" not in json.loads(sys.argv[1])' "$json"
 check "generate --json without --profile: no profile key" $?

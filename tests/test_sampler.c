@@ -4,7 +4,9 @@
  * sort, filters, softmax in double). The sampler's probability rows must equal it; the
  * frequencies of 200,000 draws must pass a chi-square test against it (p > 0.001); no
  * filtered token may ever be drawn. The chi-square survival function is implemented
- * here (regularized incomplete gamma) and checked against closed forms and tables. */
+ * here (regularized incomplete gamma) and checked against closed forms and tables.
+ * Sampling from a row's best candidates (what the GPU reads back) gives the token the row
+ * gives, wherever the candidates decide; which filters they decide is checked too. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -493,6 +495,96 @@ static void test_logit_bias(void)
     }
 }
 
+/* ---- from a row's best candidates ------------------------------------------------ */
+
+/* What shaders/topk.comp delivers for a row (tests/test_kernel_topk.c checks that it
+ * does), made by a sort here, z summed in double. */
+static void make_candidates(const float *l, uint32_t n, ember_cand_row *row)
+{
+    ref_tok *all = malloc(sizeof *all * n);
+    for (uint32_t i = 0; i < n; i++) all[i] = (ref_tok){l[i], i};
+    qsort(all, n, sizeof *all, cmp_ref); /* the sampler's order */
+    double z = 0;
+    for (uint32_t i = 0; i < n; i++) z += exp(all[i].l - all[0].l);
+    row->z = (float)z;
+    row->n = n < EMBER_CANDIDATES ? n : EMBER_CANDIDATES;
+    for (uint32_t i = 0; i < row->n; i++) row->c[i] = (ember_cand){all[i].id, (float)all[i].l};
+    free(all);
+}
+
+/* Two samplers of one seed, one given each row, the other the row's candidates: wherever
+ * the candidates decide, the same token; where they do not, the generator is untouched
+ * (the second then samples the row too, and they stay in step). Rows from peaked (scale
+ * 10) to flat (scale 0.3). Returns how many of n_rows the candidates decided. */
+static int candidates_vs_rows(const ember_sampling_params *p, uint32_t n_vocab, int n_rows)
+{
+    ember_sampler *a, *b;
+    ember_err err;
+    CHECK(ember_sampler_create(p, n_vocab, &a, &err) == EMBER_OK);
+    CHECK(ember_sampler_create(p, n_vocab, &b, &err) == EMBER_OK);
+    float *l = malloc(sizeof *l * n_vocab);
+    ember_cand_row *row = malloc(sizeof *row);
+    tu_rng r = {77};
+    int decided = 0, differ = 0;
+    for (int k = 0; k < n_rows; k++) {
+        static const float scales[] = {10, 3, 1, 0.3f};
+        float sc = scales[k % 4];
+        for (uint32_t i = 0; i < n_vocab; i++) l[i] = sc * (tu_uniform(&r, -1, 1) + tu_uniform(&r, -1, 1));
+        make_candidates(l, n_vocab, row);
+        uint32_t want = ember_sampler_sample(a, l), got;
+        if (ember_sampler_sample_candidates(b, row, &got)) decided++;
+        else got = ember_sampler_sample(b, l);
+        differ += got != want;
+    }
+    CHECKF(differ == 0, "%d of %d rows differ (temp %g top_k %u top_p %g min_p %g)", differ, n_rows, p->temperature,
+           p->top_k, p->top_p, p->min_p);
+    free(l);
+    free(row);
+    ember_sampler_free(a);
+    ember_sampler_free(b);
+    return decided;
+}
+
+static void test_candidates(void)
+{
+    const uint32_t V = 5000;
+    const int N = 400;
+    struct {
+        ember_sampling_params p;
+        int min_decided, max_decided; /* of N rows */
+    } cases[] = {
+        {{.temperature = 1, .top_k = 40}, N, N},
+        {{.temperature = 0.7f, .top_k = EMBER_CANDIDATES}, N, N},
+        {{.temperature = 1, .top_k = EMBER_CANDIDATES + 1}, 0, 0},      /* past the candidates */
+        {{.temperature = 1, .top_k = 40, .top_p = 0.9f, .min_p = 0.05f}, N, N},
+        {{.temperature = 0.8f, .top_p = 0.95f}, N / 4, N - N / 4},       /* peaked rows yes, flat no */
+        {{.temperature = 1.3f, .min_p = 0.1f}, N / 4, N - N / 4},
+        {{.temperature = 1, .top_p = 0.5f, .min_p = 0.01f}, N / 4, N},
+        {{.temperature = 1}, 0, 0},                                     /* no filter: the whole row */
+        {{.temperature = 1, .top_k = 40, .repetition_penalty = 1.1f}, 0, 0},
+        {{.temperature = 0, .top_k = 40}, 0, 0},                         /* greedy: the argmax */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int d = candidates_vs_rows(&cases[i].p, V, N);
+        printf("  candidates, case %zu: decided %3d of %d rows, the same tokens as the rows\n", i, d, N);
+        CHECKF(d >= cases[i].min_decided && d <= cases[i].max_decided, "case %zu: candidates decided %d of %d rows",
+               i, d, N);
+    }
+    /* A bias moves tokens the candidates do not hold: never decided. */
+    ember_logit_bias bias = {3, 0.0f};
+    ember_sampling_params pb = {.temperature = 1, .top_k = 40, .logit_bias = &bias, .n_logit_bias = 1};
+    CHECK(candidates_vs_rows(&pb, V, 20) == 0);
+    /* A vocabulary no larger than the candidates: they are the whole row, always decided. */
+    ember_sampling_params pt = {.temperature = 1};
+    ember_sampler *s;
+    ember_err err;
+    CHECK(ember_sampler_create(&pt, 100, &s, &err) == EMBER_OK);
+    CHECK(!ember_sampler_candidates_may_decide(s)); /* so the engine reads the row: no filter */
+    ember_sampler_free(s);
+    ember_sampling_params pp = {.temperature = 1, .top_p = 0.999f};
+    CHECK(candidates_vs_rows(&pp, 100, 40) == 40);
+}
+
 int main(void)
 {
     test_chi2();
@@ -506,5 +598,6 @@ int main(void)
     test_logit_bias();
     test_large_vocab();
     test_edges();
+    test_candidates();
     return tu_finish("test_sampler");
 }

@@ -366,6 +366,15 @@ bool cli_kv_type(const char *flag, const char *s, ember_kv_type *out)
     return false;
 }
 
+bool cli_sample_from(const char *flag, const char *s, ember_sample_from *out)
+{
+    static const char *const names[] = {"auto", "candidates", "rows"}; /* by ember_sample_from */
+    for (int i = 0; i < 3; i++)
+        if (strcmp(s, names[i]) == 0) return *out = (ember_sample_from)i, true;
+    fprintf(stderr, "ember: %s is auto, candidates or rows, got '%s'\n", flag, s);
+    return false;
+}
+
 const char *cli_kv_type_name(ember_kv_type t)
 {
     for (size_t i = 0; i < sizeof KV_TYPES / sizeof KV_TYPES[0]; i++)

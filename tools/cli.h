@@ -71,6 +71,8 @@ bool cli_sampling_flag(const char *flag, const char *value, ember_sampling *s, e
 int cli_spec_flag(const char *flag, const char *value, ember_speculation *spec, const char **draft_path);
 /* Parses the value of a --kv-type flag: "f32" or "q8_0" (false with a message). */
 bool cli_kv_type(const char *flag, const char *s, ember_kv_type *out);
+/* Parses the value of --sample-from: auto, candidates or rows (false with a message). */
+bool cli_sample_from(const char *flag, const char *s, ember_sample_from *out);
 /* "f32", "q8_0". */
 const char *cli_kv_type_name(ember_kv_type t);
 /* bytes in the largest unit that keeps a number of at least 1 ("4.6 GiB", "512 bytes"),

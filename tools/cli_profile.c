@@ -19,6 +19,8 @@ static void phase_text(FILE *f, const char *name, const ember_profile_phase *ph,
     fprintf(f, "  per step   %.1f dispatches, %.1f barriers, %.2f submissions; GPU %.3f ms; host %.3f ms\n",
             per((double)ph->dispatches, ph->steps), per((double)ph->barriers, ph->steps),
             per((double)ph->submissions, ph->steps), per(ph->gpu_ms, ph->steps), per(ph->host_ms, ph->steps));
+    fprintf(f, "  read back  %.0f bytes a step (argmax ids, candidates, whole rows of logits)\n",
+            per((double)ph->readback_bytes, ph->steps));
     if (!timed) {
         fprintf(f, "  (no GPU timestamps on this backend: counts and host time only)\n");
         return;
@@ -49,11 +51,12 @@ static void phase_json(FILE *f, const ember_profile_phase *ph)
     fprintf(f, "{\"steps\": %llu, \"tokens\": %llu, \"dispatches_per_step\": %.3f, \"barriers_per_step\": %.3f, "
                "\"submissions_per_step\": %.3f, \"gpu_ms_per_step\": %.4f, \"host_ms_per_step\": %.4f, "
                "\"weight_bytes_per_step\": %.0f, \"weight_bytes_per_token\": %.0f, \"bandwidth_gb_s\": %.3f, "
-               "\"kernels\": [",
+               "\"readback_bytes_per_step\": %.0f, \"kernels\": [",
             (unsigned long long)ph->steps, (unsigned long long)ph->tokens, per((double)ph->dispatches, ph->steps),
             per((double)ph->barriers, ph->steps), per((double)ph->submissions, ph->steps), per(ph->gpu_ms, ph->steps),
             per(ph->host_ms, ph->steps), per((double)ph->weight_bytes, ph->steps),
-            per((double)ph->weight_bytes, ph->tokens), gb_s((double)ph->weight_bytes, ph->gpu_ms));
+            per((double)ph->weight_bytes, ph->tokens), gb_s((double)ph->weight_bytes, ph->gpu_ms),
+            per((double)ph->readback_bytes, ph->steps));
     for (uint32_t i = 0; i < ph->n_kernels; i++) {
         const ember_profile_kernel *k = &ph->kernels[i];
         fprintf(f, "%s{\"name\": ", i ? ", " : "");

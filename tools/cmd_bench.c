@@ -29,6 +29,9 @@ typedef struct bench_args {
     const char *url, *api_key;    /* --url: a server to drive instead of an engine */
     long vocab;                   /* --url: prompt token ids are drawn below this */
     const char *engine_flag;      /* the first engine option given, refused with --url */
+    ember_sampling sampling;      /* --temp, --top-k, ...: every request's (greedy by default) */
+    ember_logit_bias bias[CLI_MAX_BIAS];
+    const char *sampling_flag;    /* the first sampling option given, refused with --url */
     bool json, help;
 } bench_args;
 
@@ -48,6 +51,7 @@ typedef struct workload {
     uint32_t concurrency;              /* most submitted and unfinished; 0 = no limit */
     double t0;
     ember_speculation spec;
+    ember_sampling sampling;           /* request i samples with seed sampling.seed + i */
 } workload;
 
 /* --batching values and the JSON's "batching", indexed by ember_batching. */
@@ -86,6 +90,7 @@ static bool engine_flag(const char *f, const char *v, bench_args *a)
         return false;
     }
     if (strcmp(f, "--kv-type") == 0) return cli_kv_type(f, v, &a->eo.kv_type);
+    if (strcmp(f, "--sample-from") == 0) return cli_sample_from(f, v, &a->eo.sample_from);
     int spec = cli_spec_flag(f, v, &a->spec, &a->draft);
     if (spec) return spec > 0;
     if (strcmp(f, "--kv") == 0) {
@@ -135,7 +140,10 @@ static bool bench_flag(const char *f, const char *v, bench_args *a)
 /* With --url the engine is the server's, and without it there is no server to talk to. */
 static bool consistent(const bench_args *a, bool vocab_given)
 {
-    if (a->url && a->engine_flag)
+    if (a->url && a->sampling_flag)
+        fprintf(stderr, "ember bench: %s samples in the in-process engine; with --url the requests are greedy\n",
+                a->sampling_flag);
+    else if (a->url && a->engine_flag)
         fprintf(stderr, "ember bench: %s configures the in-process engine; with --url it is the server's "
                         "(give it to ember serve)\n", a->engine_flag);
     else if (!a->url && (a->api_key || vocab_given))
@@ -151,7 +159,7 @@ static bool consistent(const bench_args *a, bool vocab_given)
 static const char *const value_flags[] = {"--requests", "--rate", "--prompt-len", "--gen-len", "--shared-prefix",
     "--seed", "--slo-ttft-ms", "--slo-tpot-ms", "--concurrency", "--url", "--api-key", "--vocab", "--batching",
     "--kv-type", "--kv", "--max-seqs", "--max-batch-tokens", "--chunk-ctx", "--kv-blocks", "--kv-block-size",
-    "--kv-mem", NULL};
+    "--kv-mem", "--sample-from", NULL};
 
 static bool parse(int argc, char **argv, bench_args *a)
 {
@@ -166,7 +174,12 @@ static bool parse(int argc, char **argv, bench_args *a)
         if (strcmp(argv[i], "--json") == 0) a->json = true;
         else if (strcmp(argv[i], "--no-prefix-cache") == 0) a->eo.no_prefix_cache = 1, a->engine_flag = argv[i];
         else if (strcmp(argv[i], "--profile") == 0) a->eo.profile = 1, a->engine_flag = argv[i];
-        else if (!cli_flag_in(argv[i], value_flags) && !cli_flag_in(argv[i], cli_spec_flags))
+        else if (cli_flag_in(argv[i], cli_sampling_flags) && strcmp(argv[i], "--seed") != 0) {
+            int matched;
+            if (!(v = cli_value(argc, argv, &i)) || !cli_sampling_flag(argv[i - 1], v, &a->sampling, a->bias, &matched))
+                return false;
+            a->sampling_flag = argv[i - 1];
+        } else if (!cli_flag_in(argv[i], value_flags) && !cli_flag_in(argv[i], cli_spec_flags))
             return cli_unknown("bench", argv[i]), false;
         else if (!(v = cli_value(argc, argv, &i)) || !bench_flag(argv[i - 1], v, a)) return false;
     }
@@ -262,7 +275,8 @@ static ember_status drive(ember_engine *e, workload *w)
             req *r = &w->r[next];
             ember_request_desc d = {.tokens = r->prompt, .n_tokens = r->n_prompt, .max_tokens = r->n_gen,
                                     .ignore_eos = 1, .on_token = on_token, .on_done = on_done, .user = r,
-                                    .spec = w->spec};
+                                    .spec = w->spec, .sampling = w->sampling};
+            d.sampling.seed += next;
             ember_status s = ember_submit(e, &d, NULL);
             if (s != EMBER_OK) return s;
         }
@@ -476,7 +490,8 @@ static int run(ember_model *m, ember_model *draft, const bench_args *a)
 {
     ember_model_info info;
     ember_model_get_info(m, &info);
-    workload w = {.spec = a->spec, .concurrency = (uint32_t)a->concurrency};
+    workload w = {.spec = a->spec, .concurrency = (uint32_t)a->concurrency, .sampling = a->sampling};
+    w.sampling.seed = (uint64_t)a->seed * 1000003u;
     ember_engine *e = NULL;
     ember_engine_opts eo = a->eo;
     eo.draft = draft;
@@ -590,6 +605,8 @@ static int usage(FILE *out, int code)
                 "                   [--kv paged|contiguous] [--kv-type f32|f16|q8_0] [--no-prefix-cache] [--seed S]\n"
                 "                   [--slo-ttft-ms X] [--slo-tpot-ms Y]\n"
                 "                   [--draft M2 --draft-k K | --ngram N] [--profile] [--json]\n"
+                "                   [--temp T --top-k K --top-p P --min-p P ...: every request samples so,\n"
+                "                    seeded from --seed; greedy by default] [--sample-from auto|candidates|rows]\n"
                 "       ember bench --url http://HOST:PORT [--model NAME] [--api-key KEY] [--vocab V]\n"
                 "                   [the workload flags: --requests ... --concurrency N --slo-tpot-ms Y] [--json]\n"
                 "                   drives a running server (ember serve) with the same workload\n");

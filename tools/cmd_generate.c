@@ -19,6 +19,7 @@ typedef struct gen_args {
     long max_batch_tokens;
     long kv_blocks;                    /* 0 = the engine's default (one whole context at least) */
     ember_kv_type kv_type;
+    ember_sample_from sample_from;
     const char *draft;          /* --draft: path of a draft model */
     ember_speculation spec;
 } gen_args;
@@ -37,14 +38,14 @@ typedef struct gen_state {
 
 /* The options that take a value, besides the model's, sampling's and speculation's. */
 static const char *const value_flags[] = {"-p", "--prompt", "-n", "--stop", "--max-batch-tokens", "--kv-type",
-                                          "--kv-blocks", NULL};
+                                          "--kv-blocks", "--sample-from", NULL};
 
 static int usage(FILE *out, int code)
 {
     fprintf(out, "usage: ember generate -m MODEL.gguf [-p TEXT] [-n N] [sampling] [--stop STR]...\n"
                     "                      [--backend vulkan|cpu] [--device N] [--no-bos] [--ignore-eos]\n"
                     "                      [--max-batch-tokens T] [--kv-type f32|f16|q8_0] [--kv-blocks N]\n"
-                    "                      [--profile] [--json]\n"
+                    "                      [--profile] [--json] [--sample-from auto|candidates|rows]\n"
                     "sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --repeat-penalty R\n"
                     "          --frequency-penalty F --presence-penalty P --seed S\n"
                  "          --logit-bias ID=BIAS (repeatable; -inf bans the token)\n"
@@ -88,6 +89,7 @@ static bool parse(int argc, char **argv, gen_args *a)
         else if (strcmp(f, "--max-batch-tokens") == 0) { if (!cli_int(f, v, 1, 1 << 16, &a->max_batch_tokens)) return false; }
         else if (strcmp(f, "--kv-type") == 0) { if (!cli_kv_type(f, v, &a->kv_type)) return false; }
         else if (strcmp(f, "--kv-blocks") == 0) { if (!cli_int(f, v, 1, 1 << 24, &a->kv_blocks)) return false; }
+        else if (strcmp(f, "--sample-from") == 0) { if (!cli_sample_from(f, v, &a->sample_from)) return false; }
     }
     if (!a->model.path) fprintf(stderr, "ember generate: no model given (-m MODEL.gguf)\n");
     return a->model.path != NULL;
@@ -158,7 +160,8 @@ static int run(ember_model *model, ember_model *draft, const gen_args *a, double
 {
     uint64_t weights = device_bytes(model);
     ember_engine_opts eo = {.max_batch_tokens = (uint32_t)a->max_batch_tokens, .max_seqs = 1, .draft = draft,
-                            .kv_type = a->kv_type, .kv_blocks = (uint32_t)a->kv_blocks, .profile = a->profile};
+                            .kv_type = a->kv_type, .kv_blocks = (uint32_t)a->kv_blocks, .profile = a->profile,
+                            .sample_from = a->sample_from};
     ember_engine *e = NULL;
     if (ember_engine_create(model, &eo, &e) != EMBER_OK) {
         fprintf(stderr, "ember: %s\n", ember_engine_error(e));

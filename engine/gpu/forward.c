@@ -4,6 +4,7 @@
  *            output projection (+residual), rmsnorm, gate/up+SiLU, down (+residual)
  *            (each rmsnorm fused into the product after it where the kernels fuse)
  *         -> final rmsnorm of the rows that need logits -> LM head -> argmax
+ *            (-> their best candidates, for samplers that read only those)
  *
  * A layer is 8 dispatches when its weights each fit one binding and attention has one
  * run of rows (decode rows and prompt chunks get a dispatch each; a weight bound in parts
@@ -23,6 +24,7 @@
 
 typedef struct step_inputs {  /* host-visible, written by the CPU before each submit */
     ember_vk_span tokens, pos, seq, block_tables, logit_rows;
+    ember_vk_span cand_rows;  /* the logits rows whose candidates are wanted */
 } step_inputs;
 
 struct ember_forward {
@@ -34,10 +36,16 @@ struct ember_forward {
     step_inputs in;
     ember_vk_span x, xn, qkv, att, ffn, xl;    /* activations (device) */
     ember_attn_scratch split;                  /* split-K attention's chunk states (device) */
-    ember_vk_span logits, argmax;              /* outputs (host-visible) */
+    ember_vk_span logits;                      /* the LM head's output (device) */
+    ember_vk_span logits_out;                  /* where rows of it are copied for the host
+                                                  when logits is not mapped (discrete GPUs) */
+    ember_vk_span argmax, cands;               /* outputs (host-visible) */
+    ember_vk_cmd *fetch;                       /* copies a row of logits after the step */
     ember_vk_span *kcache, *vcache;            /* per layer */
     uint32_t max_logits;                       /* logits rows per step */
     uint32_t n_logits_in_flight;               /* rows the submitted step reads back */
+    uint32_t n_cands_in_flight;                /* ... of which give candidates (compact in cands) */
+    ember_step_out out;                        /* where they go */
     VkSemaphore sync;                          /* the next step's timeline semaphore */
     uint64_t sync_wait, sync_signal;
     ember_attn_shape shape;
@@ -49,14 +57,16 @@ static ember_status alloc(ember_forward *f, uint64_t bytes, ember_vk_mem kind, e
     return ember_vk_alloc(f->arena, bytes, kind, out, err);
 }
 
-/* The step's buffers: inputs and outputs host-visible, activations on the device. */
+/* The step's buffers: inputs and outputs host-visible, activations and logits on the
+ * device (logits_out, for rows of logits the host reads, is allocated after them where
+ * the device's memory is not mapped). */
 typedef struct buffer_plan {
     ember_vk_span *span;
     uint64_t bytes;
     ember_vk_mem kind;
 } buffer_plan;
 
-enum { N_BUFFERS = 15 };
+enum { N_BUFFERS = 17 };
 
 /* Chunk states split-K attention can hold: every decode row's heads over the whole context
  * in chunks of the smallest size (tests use it), at most SPLIT_PAIR_CHUNKS (4 MiB for heads
@@ -88,11 +98,12 @@ static void plan_buffers(ember_forward *f, const ember_hparams *hp, const ember_
     buffer_plan plan[N_BUFFERS] = {
         {&f->in.tokens, T * u4, H}, {&f->in.pos, T * u4, H}, {&f->in.seq, T * u4, H},
         {&f->in.block_tables, (uint64_t)o->max_seqs * o->max_blocks_per_seq * u4, H},
-        {&f->in.logit_rows, T * u4, H},
+        {&f->in.logit_rows, T * u4, H}, {&f->in.cand_rows, max_logits * u4, H},
         {&f->x, T * hp->dim * f4, D}, {&f->xn, T * hp->dim * f4, D}, {&f->qkv, T * qkv_w * f4, D},
         {&f->att, T * hp->n_heads * hd * f4, D}, {&f->ffn, T * hp->ffn_dim * f4, D},
         {&f->xl, max_logits * hp->dim * f4, D},
-        {&f->logits, max_logits * hp->n_vocab * f4, H}, {&f->argmax, T * u4, H},
+        {&f->logits, max_logits * hp->n_vocab * f4, D}, {&f->argmax, T * u4, H},
+        {&f->cands, max_logits * sizeof(ember_cand_row), H},
         {&f->split.ml, pc * 2 * f4, D}, {&f->split.acc, pc * hd * f4, D},
     };
     memcpy(want, plan, sizeof plan);
@@ -218,10 +229,12 @@ ember_status ember_forward_create(ember_gpu_model *g, const ember_forward_opts *
     if (s == EMBER_OK) s = ember_vk_arena_create(g->vk, &f->arena, err);
     if (s == EMBER_OK && (s = alloc_buffers(f, err)) != EMBER_OK)
         ember_fail_ctx(err, s, "activations for %u tokens", o->max_tokens);
+    if (s == EMBER_OK && !f->logits.host) s = alloc(f, f->logits.size, EMBER_VK_MEM_HOST, &f->logits_out, err);
     if (s == EMBER_OK) s = input_views(f, err);
     if (s == EMBER_OK && (s = create_kv(f, err)) != EMBER_OK)
         ember_fail_ctx(err, s, "KV pool of %u blocks", o->n_blocks);
     if (s == EMBER_OK) s = ember_vk_cmd_create(g->vk, &f->cmd, err);
+    if (s == EMBER_OK) s = ember_vk_cmd_create(g->vk, &f->fetch, err);
     if (s != EMBER_OK) {
         ember_forward_free(f);
         return s;
@@ -234,6 +247,7 @@ void ember_forward_free(ember_forward *f)
 {
     if (!f) return;
     ember_vk_cmd_destroy(f->cmd);
+    ember_vk_cmd_destroy(f->fetch);
     ember_vk_arena_destroy(f->kv_arena);
     ember_vk_arena_destroy(f->arena);
     ember_free(f->kcache);
@@ -268,6 +282,16 @@ static ember_status check_batch(const ember_forward *f, const ember_batch *b, em
     return EMBER_OK;
 }
 
+/* The logits rows whose candidates out wants, listed for topk (their candidates come back
+ * in this order). */
+static uint32_t list_cand_rows(ember_forward *f, const ember_batch *b, const ember_step_out *out)
+{
+    uint32_t n = 0, *rows = f->in.cand_rows.host;
+    for (uint32_t i = 0; i < b->n_logits; i++)
+        if (ember_out_cands(out, i)) rows[n++] = i;
+    return n;
+}
+
 static ember_status write_inputs(ember_forward *f, const ember_batch *b, ember_err *err)
 {
     size_t n = b->n_tokens * sizeof(uint32_t);
@@ -276,8 +300,8 @@ static ember_status write_inputs(ember_forward *f, const ember_batch *b, ember_e
     memcpy(f->in.seq.host, b->seq, n);
     memcpy(f->in.block_tables.host, b->block_tables, f->in.block_tables.size);
     if (b->n_logits) memcpy(f->in.logit_rows.host, b->logit_rows, b->n_logits * sizeof(uint32_t));
-    ember_vk_span w[] = {f->in.tokens, f->in.pos, f->in.seq, f->in.block_tables, f->in.logit_rows};
-    return ember_vk_flush(f->g->vk, w, 5, err); /* where host memory is not coherent */
+    ember_vk_span w[] = {f->in.tokens, f->in.pos, f->in.seq, f->in.block_tables, f->in.logit_rows, f->in.cand_rows};
+    return ember_vk_flush(f->g->vk, w, 6, err); /* where host memory is not coherent */
 }
 
 /* Attention's dispatches: batch rows cut where runs of one token (decodes) meet longer
@@ -373,7 +397,39 @@ static void record_layer(ember_forward *f, uint32_t l, uint32_t T, const att_seg
     ember_vk_cmd_barrier(c);
 }
 
-static void record_step(ember_forward *f, const ember_batch *b)
+/* Where the host reads logits: the device buffer where it is mapped, else logits_out. */
+static ember_vk_span host_logits(const ember_forward *f)
+{
+    return f->logits.host ? f->logits : f->logits_out;
+}
+
+/* Row i of the logits to row i of the host's copy, for the rows out wants whole: each run
+ * of them is one copy. Nothing to copy where the device's buffer is mapped. */
+static void record_logits_copy(ember_forward *f, uint32_t n, const ember_step_out *out)
+{
+    if (f->logits.host) return;
+    VkDeviceSize row = (VkDeviceSize)f->g->hp.n_vocab * sizeof(float);
+    for (uint32_t i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && ember_out_row(out, j) == ember_out_row(out, i); j++) {}
+        if (!ember_out_row(out, i)) continue;
+        ember_vk_span a = ember_vk_span_sub(f->logits, i * row, (j - i) * row);
+        ember_vk_span b = ember_vk_span_sub(f->logits_out, i * row, (j - i) * row);
+        ember_vk_cmd_copy(f->cmd, &a, &b, (j - i) * row);
+    }
+}
+
+/* What the step delivers beside the logits themselves: argmax, candidates, copies. */
+static void record_outputs(ember_forward *f, const ember_batch *b, const ember_step_out *out)
+{
+    ember_vk_cmd *c = f->cmd;
+    const ember_kernels *k = f->g->kernels;
+    uint32_t V = f->g->hp.n_vocab;
+    ember_k_argmax(c, k, f->logits, f->argmax, b->n_logits, V);
+    ember_k_topk(c, k, f->logits, f->in.cand_rows, f->cands, f->n_cands_in_flight, V);
+    if (out->logits) record_logits_copy(f, b->n_logits, out);
+}
+
+static void record_step(ember_forward *f, const ember_batch *b, const ember_step_out *out)
 {
     ember_vk_cmd *c = f->cmd;
     const ember_kernels *k = f->g->kernels;
@@ -392,44 +448,74 @@ static void record_step(ember_forward *f, const ember_batch *b)
         ember_vk_cmd_barrier(c);
         ember_k_linear(c, k, &f->g->output, f->xl, f->logits, b->n_logits, EMBER_OUT_STORE);
         ember_vk_cmd_barrier(c);
-        ember_k_argmax(c, k, f->logits, f->argmax, b->n_logits, hp->n_vocab);
+        record_outputs(f, b, out);
     }
     ember_vk_cmd_timestamp(c, 1);
 }
 
-ember_status ember_forward_submit(ember_forward *f, const ember_batch *b, ember_err *err)
+ember_status ember_forward_submit(ember_forward *f, const ember_batch *b, const ember_step_out *out, ember_err *err)
 {
     ember_status s = check_batch(f, b, err);
     if (s != EMBER_OK) return s;
+    if (out->cands && f->g->hp.n_vocab >= (1u << 24)) /* topk.comp's id passes */
+        return ember_fail(err, EMBER_ERR_UNSUPPORTED, "candidates need a vocabulary under 2^24 tokens");
     if ((s = ember_vk_cmd_begin(f->cmd, err)) != EMBER_OK) return s;
+    f->n_cands_in_flight = list_cand_rows(f, b, out);
     if ((s = write_inputs(f, b, err)) != EMBER_OK) return s;
-    record_step(f, b);
+    record_step(f, b, out);
     f->n_logits_in_flight = b->n_logits;
+    f->out = *out;
     /* Only the step itself is ordered against the application (not block copies). */
     if (f->sync) ember_vk_cmd_sync_next(f->cmd, f->sync, f->sync_wait, f->sync_signal, err);
     f->sync = VK_NULL_HANDLE;
     return ember_vk_cmd_submit_nowait(f->cmd, err);
 }
 
-ember_status ember_forward_collect(ember_forward *f, uint64_t timeout_ns, float *logits, uint32_t *argmax,
-                                   ember_err *err)
+ember_status ember_forward_collect(ember_forward *f, uint64_t timeout_ns, ember_err *err)
 {
     ember_status s = ember_vk_cmd_wait(f->cmd, timeout_ns, err);
     if (s != EMBER_OK) return s;
+    const ember_step_out *o = &f->out;
     uint32_t n = f->n_logits_in_flight;
-    ember_vk_span r[] = {ember_vk_span_sub(f->logits, 0, logits ? (size_t)n * f->g->hp.n_vocab * sizeof(float) : 0),
-                         ember_vk_span_sub(f->argmax, 0, argmax ? n * sizeof(uint32_t) : 0)};
-    if ((s = ember_vk_invalidate(f->g->vk, r, 2, err)) != EMBER_OK) return s; /* where not coherent */
-    if (logits) memcpy(logits, f->logits.host, (size_t)n * f->g->hp.n_vocab * sizeof(float));
-    if (argmax) memcpy(argmax, f->argmax.host, n * sizeof(uint32_t));
+    size_t row = (size_t)f->g->hp.n_vocab * sizeof(float);
+    ember_vk_span l = host_logits(f);
+    ember_vk_span r[] = {ember_vk_span_sub(l, 0, o->logits ? n * row : 0),
+                         ember_vk_span_sub(f->argmax, 0, o->argmax ? n * sizeof(uint32_t) : 0),
+                         ember_vk_span_sub(f->cands, 0, f->n_cands_in_flight * sizeof(ember_cand_row))};
+    if ((s = ember_vk_invalidate(f->g->vk, r, 3, err)) != EMBER_OK) return s; /* where not coherent */
+    const ember_cand_row *cands = f->cands.host; /* compact, in the order of cand_rows */
+    for (uint32_t i = 0; i < n; i++) {
+        if (ember_out_row(o, i)) memcpy((char *)o->logits + i * row, (const char *)l.host + i * row, row);
+        if (ember_out_cands(o, i)) o->cands[i] = *cands++;
+    }
+    if (o->argmax) memcpy(o->argmax, f->argmax.host, n * sizeof(uint32_t));
     return EMBER_OK;
+}
+
+ember_status ember_forward_fetch_logits(ember_forward *f, uint32_t i, float *out, ember_err *err)
+{
+    if (i >= f->n_logits_in_flight)
+        return ember_fail(err, EMBER_ERR_INVALID_ARG, "logits row %u of %u", i, f->n_logits_in_flight);
+    VkDeviceSize row = (VkDeviceSize)f->g->hp.n_vocab * sizeof(float);
+    ember_vk_span l = ember_vk_span_sub(host_logits(f), i * row, row);
+    ember_status s = EMBER_OK;
+    if (!f->logits.host) { /* the copy the step did not make */
+        ember_vk_span d = ember_vk_span_sub(f->logits, i * row, row);
+        s = ember_vk_cmd_begin(f->fetch, err);
+        ember_vk_cmd_copy(f->fetch, &d, &l, row);
+        if (s == EMBER_OK) s = ember_vk_cmd_submit(f->fetch, err);
+    }
+    if (s == EMBER_OK) s = ember_vk_invalidate(f->g->vk, &l, 1, err);
+    if (s == EMBER_OK) memcpy(out, l.host, row);
+    return s;
 }
 
 ember_status ember_forward_run(ember_forward *f, const ember_batch *b, float *logits, uint32_t *argmax,
                                double *gpu_ms, ember_err *err)
 {
-    ember_status s = ember_forward_submit(f, b, err);
-    if (s == EMBER_OK) s = ember_forward_collect(f, UINT64_MAX, logits, argmax, err);
+    ember_step_out out = {.logits = logits, .argmax = argmax};
+    ember_status s = ember_forward_submit(f, b, &out, err);
+    if (s == EMBER_OK) s = ember_forward_collect(f, UINT64_MAX, err);
     if (s == EMBER_OK && gpu_ms) {
         double ns = ember_vk_cmd_elapsed_ns(f->cmd, 0, 1);
         *gpu_ms = ns < 0 ? -1 : ns / 1e6;

@@ -33,10 +33,17 @@ ember_status ember_forward_run(ember_forward *f, const ember_batch *b, float *lo
 
 /* The same in two halves, so that a caller need not wait: submit records and submits the
  * step; collect waits at most timeout_ns for it (EMBER_NOT_READY when it is still
- * running) and then copies the outputs. The batch may be freed after submit. */
-ember_status ember_forward_submit(ember_forward *f, const ember_batch *b, ember_err *err);
-ember_status ember_forward_collect(ember_forward *f, uint64_t timeout_ns, float *logits, uint32_t *argmax,
-                                   ember_err *err);
+ * running) and then copies the outputs out asks for (batch.h) into its arrays, which must
+ * stay valid until then. The batch may be freed after submit. The logits stay on the
+ * device; only the rows out asks for cross to the host. */
+ember_status ember_forward_submit(ember_forward *f, const ember_batch *b, const ember_step_out *out,
+                                  ember_err *err);
+ember_status ember_forward_collect(ember_forward *f, uint64_t timeout_ns, ember_err *err);
+
+/* Row i of the last collected step's logits (n_vocab floats into out), read after the
+ * step, before the next is submitted: for a row whose candidates did not decide its
+ * sampler. On a discrete GPU a copy and a wait. */
+ember_status ember_forward_fetch_logits(ember_forward *f, uint32_t i, float *out, ember_err *err);
 
 /* Copies KV blocks src[i] -> dst[i] (every layer, K and V) and waits: the copy on write
  * of a shared block before a sequence writes into it. src and dst must be distinct. */

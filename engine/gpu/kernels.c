@@ -9,6 +9,7 @@
 
 #include "common/alloc.h"
 #include "ember_shaders.h"
+#include "engine/candidates.h"
 #include "kernels_internal.h"
 #include "platform/vk_pipeline_cache.h"
 
@@ -66,6 +67,7 @@ static const spv ROPE = SPV(rope_store);
 static const spv ROPE_Q8 = SPV(rope_store_q8);
 static const spv ROPE_F16 = SPV(rope_store_f16);
 static const spv ATTN_MERGE = SPV(attention_merge);
+static const spv TOPK = SPV(topk);
 
 void ember_k_grid(uint32_t n, uint32_t lim_a, uint32_t *a, uint32_t *b)
 {
@@ -141,6 +143,17 @@ static uint32_t row_wg(const ember_kernels *k)
     return k->caps.is_cpu ? k->caps.subgroup_size : 4 * k->caps.subgroup_size;
 }
 
+/* topk's workgroup: 256 where the device allows (a power of two). A row is read in 5 to 8
+ * passes, and llvmpipe ends a shader after 65535 loop iterations in all (docs/kernels.md):
+ * 128 lanes (lavapipe at 4 lanes: 32 subgroups at most) keep a row of 256k logits at
+ * 16,000. */
+static uint32_t topk_wg(const ember_kernels *k)
+{
+    uint32_t wg = 256;
+    while (wg > 1 && (wg > k->caps.max_wg_pinned || wg > k->caps.max_wg_invocations)) wg /= 2;
+    return wg;
+}
+
 /* ---- pipeline ids and what each is made from ----------------------------------------- */
 
 /* One pipeline to make: its field in ember_kernels and its description (which points
@@ -161,7 +174,7 @@ static ember_vk_pipeline **slot_of(ember_kernels *k, uint32_t id)
     }
     if (id < PIPE_EMBED) return &k->linear_generic[id - PIPE_GENERIC];
     ember_vk_pipeline **rows[] = {&k->embed,   &k->rmsnorm,  &k->argmax,    &k->rope,
-                                  &k->rope_q8, &k->rope_f16, &k->attn_merge};
+                                  &k->rope_q8, &k->rope_f16, &k->attn_merge, &k->topk};
     if (id < PIPE_ATTENTION) return rows[id - PIPE_EMBED];
     uint32_t i = id - PIPE_ATTENTION;
     return &k->attention[i / (ATT_KINDS * ATT_CLASSES * ATT_TILES)][i / (ATT_CLASSES * ATT_TILES) % ATT_KINDS]
@@ -221,7 +234,8 @@ static void describe_linear(const ember_kernels *k, uint32_t id, job *j)
     set_desc(j, code, 7, kind == LIN_TEXEL ? texel : NULL, sizeof(linear_push), 6);
 }
 
-/* embed, rmsnorm, argmax, rope_store (F32 and Q8_0 caches). */
+/* embed, rmsnorm, argmax, rope_store (F32, Q8_0 and F16 caches), attention_merge, topk
+ * (EMBER_CANDIDATES a row: specialization constant 1). */
 static void describe_row(const ember_kernels *k, uint32_t id, job *j)
 {
     const struct {
@@ -236,11 +250,13 @@ static void describe_row(const ember_kernels *k, uint32_t id, job *j)
         {"rope_store_q8", ROPE_Q8, 8, sizeof(rope_push), 64},
         {"rope_store_f16", ROPE_F16, 8, sizeof(rope_push), 64},
         {"attention_merge", ATTN_MERGE, 3, sizeof(attn_merge_push), 64},
+        {"topk", TOPK, 3, sizeof(argmax_push), topk_wg(k)},
     };
     uint32_t i = id - PIPE_EMBED;
     j->sp[0] = (ember_vk_spec){0, r[i].wg};
+    j->sp[1] = (ember_vk_spec){1, EMBER_CANDIDATES};
     snprintf(j->name, sizeof j->name, "%s", r[i].name);
-    set_desc(j, r[i].code, r[i].bindings, NULL, r[i].push, 1);
+    set_desc(j, r[i].code, r[i].bindings, NULL, r[i].push, id == PIPE_TOPK ? 2 : 1);
 }
 
 /* Attention per cache type, binding kind (K and V as uniform texel buffers or storage),

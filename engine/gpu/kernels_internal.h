@@ -52,6 +52,7 @@ enum {
     PIPE_ROPE_Q8,
     PIPE_ROPE_F16,
     PIPE_ATTN_MERGE,                                   /* split-K attention's second pass */
+    PIPE_TOPK,                                         /* a logits row's best candidates */
     PIPE_ATTENTION,                                    /* + ember_k_attention_id */
     PIPE_COUNT = PIPE_ATTENTION + ATT_KV_TYPES * ATT_KINDS * ATT_CLASSES * ATT_TILES,
 };
@@ -100,6 +101,7 @@ struct ember_kernels {
     ember_vk_pipeline *rope_q8; /* the same over an EMBER_KV_Q8_0 cache */
     ember_vk_pipeline *rope_f16; /* ... and over an EMBER_KV_F16 cache */
     ember_vk_pipeline *attn_merge;
+    ember_vk_pipeline *topk;    /* shaders/topk.comp, the push block of argmax */
     ember_vk_pipeline *attention[ATT_KV_TYPES][ATT_KINDS][ATT_CLASSES][ATT_TILES];
 
     /* Launch shapes, fixed at creation (they are specialization constants). */
@@ -145,7 +147,7 @@ _Static_assert(sizeof(rmsnorm_push) == 20, "rmsnorm_push: the Push block of shad
 typedef struct argmax_push {
     uint32_t n_rows, n_cols, wgx;
 } argmax_push;
-_Static_assert(sizeof(argmax_push) == 12, "argmax_push: the Push block of shaders/argmax.comp");
+_Static_assert(sizeof(argmax_push) == 12, "argmax_push: the Push block of shaders/argmax.comp and topk.comp");
 
 typedef struct rope_push {
     uint32_t n_heads, n_kv_heads, head_dim, rope_dim;

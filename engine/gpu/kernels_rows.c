@@ -1,5 +1,5 @@
-/* kernels_rows.c — the row-at-a-time jobs: ember_k_embed, ember_k_rmsnorm and
- * ember_k_argmax. Each gives a workgroup to one row. */
+/* kernels_rows.c — the row-at-a-time jobs: ember_k_embed, ember_k_rmsnorm, ember_k_argmax
+ * and ember_k_topk. Each gives a workgroup to one row. */
 #include "kernels_rows.h"
 
 #include "kernels_internal.h"
@@ -10,6 +10,7 @@ void ember_kernels_want_rows(const ember_kernels *k, ember_kernels_set *want)
     ember_kernels_set_add(want, PIPE_EMBED);
     ember_kernels_set_add(want, PIPE_RMSNORM);
     ember_kernels_set_add(want, PIPE_ARGMAX);
+    ember_kernels_set_add(want, PIPE_TOPK);
 }
 
 /* One dispatch per part of the table: a token is written by the part holding its row. */
@@ -51,4 +52,15 @@ void ember_k_argmax(ember_vk_cmd *c, const ember_kernels *k, ember_vk_span logit
     argmax_push pc = {n_rows, n_cols, gx};
     ember_vk_span b[2] = {logits, out};
     ember_vk_cmd_dispatch(c, k->argmax, b, &pc, gx, gy, 1);
+}
+
+void ember_k_topk(ember_vk_cmd *c, const ember_kernels *k, ember_vk_span logits, ember_vk_span rows,
+                  ember_vk_span out, uint32_t n_rows, uint32_t n_cols)
+{
+    if (n_rows == 0 || n_cols == 0) return;
+    uint32_t gx, gy;
+    ember_k_grid(n_rows, k->caps.max_wg_count[0], &gx, &gy);
+    argmax_push pc = {n_rows, n_cols, gx};
+    ember_vk_span b[3] = {logits, out, rows};
+    ember_vk_cmd_dispatch(c, k->topk, b, &pc, gx, gy, 1);
 }

@@ -1,4 +1,4 @@
-/* kernels_rows.h — the per-row jobs: embedding lookup, RMSNorm, argmax
+/* kernels_rows.h — the per-row jobs: embedding lookup, RMSNorm, argmax, best candidates
  * (kernels_rows.c). Library-internal. */
 #ifndef EMBER_KERNELS_ROWS_H
 #define EMBER_KERNELS_ROWS_H
@@ -19,7 +19,13 @@ void ember_k_embed(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weig
 void ember_k_argmax(ember_vk_cmd *c, const ember_kernels *k, ember_vk_span logits,
                     ember_vk_span out, uint32_t n_rows, uint32_t n_cols);
 
-/* Adds to want the pipelines of the three jobs below (every model runs them). */
+/* out[i] (an ember_cand_row, engine/candidates.h: EMBER_CANDIDATES + 1 pairs of uint32) =
+ * the best candidates and the normaliser of logits row rows[i] (uint32), i < n_rows
+ * (shaders/topk.comp). n_cols < 2^24. */
+void ember_k_topk(ember_vk_cmd *c, const ember_kernels *k, ember_vk_span logits, ember_vk_span rows,
+                  ember_vk_span out, uint32_t n_rows, uint32_t n_cols);
+
+/* Adds to want the pipelines of the jobs above (every model runs them). */
 void ember_kernels_want_rows(const ember_kernels *k, ember_kernels_set *want);
 
 #endif
