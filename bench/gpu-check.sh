@@ -511,6 +511,21 @@ bench_sampled() { # NAME FILE
   log "$name: sampled decode, 64 streams: ${SAMPLED_RESULT[$name]}"
 }
 
+# The linear kernel at each tile shape (lane groups per workgroup x rows per tile), for
+# Q8_0 and Q4_K at an 8B model's decode and prompt shapes: what the device's defaults
+# should be (test_kernels bench; ember_kernels_opts.linear_groups/.linear_rows).
+bench_shapes() {
+  local tk=$BUILD/ember/tests/test_kernels out=$BUILD/shapes.txt shapes=4096x4096x1,14336x4096x1,4096x4096x512
+  [ "$SMALL" = 1 ] && shapes=1024x1024x1,1024x1024x64
+  [ -x "$tk" ] || { log "shapes: no $tk (tests not built)"; return 0; }
+  if EMBER_VALIDATION=0 EMBER_BENCH_TYPES=q8_0,q4_k EMBER_BENCH_SHAPES=$shapes EMBER_BENCH_GROUPS=1,2,4,8,16 \
+       EMBER_BENCH_ROWS=8,16 "$tk" bench >"$out" 2>&1; then
+    SHAPES_DONE=1; log "shapes: $(grep -c ' n_tok ' "$out") cases ($out)"
+  else
+    log "FAILED: test_kernels bench ($out)"
+  fi
+}
+
 # The fixed costs of a decode step: ms a token on stories260K's shape (5 layers, dim 64).
 bench_overhead() {
   local m=$MODELS_DIR/T-f32.gguf tg=() j
@@ -644,6 +659,12 @@ report() {
       echo
       sed 's/^/    /' "$BUILD/profile-$p.txt"
     done
+    if [ "$SHAPES_DONE" = 1 ]; then
+      echo
+      echo "### linear tile shapes: test_kernels bench, g = lane groups a workgroup, r = rows a tile"
+      echo
+      grep ' n_tok ' "$BUILD/shapes.txt" | sed 's/^/    /'
+    fi
   } | tee "$OUT_FILE"
 }
 
@@ -667,14 +688,14 @@ run() {
   setup_llama "$DEPS"
 
   declare -gA PP_RESULT TG_RESULT BATCH_RESULT SAMPLED_RESULT LLAMA_PP LLAMA_TG WEIGHT_MB
-  SKIPPED=() PROFILED=()
+  SKIPPED=() PROFILED=() SHAPES_DONE=0
   COPY_GBS="" COPY_CELL="-" COPY_NOTE="not measured"
   SPEC_CELL="-" SPEC_NOTE="not measured" START_CELL="-" START_NOTE="not measured" OVERHEAD_CELL="-"
   # What the issue's targets need first (8B-class decode beside llama.cpp and the copy
   # bandwidth, 16 streams, the fixed costs), the rest while the budget lasts.
   local task name
   for task in copy "pp B-q8_0" "pp B-q4_k_m" "pp A-q8_0" "batch A-q8_0" overhead "batch B-q4_k_m" \
-              "sampled B-q4_k_m" "pp A-q4_k_m" "pp A-f16" "pp B-f16" speculative start; do
+              "sampled B-q4_k_m" shapes "pp A-q4_k_m" "pp A-f16" "pp B-f16" speculative start; do
     if over_budget; then SKIPPED+=("$task"); continue; fi
     name=${task#* }
     case $task in
@@ -685,6 +706,7 @@ run() {
               [[ $name == *f16 ]] || bench_profile "$name" "$MODELS_DIR/$name.gguf" ;;
       batch\ *) need_model "$name" && bench_batched "$name" "$MODELS_DIR/$name.gguf" ;;
       sampled\ *) need_model "$name" && bench_sampled "$name" "$MODELS_DIR/$name.gguf" ;;
+      shapes) bench_shapes ;;
       overhead) need_model T-f32 && bench_overhead && bench_llama T-f32 "$MODELS_DIR/T-f32.gguf" ;;
       speculative) need_model A-f32 && bench_speculative ;;
       start) need_model B-q8_0 && bench_start ;;

@@ -18,8 +18,10 @@ ember_status ember_batch_buf_init(ember_batch_buf *b, uint32_t max_tokens, uint3
     b->rows = ember_calloc(max_tokens, sizeof *b->rows);
     b->argmax = ember_calloc(max_tokens, sizeof *b->argmax);
     b->want = ember_calloc(max_tokens, sizeof *b->want);
+    b->temp = ember_calloc(max_tokens, sizeof *b->temp);
+    b->drawn = ember_calloc(max_tokens, sizeof *b->drawn);
     b->block_tables = ember_calloc((size_t)max_seqs * max_blocks_per_seq, sizeof *b->block_tables);
-    if (!b->tokens || !b->pos || !b->seq || !b->rows || !b->argmax || !b->want || !b->block_tables ||
+    if (!b->tokens || !b->pos || !b->seq || !b->rows || !b->argmax || !b->want || !b->temp || !b->drawn || !b->block_tables ||
         !ember_batch_buf_logits(b, max_seqs))
         return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     return EMBER_OK;
@@ -35,6 +37,8 @@ void ember_batch_buf_free(ember_batch_buf *b)
     ember_free(b->block_tables);
     ember_free(b->logits);
     ember_free(b->want);
+    ember_free(b->temp);
+    ember_free(b->drawn);
     ember_free(b->cands);
     memset(b, 0, sizeof *b);
 }

@@ -34,6 +34,7 @@ typedef struct ember_step_out {
     const uint8_t *want;
     uint32_t *argmax;
     ember_cand_row *cands;
+    const float *temp;    /* per logits row: the temperature of cands' z_t (NULL: 1) */
 } ember_step_out;
 
 /* Whether logits row i is delivered whole / as candidates. */
@@ -55,6 +56,8 @@ typedef struct ember_batch_buf {
     float *logits;                 /* logits_rows x n_vocab */
     uint8_t *want;                 /* max_tokens: what each logits row delivers (EMBER_WANT_*) */
     ember_cand_row *cands;         /* cands_rows */
+    float *temp;                   /* max_tokens: each logits row's sampling temperature */
+    uint32_t *drawn;               /* max_tokens: tokens drawn from rows' candidates */
     uint32_t max_tokens, max_blocks_per_seq, n_vocab, logits_rows, cands_rows;
 } ember_batch_buf;
 

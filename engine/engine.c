@@ -57,6 +57,7 @@ struct ember_engine {
     ember_sched_item *items;      /* 2 * max_seqs */
     request **stuck;              /* max_seqs */
     uint32_t *row_of;             /* per item: its first logits row */
+    uint32_t *fetch;              /* per item: logits rows read after the step */
     ember_batch_buf buf;          /* max_batch_tokens + STEP_SPARE rows */
     uint64_t steps, tokens_computed;
     uint64_t filler_tokens;       /* rows of no request (static batching's padding) */
@@ -130,10 +131,11 @@ static ember_status alloc_scratch(ember_engine *e)
     e->items = ember_calloc(2 * S, sizeof *e->items);
     e->stuck = ember_calloc(S, sizeof *e->stuck);
     e->row_of = ember_calloc(2 * S, sizeof *e->row_of);
+    e->fetch = ember_calloc(2 * S, sizeof *e->fetch);
     e->kv_map = ember_calloc(B, sizeof *e->kv_map);
     e->kv_src = ember_calloc(B, sizeof *e->kv_src);
     e->kv_dst = ember_calloc(B, sizeof *e->kv_dst);
-    if (!e->items || !e->stuck || !e->row_of || !e->kv_map || !e->kv_src || !e->kv_dst)
+    if (!e->items || !e->stuck || !e->row_of || !e->fetch || !e->kv_map || !e->kv_src || !e->kv_dst)
         return ember_fail(&e->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     return ember_batch_buf_init(&e->buf, e->o.max_batch_tokens + STEP_SPARE(S), S, e->max_blocks_per_seq,
                                 e->model->llama.hp.n_vocab, &e->err);
@@ -492,6 +494,7 @@ static ember_status submit_items(ember_engine *e, uint32_t n_items)
         uint32_t n = logits_rows(&e->items[i]);
         bool cands = r && n && reads_candidates(e, r), full = r && n && !r->greedy && !cands;
         memset(e->buf.want + e->row_of[i], cands ? EMBER_WANT_CANDS : full ? EMBER_WANT_ROW : EMBER_WANT_ARGMAX, n);
+        for (uint32_t j = 0; cands && j < n; j++) e->buf.temp[e->row_of[i] + j] = ember_sampler_temperature(r->sampler);
         n_full += full ? n : 0;
         n_cands += cands ? n : 0;
     }
@@ -501,7 +504,7 @@ static ember_status submit_items(ember_engine *e, uint32_t n_items)
     if (n_cands && !ember_batch_buf_cands(&e->buf, b.n_logits))
         return ember_fail(&e->step_err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     ember_step_out out = {n_full ? e->buf.logits : NULL, e->buf.want, e->buf.argmax,
-                          n_cands ? e->buf.cands : NULL};
+                          n_cands ? e->buf.cands : NULL, e->buf.temp};
     e->pstep.decode = b.n_logits == b.n_tokens;
     e->pstep.tokens = b.n_tokens;
     e->pstep.submissions++;
@@ -539,24 +542,41 @@ static bool emit(ember_engine *e, request *r, uint32_t tok, double t)
     return true;
 }
 
-/* Draws r's next token from logits row `row`: from the row's candidates where the step
- * brought them and they decide, else from the whole row, fetched now if the step did not
- * bring it. */
+/* What became of a row that wanted candidates, once draw_candidates ran (buf.want). */
+enum { ROW_DRAWN = 0x10, ROW_FETCHED = 0x11, ROW_UNREAD = 0x12 };
+
+/* The draws the rows' candidates decide, before anything is delivered (buf.drawn); the
+ * rows of the others are then fetched together, one submission on a discrete GPU. */
+static void draw_candidates(ember_engine *e, uint32_t n_items)
+{
+    uint8_t *want = e->buf.want;
+    uint32_t n = 0, *fetch = e->fetch; /* a row per item at most: speculative items read rows */
+    for (uint32_t i = 0; i < n_items; i++) {
+        const ember_sched_item *it = &e->items[i];
+        uint32_t row = e->row_of[i];
+        if (!it->r || !it->logits || want[row] != EMBER_WANT_CANDS) continue;
+        bool drawn = ember_sampler_sample_candidates(it->r->sampler, &e->buf.cands[row], NULL, &e->buf.drawn[row]);
+        want[row] = drawn ? ROW_DRAWN : ROW_FETCHED;
+        if (!drawn) fetch[n++] = row;
+    }
+    if (n == 0) return;
+    e->pstep.readback_bytes += (uint64_t)n * e->model->llama.hp.n_vocab * sizeof(float);
+    if (ember_step_fetch_logits(e->step, fetch, n, e->buf.logits, &e->step_err) != EMBER_OK)
+        for (uint32_t i = 0; i < n; i++) want[fetch[i]] = ROW_UNREAD;
+}
+
+/* r's next token from logits row `row`: drawn from its candidates, or from the whole row
+ * (the step's, or fetched by draw_candidates). */
 static ember_status sample_row(ember_engine *e, request *r, uint32_t row, uint32_t *tok)
 {
-    uint32_t V = e->model->llama.hp.n_vocab;
-    float *logits = e->buf.logits + (size_t)row * V;
-    if (e->buf.want[row] == EMBER_WANT_CANDS) {
-        if (ember_sampler_sample_candidates(r->sampler, &e->buf.cands[row], tok)) {
-            e->sampled_cands++;
-            return EMBER_OK;
-        }
-        ember_status s = ember_step_fetch_logits(e->step, row, logits, &e->step_err);
-        if (s != EMBER_OK) return s;
-        e->pstep.readback_bytes += (uint64_t)V * sizeof(float);
+    const float *logits = e->buf.logits + (size_t)row * e->model->llama.hp.n_vocab;
+    switch (e->buf.want[row]) {
+    case ROW_DRAWN: *tok = e->buf.drawn[row], e->sampled_cands++; return EMBER_OK;
+    case ROW_UNREAD: return EMBER_ERR_DEVICE_LOST; /* the message is in step_err */
+    case ROW_FETCHED: ember_sampler_sample_candidates(r->sampler, &e->buf.cands[row], logits, tok); break;
+    default: *tok = ember_sampler_sample(r->sampler, logits); break;
     }
     e->sampled_rows++;
-    *tok = ember_sampler_sample(r->sampler, logits);
     return EMBER_OK;
 }
 
@@ -571,6 +591,7 @@ static void finish_speculation(ember_engine *e, request *r, uint32_t row, double
 
 static void after_step(ember_engine *e, uint32_t n_items, double t0, double t1)
 {
+    draw_candidates(e, n_items);
     for (uint32_t i = 0; i < n_items; i++) {
         ember_sched_item *it = &e->items[i];
         request *r = it->r;
@@ -896,6 +917,7 @@ void ember_engine_destroy(ember_engine *e)
     ember_free(e->items);
     ember_free(e->stuck);
     ember_free(e->row_of);
+    ember_free(e->fetch);
     ember_free(e->kv_map);
     ember_free(e->kv_src);
     ember_free(e->kv_dst);

@@ -447,14 +447,18 @@ static uint32_t first_largest(const float *w, size_t n)
 
 /* ---- from a row's best candidates ----------------------------------------------- */
 
+static bool top_k_on(const ember_sampler *s) { return s->p.top_k > 0 && s->p.top_k < s->n_vocab; }
+
+static bool filters_on(const ember_sampler *s) { return top_k_on(s) || top_p_on(&s->p) || s->p.min_p > 0; }
+
 bool ember_sampler_candidates_may_decide(const ember_sampler *s)
 {
     const ember_sampling_params *p = &s->p;
-    bool top_k = p->top_k > 0 && p->top_k < s->n_vocab;
     if (p->temperature == 0 || p->n_logit_bias || penalties_on(p)) return false;
-    if (top_k) return p->top_k <= EMBER_CANDIDATES;
-    return top_p_on(p) || p->min_p > 0;
+    return !top_k_on(s) || p->top_k <= EMBER_CANDIDATES;
 }
+
+float ember_sampler_temperature(const ember_sampler *s) { return s->p.temperature; }
 
 /* The nucleus of candidates c[0..n), best first, whose weights under mx reach target:
  * its size, or 0 when all n together fall short. The same tokens as top_p_cut keeps (the
@@ -476,12 +480,13 @@ static size_t candidate_chain(ember_sampler *s, const ember_cand_row *row, doubl
     cand *c = s->cand;
     size_t n = row->n;
     float mx = n ? row->c[0].logit : NAN;
-    if (!ember_sampler_candidates_may_decide(s) || n > EMBER_CANDIDATES || n > s->n_vocab || !isfinite(mx))
+    if (!ember_sampler_candidates_may_decide(s) || !filters_on(s) || n > EMBER_CANDIDATES || n > s->n_vocab ||
+        !isfinite(mx))
         return 0;
     for (size_t i = 0; i < n; i++) c[i] = (cand){row->c[i].logit, row->c[i].id};
     bool all = n == s->n_vocab; /* the candidates are the whole row */
     double z = row->z;
-    if (p->top_k > 0 && p->top_k < s->n_vocab) { /* may_decide: top_k <= EMBER_CANDIDATES */
+    if (top_k_on(s)) { /* may_decide: top_k <= EMBER_CANDIDATES */
         if (p->top_k > n) return 0;
         n = p->top_k;
         z = 0;
@@ -506,13 +511,55 @@ static size_t candidate_chain(ember_sampler *s, const ember_cand_row *row, doubl
     return n;
 }
 
-bool ember_sampler_sample_candidates(ember_sampler *s, const ember_cand_row *row, uint32_t *token)
+/* Temperature alone: the whole row is the support. One number u picks the token whose
+ * running sum of weights exp((l - max) / t), walked over the candidates in id order and
+ * then over the rest of the row in id order, first passes u * z_t (the GPU's sum over the
+ * row). Without the row, only a u that lands among the candidates decides; else the
+ * generator is put back. */
+static bool draw_whole(ember_sampler *s, const ember_cand_row *row, const float *logits, uint32_t *token)
+{
+    size_t n = row->n;
+    float mx = n ? row->c[0].logit : NAN, inv_t = 1 / s->p.temperature;
+    if (!(inv_t <= FLT_MAX)) inv_t = FLT_MAX;
+    if (n == 0 || n > EMBER_CANDIDATES || n > s->n_vocab || !isfinite(mx) || !(row->z_t > 0 && isfinite(row->z_t))) {
+        if (logits) *token = ember_sampler_sample(s, logits);
+        return logits != NULL;
+    }
+    cand *c = s->cand;
+    for (size_t i = 0; i < n; i++) c[i] = (cand){weight(row->c[i].logit, mx, inv_t), row->c[i].id};
+    qsort(c, n, sizeof *c, cmp_id);
+    uint64_t before = s->rng;
+    double target = ember_sampler_uniform(s) * row->z_t, cum = 0;
+    uint32_t last = c[0].id; /* the last token of positive weight walked: rounding's answer */
+    for (size_t i = 0; i < n; i++)
+        if (c[i].v > 0 && (last = c[i].id, cum += c[i].v) > target) return *token = c[i].id, true;
+    if (n < s->n_vocab && !logits) {
+        s->rng = before;
+        return false;
+    }
+    for (uint32_t id = 0, k = 0; n < s->n_vocab && id < s->n_vocab; id++) {
+        if (k < n && c[k].id == id) { /* a candidate: walked already */
+            k++;
+            continue;
+        }
+        float w = weight(isnan(logits[id]) ? -INFINITY : logits[id], mx, inv_t);
+        if (w > 0 && (last = id, cum += w) > target) return *token = id, true;
+    }
+    return *token = last, true;
+}
+
+bool ember_sampler_sample_candidates(ember_sampler *s, const ember_cand_row *row, const float *logits,
+                                     uint32_t *token)
 {
     double total;
     size_t n = candidate_chain(s, row, &total);
-    if (n == 0) return false;
-    *token = pick_cand(s->cand, n, total, ember_sampler_uniform(s));
-    return true;
+    if (n) {
+        *token = pick_cand(s->cand, n, total, ember_sampler_uniform(s));
+        return true;
+    }
+    if (ember_sampler_candidates_may_decide(s) && !filters_on(s)) return draw_whole(s, row, logits, token);
+    if (logits) *token = ember_sampler_sample(s, logits);
+    return logits != NULL;
 }
 
 uint32_t ember_sampler_sample(ember_sampler *s, const float *logits)

@@ -66,17 +66,29 @@ void ember_sampler_accept(ember_sampler *s, uint32_t token);
  * ember_sampler_probs(s, l, probs), with the generator left in the same state. */
 uint32_t ember_sampler_sample(ember_sampler *s, const float *logits);
 
-/* The same draw from a row's best candidates (candidates.h) instead of the row, where
- * they decide the chain: top-k of at most EMBER_CANDIDATES, or a top-p nucleus or min-p
- * set that ends among them, and no logit bias or penalty (they move tokens the candidates
- * do not hold). Then *token is what ember_sampler_sample gives on the row with the same
- * random number (the top-p target takes the row's sum from the GPU, summed in float: a
- * cut within its rounding of a token's edge may fall one token apart) and true is
- * returned; else false, and the generator is untouched: sample from the row. */
-bool ember_sampler_sample_candidates(ember_sampler *s, const ember_cand_row *row, uint32_t *token);
-/* Whether ember_sampler_sample_candidates can ever decide for this sampler's parameters
- * (false: greedy, a bias or a penalty, no filter, top-k above EMBER_CANDIDATES). */
+/* A draw from a row's best candidates (candidates.h), with the row itself only where they
+ * do not decide. logits: the row (n_vocab floats) or NULL. Returns true with *token set,
+ * or false, generator untouched, when the row is needed (only when logits is NULL: call
+ * again with it). For a sampler that ember_sampler_candidates_may_decide:
+ *  - with a filter (top-k of at most EMBER_CANDIDATES, or a top-p nucleus or min-p set
+ *    that ends among the candidates): the token ember_sampler_sample gives on the row
+ *    with the same random number (the top-p target takes the row's sum from the GPU,
+ *    summed in float: a cut within its rounding of a token's edge may fall one token
+ *    apart); a filter that keeps more than the candidates needs the row, and then it is
+ *    ember_sampler_sample on it;
+ *  - temperature alone: a draw from the same distribution, walking the candidates (in id
+ *    order) first and then the rest of the row, under the GPU's sum z_t: the row is
+ *    needed only when the draw lands past the candidates (their mass is most of it on a
+ *    peaked row); not the token ember_sampler_sample would give for the same number.
+ * For any other sampler (greedy, a bias, a penalty, top-k above EMBER_CANDIDATES) it is
+ * ember_sampler_sample on the row. */
+bool ember_sampler_sample_candidates(ember_sampler *s, const ember_cand_row *row, const float *logits,
+                                     uint32_t *token);
+/* Whether a row's candidates may decide this sampler's draw (false: greedy, a bias or a
+ * penalty, top-k above EMBER_CANDIDATES: those read the whole row). */
 bool ember_sampler_candidates_may_decide(const ember_sampler *s);
+/* The sampler's temperature (0: greedy). */
+float ember_sampler_temperature(const ember_sampler *s);
 
 /* Writes into probs (n_vocab floats, owned by the caller) the distribution that
  * ember_sampler_sample draws from: after penalties, filters, temperature and softmax,

@@ -123,10 +123,10 @@ ember_status ember_step_run(ember_step *s, const ember_batch *b, float *logits, 
 
 bool ember_step_has_candidates(const ember_step *s) { return s->ops == &GPU; }
 
-ember_status ember_step_fetch_logits(ember_step *s, uint32_t i, float *out, ember_err *err)
+ember_status ember_step_fetch_logits(ember_step *s, const uint32_t *rows, uint32_t n, float *out, ember_err *err)
 {
     if (s->ops != &GPU) return ember_fail(err, EMBER_ERR_UNSUPPORTED, "the CPU backend delivers every row");
-    return ember_forward_fetch_logits(s->impl, i, out, err);
+    return ember_forward_fetch_logits(s->impl, rows, n, out, err);
 }
 
 ember_status ember_step_copy_blocks(ember_step *s, const uint32_t *src, const uint32_t *dst, uint32_t n,

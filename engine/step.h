@@ -38,9 +38,9 @@ ember_status ember_step_wait(ember_step *s, uint64_t timeout_ns, ember_err *err)
 /* Whether the step computes candidates (ember_step_out.cands): the GPU's does, so that a
  * sampler that needs only the best tokens reads 2 KiB a row instead of the row. */
 bool ember_step_has_candidates(const ember_step *s);
-/* Row i (of the logits rows) of the last waited-for step's logits into out (n_vocab
- * floats), before the next submit: for a row whose candidates did not decide. GPU only. */
-ember_status ember_step_fetch_logits(ember_step *s, uint32_t i, float *out, ember_err *err);
+/* Logits rows rows[0..n) of the last waited-for step, each into out + rows[i] x n_vocab
+ * floats, before the next submit: rows whose candidates did not decide. GPU only. */
+ember_status ember_step_fetch_logits(ember_step *s, const uint32_t *rows, uint32_t n, float *out, ember_err *err);
 /* Copies KV blocks src[i] -> dst[i] (every layer, K and V): the copy on write of a shared
  * block before a sequence writes into it. src and dst must be distinct. */
 ember_status ember_step_copy_blocks(ember_step *s, const uint32_t *src, const uint32_t *dst, uint32_t n,

@@ -298,9 +298,12 @@ typedef enum ember_sample_from {
     EMBER_SAMPLE_AUTO = 0,         /* candidates on a GPU, whole rows on a CPU device (lavapipe:
                                       there the selection costs more than the host's sampler
                                       on a row it reads in place) */
-    EMBER_SAMPLE_CANDIDATES = 1,   /* a top-k/top-p/min-p sampler reads its row's 256 best
-                                      candidates, picked on the device, where they decide it,
-                                      on any Vulkan device (the same tokens as whole rows) */
+    EMBER_SAMPLE_CANDIDATES = 1,   /* a sampler without bias or penalty reads its row's 256
+                                      best candidates, picked on the device, and the row only
+                                      where they do not decide, on any Vulkan device (with
+                                      top-k/top-p/min-p the same tokens as whole rows;
+                                      temperature alone the same distribution, not the same
+                                      tokens for a seed: docs/sampling.md) */
     EMBER_SAMPLE_ROWS = 2,         /* every sampled request reads its whole row of logits */
 } ember_sample_from;
 

@@ -3,10 +3,12 @@
 // normaliser: what a sampler whose filters keep only the best tokens reads back instead of
 // the whole row (engine/candidates.h holds the layout and K).
 //
-// Output i is logits row rows[i]'s, K + 1 entries from o[i * (K + 1)]: entry 0 = (z, n),
-// then n = min(K, n_cols) entries (id, logit bits) in the sampler's order: higher logit
-// first, lower id on ties. NaN counts as -inf and -0 as +0, as the host sampler compares them. z = the sum over
-// the row of exp(l - m), m its largest finite logit (0 if none).
+// Output i is logits row rows[i]'s, K + 2 entries from o[i * (K + 2)]: entry 0 = (z, n),
+// entry 1 = (z_t, 0), then n = min(K, n_cols) entries (id, logit bits) in the sampler's
+// order: higher logit first, lower id on ties. NaN counts as -inf and -0 as +0, as the
+// host sampler compares them. z = the sum over the row of exp(l - m), m its largest
+// finite logit (0 if none); z_t the same of exp((l - m) * inv_t[i]), at the temperature
+// of the request that samples the row.
 //
 // One workgroup per row. Keys are the logits' bits made order-preserving as unsigned
 // integers; a radix select (4 passes of 8 bits, a shared histogram each) finds the K-th
@@ -23,6 +25,7 @@ layout(push_constant) uniform Push {
 layout(std430, binding = 0) readonly buffer L { float logits[]; };
 layout(std430, binding = 1) writeonly buffer O { uvec2 o[]; };
 layout(std430, binding = 2) readonly buffer R { uint rows[]; };
+layout(std430, binding = 3) readonly buffer T { float inv_t[]; };
 
 const float NEG_INF = -1.0 / 0.0;
 const float POS_INF = 1.0 / 0.0;
@@ -116,8 +119,8 @@ void main()
 
     // The K-th largest key, 8 bits at a time. The first pass also finds the largest finite
     // logit, the second sums the normaliser under it (compensated: rows of 10^5 logits).
-    float m = NEG_INF, mx = 0.0;
-    precise float s = 0.0, comp = 0.0;
+    float m = NEG_INF, mx = 0.0, it = inv_t[i_out];
+    precise float s = 0.0, comp = 0.0, s_t = 0.0, comp_t = 0.0;
     uint key_t = 0u;
     for (int pass = 0; pass < 4; pass++) {
         uint shift = 24u - 8u * uint(pass), above = pass == 0 ? 0u : 0xffffffffu << (shift + 8u);
@@ -130,6 +133,9 @@ void main()
                 precise float y = exp(v - mx) - comp, t = s + y;
                 comp = (t - s) - y;
                 s = t;
+                precise float y_t = exp((v - mx) * it) - comp_t, t_t = s_t + y_t;
+                comp_t = (t_t - s_t) - y_t;
+                s_t = t_t;
             }
             uint k = key_of(v);
             if ((k & above) == key_t) atomicAdd(hist[(k >> shift) & 255u], 1u);
@@ -144,6 +150,8 @@ void main()
         }
     }
     float z = workgroup_sum(s);
+    barrier(); /* every invocation has read red_s[0] */
+    float z_t = workgroup_sum(s_t);
 
     // More logits equal to the K-th than places left: the lowest ids among them.
     bool tie = s_count > s_need;
@@ -174,14 +182,17 @@ void main()
     }
     barrier();
 
-    uint out0 = i_out * (K + 1u);
-    if (lid == 0u) o[out0] = uvec2(floatBitsToUint(z), n);
+    uint out0 = i_out * (K + 2u);
+    if (lid == 0u) {
+        o[out0] = uvec2(floatBitsToUint(z), n);
+        o[out0 + 1u] = uvec2(floatBitsToUint(z_t), 0u);
+    }
     for (uint i = lid; i < n; i += wg) {
         uint ki = c_key[i], ii = c_id[i], rank = 0u;
         for (uint j = 0u; j < n; j++) {
             uint kj = c_key[j];
             rank += uint(kj > ki || (kj == ki && c_id[j] < ii));
         }
-        o[out0 + 1u + rank] = uvec2(ii, floatBitsToUint(value_of(ki)));
+        o[out0 + 2u + rank] = uvec2(ii, floatBitsToUint(value_of(ki)));
     }
 }

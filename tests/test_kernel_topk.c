@@ -2,8 +2,8 @@
  * 262,144 logits (picked through its row list), the n = min(EMBER_CANDIDATES, cols) best (id, logit) pairs in the
  * sampler's order (higher logit, then lower id), bit for bit, and the row's normaliser z
  * within 1e-5. Rows with many equal logits (the id tie-break), NaN (counts as -inf), -0
- * and +0 (equal), -inf, +inf and all-equal rows; at whatever subgroup size the device runs
- * (ctest adds 4 and 16 lanes). */
+ * and +0 (equal), -inf, +inf and all-equal rows; z_t at three temperatures; at whatever
+ * subgroup size the device runs (ctest adds 4 and 16 lanes). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +25,9 @@ static int cmp_ref(const void *a, const void *b)
     return (x->id > y->id) - (x->id < y->id);
 }
 
-/* The best n of row, sorted, and z in double over the finite logits under the largest. */
-static uint32_t reference(const float *row, uint32_t cols, ref_cand *best, double *z)
+/* The best n of row, sorted, and z (z_t: at temperature 1 / inv_t) in double over the
+ * finite logits under the largest. */
+static uint32_t reference(const float *row, uint32_t cols, float inv_t, ref_cand *best, double *z, double *z_t)
 {
     ref_cand *all = malloc(sizeof *all * cols);
     double m = -INFINITY;
@@ -35,9 +36,9 @@ static uint32_t reference(const float *row, uint32_t cols, ref_cand *best, doubl
         all[c] = (ref_cand){v, c};
         if (isfinite(v) && v > m) m = v;
     }
-    *z = 0;
+    *z = *z_t = 0;
     for (uint32_t c = 0; c < cols; c++)
-        if (isfinite(all[c].v)) *z += exp((double)all[c].v - m);
+        if (isfinite(all[c].v)) *z += exp((double)all[c].v - m), *z_t += exp(((double)all[c].v - m) * inv_t);
     qsort(all, cols, sizeof *all, cmp_ref);
     uint32_t n = cols < EMBER_CANDIDATES ? cols : EMBER_CANDIDATES;
     memcpy(best, all, sizeof *all * n);
@@ -66,11 +67,12 @@ static void fill_row(tu_rng *r, row_kind kind, float *row, uint32_t cols)
     if (kind == ROW_INF && cols > 3) row[cols / 3] = INFINITY;
 }
 
-static void check_row(ctx *t, const ember_cand_row *got, const float *row, uint32_t cols, const char *what)
+static void check_row(ctx *t, const ember_cand_row *got, const float *row, uint32_t cols, float inv_t,
+                      const char *what)
 {
     ref_cand best[EMBER_CANDIDATES];
-    double z;
-    uint32_t n = reference(row, cols, best, &z);
+    double z, z_t;
+    uint32_t n = reference(row, cols, inv_t, best, &z, &z_t);
     CHECKF(got->n == n, "[%s] %s cols %u: n %u want %u", t->variant, what, cols, got->n, n);
     uint32_t bad = 0, first = 0;
     for (uint32_t i = 0; i < n && i < got->n; i++)
@@ -80,8 +82,9 @@ static void check_row(ctx *t, const ember_cand_row *got, const float *row, uint3
     CHECKF(bad == 0, "[%s] %s cols %u: %u candidates differ, first at %u: got (%u, %g) want (%u, %g)", t->variant,
            what, cols, bad, first, got->c[first].id, got->c[first].logit, best[first].id, best[first].v);
     if (isfinite(best[0].v))
-        CHECKF(fabs(got->z - z) <= 1e-5 * z, "[%s] %s cols %u: z %.8g want %.8g", t->variant, what, cols,
-               got->z, z);
+        CHECKF(fabs(got->z - z) <= 1e-5 * z && fabs(got->z_t - z_t) <= 1e-5 * z_t,
+               "[%s] %s cols %u: z %.8g want %.8g, z_t %.8g want %.8g", t->variant, what, cols, got->z, z, got->z_t,
+               z_t);
 }
 
 static void test_rows(ctx *t, row_kind kind, const char *what, const uint32_t *cols, uint32_t n_rows)
@@ -94,13 +97,16 @@ static void test_rows(ctx *t, row_kind kind, const char *what, const uint32_t *c
         for (uint32_t j = 0; j < rows; j++) fill_row(&r, kind, l + (size_t)j * w, w);
         kt_case_begin(t);
         ember_vk_span ls = kt_buf(t, l, sizeof(float) * rows * w);
-        /* Rows taken out of order, one twice, one not at all: output j is row pick[j]. */
+        /* Rows taken out of order, one twice, one not at all: output j is row pick[j], its
+         * z_t at temperature 1 / inv_t[j]. */
         const uint32_t pick[3] = {2, 0, 2};
+        const float inv_t[3] = {1.0f, 2.0f, 0.7f};
         ember_vk_span os = kt_buf(t, NULL, sizeof(ember_cand_row) * rows), rs = kt_buf(t, pick, sizeof pick);
-        ember_k_topk(t->cmd, t->k, ls, rs, os, rows, w);
+        ember_vk_span ts = kt_buf(t, inv_t, sizeof inv_t);
+        ember_k_topk(t->cmd, t->k, ls, rs, ts, os, rows, w);
         if (kt_submit(t, "topk"))
             for (uint32_t j = 0; j < rows; j++)
-                check_row(t, (const ember_cand_row *)os.host + j, l + (size_t)pick[j] * w, w, what);
+                check_row(t, (const ember_cand_row *)os.host + j, l + (size_t)pick[j] * w, w, inv_t[j], what);
         free(l);
     }
 }

@@ -6,12 +6,14 @@
  *
  * Batch invariance (docs/architecture.md): every linear output, attention output and normalized row
  * of a token is compared bit for bit (memcmp) between the token computed alone and the
- * same token inside batches of other sizes at other rows, and across the variants; so are
- * the products with the fused RMSNorm (ember_k_linear_norm), against rmsnorm-then-linear.
+ * same token inside batches of other sizes at other rows, and across the variants and
+ * another linear tile shape (2 lane groups of 8 rows); so are the products with the fused
+ * RMSNorm (ember_k_linear_norm), against rmsnorm-then-linear.
  *
  *   test_kernels          the checks
  *   test_kernels bench    times the linear (median of 9 runs per case) instead
- *                         (EMBER_BENCH_SHAPES, EMBER_BENCH_TYPES, EMBER_BENCH_TM: see bench()) */
+ *                         (EMBER_BENCH_SHAPES, EMBER_BENCH_TYPES, EMBER_BENCH_TM, and the
+ *                         tile shapes EMBER_BENCH_GROUPS / EMBER_BENCH_ROWS: bench_all) */
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -897,6 +899,48 @@ static void run_all(ctx *t, bool quick)
            t3 - t2, kt_now_s() - t3);
 }
 
+/* Lists of numbers from the environment, "1,2,4" (a bench aid): up to cap of them, else
+ * the one value dflt. */
+static size_t env_list(const char *name, uint32_t dflt, uint32_t *out, size_t cap)
+{
+    const char *p = getenv(name);
+    size_t n = 0;
+    for (char *end; p && *p && n < cap; p = *end ? end + 1 : end) {
+        unsigned long v = strtoul(p, &end, 10);
+        if (end == p) break;
+        out[n++] = (uint32_t)v;
+    }
+    if (n == 0) out[n++] = dflt;
+    return n;
+}
+
+/* bench: the default kernels at every linear tile shape EMBER_BENCH_GROUPS (lane groups
+ * per workgroup) x EMBER_BENCH_ROWS (rows per tile) names, default the device's own; with
+ * EMBER_BENCH_ALL=1 the other variants too. EMBER_BENCH_TM=N: N tokens per tile. */
+static void bench_all(ctx *t, const kt_variant *variants)
+{
+    uint32_t groups[8], rows[2];
+    size_t ng = env_list("EMBER_BENCH_GROUPS", 0, groups, 8), nr = env_list("EMBER_BENCH_ROWS", 0, rows, 2);
+    for (int v = 0; v < 4; v++) {
+        if (v != 0 && !getenv("EMBER_BENCH_ALL")) continue;
+        for (size_t g = 0; g < ng; g++)
+            for (size_t r = 0; r < nr; r++) {
+                ember_kernels_opts ko = {.no_subgroup = variants[v].no_subgroup, .no_texel = variants[v].no_texel,
+                                         .linear_groups = groups[g], .linear_rows = rows[r]};
+                if (getenv("EMBER_BENCH_TM")) ko.linear_tm = (uint32_t)atoi(getenv("EMBER_BENCH_TM"));
+                if (ember_kernels_create_opts(t->vk, &ko, &t->k, &t->err) != EMBER_OK) kt_die(t, "ember_kernels_create");
+                ember_kernel_choice c;
+                ember_kernels_describe(ember_vk_get_caps(t->vk), &ko, &c);
+                char name[96];
+                snprintf(name, sizeof name, "%s g%u r%u", variants[v].name, c.lin_groups, c.lin_rows_decode);
+                t->variant = name;
+                bench(t);
+                ember_kernels_destroy(t->k);
+                t->k = NULL;
+            }
+    }
+}
+
 int main(int argc, char **argv)
 {
     const kt_variant *variants = kt_variants;
@@ -908,27 +952,29 @@ int main(int argc, char **argv)
            caps->subgroup_arith ? " arithmetic" : "", caps->subgroup_shuffle ? " shuffle" : "",
            caps->texel_rgba32f ? " rgba32f" : "", caps->texel_rgba32ui ? " rgba32ui" : "",
            caps->texel_r16f ? " r16f" : "");
-
-    for (int v = 0, done = 0; v < 4; v++) {
+    if (do_bench) {
+        bench_all(&t, variants);
+        kt_close(&t);
+        return tu_finish("test_kernels");
+    }
+    /* The four variants, then the first again with another linear tile shape (2 lane
+     * groups of 8 rows a workgroup: neither lavapipe's nor a GPU's default): the same
+     * bits as the first (check_across_variants). */
+    for (int v = 0, done = 0; v < 5; v++) {
+        const kt_variant *kv = &variants[v % 4];
         /* The fused RMSNorm's pipelines exist beside the plain ones (test_linear_norm). */
-        ember_kernels_opts ko = {.no_subgroup = variants[v].no_subgroup, .no_texel = variants[v].no_texel,
+        ember_kernels_opts ko = {.no_subgroup = kv->no_subgroup, .no_texel = kv->no_texel,
                                  .norm_fusion = EMBER_NORM_FUSION_ON};
-        /* EMBER_BENCH_TM=N times every case with N tokens per tile (a bench aid). */
-        if (do_bench && getenv("EMBER_BENCH_TM")) ko.linear_tm = (uint32_t)atoi(getenv("EMBER_BENCH_TM"));
+        if (v == 4) ko.linear_groups = 2, ko.linear_rows = 8;
         double t0 = kt_now_s();
         if (ember_kernels_create_opts(t.vk, &ko, &t.k, &t.err) != EMBER_OK) kt_die(&t, "ember_kernels_create");
         /* A variant the device lacks falls back to one already run. */
-        bool dup = (!variants[v].no_texel && !ember_kernels_texel(t.k)) ||
-                   (!variants[v].no_subgroup && !caps->subgroup_arith);
+        bool dup = (!kv->no_texel && !ember_kernels_texel(t.k)) || (!kv->no_subgroup && !caps->subgroup_arith);
         if (!dup) {
-            t.variant = variants[v].name;
+            t.variant = v == 4 ? "subgroup+texel, 2 groups of 8 rows" : kv->name;
             t.variant_index = done++;
             printf("[%s] pipelines created in %.2f s\n", t.variant, kt_now_s() - t0);
-            if (do_bench) {
-                if (v == 0 || getenv("EMBER_BENCH_ALL")) bench(&t);
-            } else {
-                run_all(&t, v != 0);
-            }
+            run_all(&t, v != 0);
         }
         ember_kernels_destroy(t.k);
         t.k = NULL;

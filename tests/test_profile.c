@@ -37,7 +37,7 @@ static void generate_with(ember_engine *e, ember_sampling sampling)
 static void generate(ember_engine *e) { generate_with(e, (ember_sampling){0}); }
 
 /* Bytes read back a step: the argmax (4 a row), then a sampled row's 256 candidates and
- * its normaliser (2,056), or its whole row of logits. */
+ * its two normalisers (2,064), or its whole row of logits. */
 static void test_readback(ember_model *m)
 {
     static const struct {
@@ -46,7 +46,7 @@ static void test_readback(ember_model *m)
         uint64_t want;
     } cases[] = {
         {EMBER_SAMPLE_CANDIDATES, {0}, 4},
-        {EMBER_SAMPLE_CANDIDATES, {.temperature = 1, .top_k = 40, .seed = 1}, 4 + 8 * 257},
+        {EMBER_SAMPLE_CANDIDATES, {.temperature = 1, .top_k = 40, .seed = 1}, 4 + 8 * 258},
         {EMBER_SAMPLE_ROWS, {.temperature = 1, .top_k = 40, .seed = 1}, 4 + 4 * VOCAB},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

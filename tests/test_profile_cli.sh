@@ -50,8 +50,8 @@ assert p["prefill"]["steps"] == 1, p["prefill"]
 assert dec["readback_bytes_per_step"] == 4, dec
 PY
 check "generate --json: the profile object" $?
-# A sampled row: its 256 candidates and normaliser, or (--sample-from rows) its 512 logits.
-for from in "candidates 2060" "rows 2052"; do
+# A sampled row: its 256 candidates and normalisers, or (--sample-from rows) its 512 logits.
+for from in "candidates 2068" "rows 2052"; do
     set -- $from
     out=$("$ember" generate -m "$model" -p "hello" -n 4 --ignore-eos --temp 1 --top-k 40 --sample-from $1 \
           --profile 2>&1 >/dev/null)

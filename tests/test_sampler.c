@@ -498,24 +498,26 @@ static void test_logit_bias(void)
 /* ---- from a row's best candidates ------------------------------------------------ */
 
 /* What shaders/topk.comp delivers for a row (tests/test_kernel_topk.c checks that it
- * does), made by a sort here, z summed in double. */
-static void make_candidates(const float *l, uint32_t n, ember_cand_row *row)
+ * does), made by a sort here, z and z_t (temperature t) summed in double. */
+static void make_candidates(const float *l, uint32_t n, float t, ember_cand_row *row)
 {
     ref_tok *all = malloc(sizeof *all * n);
     for (uint32_t i = 0; i < n; i++) all[i] = (ref_tok){l[i], i};
     qsort(all, n, sizeof *all, cmp_ref); /* the sampler's order */
-    double z = 0;
-    for (uint32_t i = 0; i < n; i++) z += exp(all[i].l - all[0].l);
+    double z = 0, z_t = 0;
+    for (uint32_t i = 0; i < n; i++) z += exp(all[i].l - all[0].l), z_t += exp((all[i].l - all[0].l) / t);
     row->z = (float)z;
+    row->z_t = (float)z_t;
     row->n = n < EMBER_CANDIDATES ? n : EMBER_CANDIDATES;
     for (uint32_t i = 0; i < row->n; i++) row->c[i] = (ember_cand){all[i].id, (float)all[i].l};
     free(all);
 }
 
-/* Two samplers of one seed, one given each row, the other the row's candidates: wherever
- * the candidates decide, the same token; where they do not, the generator is untouched
- * (the second then samples the row too, and they stay in step). Rows from peaked (scale
- * 10) to flat (scale 0.3). Returns how many of n_rows the candidates decided. */
+/* Two samplers of one seed, one given each row, the other the row's candidates (and the
+ * row when they do not decide): the same token every time, so the generator was left
+ * untouched where they did not decide. Rows from peaked (scale 10) to flat (scale 0.3).
+ * Returns how many of n_rows the candidates decided. For samplers with a filter, or none
+ * that candidates may decide. */
 static int candidates_vs_rows(const ember_sampling_params *p, uint32_t n_vocab, int n_rows)
 {
     ember_sampler *a, *b;
@@ -530,10 +532,10 @@ static int candidates_vs_rows(const ember_sampling_params *p, uint32_t n_vocab, 
         static const float scales[] = {10, 3, 1, 0.3f};
         float sc = scales[k % 4];
         for (uint32_t i = 0; i < n_vocab; i++) l[i] = sc * (tu_uniform(&r, -1, 1) + tu_uniform(&r, -1, 1));
-        make_candidates(l, n_vocab, row);
+        make_candidates(l, n_vocab, p->temperature > 0 ? p->temperature : 1, row);
         uint32_t want = ember_sampler_sample(a, l), got;
-        if (ember_sampler_sample_candidates(b, row, &got)) decided++;
-        else got = ember_sampler_sample(b, l);
+        if (ember_sampler_sample_candidates(b, row, NULL, &got)) decided++;
+        else CHECK(ember_sampler_sample_candidates(b, row, l, &got)); /* with the row: decided */
         differ += got != want;
     }
     CHECKF(differ == 0, "%d of %d rows differ (temp %g top_k %u top_p %g min_p %g)", differ, n_rows, p->temperature,
@@ -560,7 +562,6 @@ static void test_candidates(void)
         {{.temperature = 0.8f, .top_p = 0.95f}, N / 4, N - N / 4},       /* peaked rows yes, flat no */
         {{.temperature = 1.3f, .min_p = 0.1f}, N / 4, N - N / 4},
         {{.temperature = 1, .top_p = 0.5f, .min_p = 0.01f}, N / 4, N},
-        {{.temperature = 1}, 0, 0},                                     /* no filter: the whole row */
         {{.temperature = 1, .top_k = 40, .repetition_penalty = 1.1f}, 0, 0},
         {{.temperature = 0, .top_k = 40}, 0, 0},                         /* greedy: the argmax */
     };
@@ -575,14 +576,56 @@ static void test_candidates(void)
     ember_sampling_params pb = {.temperature = 1, .top_k = 40, .logit_bias = &bias, .n_logit_bias = 1};
     CHECK(candidates_vs_rows(&pb, V, 20) == 0);
     /* A vocabulary no larger than the candidates: they are the whole row, always decided. */
-    ember_sampling_params pt = {.temperature = 1};
-    ember_sampler *s;
-    ember_err err;
-    CHECK(ember_sampler_create(&pt, 100, &s, &err) == EMBER_OK);
-    CHECK(!ember_sampler_candidates_may_decide(s)); /* so the engine reads the row: no filter */
-    ember_sampler_free(s);
     ember_sampling_params pp = {.temperature = 1, .top_p = 0.999f};
     CHECK(candidates_vs_rows(&pp, 100, 40) == 40);
+}
+
+/* Temperature alone: draws through the candidates (and the row when a draw lands past
+ * them) follow the softmax (chi-square), and the row is needed about as often as the
+ * mass past the candidates says. */
+static void whole_freq(const char *what, float scale, float t)
+{
+    enum { V = 400 };
+    float l[V];
+    double want[V], z = 0, mx = -INFINITY, past = 0;
+    uint64_t counts[V] = {0};
+    tu_rng r = {31};
+    for (int i = 0; i < V; i++) l[i] = scale * (tu_uniform(&r, -1, 1) + tu_uniform(&r, -1, 1));
+    for (int i = 0; i < V; i++) mx = l[i] > mx ? l[i] : mx;
+    for (int i = 0; i < V; i++) z += (want[i] = exp((l[i] - mx) / t));
+    for (int i = 0; i < V; i++) want[i] /= z;
+    ember_cand_row *row = malloc(sizeof *row);
+    make_candidates(l, V, t, row);
+    bool cand[V] = {false};
+    for (uint32_t i = 0; i < row->n; i++) cand[row->c[i].id] = true;
+    for (int i = 0; i < V; i++) past += cand[i] ? 0 : want[i];
+    ember_sampling_params p = {.temperature = t, .seed = 5};
+    ember_sampler *s = make(&p, V);
+    CHECK(ember_sampler_candidates_may_decide(s));
+    uint64_t needed = 0;
+    for (int i = 0; i < N_DRAWS; i++) {
+        uint32_t tok;
+        if (!ember_sampler_sample_candidates(s, row, NULL, &tok)) {
+            needed++;
+            CHECK(ember_sampler_sample_candidates(s, row, l, &tok));
+        }
+        counts[tok]++;
+    }
+    double pv = tu_chi2_test(counts, want, V, N_DRAWS), frac = (double)needed / N_DRAWS;
+    printf("  %-34s the row needed for %.4f of draws (mass past the candidates %.4f), chi-square p = %.3f\n",
+           what, frac, past, pv);
+    CHECKF(pv > 0.001, "%s: chi-square p-value %g", what, pv);
+    CHECKF(fabs(frac - past) < 5 * sqrt(past * (1 - past) / N_DRAWS) + 1e-4, "%s: row needed %.4f, mass %.4f", what,
+           frac, past);
+    ember_sampler_free(s);
+    free(row);
+}
+
+static void test_candidates_whole(void)
+{
+    whole_freq("temperature 1, peaked row", 6, 1);
+    whole_freq("temperature 0.7, flat row", 1, 0.7f);
+    whole_freq("temperature 1.5, flat row", 1, 1.5f);
 }
 
 int main(void)
@@ -599,5 +642,6 @@ int main(void)
     test_large_vocab();
     test_edges();
     test_candidates();
+    test_candidates_whole();
     return tu_finish("test_sampler");
 }

@@ -11,6 +11,7 @@
  * a dispatch per part), 6 where the kernels fuse each RMSNorm into the product after it
  * (ember_k_linear_norm: GPUs), plus embed, norm, LM head and argmax per step; a barrier
  * between dependent dispatches. ember_forward_dispatches counts the last step's. */
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,7 @@
 typedef struct step_inputs {  /* host-visible, written by the CPU before each submit */
     ember_vk_span tokens, pos, seq, block_tables, logit_rows;
     ember_vk_span cand_rows;  /* the logits rows whose candidates are wanted */
+    ember_vk_span cand_inv_t; /* and 1 / their temperature */
 } step_inputs;
 
 struct ember_forward {
@@ -66,7 +68,7 @@ typedef struct buffer_plan {
     ember_vk_mem kind;
 } buffer_plan;
 
-enum { N_BUFFERS = 17 };
+enum { N_BUFFERS = 18 };
 
 /* Chunk states split-K attention can hold: every decode row's heads over the whole context
  * in chunks of the smallest size (tests use it), at most SPLIT_PAIR_CHUNKS (4 MiB for heads
@@ -99,6 +101,7 @@ static void plan_buffers(ember_forward *f, const ember_hparams *hp, const ember_
         {&f->in.tokens, T * u4, H}, {&f->in.pos, T * u4, H}, {&f->in.seq, T * u4, H},
         {&f->in.block_tables, (uint64_t)o->max_seqs * o->max_blocks_per_seq * u4, H},
         {&f->in.logit_rows, T * u4, H}, {&f->in.cand_rows, max_logits * u4, H},
+        {&f->in.cand_inv_t, max_logits * f4, H},
         {&f->x, T * hp->dim * f4, D}, {&f->xn, T * hp->dim * f4, D}, {&f->qkv, T * qkv_w * f4, D},
         {&f->att, T * hp->n_heads * hd * f4, D}, {&f->ffn, T * hp->ffn_dim * f4, D},
         {&f->xl, max_logits * hp->dim * f4, D},
@@ -287,8 +290,13 @@ static ember_status check_batch(const ember_forward *f, const ember_batch *b, em
 static uint32_t list_cand_rows(ember_forward *f, const ember_batch *b, const ember_step_out *out)
 {
     uint32_t n = 0, *rows = f->in.cand_rows.host;
+    float *inv_t = f->in.cand_inv_t.host;
     for (uint32_t i = 0; i < b->n_logits; i++)
-        if (ember_out_cands(out, i)) rows[n++] = i;
+        if (ember_out_cands(out, i)) {
+            float t = out->temp ? out->temp[i] : 1;
+            inv_t[n] = !(t > 0) ? 1 : 1 / t <= FLT_MAX ? 1 / t : FLT_MAX; /* as the sampler's softmax */
+            rows[n++] = i;
+        }
     return n;
 }
 
@@ -300,8 +308,9 @@ static ember_status write_inputs(ember_forward *f, const ember_batch *b, ember_e
     memcpy(f->in.seq.host, b->seq, n);
     memcpy(f->in.block_tables.host, b->block_tables, f->in.block_tables.size);
     if (b->n_logits) memcpy(f->in.logit_rows.host, b->logit_rows, b->n_logits * sizeof(uint32_t));
-    ember_vk_span w[] = {f->in.tokens, f->in.pos, f->in.seq, f->in.block_tables, f->in.logit_rows, f->in.cand_rows};
-    return ember_vk_flush(f->g->vk, w, 6, err); /* where host memory is not coherent */
+    ember_vk_span w[] = {f->in.tokens, f->in.pos,       f->in.seq,       f->in.block_tables,
+                         f->in.logit_rows, f->in.cand_rows, f->in.cand_inv_t};
+    return ember_vk_flush(f->g->vk, w, 7, err); /* where host memory is not coherent */
 }
 
 /* Attention's dispatches: batch rows cut where runs of one token (decodes) meet longer
@@ -425,7 +434,7 @@ static void record_outputs(ember_forward *f, const ember_batch *b, const ember_s
     const ember_kernels *k = f->g->kernels;
     uint32_t V = f->g->hp.n_vocab;
     ember_k_argmax(c, k, f->logits, f->argmax, b->n_logits, V);
-    ember_k_topk(c, k, f->logits, f->in.cand_rows, f->cands, f->n_cands_in_flight, V);
+    ember_k_topk(c, k, f->logits, f->in.cand_rows, f->in.cand_inv_t, f->cands, f->n_cands_in_flight, V);
     if (out->logits) record_logits_copy(f, b->n_logits, out);
 }
 
@@ -492,21 +501,28 @@ ember_status ember_forward_collect(ember_forward *f, uint64_t timeout_ns, ember_
     return EMBER_OK;
 }
 
-ember_status ember_forward_fetch_logits(ember_forward *f, uint32_t i, float *out, ember_err *err)
+ember_status ember_forward_fetch_logits(ember_forward *f, const uint32_t *rows, uint32_t n, float *out,
+                                        ember_err *err)
 {
-    if (i >= f->n_logits_in_flight)
-        return ember_fail(err, EMBER_ERR_INVALID_ARG, "logits row %u of %u", i, f->n_logits_in_flight);
+    for (uint32_t i = 0; i < n; i++)
+        if (rows[i] >= f->n_logits_in_flight)
+            return ember_fail(err, EMBER_ERR_INVALID_ARG, "logits row %u of %u", rows[i], f->n_logits_in_flight);
     VkDeviceSize row = (VkDeviceSize)f->g->hp.n_vocab * sizeof(float);
-    ember_vk_span l = ember_vk_span_sub(host_logits(f), i * row, row);
     ember_status s = EMBER_OK;
-    if (!f->logits.host) { /* the copy the step did not make */
-        ember_vk_span d = ember_vk_span_sub(f->logits, i * row, row);
+    if (n && !f->logits.host) { /* the copies the step did not make: one submission */
         s = ember_vk_cmd_begin(f->fetch, err);
-        ember_vk_cmd_copy(f->fetch, &d, &l, row);
+        for (uint32_t i = 0; i < n; i++) {
+            ember_vk_span d = ember_vk_span_sub(f->logits, rows[i] * row, row);
+            ember_vk_span h = ember_vk_span_sub(f->logits_out, rows[i] * row, row);
+            ember_vk_cmd_copy(f->fetch, &d, &h, row);
+        }
         if (s == EMBER_OK) s = ember_vk_cmd_submit(f->fetch, err);
     }
-    if (s == EMBER_OK) s = ember_vk_invalidate(f->g->vk, &l, 1, err);
-    if (s == EMBER_OK) memcpy(out, l.host, row);
+    for (uint32_t i = 0; s == EMBER_OK && i < n; i++) {
+        ember_vk_span l = ember_vk_span_sub(host_logits(f), rows[i] * row, row);
+        if ((s = ember_vk_invalidate(f->g->vk, &l, 1, err)) == EMBER_OK)
+            memcpy((char *)out + rows[i] * row, l.host, row);
+    }
     return s;
 }
 

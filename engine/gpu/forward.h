@@ -40,10 +40,11 @@ ember_status ember_forward_submit(ember_forward *f, const ember_batch *b, const 
                                   ember_err *err);
 ember_status ember_forward_collect(ember_forward *f, uint64_t timeout_ns, ember_err *err);
 
-/* Row i of the last collected step's logits (n_vocab floats into out), read after the
- * step, before the next is submitted: for a row whose candidates did not decide its
- * sampler. On a discrete GPU a copy and a wait. */
-ember_status ember_forward_fetch_logits(ember_forward *f, uint32_t i, float *out, ember_err *err);
+/* Rows rows[0..n) of the last collected step's logits, each into out + rows[i] x n_vocab
+ * floats, read after the step, before the next is submitted: rows whose candidates did
+ * not decide their samplers. On a discrete GPU one submission of n copies and a wait. */
+ember_status ember_forward_fetch_logits(ember_forward *f, const uint32_t *rows, uint32_t n, float *out,
+                                        ember_err *err);
 
 /* Copies KV blocks src[i] -> dst[i] (every layer, K and V) and waits: the copy on write
  * of a shared block before a sequence writes into it. src and dst must be distinct. */

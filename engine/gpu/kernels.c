@@ -99,8 +99,12 @@ static void choose_shapes(ember_kernels *k)
          * below 17 tokens (docs/kernels.md, "Tokens per tile on lavapipe"). */
         l->min_tok = c->is_cpu && tm[i] > 4 ? 17 : 0;
         l->ng = c->is_cpu ? 1 : 8;
-        /* A workgroup is whole subgroups; the baseline stays within 16 KiB of shared memory. */
+        if (k->force_groups) l->ng = k->force_groups;
+        if (k->force_rows == 8 || (k->force_rows == 16 && k->lin_subgroup)) l->tn = k->force_rows;
+        /* A workgroup is whole subgroups within the device's limit; the baseline stays
+         * within 16 KiB of shared memory. */
         if (k->lin_subgroup && l->ng * 8 < sg) l->ng = sg / 8;
+        while (l->ng > 1 && l->ng * 8 > (k->lin_subgroup ? c->max_wg_pinned : c->max_wg_invocations)) l->ng /= 2;
         if (!k->lin_subgroup && l->ng * l->tn * l->tm * 8 * 4 > 16384) l->ng = 16384 / (l->tn * l->tm * 8 * 4);
     }
 }
@@ -250,7 +254,7 @@ static void describe_row(const ember_kernels *k, uint32_t id, job *j)
         {"rope_store_q8", ROPE_Q8, 8, sizeof(rope_push), 64},
         {"rope_store_f16", ROPE_F16, 8, sizeof(rope_push), 64},
         {"attention_merge", ATTN_MERGE, 3, sizeof(attn_merge_push), 64},
-        {"topk", TOPK, 3, sizeof(argmax_push), topk_wg(k)},
+        {"topk", TOPK, 4, sizeof(argmax_push), topk_wg(k)},
     };
     uint32_t i = id - PIPE_EMBED;
     j->sp[0] = (ember_vk_spec){0, r[i].wg};
@@ -375,6 +379,8 @@ static void choose(ember_kernels *k, const ember_vk_caps *caps, const ember_kern
     k->texel = c->texel_rgba32f && c->texel_rgba32ui && !o.no_texel;
     k->force_tm = o.linear_tm;
     k->force_tpw = o.linear_tpw;
+    k->force_groups = o.linear_groups <= 32 ? o.linear_groups : 32;
+    k->force_rows = o.linear_rows;
     /* A fused RMSNorm reads x's row again in every tile: on a GPU from cache, for a
      * dispatch and a barrier saved; on lavapipe, where a tile is one workgroup and loads
      * are instructions, it costs more than the dispatch (docs/kernels.md). */

@@ -31,6 +31,11 @@ typedef struct ember_kernels_opts {
     uint32_t linear_tm;       /* tokens per linear tile: 1, 2, 3, 4 or 8 (default: by n_tok) */
     uint32_t linear_tpw;      /* tokens per linear workgroup, rounded up to the tile
                                  (default: by n_tok) */
+    uint32_t linear_groups;   /* lane groups (tiles) per linear workgroup, 1 to 32 (default:
+                                 by device), raised to whole subgroups and lowered to what
+                                 the device and the shared-memory baseline allow */
+    uint32_t linear_rows;     /* rows per linear tile: 8 or 16; 16 needs the subgroup
+                                 kernels (default: by device and tile) */
     bool on_demand;           /* create no pipeline now: a model asks for its own
                                  (ember_kernels_make), ember_kernels_check_attn for a KV
                                  cache's, ember_kernels_input_view for the storage kind

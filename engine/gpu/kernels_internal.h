@@ -91,6 +91,7 @@ struct ember_kernels {
     bool lin_subgroup;          /* linear combines partials with subgroupShuffleXor */
     bool texel;                 /* texel-buffer linear pipelines exist and are preferred */
     uint32_t force_tm, force_tpw; /* ember_kernels_opts overrides, 0 = automatic */
+    uint32_t force_groups, force_rows;
     bool fuse_norm;             /* the products after an RMSNorm normalise x themselves */
     bool attn_split;            /* decode attention may split its positions (split-K) */
     uint32_t attn_chunk_log2;   /* positions per attention chunk: 1 << it (attn_merge.glsl) */

@@ -55,12 +55,12 @@ void ember_k_argmax(ember_vk_cmd *c, const ember_kernels *k, ember_vk_span logit
 }
 
 void ember_k_topk(ember_vk_cmd *c, const ember_kernels *k, ember_vk_span logits, ember_vk_span rows,
-                  ember_vk_span out, uint32_t n_rows, uint32_t n_cols)
+                  ember_vk_span inv_t, ember_vk_span out, uint32_t n_rows, uint32_t n_cols)
 {
     if (n_rows == 0 || n_cols == 0) return;
     uint32_t gx, gy;
     ember_k_grid(n_rows, k->caps.max_wg_count[0], &gx, &gy);
     argmax_push pc = {n_rows, n_cols, gx};
-    ember_vk_span b[3] = {logits, out, rows};
+    ember_vk_span b[4] = {logits, out, rows, inv_t};
     ember_vk_cmd_dispatch(c, k->topk, b, &pc, gx, gy, 1);
 }

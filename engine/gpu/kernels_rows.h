@@ -19,11 +19,11 @@ void ember_k_embed(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weig
 void ember_k_argmax(ember_vk_cmd *c, const ember_kernels *k, ember_vk_span logits,
                     ember_vk_span out, uint32_t n_rows, uint32_t n_cols);
 
-/* out[i] (an ember_cand_row, engine/candidates.h: EMBER_CANDIDATES + 1 pairs of uint32) =
- * the best candidates and the normaliser of logits row rows[i] (uint32), i < n_rows
- * (shaders/topk.comp). n_cols < 2^24. */
+/* out[i] (an ember_cand_row, engine/candidates.h: EMBER_CANDIDATES + 2 pairs of uint32) =
+ * the best candidates of logits row rows[i] (uint32), i < n_rows, and its normalisers at
+ * temperature 1 and at 1 / inv_t[i] (float) (shaders/topk.comp). n_cols < 2^24. */
 void ember_k_topk(ember_vk_cmd *c, const ember_kernels *k, ember_vk_span logits, ember_vk_span rows,
-                  ember_vk_span out, uint32_t n_rows, uint32_t n_cols);
+                  ember_vk_span inv_t, ember_vk_span out, uint32_t n_rows, uint32_t n_cols);
 
 /* Adds to want the pipelines of the jobs above (every model runs them). */
 void ember_kernels_want_rows(const ember_kernels *k, ember_kernels_set *want);
