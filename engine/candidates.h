@@ -1,5 +1,5 @@
 /* candidates.h — a row of logits as its best candidates: what a GPU step reads back for a
- * request whose sampler has no bias or penalty (docs/sampling.md), instead of the
+ * request whose sampler has no logit bias (docs/sampling.md), instead of the
  * row's n_vocab floats. shaders/topk.comp writes rows of this layout; the sampler reads
  * them (ember_sampler_sample_candidates). Library-internal. */
 #ifndef EMBER_CANDIDATES_H

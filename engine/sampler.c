@@ -451,11 +451,39 @@ static bool top_k_on(const ember_sampler *s) { return s->p.top_k > 0 && s->p.top
 
 static bool filters_on(const ember_sampler *s) { return top_k_on(s) || top_p_on(&s->p) || s->p.min_p > 0; }
 
+/* Penalties that can only lower a logit: then a token outside the candidates stays below
+ * the last candidate's raw logit. */
+static bool penalties_lower(const ember_sampling_params *p)
+{
+    float r = p->repetition_penalty;
+    return (r == 0 || r >= 1) && p->frequency_penalty >= 0 && p->presence_penalty >= 0;
+}
+
 bool ember_sampler_candidates_may_decide(const ember_sampler *s)
 {
     const ember_sampling_params *p = &s->p;
-    if (p->temperature == 0 || p->n_logit_bias || penalties_on(p)) return false;
+    if (p->temperature == 0 || p->n_logit_bias) return false;
+    /* With penalties, only a top-k set or a min-p set can be bounded by the candidates:
+     * top-p and temperature alone need the whole row's sum after the penalties. */
+    if (penalties_on(p) && !(penalties_lower(p) && (top_k_on(s) || (!top_p_on(p) && p->min_p > 0)))) return false;
     return !top_k_on(s) || p->top_k <= EMBER_CANDIDATES;
+}
+
+/* Applies the penalties to candidates c[0..n), as apply_penalties does to a row: each
+ * candidate in the window once, with its count. */
+static void penalize_candidates(ember_sampler *s, cand *c, size_t n)
+{
+    uint32_t w = s->ring_len, *win = s->scratch;
+    if (w == 0 || !penalties_on(&s->p)) return;
+    memcpy(win, s->ring, w * sizeof *win);
+    qsort(win, w, sizeof *win, cmp_u32);
+    for (size_t i = 0; i < n; i++) {
+        const uint32_t *hit = bsearch(&c[i].id, win, w, sizeof *win, cmp_u32), *lo = hit, *hi = hit;
+        if (!hit) continue;
+        while (lo > win && lo[-1] == c[i].id) lo--;
+        while (hi + 1 < win + w && hi[1] == c[i].id) hi++;
+        penalize(&s->p, &c[i], (uint32_t)(hi - lo + 1));
+    }
 }
 
 float ember_sampler_temperature(const ember_sampler *s) { return s->p.temperature; }
@@ -485,9 +513,19 @@ static size_t candidate_chain(ember_sampler *s, const ember_cand_row *row, doubl
         return 0;
     for (size_t i = 0; i < n; i++) c[i] = (cand){row->c[i].logit, row->c[i].id};
     bool all = n == s->n_vocab; /* the candidates are the whole row */
+    /* Penalties (lowering only: may_decide) reorder the candidates; every other token stays
+     * at or below the last candidate's raw logit, bound. */
+    float bound = row->c[n - 1].logit;
+    bool moved = penalties_on(p) && s->ring_len > 0;
+    if (moved) {
+        penalize_candidates(s, c, n);
+        qsort(c, n, sizeof *c, cmp_better);
+        mx = c[0].v;
+        if (!all && !(mx > bound)) return 0;
+    }
     double z = row->z;
     if (top_k_on(s)) { /* may_decide: top_k <= EMBER_CANDIDATES */
-        if (p->top_k > n) return 0;
+        if (p->top_k > n || (moved && !all && !(c[p->top_k - 1].v > bound))) return 0;
         n = p->top_k;
         z = 0;
         for (size_t i = 0; i < n; i++) z += weight(c[i].v, mx, 1);
@@ -500,6 +538,7 @@ static size_t candidate_chain(ember_sampler *s, const ember_cand_row *row, doubl
         all = true;
     }
     if (p->min_p > 0) {
+        if (moved && !all && !((double)mx + log((double)p->min_p) > bound)) return 0; /* an unseen token may pass */
         size_t k = min_p_cut(c, n, p->min_p);
         if (k == n && !all) return 0; /* every candidate passes: so might the next token */
         n = k;

@@ -80,12 +80,16 @@ uint32_t ember_sampler_sample(ember_sampler *s, const float *logits);
  *    order) first and then the rest of the row, under the GPU's sum z_t: the row is
  *    needed only when the draw lands past the candidates (their mass is most of it on a
  *    peaked row); not the token ember_sampler_sample would give for the same number.
- * For any other sampler (greedy, a bias, a penalty, top-k above EMBER_CANDIDATES) it is
- * ember_sampler_sample on the row. */
+ *  - with penalties that only lower logits, and top-k or min-p alone: as with a filter,
+ *    the candidates penalized and re-sorted, decided when the set stays above the last
+ *    candidate's raw logit (no other token can enter it).
+ * For any other sampler (greedy, a bias, a raising penalty, penalties with top-p alone or
+ * no filter, top-k above EMBER_CANDIDATES) it is ember_sampler_sample on the row. */
 bool ember_sampler_sample_candidates(ember_sampler *s, const ember_cand_row *row, const float *logits,
                                      uint32_t *token);
-/* Whether a row's candidates may decide this sampler's draw (false: greedy, a bias or a
- * penalty, top-k above EMBER_CANDIDATES: those read the whole row). */
+/* Whether a row's candidates may decide this sampler's draw (false: greedy, a bias, a
+ * penalty beside top-p alone or no filter, a raising penalty, top-k above
+ * EMBER_CANDIDATES: those read the whole row). */
 bool ember_sampler_candidates_may_decide(const ember_sampler *s);
 /* The sampler's temperature (0: greedy). */
 float ember_sampler_temperature(const ember_sampler *s);

@@ -298,9 +298,9 @@ typedef enum ember_sample_from {
     EMBER_SAMPLE_AUTO = 0,         /* candidates on a GPU, whole rows on a CPU device (lavapipe:
                                       there the selection costs more than the host's sampler
                                       on a row it reads in place) */
-    EMBER_SAMPLE_CANDIDATES = 1,   /* a sampler without bias or penalty reads its row's 256
-                                      best candidates, picked on the device, and the row only
-                                      where they do not decide, on any Vulkan device (with
+    EMBER_SAMPLE_CANDIDATES = 1,   /* a sampler without logit bias reads its row's 256 best
+                                      candidates, picked on the device, and the row only where
+                                      they do not decide, on any Vulkan device (with
                                       top-k/top-p/min-p the same tokens as whole rows;
                                       temperature alone the same distribution, not the same
                                       tokens for a seed: docs/sampling.md) */

@@ -326,11 +326,12 @@ static void test_sampling_and_stop(ember_model *m)
  * on the CPU, all read rows. */
 static void test_sampling_paths(ember_model *m, bool gpu, ember_sample_from from)
 {
-    enum { N = 5 };
+    enum { N = 6 };
     static const ember_sampling cases[N] = {
         {.temperature = 1.0f, .top_k = 40, .seed = 1},
         {.temperature = 0.8f, .top_k = 60, .top_p = 0.9f, .min_p = 0.02f, .seed = 2},
         {.temperature = 1.2f, .min_p = 0.2f, .seed = 3},
+        {.temperature = 1.0f, .top_k = 40, .repetition_penalty = 1.3f, .seed = 6}, /* reorders candidates */
         {.temperature = 1.0f, .top_p = 0.999f, .seed = 4}, /* ~all of 512 tokens: past the candidates */
         {.temperature = 0.9f, .seed = 5},                    /* no filter: the whole row */
     };
@@ -362,11 +363,11 @@ static void test_sampling_paths(ember_model *m, bool gpu, ember_sample_from from
     printf("sampling paths (%s, sample_from %d): %llu tokens from candidates, %llu from whole rows\n",
            gpu ? "GPU" : "CPU", (int)from, (unsigned long long)st.sampled_from_candidates,
            (unsigned long long)st.sampled_from_rows);
-    /* Rows: the 5 biased requests and top-p 0.999 (falls back); temperature alone (2
+    /* Rows: the 6 biased requests and top-p 0.999 (falls back); temperature alone (2
      * requests) mostly from candidates. */
     uint64_t total = (2 * N + 1) * 24;
     if (whole_differs)
-        CHECK(st.sampled_from_candidates > 3 * 24 && st.sampled_from_rows >= 6 * 24 &&
+        CHECK(st.sampled_from_candidates > 4 * 24 && st.sampled_from_rows >= 7 * 24 &&
               st.sampled_from_candidates + st.sampled_from_rows == total);
     else
         CHECK(st.sampled_from_candidates == 0 && st.sampled_from_rows == total);

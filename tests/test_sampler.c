@@ -515,9 +515,10 @@ static void make_candidates(const float *l, uint32_t n, float t, ember_cand_row 
 
 /* Two samplers of one seed, one given each row, the other the row's candidates (and the
  * row when they do not decide): the same token every time, so the generator was left
- * untouched where they did not decide. Rows from peaked (scale 10) to flat (scale 0.3).
- * Returns how many of n_rows the candidates decided. For samplers with a filter, or none
- * that candidates may decide. */
+ * untouched where they did not decide. Rows from peaked (scale 10) to flat (scale 0.3);
+ * both accept each token drawn, and the last 8 drawn lead the next row (so that
+ * penalties reorder the best candidates). Returns how many of n_rows the candidates
+ * decided. For samplers with a filter, or none that candidates may decide. */
 static int candidates_vs_rows(const ember_sampling_params *p, uint32_t n_vocab, int n_rows)
 {
     ember_sampler *a, *b;
@@ -528,15 +529,20 @@ static int candidates_vs_rows(const ember_sampling_params *p, uint32_t n_vocab, 
     ember_cand_row *row = malloc(sizeof *row);
     tu_rng r = {77};
     int decided = 0, differ = 0;
+    uint32_t recent[8] = {0};
     for (int k = 0; k < n_rows; k++) {
         static const float scales[] = {10, 3, 1, 0.3f};
         float sc = scales[k % 4];
         for (uint32_t i = 0; i < n_vocab; i++) l[i] = sc * (tu_uniform(&r, -1, 1) + tu_uniform(&r, -1, 1));
+        for (int j = 0; j < 8 && j < k; j++) l[recent[j]] = 2.5f * sc - 0.1f * (float)j;
         make_candidates(l, n_vocab, p->temperature > 0 ? p->temperature : 1, row);
         uint32_t want = ember_sampler_sample(a, l), got;
         if (ember_sampler_sample_candidates(b, row, NULL, &got)) decided++;
         else CHECK(ember_sampler_sample_candidates(b, row, l, &got)); /* with the row: decided */
         differ += got != want;
+        ember_sampler_accept(a, want);
+        ember_sampler_accept(b, got);
+        recent[k % 8] = want;
     }
     CHECKF(differ == 0, "%d of %d rows differ (temp %g top_k %u top_p %g min_p %g)", differ, n_rows, p->temperature,
            p->top_k, p->top_p, p->min_p);
@@ -562,7 +568,12 @@ static void test_candidates(void)
         {{.temperature = 0.8f, .top_p = 0.95f}, N / 4, N - N / 4},       /* peaked rows yes, flat no */
         {{.temperature = 1.3f, .min_p = 0.1f}, N / 4, N - N / 4},
         {{.temperature = 1, .top_p = 0.5f, .min_p = 0.01f}, N / 4, N},
-        {{.temperature = 1, .top_k = 40, .repetition_penalty = 1.1f}, 0, 0},
+        {{.temperature = 1, .top_k = 40, .repetition_penalty = 1.3f}, N - N / 4, N},   /* reorders */
+        {{.temperature = 0.9f, .top_k = 20, .top_p = 0.8f, .frequency_penalty = 0.5f, .presence_penalty = 0.5f},
+         N - N / 4, N},
+        {{.temperature = 1.2f, .min_p = 0.1f, .repetition_penalty = 1.5f}, N / 4, N - N / 4},
+        {{.temperature = 1, .top_p = 0.9f, .frequency_penalty = 0.5f}, 0, 0},  /* top-p alone: the row's sum */
+        {{.temperature = 1, .top_k = 40, .repetition_penalty = 0.8f}, 0, 0},   /* raises logits */
         {{.temperature = 0, .top_k = 40}, 0, 0},                         /* greedy: the argmax */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
