@@ -146,6 +146,11 @@ char *srv_metrics_render(srv_metrics *m, ember_engine *e, size_t *len)
     metric(&o, "ember_prefix_cache_hit_tokens_total", "counter", "Prompt tokens served from the prefix cache.",
            st.prefix_hit_tokens);
     metric(&o, "ember_preemptions_total", "counter", "Requests preempted and recomputed.", st.preemptions);
+    put(&o, "# HELP ember_sampled_tokens_total Tokens sampled (not greedy), by what the host read: the "
+            "row's best candidates picked on the GPU, or its whole row of logits.\n"
+            "# TYPE ember_sampled_tokens_total counter\n"
+            "ember_sampled_tokens_total{from=\"candidates\"} %llu\nember_sampled_tokens_total{from=\"rows\"} %llu\n",
+        (unsigned long long)st.sampled_from_candidates, (unsigned long long)st.sampled_from_rows);
     pthread_mutex_lock(&m->mu);
     srv_metrics c = *m; /* a consistent copy; its mutex is not used */
     pthread_mutex_unlock(&m->mu);

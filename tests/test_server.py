@@ -147,7 +147,8 @@ METRICS = ["ember_requests_running", "ember_requests_waiting", "ember_kv_blocks_
            "ember_time_to_first_token_seconds_count", "ember_inter_token_latency_seconds_count",
            "ember_e2e_request_latency_seconds_count", "ember_prompt_tokens_total", "ember_generation_tokens_total",
            "ember_prefix_cache_hit_tokens_total", "ember_preemptions_total", "ember_spec_draft_tokens_total",
-           "ember_spec_accepted_tokens_total"]
+           "ember_spec_accepted_tokens_total", 'ember_sampled_tokens_total{from="candidates"}',
+           'ember_sampled_tokens_total{from="rows"}']
 
 
 FINISH_REASONS = ["length", "eos", "stop", "cancelled", "error", "kv_full", "context"]
@@ -158,6 +159,9 @@ def test_metric_names(s):
     missing = [k for k in METRICS if k not in m]
     check(not missing and m["ember_e2e_request_latency_seconds_count"] > 0 and m["ember_generation_tokens_total"] > 0,
           f"/metrics has every name the issue lists (missing: {missing})")
+    sampled = m.get('ember_sampled_tokens_total{from="candidates"}', 0) + m.get('ember_sampled_tokens_total{from="rows"}', 0)
+    check(0 < sampled <= m["ember_generation_tokens_total"],
+          f"sampled tokens ({sampled:.0f}) counted, at most the tokens generated")
     finished = {r: m.get(f'ember_requests_finished_total{{reason="{r}"}}') for r in FINISH_REASONS}
     check(None not in finished.values() and finished["length"] > 0 and
           sum(finished.values()) == m["ember_e2e_request_latency_seconds_count"],
