@@ -39,7 +39,8 @@ typedef struct ember_vk_caps {
     uint32_t max_push;                  /* maxPushConstantsSize */
     uint32_t max_wg_invocations;
     uint32_t max_wg_pinned;             /* ... of a pipeline pinned to subgroup_size (at most
-                                           maxComputeWorkgroupSubgroups subgroups) */
+                                           maxComputeWorkgroupSubgroups subgroups); never
+                                           above max_wg_invocations */
     uint32_t max_wg_count[3];
     uint32_t max_texel_elements;        /* maxTexelBufferElements */
     uint64_t min_texel_align;           /* minTexelBufferOffsetAlignment */

@@ -154,7 +154,7 @@ static uint32_t row_wg(const ember_kernels *k)
 static uint32_t topk_wg(const ember_kernels *k)
 {
     uint32_t wg = 256;
-    while (wg > 1 && (wg > k->caps.max_wg_pinned || wg > k->caps.max_wg_invocations)) wg /= 2;
+    while (wg > 1 && wg > k->caps.max_wg_pinned) wg /= 2; /* at most max_wg_invocations (vk_caps.h) */
     return wg;
 }
 
@@ -258,7 +258,7 @@ static void describe_row(const ember_kernels *k, uint32_t id, job *j)
     };
     uint32_t i = id - PIPE_EMBED;
     j->sp[0] = (ember_vk_spec){0, r[i].wg};
-    j->sp[1] = (ember_vk_spec){1, EMBER_CANDIDATES};
+    if (id == PIPE_TOPK) j->sp[1] = (ember_vk_spec){1, EMBER_CANDIDATES};
     snprintf(j->name, sizeof j->name, "%s", r[i].name);
     set_desc(j, r[i].code, r[i].bindings, NULL, r[i].push, id == PIPE_TOPK ? 2 : 1);
 }
