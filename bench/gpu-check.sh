@@ -511,19 +511,23 @@ bench_sampled() { # NAME FILE
   log "$name: sampled decode, 64 streams: ${SAMPLED_RESULT[$name]}"
 }
 
-# The linear kernel at each tile shape (lane groups per workgroup x rows per tile), for
-# Q8_0 and Q4_K at an 8B model's decode and prompt shapes: what the device's defaults
-# should be (test_kernels bench; ember_kernels_opts.linear_groups/.linear_rows).
+# The linear kernel at each tile shape (lanes a tile x lane groups per workgroup x rows
+# per tile), for Q8_0 and Q4_K at an 8B model's decode and prompt shapes: what the
+# device's defaults should be (test_kernels bench; ember_kernels_opts.linear_lanes/
+# .linear_groups/.linear_rows; the lanes' default is engine/gpu/device_table.c's).
 bench_shapes() {
   local tk=$BUILD/ember/tests/test_kernels out=$BUILD/shapes.txt shapes=4096x4096x1,14336x4096x1,4096x4096x512
   [ "$SMALL" = 1 ] && shapes=1024x1024x1,1024x1024x64
   [ -x "$tk" ] || { log "shapes: no $tk (tests not built)"; return 0; }
-  if EMBER_VALIDATION=0 EMBER_BENCH_TYPES=q8_0,q4_k EMBER_BENCH_SHAPES=$shapes EMBER_BENCH_GROUPS=1,2,4,8,16 \
-       EMBER_BENCH_ROWS=8,16 "$tk" bench >"$out" 2>&1; then
+  if EMBER_VALIDATION=0 EMBER_BENCH_TYPES=q8_0,q4_k EMBER_BENCH_SHAPES=$shapes EMBER_BENCH_GROUPS=1,2,4,8 \
+       EMBER_BENCH_ROWS=8,16 EMBER_BENCH_LANES=8,16,32,64 "$tk" bench >"$out" 2>&1; then
     SHAPES_DONE=1; log "shapes: $(grep -c ' n_tok ' "$out") cases ($out)"
   else
     log "FAILED: test_kernels bench ($out)"
   fi
+  # Q8_0 by integer dot products (ember_kernels_opts.int_dot), at the device's tile shapes
+  EMBER_VALIDATION=0 EMBER_BENCH_TYPES=q8_0 EMBER_BENCH_SHAPES=$shapes EMBER_BENCH_IDOT=1 \
+    "$tk" bench >>"$out" 2>&1 || log "FAILED: test_kernels bench with EMBER_BENCH_IDOT=1 ($out)"
 }
 
 # The fixed costs of a decode step: ms a token on stories260K's shape (5 layers, dim 64).

@@ -152,7 +152,8 @@ typedef struct ember_model ember_model;
  * instance or device then and never destroys these: they must outlive the model.
  * The device must support Vulkan 1.2 and the queue family compute; Ember reads which
  * optional features the application enabled (16-bit and 8-bit storage, shaderFloat16,
- * shaderInt8) from enabled_features and uses only those. docs/embedding.md. */
+ * shaderInt8, shaderIntegerDotProduct) from enabled_features and uses only those.
+ * docs/embedding.md. */
 typedef struct ember_vulkan_device {
     void *instance;               /* VkInstance */
     void *physical_device;        /* VkPhysicalDevice */

@@ -25,8 +25,8 @@ static void query_features(VkPhysicalDevice phys, ember_vk_caps *c)
     VkPhysicalDeviceVulkan11Features f11 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
                                             .pNext = &f12};
     VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f11};
-    bool dot_known = c->api_version >= VK_API_VERSION_1_3 ||
-                     has_extension(phys, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+    /* The extension, not 1.3 core: Ember's instance is Vulkan 1.2 (vk_device.c enables it). */
+    bool dot_known = has_extension(phys, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
     if (dot_known) f12.pNext = &dot;
     /* Ember's instance is Vulkan 1.2, so size control is the extension's even on 1.3. */
     VkPhysicalDeviceSubgroupSizeControlFeaturesEXT sc = {
@@ -41,6 +41,7 @@ static void query_features(VkPhysicalDevice phys, ember_vk_caps *c)
     c->timeline_semaphore = f12.timelineSemaphore;
     c->storage16 = f11.storageBuffer16BitAccess;
     c->int_dot = dot_known && dot.shaderIntegerDotProduct;
+    c->int_dot_accel &= c->int_dot; /* properties: earlier */
     c->coop_matrix = has_extension(phys, "VK_KHR_cooperative_matrix");
     c->subgroup_size_control = c->api_version >= VK_API_VERSION_1_3 ||
                                has_extension(phys, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
@@ -56,11 +57,16 @@ static void query_properties(VkPhysicalDevice phys, ember_vk_caps *c)
     VkPhysicalDeviceSubgroupSizeControlPropertiesEXT sc = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES_EXT};
     bool sc_ext = has_extension(phys, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+    VkPhysicalDeviceShaderIntegerDotProductProperties dot = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES};
+    bool dot_ext = has_extension(phys, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
     if (p.properties.apiVersion >= VK_API_VERSION_1_2) {
         p.pNext = &p11;
         if (sc_ext) p11.pNext = &sc;
+        if (dot_ext) dot.pNext = p11.pNext, p11.pNext = &dot;
         vkGetPhysicalDeviceProperties2(phys, &p);
     }
+    c->int_dot_accel = dot.integerDotProduct4x8BitPackedSignedAccelerated; /* features: later */
     const VkPhysicalDeviceLimits *l = &p.properties.limits;
 
     snprintf(c->device_name, sizeof c->device_name, "%s", p.properties.deviceName);

@@ -19,7 +19,11 @@ typedef struct ember_vk_caps {
     bool int8_arith;                    /* shaderInt8 */
     bool storage8, storage16;           /* 8/16-bit storage buffer access */
     bool timeline_semaphore;            /* timelineSemaphore (a host's step ordering) */
-    bool int_dot;                       /* shaderIntegerDotProduct */
+    bool int_dot;                       /* shaderIntegerDotProduct (VK_KHR_shader_integer_
+                                           dot_product, which Ember enables) */
+    bool int_dot_accel;                 /* ... and packed signed 4x8 dot products faster than
+                                           their emulation (integerDotProduct4x8Bit-
+                                           PackedSignedAccelerated) */
     bool coop_matrix;                   /* VK_KHR_cooperative_matrix present */
     uint32_t subgroup_size;             /* default subgroup size */
     bool subgroup_arith;                /* subgroupAdd etc. in compute */

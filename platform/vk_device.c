@@ -210,6 +210,11 @@ static ember_status create_device(ember_vk *vk, ember_err *err)
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT,
         .subgroupSizeControl = VK_TRUE, .computeFullSubgroups = VK_TRUE};
     if (c->subgroup_pin) f12.pNext = &sc;
+    /* Integer dot products (linear.comp's INT_DOT Q8_0 variant). */
+    VkPhysicalDeviceShaderIntegerDotProductFeatures dot = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES,
+        .shaderIntegerDotProduct = VK_TRUE};
+    if (c->int_dot) dot.pNext = f12.pNext, f12.pNext = &dot;
     VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f11};
     float prio = 1.0f;
     VkDeviceQueueCreateInfo q = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
@@ -217,10 +222,11 @@ static ember_status create_device(ember_vk *vk, ember_err *err)
                                  .pQueuePriorities = &prio};
     /* A non-conformant implementation (MoltenVK) that offers VK_KHR_portability_subset
      * must have it enabled (the spec requires it). */
-    const char *exts[2];
+    const char *exts[3];
     uint32_t n_exts = 0;
     if (device_has_extension(vk->phys, "VK_KHR_portability_subset")) exts[n_exts++] = "VK_KHR_portability_subset";
     if (c->subgroup_pin) exts[n_exts++] = VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME;
+    if (c->int_dot) exts[n_exts++] = VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME;
     VkDeviceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &f,
                              .queueCreateInfoCount = 1, .pQueueCreateInfos = &q,
                              .enabledExtensionCount = n_exts, .ppEnabledExtensionNames = exts};
@@ -237,7 +243,7 @@ static ember_status create_device(ember_vk *vk, ember_err *err)
  * application passes its VkPhysicalDeviceFeatures2 chain. */
 static void mask_enabled_features(ember_vk_caps *c, const void *chain)
 {
-    bool fp16 = false, int8 = false, s8 = false, s16 = false, timeline = false, pin = false;
+    bool fp16 = false, int8 = false, s8 = false, s16 = false, timeline = false, pin = false, idot = false;
     for (const VkBaseInStructure *p = chain; p; p = p->pNext) {
         switch (p->sType) {
         case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES:
@@ -258,6 +264,12 @@ static void mask_enabled_features(ember_vk_caps *c, const void *chain)
         }
         case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES:
             timeline |= ((const VkPhysicalDeviceTimelineSemaphoreFeatures *)p)->timelineSemaphore;
+            break;
+        case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES: /* and the extension */
+            idot |= ((const VkPhysicalDeviceShaderIntegerDotProductFeatures *)p)->shaderIntegerDotProduct;
+            break;
+        case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES:
+            idot |= ((const VkPhysicalDeviceVulkan13Features *)p)->shaderIntegerDotProduct;
             break;
         case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES:
             s16 |= ((const VkPhysicalDevice16BitStorageFeatures *)p)->storageBuffer16BitAccess;
@@ -280,6 +292,8 @@ static void mask_enabled_features(ember_vk_caps *c, const void *chain)
     c->storage16 &= s16;
     c->timeline_semaphore &= timeline;
     c->subgroup_pin &= pin;
+    c->int_dot &= idot;
+    c->int_dot_accel &= idot;
 }
 
 static ember_status adopt_host_device(ember_vk *vk, const ember_vulkan_device *h, ember_err *err)

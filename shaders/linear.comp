@@ -1,25 +1,28 @@
 #version 450
 // linear.comp — y = W x for n_tok rows of x, every shape from the decode mat-vec to the
-// prefill mat-mat. A tile is TN = 8*RPL rows x TM tokens, owned by a group of NPART = 8
-// lanes; lane p accumulates partial p (units p, p+8, ...) of all TN*TM outputs in
-// registers, so every weight load serves TM tokens and every x load TN rows; the partials
-// are then combined in the fixed order of linear.glsl, lane p ending with rows p, p+8, ..
-// of each token, and the 8 lanes store the tile together. A workgroup holds NG tiles
+// prefill mat-mat. A tile is TN = 8*RPL rows x TM tokens, owned by a group of NPART lanes
+// (8, 16, 32 or 64); lane p accumulates partial p (units p, p+NPART, ...) of all TN*TM
+// outputs in registers, so every weight load serves TM tokens and every x load TN rows,
+// and the lanes of a group read consecutive units of a row; the partials are then
+// combined in the fixed order of linear.glsl and the lanes store the tile together. A workgroup holds NG tiles
 // (consecutive row tiles) and loops over its tpw tokens TM at a time, so the weights of
 // its rows are read from memory once and from cache for the other token groups (a decode
 // batch costs about one weight read); workgroups along y take further token ranges. The host picks TM, NG, UNROLL and tpw: none of them changes the bits of
 // an output (see linear.glsl).
 //
-// Defines: DT_F32 | DT_F16 | DT_Q8 | DT_BLOCK + BLK_<type>, TEXEL, GENERIC, SUBGROUP (see
-// linear.glsl). Needs cols % UNIT == 0; the host uses GENERIC (UNIT 1) for F32/F16 rows
+// Defines: DT_F32 | DT_F16 | DT_Q8 | DT_BLOCK + BLK_<type>, TEXEL, GENERIC, SUBGROUP,
+// INT_DOT (DT_Q8 only; see linear.glsl). Needs cols % UNIT == 0; the host uses GENERIC (UNIT 1) for F32/F16 rows
 // that are not.
 #extension GL_EXT_control_flow_attributes : require
 #ifdef SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #endif
+#ifdef INT_DOT
+#extension GL_EXT_spirv_intrinsics : require
+#endif
 
-layout(local_size_x_id = 0) in;                 // NG * NPART
+layout(local_size_x_id = 0) in;                 // NG * NPART (NPART: constant 6, linear.glsl)
 layout(constant_id = 1) const uint RPL = 1;     // rows per lane at the end: 1 or 2
 layout(constant_id = 2) const uint TM = 1;      // tokens per tile
 layout(constant_id = 3) const uint NG = 1;      // tiles per workgroup
@@ -28,8 +31,13 @@ layout(constant_id = 5) const uint NORM = 0;    // 1: x is RMS-normalised as it 
 
 #include "linear.glsl"
 
-const uint TN = NPART * RPL;  // rows per tile: lane p stores rows p + 8i
+const uint TN = 8u * RPL;  // rows per tile
 const uint HR = TN / 2;
+// The subgroup combine (combine_group) reduces GR rows at a time, NGRP groups; S lanes
+// end up with each row.
+const uint GR = TN < NPART ? TN : NPART;
+const uint NGRP = TN / GR;
+const uint S = NPART / GR;
 
 // Elements of a weight binding per row (WPE columns each), and floats per x element.
 #if defined(GENERIC)
@@ -50,7 +58,7 @@ const uint HR = TN / 2;
 
 float acc[TN][TM];  // this lane's partial of each output, then the combined sums
 uint base[TN];      // first weight element of each tile row (DT_BLOCK: its first byte)
-uint sbase[TN];     // Q8_0: this lane's first scales texel of each tile row
+uint sbase[TN];     // Q8_0: the first scales texel of this lane's list of each tile row
 uvec4 sq[TN];       // Q8_0: this lane's scales of 8 blocks of each tile row
 uint xb[TM];        // first x element of each tile token
 float rn[TM];       // NORM: 1 / sqrt(mean(x^2) + eps) of each tile token
@@ -143,15 +151,46 @@ void unit(uint j)
 {
     for (uint i = 0; i < BLK_RUN; i += SPAN) span(j * BLK_RUN + i);
 }
-#elif defined(DT_Q8)
-// Block u in two 16-quant halves: the block sum s runs on across them in column order,
-// then acc = acc + d*s. The lane's blocks are u = p + 8j; its scales come eight blocks
-// per fetch (q8_scales.glsl), fetched when j reaches a multiple of 8 (the same j in all
-// lanes of the group, so the branch is uniform).
+#elif defined(DT_Q8) && defined(INT_DOT)
+// Block u against x quantized to int8 per token and block as the lane loads it (quant_x8,
+// linear.glsl; once for all TN rows): s = sum q*qx exactly, in 8 packed 4x8 integer dot
+// products, then acc = acc + (d * dx) * s. Scales fetched as in the float unit below.
 void unit(uint u)
 {
     uint j = u >> 3;
-    if ((j & 7u) == 0u)
+    if ((j & 7u) < NPART / 8u)
+        [[unroll]] for (uint r = 0; r < TN; r++) sq[r] = r < HR ? sq0(sbase[r] + (j >> 3)) : sq1(sbase[r] + (j >> 3));
+    uint xq[TM][8];
+    float dx[TM];
+    [[unroll]] for (uint t = 0; t < TM; t++) {
+        vec4 xv[8];
+        [[unroll]] for (uint v = 0; v < 8u; v++) xv[v] = xrow4(t, u * 8u + v);
+        dx[t] = quant_x8(xv, xq[t]);
+    }
+    [[unroll]] for (uint r = 0; r < TN; r++) {
+        uvec4 q0 = r < HR ? wq0(base[r] + 2u * u) : wq1(base[r] + 2u * u);
+        uvec4 q1 = r < HR ? wq0(base[r] + 2u * u + 1u) : wq1(base[r] + 2u * u + 1u);
+        float d = unpackHalf2x16(sq[r][(j >> 1) & 3u])[j & 1u];
+        [[unroll]] for (uint t = 0; t < TM; t++) {
+            int s = sdot(q0.x, xq[t][0], 0) + sdot(q0.y, xq[t][1], 0) + sdot(q0.z, xq[t][2], 0) +
+                    sdot(q0.w, xq[t][3], 0) + sdot(q1.x, xq[t][4], 0) + sdot(q1.y, xq[t][5], 0) +
+                    sdot(q1.z, xq[t][6], 0) + sdot(q1.w, xq[t][7], 0);
+            precise float f = (d * dx[t]) * float(s);
+            precise float a = acc[r][t] + f;
+            acc[r][t] = a;
+        }
+    }
+}
+#elif defined(DT_Q8)
+// Block u in two 16-quant halves: the block sum s runs on across them in column order,
+// then acc = acc + d*s. The lane's blocks are u = p + NPART*i; the scale of block u is
+// half j & 7 of texel j >> 3 of list u & 7, j = u >> 3 (q8_scales.glsl), fetched when j
+// enters a new texel: j & 7 below NPART/8 (the same i in all lanes of the group, so the
+// branch is uniform).
+void unit(uint u)
+{
+    uint j = u >> 3;
+    if ((j & 7u) < NPART / 8u)
         [[unroll]] for (uint r = 0; r < TN; r++) sq[r] = r < HR ? sq0(sbase[r] + (j >> 3)) : sq1(sbase[r] + (j >> 3));
     float s[TN][TM];
     [[unroll]] for (uint h = 0; h < 2u; h++) {
@@ -202,8 +241,8 @@ void unit(uint u)
 shared float nred[NG * NPART];
 #endif
 
-// NORM: rn[t] for each tile token. Lane p sums the squares of the row's vec4s p, p+8, ..
-// in column order; the 8 partials are combined in combine8's order (linear.glsl). So the
+// NORM: rn[t] for each tile token. Lane p sums the squares of the row's vec4s p,
+// p+NPART, .. in column order; the partials are combined as combine_parts does. So the
 // scale is a function of the row alone, the same bits in every tile shape. The shared-
 // memory variant is called by every invocation (its barriers).
 void tile_norms(uint lane)
@@ -216,14 +255,14 @@ void tile_norms(uint lane)
             ss = dot4(v, v, ss);
         }
 #ifdef SUBGROUP
-        ss = lane_sum8(ss);
+        ss = lane_sum(ss);
 #else
         uint k = gl_LocalInvocationID.x / NPART;
         nred[k * NPART + lane] = ss;
         barrier();
-        float a[NPART];
-        [[unroll]] for (uint q = 0; q < NPART; q++) a[q] = nred[k * NPART + q];
-        ss = combine8(a);
+        float a[64];
+        [[unroll]] for (uint q = 0; q < 64u; q++) a[q] = q < NPART ? nred[k * NPART + q] : 0.0;
+        ss = combine_parts(a);
         barrier();
 #endif
         rn[t] = 1.0 / sqrt(ss / float(pc.cols) + pc.eps);
@@ -242,7 +281,7 @@ void tile_partial(uint g, uint lane, uint tok0)
 #else
         base[r] = row * (pc.cols / WPE);
 #endif
-        sbase[r] = (row * 8u + lane) * (q8_lane_halves(pc.cols) / 8u);
+        sbase[r] = (row * 8u + (lane & 7u)) * (q8_lane_halves(pc.cols) / 8u);
         [[unroll]] for (uint t = 0; t < TM; t++) acc[r][t] = 0.0;
     }
     [[unroll]] for (uint t = 0; t < TM; t++)
@@ -251,7 +290,7 @@ void tile_partial(uint g, uint lane, uint tok0)
     if (NORM != 0u) tile_norms(lane);
 #endif
 #ifdef DT_BLOCK
-    uint units = pc.cols / (UNIT * BLK_RUN), u = lane;  // runs: partial `lane` takes runs lane, lane + 8, ..
+    uint units = pc.cols / (UNIT * BLK_RUN), u = lane;  // runs: partial `lane` takes runs lane, lane + NPART, ..
 #else
     uint units = pc.cols / UNIT, u = lane;
 #endif
@@ -279,9 +318,35 @@ shared float red[NG * TN * TM * NPART];
 // The baseline's combine: partials through shared memory, the same tree per output.
 float combine_shared(uint k, uint r, uint t)
 {
-    float a[NPART];
-    [[unroll]] for (uint q = 0; q < NPART; q++) a[q] = red[((k * TN + r) * TM + t) * NPART + q];
-    return combine8(a);
+    float a[64];
+    [[unroll]] for (uint q = 0; q < 64u; q++) a[q] = q < NPART ? red[((k * TN + r) * TM + t) * NPART + q] : 0.0;
+    return combine_parts(a);
+}
+#else
+// The sums of rows i*GR .. i*GR + GR-1 of tile token t (literal loop bounds, as in
+// combine_parts): a butterfly over the group's
+// lanes pairing them as combine_parts pairs partials, p^(NPART/2) first. The first
+// log2(GR) steps halve the rows each lane keeps (its upper half where its bit is set),
+// the rest add whole sums. Lane p ends with row i*GR + p/S, the same bits in each of its
+// S lanes (IEEE addition is commutative). The halving steps are combine_parts' heap:
+// node j of level n (n rows kept) from nodes j + n and j + 2n, lanes m = n*S apart.
+float combine_group(uint i, uint t, uint p)
+{
+    float h[32];  // GR <= 16
+    [[unroll]] for (uint r = 0; r < 16u; r++)
+        if (r < GR) h[GR + r] = acc[i * GR + r][t];
+    [[unroll]] for (uint k = 0; k < 15u; k++) {
+        uint j = 15u - k, n = 1u << findMSB(j), m = n * S;
+        if (j >= GR) continue;
+        bool hi = (p & m) != 0u;
+        precise float s = (hi ? h[j + 2u * n] : h[j + n]) + subgroupShuffleXor(hi ? h[j + n] : h[j + 2u * n], m);
+        h[j] = s;
+    }
+    precise float r = h[1];
+    if (S >= 8u) r = r + subgroupShuffleXor(r, 4u);
+    if (S >= 4u) r = r + subgroupShuffleXor(r, 2u);
+    if (S >= 2u) r = r + subgroupShuffleXor(r, 1u);
+    return r;
 }
 #endif
 
@@ -301,19 +366,16 @@ void main()
         for (uint tok0 = tok_begin; tok0 < tok_end; tok0 += TM) {
             tile_partial(g, p, tok0);
             [[unroll]] for (uint t = 0; t < TM; t++) {
-                float sum[RPL];
-                [[unroll]] for (uint i = 0; i < RPL; i++) {
-                    float v[NPART];
-                    [[unroll]] for (uint r = 0; r < NPART; r++) v[r] = acc[i * NPART + r][t];
-                    sum[i] = combine_lanes(v, p);
-                }
-                // SWIGLU: up row r + HR is in lane p^4 (RPL 1) or in this lane's next row.
-                if (RPL == 1u) {
-                    float up = pc.mode == MODE_SWIGLU ? subgroupShuffleXor(sum[0], 4u) : 0.0;
-                    store_row(g, tok0 + t, p, sum[0], up);
+                float sum[2];  // NGRP <= 2
+                [[unroll]] for (uint i = 0; i < 2u; i++) sum[i] = i < NGRP ? combine_group(i, t, p) : 0.0;
+                // SWIGLU: up row r + HR is in lane p ^ (HR*S) (one group) or in this lane's
+                // other group (two: then S is 1).
+                if (NGRP == 1u) {
+                    float up = pc.mode == MODE_SWIGLU ? subgroupShuffleXor(sum[0], HR * S) : 0.0;
+                    if (p % S == 0u) store_row(g, tok0 + t, p / S, sum[0], up);
                 } else {
-                    [[unroll]] for (uint i = 0; i < RPL; i++)
-                        store_row(g, tok0 + t, i * NPART + p, sum[i], sum[(i + RPL / 2u) % RPL]);
+                    [[unroll]] for (uint i = 0; i < 2u; i++)
+                        store_row(g, tok0 + t, i * GR + p, sum[i], sum[1u - i]);
                 }
             }
         }
@@ -329,8 +391,7 @@ void main()
         barrier();
         if (g * pc.step < pc.n_out) {
             [[unroll]] for (uint t = 0; t < TM; t++)
-                [[unroll]] for (uint i = 0; i < RPL; i++) {
-                    uint r = i * NPART + p;
+                for (uint r = p; r < TN; r += NPART) {
                     bool swiglu = pc.mode == MODE_SWIGLU;
                     if (swiglu && r >= HR) continue;
                     float up = swiglu ? combine_shared(k, r + HR, t) : 0.0;

@@ -14,15 +14,18 @@
 // shape, the subgroup size or the variant (texel/storage, subgroup/shared memory). So:
 //  - a row is cut into units (F32: 4 columns, F16: 8, Q8_0: one 32-block, GENERIC: 1,
 //    a block type: 32 values in codes form, blocks.glsl);
-//  - NPART = 8 partial sums; partial p takes units p, p+8, p+16, ... in that order (a
-//    block type with runs of R units, blocks.glsl: runs p, p+8, ..., each run's R units
-//    in order);
+//  - NPART partial sums (8, 16, 32 or 64: a device-wide choice, the same for every
+//    dispatch of a model, kernels.c); partial p takes units p, p+NPART, p+2*NPART, ... in
+//    that order (a block type with runs of R units, blocks.glsl: runs p, p+NPART, ...,
+//    each run's R units in order);
 //  - within a unit, columns are accumulated in order, a = a + w*x with the product
 //    rounded (Q8_0: the block's s = sum q_i x_i from 0 in column order, then
 //    partial = partial + d*s; a block type: per half unit s = sum q*x and sx = sum x in
 //    column order, then partial = partial + ((a0*s0 + b0*sx0) + (a1*s1 + b1*sx1)); codes
 //    in place: q*2^(8k) times x*2^(-8k), the same product);
-//  - the partials are combined by one tree: ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)).
+//  - the partials are combined by one tree, pairing partials NPART/2 apart, then NPART/4,
+//    ..., then 1 (combine_parts; NPART 8: ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7))).
+// Another NPART is another order, so other bits: a device keeps one NPART for all.
 // Every product and sum is `precise` (NoContraction): the compiler may neither fuse a
 // multiply into an add nor reassociate. fma() is not used: lavapipe lowers it to
 // llvm.fmuladd, which LLVM fuses in some places and not in others, so the same fma()
@@ -39,7 +42,9 @@
 // SWIGLU binds the parts holding gate row i and up row i + h, step = TN/2, so one tile
 // holds matching gate and up rows even when they live in different parts.
 
-#define NPART 8u
+// Lanes per tile, the partials of an output (kernels.c: from the device table). Wider
+// groups read longer runs of a row per load, as 32- and 64-lane GPUs like.
+layout(constant_id = 6) const uint NPART = 8;
 
 #define MODE_STORE 0u
 #define MODE_ADD 1u
@@ -157,6 +162,35 @@ vec4 i8x4(uint w)
     return vec4(ivec4(int(w << 24), int(w << 16), int(w << 8), int(w)) >> 24);
 }
 
+#ifdef INT_DOT
+// OpSDot (SPV_KHR_integer_dot_product; Debian 12's glslang has no GLSL name for it): the
+// sum of the products of the four int8 of a and b, packed_4x8 = 0 (PackedVectorFormat4x8Bit).
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
+int sdot(uint a, uint b, spirv_literal int packed_4x8);
+
+// A 32-value block of x as int8, four a word: q = clamp(roundEven(x / 2^e), -127, 127),
+// 2^e the power of two that puts the block's largest magnitude in [64, 128); returns 2^e
+// (0 for a block below 2^-120: all q zero; amax itself when it is inf or NaN, so the
+// output is too). Scaling by a power of two is exact, so every device, and the CPU
+// reference, round x alike; the block keeps 7-8 bits of x.
+float quant_x8(vec4 xv[8], out uint q[8])
+{
+    float amax = 0.0;
+    [[unroll]] for (uint v = 0; v < 8u; v++) {
+        vec4 a = abs(xv[v]);
+        amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
+    }
+    uint eb = floatBitsToUint(amax) >> 23;  // biased exponent: amax in [2^(eb-127), 2^(eb-126))
+    bool zero = eb < 7u || eb == 255u;
+    float inv = zero ? 0.0 : uintBitsToFloat((260u - eb) << 23);  // 2^-e, e = eb - 133
+    [[unroll]] for (uint v = 0; v < 8u; v++) {
+        ivec4 b = ivec4(clamp(roundEven(xv[v] * inv), -127.0, 127.0)) & 255;
+        q[v] = uint(b.x | (b.y << 8) | (b.z << 16) | (b.w << 24));
+    }
+    return eb == 255u ? amax : zero ? 0.0 : uintBitsToFloat((eb - 6u) << 23);
+}
+#endif
+
 // ---- the fixed order of one unit -------------------------------------------------------
 // a + w.x in column order, each product rounded, then each sum.
 float dot4(vec4 w, vec4 x, float a)
@@ -174,46 +208,40 @@ float mul_add(float w, float x, float a)
     return r;
 }
 
-// The tree that combines the NPART partials of one output (a[p] = partial p).
-float combine8(float a[NPART])
+// The tree that combines the NPART partials of one output (a[p] = partial p, p < NPART):
+// partials NPART/2 apart first, then NPART/4, ..., 1. Written as a heap, h[NPART + p] =
+// a[p] and node i of level n (n <= i < 2n, n a power of two) the sum of nodes i + n and
+// i + 2n of the level below. Every loop here has a literal bound and tests NPART inside:
+// lavapipe kept loops bounded by the specialization constant, indexing these arrays (and
+// the accumulators) at run time, 2.5x slower (measured).
+float combine_parts(float a[64])
 {
-    precise float l = (a[0] + a[4]) + (a[2] + a[6]);
-    precise float h = (a[1] + a[5]) + (a[3] + a[7]);
-    precise float r = l + h;
-    return r;
+    float h[128];
+    [[unroll]] for (uint q = 0; q < 64u; q++)
+        if (q < NPART) h[NPART + q] = a[q];
+    [[unroll]] for (uint k = 0; k < 63u; k++) {
+        uint i = 63u - k, n = 1u << findMSB(i);
+        if (i >= NPART) continue;
+        precise float s = h[i + n] + h[i + 2u * n];
+        h[i] = s;
+    }
+    return h[1];
 }
 
 #ifdef SUBGROUP
-// combine8 of one value per lane of an aligned lane group, returned to all of them: a
-// butterfly pairing lanes p and p^4, then p^2, then p^1 as combine8 pairs partials; IEEE
-// addition is commutative, so every lane gets combine8's bits.
-float lane_sum8(float v)
+// combine_parts of one value per lane of an aligned group of NPART lanes, returned to all
+// of them: a butterfly pairing lanes p and p^(NPART/2), then p^(NPART/4), ..., as
+// combine_parts pairs partials; IEEE addition is commutative, so every lane gets its bits.
+float lane_sum(float v)
 {
-    precise float a = v + subgroupShuffleXor(v, 4u);
-    precise float b = a + subgroupShuffleXor(a, 2u);
-    precise float c = b + subgroupShuffleXor(b, 1u);
-    return c;
-}
-
-// combine8 of NPART outputs at once across the NPART lanes of an aligned lane group
-// (v[j]: this lane's partial of output j): a butterfly that halves the outputs each lane
-// keeps at every step, pairing lanes p and p^4, then p^2, then p^1 exactly as combine8
-// pairs partials (IEEE addition is commutative, so both lanes of a pair get the same
-// bits). Lane p ends with the sum of output p. 7 shuffles for 8 outputs.
-float combine_lanes(float v[NPART], uint p)
-{
-    bool b2 = (p & 4u) != 0u, b1 = (p & 2u) != 0u, b0 = (p & 1u) != 0u;
-    float u[4], w[2];
-    [[unroll]] for (uint k = 0; k < 4u; k++) {
-        precise float s = (b2 ? v[k + 4u] : v[k]) + subgroupShuffleXor(b2 ? v[k] : v[k + 4u], 4u);
-        u[k] = s;
-    }
-    [[unroll]] for (uint k = 0; k < 2u; k++) {
-        precise float s = (b1 ? u[k + 2u] : u[k]) + subgroupShuffleXor(b1 ? u[k] : u[k + 2u], 2u);
-        w[k] = s;
-    }
-    precise float r = (b0 ? w[1] : w[0]) + subgroupShuffleXor(b0 ? w[0] : w[1], 1u);
-    return r;
+    precise float s = v;
+    if (NPART >= 64u) s = s + subgroupShuffleXor(s, 32u);
+    if (NPART >= 32u) s = s + subgroupShuffleXor(s, 16u);
+    if (NPART >= 16u) s = s + subgroupShuffleXor(s, 8u);
+    s = s + subgroupShuffleXor(s, 4u);
+    s = s + subgroupShuffleXor(s, 2u);
+    s = s + subgroupShuffleXor(s, 1u);
+    return s;
 }
 #endif
 

@@ -9,6 +9,11 @@ foreach(dt f32 f16 q8)
   ember_shader(linear_${dt}_tx linear.comp DEFINES DT_${DT} TEXEL)
   ember_shader(linear_${dt}_tx_sg linear.comp DEFINES DT_${DT} TEXEL SUBGROUP)
 endforeach()
+# Q8_0 against x quantized to int8 per block, by integer dot products (INT_DOT).
+ember_shader(linear_q8_idot linear.comp DEFINES DT_Q8 INT_DOT)
+ember_shader(linear_q8_idot_sg linear.comp DEFINES DT_Q8 INT_DOT SUBGROUP)
+ember_shader(linear_q8_idot_tx linear.comp DEFINES DT_Q8 INT_DOT TEXEL)
+ember_shader(linear_q8_idot_tx_sg linear.comp DEFINES DT_Q8 INT_DOT TEXEL SUBGROUP)
 # The block types, read as ggml lays them out (shaders/types/*.glsl: one decoder each).
 foreach(bt q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs bf16)
   string(TOUPPER ${bt} BT)

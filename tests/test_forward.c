@@ -7,7 +7,10 @@
  *  - weights bound in many parts (a tiny per-binding limit) give the same logits;
  *  - all of it again as on a GPU: each RMSNorm fused into the product after it, and the
  *    decode rows' attention split over chunks of 32 positions (split-K) then merged (7
- *    dispatches a layer instead of 8; lavapipe does neither by default, GPUs do). */
+ *    dispatches a layer instead of 8; lavapipe does neither by default, GPUs do);
+ *  - 48 greedy tokens on the GPU as on a GPU, with 8, 16, 32 and 64 lanes a linear tile
+ *    (each sums in its own order) and with Q8_0 by integer dot products on int8 x: the
+ *    reference pass's tokens, for the Q8_0 model above and stories260K (F32). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,6 +99,64 @@ static void test_ragged(fixture *fx, const char *type)
     free(got);
 }
 
+/* 48 greedy tokens from BOS, one step each; the GPU's argmax. */
+static bool gpu_greedy(mf_model *M, uint32_t *ids, uint32_t n)
+{
+    uint32_t bt[4] = {0, 1, 2, 3}, tok = 1, zero = 0;
+    float *logits = malloc(M->m.hp.n_vocab * sizeof *logits);
+    ember_err err = {{0}};
+    bool ok = true;
+    for (uint32_t pos = 0; ok && pos < n; pos++) {
+        ember_batch b = {1, &tok, &pos, &zero, bt, 1, &zero};
+        ok = ember_forward_run(M->f, &b, logits, &ids[pos], NULL, &err) == EMBER_OK;
+        CHECKF(ok, "%s", err.msg);
+        tok = ids[pos];
+    }
+    free(logits);
+    return ok;
+}
+
+/* q8: the model has Q8_0 weights, so the integer dot products run too. */
+static void test_greedy_lanes(ember_vk *vk, const char *path, bool q8)
+{
+    enum { N = 48 };
+    uint32_t want[N], got[N], tok = 1;
+    mf_model ref = {0};
+    if (!mf_load_checked(path, true, &ref)) return;
+    float *logits = malloc(ref.m.hp.n_vocab * sizeof *logits);
+    ember_err err = {{0}};
+    for (uint32_t pos = 0; pos < N; pos++) {
+        CHECKF(ember_ref_forward(ref.ref, &tok, 1, pos, logits, 0, &err) == EMBER_OK, "%s", err.msg);
+        uint32_t best = 0;
+        for (uint32_t j = 1; j < ref.m.hp.n_vocab; j++)
+            if (logits[j] > logits[best]) best = j;
+        want[pos] = tok = best;
+    }
+    free(logits);
+    mf_unload(&ref);
+    const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    /* lanes, then Q8_0 by integer dot products (where the device has them) */
+    static const struct { uint32_t lanes; bool idot; } cfg[] = {{8, 0}, {16, 0}, {32, 0}, {64, 0}, {8, 1}, {32, 1}};
+    for (size_t l = 0; l < sizeof cfg / sizeof cfg[0]; l++) {
+        if (cfg[l].idot && (!q8 || !ember_vk_get_caps(vk)->int_dot)) continue;
+        ember_forward_opts o = {.max_tokens = 1, .max_seqs = 1, .n_blocks = 4, .block_size = 16,
+                                .max_blocks_per_seq = 4};
+        ember_gpu_model_opts go = {.norm_fusion = EMBER_NORM_FUSION_ON, .attn_split = EMBER_ATTN_SPLIT_ON,
+                                   .attn_chunk = 32, .linear_lanes = cfg[l].lanes,
+                                   .int_dot = cfg[l].idot ? EMBER_INT_DOT_ON : EMBER_INT_DOT_OFF};
+        mf_model M = {0};
+        if (mf_gpu_open_opts(&M, vk, path, &go, &o) && gpu_greedy(&M, got, N)) {
+            uint32_t same = 0;
+            while (same < N && got[same] == want[same]) same++;
+            const char *how = cfg[l].idot ? ", integer dot products" : "";
+            printf("%s, %u lanes%s: %u of %d greedy tokens as the reference\n", name, cfg[l].lanes, how, same, N);
+            CHECKF(same == N, "%s, %u lanes%s: token %u is %u, the reference's %u", name, cfg[l].lanes, how, same,
+                   same < N ? got[same] : 0, same < N ? want[same] : 0);
+        }
+        mf_unload(&M);
+    }
+}
+
 int main(void)
 {
     ember_err err = {0};
@@ -123,6 +184,15 @@ int main(void)
             }
             mf_unload(&fx.mm);
         }
+        if (t == 2) test_greedy_lanes(vk, path, true);
+    }
+    const char *shared = tu_shared_dir();
+    if (shared) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/models/stories260K/stories260K-f32.v3.gguf", shared);
+        test_greedy_lanes(vk, path, false);
+    } else {
+        printf("stories260K greedy checks not run: ../shared is absent\n");
     }
     mf_vk_close(vk);
     return tu_finish("test_forward");

@@ -11,6 +11,13 @@
  * RMSNorm (ember_k_linear_norm), against rmsnorm-then-linear.
  *
  *   test_kernels          the checks
+ *   test_kernels idot     the Q8_0 linear by integer dot products on int8 x (where the
+ *                         device has them), against the CPU given the same int8 x,
+ *                         batch invariant, subgroup and shared-memory combines alike
+ *   test_kernels lanes    the linear with 16, 32 and 64 lanes a tile (GPUs' widths; the
+ *                         device's own count is checked above): against the CPU, batch
+ *                         invariant, and the subgroup combine bit for bit the shared-
+ *                         memory one (each width sums in its own order)
  *   test_kernels bench    times the linear (median of 9 runs per case) instead
  *                         (EMBER_BENCH_SHAPES, EMBER_BENCH_TYPES, EMBER_BENCH_TM, and the
  *                         tile shapes EMBER_BENCH_GROUPS / EMBER_BENCH_ROWS: bench_all) */
@@ -164,10 +171,55 @@ static const ember_dtype BLOCK_TYPES[] = {EMBER_DTYPE_Q4_0, EMBER_DTYPE_Q4_1, EM
  * cases cover. */
 typedef enum { BLOCKS_NONE, BLOCKS_SMOKE, BLOCKS_FULL } blocks_level;
 
+static bool lanes_run(const ctx *t) { return strncmp(t->variant, "lanes", 5) == 0; }
+
 static blocks_level blocks_here(const ctx *t)
 {
+    if (lanes_run(t)) return t->variant_index == 0 ? BLOCKS_SMOKE : BLOCKS_NONE;
     if (t->variant_index == 0) return BLOCKS_FULL;
     return strcmp(t->variant, "baseline+storage") == 0 ? BLOCKS_SMOKE : BLOCKS_NONE;
+}
+
+/* ---- x as the integer-dot kernels see it --------------------------------------------- */
+
+static bool idot_run(const ctx *t) { return t->k && ember_kernels_int_dot(t->k); }
+
+static float from_bits(uint32_t b)
+{
+    float f;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+
+/* linear.glsl's quant_x8 on n floats of x in place (blocks of 32, which never straddle a
+ * row): each value becomes q * 2^e, q = clamp(roundEven(x / 2^e), -127, 127), 2^e the
+ * power of two putting the block's largest magnitude in [64, 128). Exact in floats, so
+ * the kernels' x and this one are the same numbers. */
+static void quant_x8_ref(float *x, size_t n)
+{
+    for (size_t b = 0; b + 32 <= n; b += 32) {
+        float amax = 0;
+        for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(x[b + i]));
+        uint32_t eb;
+        memcpy(&eb, &amax, sizeof eb);
+        eb >>= 23;
+        if (eb == 255) continue;
+        float inv = eb < 7 ? 0 : from_bits((260 - eb) << 23), scale = eb < 7 ? 0 : from_bits((eb - 6) << 23);
+        for (int i = 0; i < 32; i++) {
+            float q = nearbyintf(x[b + i] * inv);
+            x[b + i] = fminf(fmaxf(q, -127), 127) * scale;
+        }
+    }
+}
+
+/* The x the kernels compute with for weights of this type: a copy, quantized where they
+ * take integer dot products. */
+static float *x_as_kernels(const ctx *t, ember_dtype type, const float *x, size_t n)
+{
+    float *c = malloc(sizeof(float) * (n ? n : 1));
+    memcpy(c, x, sizeof(float) * n);
+    if (idot_run(t) && type == EMBER_DTYPE_Q8_0) quant_x8_ref(c, n);
+    return c;
 }
 
 /* One ember_k_linear against the CPU for every mode. */
@@ -177,13 +229,14 @@ static void test_linear_case(ctx *t, tu_rng *r, ember_dtype type, uint32_t rows,
     double t0 = kt_now_s();
     weight w = make_weight(r, type, rows, cols);
     float *x = kt_rand_floats(r, (size_t)n_tok * cols, -1, 1);
+    float *xk = x_as_kernels(t, type, x, (size_t)n_tok * cols);
     for (int mode = 0; mode < 3; mode++) {
         if (mode == EMBER_OUT_SWIGLU && rows % 2) continue;
         uint32_t ldy = mode == EMBER_OUT_SWIGLU ? rows / 2 : rows;
         size_t ny = (size_t)n_tok * ldy;
         float *y0 = kt_rand_floats(r, ny, -1, 1);
         double *want = malloc(sizeof(double) * ny);
-        linear_ref(&w, x, y0, n_tok, (ember_out_mode)mode, want);
+        linear_ref(&w, xk, y0, n_tok, (ember_out_mode)mode, want);
 
         kt_case_begin(t);
         ember_gpu_weight g;
@@ -199,9 +252,30 @@ static void test_linear_case(ctx *t, tu_rng *r, ember_dtype type, uint32_t rows,
         free(want);
     }
     free(x);
+    free(xk);
     free_weight(&w);
     if (getenv("EMBER_TEST_VERBOSE"))
         printf("linear %s %ux%u n_tok %u: %.3f s\n", dtype_name(type), rows, cols, n_tok, kt_now_s() - t0);
+}
+
+/* The block types: rows of 1 and 3 blocks of 256 (every lane of a group takes a unit of
+ * each), a decode and a prefill tile, and parts of a few rows. */
+static void test_block_types(ctx *t, tu_rng *r)
+{
+    blocks_level bl = blocks_here(t);
+    for (size_t b = 0; bl != BLOCKS_NONE && b < N_BLOCK_TYPES; b++) {
+        static const uint32_t bshapes[][2] = {{7, 256}, {33, 768}};
+        static const uint32_t btoks[] = {1, 17};
+        /* the smoke set: one type of each layout family */
+        bool family = BLOCK_TYPES[b] == EMBER_DTYPE_Q4_0 || BLOCK_TYPES[b] == EMBER_DTYPE_Q4_K ||
+                      BLOCK_TYPES[b] == EMBER_DTYPE_Q6_K || BLOCK_TYPES[b] == EMBER_DTYPE_IQ4_XS;
+        for (size_t s = 0; s < 2; s++)
+            for (size_t n = 0; n < 2; n++)
+                if (bl == BLOCKS_FULL || (family && s == 0 && n == 0))
+                    test_linear_case(t, r, BLOCK_TYPES[b], bshapes[s][0], bshapes[s][1], btoks[n], 0, 1);
+        if (bl == BLOCKS_FULL)
+            test_linear_case(t, r, BLOCK_TYPES[b], 74, 256, 1, row_bytes(BLOCK_TYPES[b], 256) * 9 + 8, 2);
+    }
 }
 
 /* The full set on the first variant; a smoke set on the others, whose bits the
@@ -226,22 +300,7 @@ static void test_linear(ctx *t, bool quick)
         for (uint32_t n = 1; n <= 6; n += 5)
             test_linear_case(t, &r, types[d], 74, 64, n, row_bytes(types[d], 64) * 9 + 8, 2);
     }
-    /* The block types: rows of 1 and 3 blocks of 256 (every lane of a group takes a unit
-     * of each), a decode and a prefill tile, and parts of a few rows. */
-    blocks_level bl = blocks_here(t);
-    for (size_t b = 0; bl != BLOCKS_NONE && b < N_BLOCK_TYPES; b++) {
-        static const uint32_t bshapes[][2] = {{7, 256}, {33, 768}};
-        static const uint32_t btoks[] = {1, 17};
-        /* the smoke set: one type of each layout family */
-        bool family = BLOCK_TYPES[b] == EMBER_DTYPE_Q4_0 || BLOCK_TYPES[b] == EMBER_DTYPE_Q4_K ||
-                      BLOCK_TYPES[b] == EMBER_DTYPE_Q6_K || BLOCK_TYPES[b] == EMBER_DTYPE_IQ4_XS;
-        for (size_t s = 0; s < 2; s++)
-            for (size_t n = 0; n < 2; n++)
-                if (bl == BLOCKS_FULL || (family && s == 0 && n == 0))
-                    test_linear_case(t, &r, BLOCK_TYPES[b], bshapes[s][0], bshapes[s][1], btoks[n], 0, 1);
-        if (bl == BLOCKS_FULL)
-            test_linear_case(t, &r, BLOCK_TYPES[b], 74, 256, 1, row_bytes(BLOCK_TYPES[b], 256) * 9 + 8, 2);
-    }
+    test_block_types(t, &r);
     /* F32/F16 rows that are not a multiple of the wide load: the generic shader. */
     for (int d = 0; d < 2; d++)
         for (uint32_t n = 1; n <= 9; n += 4) {
@@ -360,7 +419,9 @@ static void test_invariance_case(ctx *t, int ci, const inv_case *c, ember_out_mo
     check_rows(t, what, perm_y.host, ref, perm, INV_TOK, ldy);
     /* The batched results are also right (not merely consistent). */
     double *want = malloc(sizeof(double) * ny);
-    linear_ref(&w, x, y0, INV_TOK, mode, want);
+    float *xk = x_as_kernels(t, c->type, x, nx);
+    linear_ref(&w, xk, y0, INV_TOK, mode, want);
+    free(xk);
     kt_check_close(what, ref, want, ny, TOL);
     free(want);
     check_across_variants(t, ci, what, ref, ny, ldy);
@@ -391,8 +452,11 @@ static void test_invariance(ctx *t)
     int ci = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         bool block = ember_dtype_block(cases[i].type) > 1 && cases[i].type != EMBER_DTYPE_Q8_0;
+        /* lanes runs: Q4_K's runs, strided by the lanes */
+        bool runs = lanes_run(t) && cases[i].type == EMBER_DTYPE_Q4_K;
         for (int mode = 0; mode < 3; mode++, ci++)
-            if (!block || blocks_here(t) == BLOCKS_FULL) test_invariance_case(t, ci, &cases[i], (ember_out_mode)mode);
+            if (!block || runs || blocks_here(t) == BLOCKS_FULL)
+                test_invariance_case(t, ci, &cases[i], (ember_out_mode)mode);
     }
 }
 
@@ -467,6 +531,7 @@ static void test_norm_case(ctx *t, int ci, ember_dtype type, uint32_t rows, uint
             check_rows(t, what, batch[b][o].host, ref, ident + off, sizes[b], ldy);
         }
     float *xn = norm_ref(x, g, INV_TOK, cols);
+    if (idot_run(t) && type == EMBER_DTYPE_Q8_0) quant_x8_ref(xn, nx);
     double *want = malloc(sizeof(double) * ny);
     linear_ref(&w, xn, y0, INV_TOK, mode, want);
     kt_check_close(what, ref, want, ny, TOL);
@@ -914,31 +979,128 @@ static size_t env_list(const char *name, uint32_t dflt, uint32_t *out, size_t ca
     return n;
 }
 
-/* bench: the default kernels at every linear tile shape EMBER_BENCH_GROUPS (lane groups
- * per workgroup) x EMBER_BENCH_ROWS (rows per tile) names, default the device's own; with
- * EMBER_BENCH_ALL=1 the other variants too. EMBER_BENCH_TM=N: N tokens per tile. */
+/* bench: the default kernels at every linear tile shape EMBER_BENCH_LANES (lanes a tile)
+ * x EMBER_BENCH_GROUPS (lane groups per workgroup) x EMBER_BENCH_ROWS (rows per tile)
+ * names, default the device's own; with EMBER_BENCH_ALL=1 the other variants too.
+ * EMBER_BENCH_TM=N: N tokens per tile; EMBER_BENCH_IDOT=1: Q8_0 by integer dot products. */
 static void bench_all(ctx *t, const kt_variant *variants)
 {
-    uint32_t groups[8], rows[2];
+    uint32_t groups[8], rows[2], lanes[4];
     size_t ng = env_list("EMBER_BENCH_GROUPS", 0, groups, 8), nr = env_list("EMBER_BENCH_ROWS", 0, rows, 2);
+    size_t nl = env_list("EMBER_BENCH_LANES", 0, lanes, 4);
     for (int v = 0; v < 4; v++) {
         if (v != 0 && !getenv("EMBER_BENCH_ALL")) continue;
-        for (size_t g = 0; g < ng; g++)
+        for (size_t g = 0; g < ng * nl; g++)
             for (size_t r = 0; r < nr; r++) {
                 ember_kernels_opts ko = {.no_subgroup = variants[v].no_subgroup, .no_texel = variants[v].no_texel,
-                                         .linear_groups = groups[g], .linear_rows = rows[r]};
+                                         .linear_groups = groups[g % ng], .linear_rows = rows[r],
+                                         .linear_lanes = lanes[g / ng]};
                 if (getenv("EMBER_BENCH_TM")) ko.linear_tm = (uint32_t)atoi(getenv("EMBER_BENCH_TM"));
+                if (getenv("EMBER_BENCH_IDOT") && atoi(getenv("EMBER_BENCH_IDOT"))) ko.int_dot = EMBER_INT_DOT_ON;
                 if (ember_kernels_create_opts(t->vk, &ko, &t->k, &t->err) != EMBER_OK) kt_die(t, "ember_kernels_create");
                 ember_kernel_choice c;
                 ember_kernels_describe(ember_vk_get_caps(t->vk), &ko, &c);
                 char name[96];
-                snprintf(name, sizeof name, "%s g%u r%u", variants[v].name, c.lin_groups, c.lin_rows_decode);
+                snprintf(name, sizeof name, "%s l%u g%u r%u%s", variants[v].name, c.lin_lanes, c.lin_groups,
+                         c.lin_rows_decode, c.lin_int_dot ? " idot" : "");
                 t->variant = name;
                 bench(t);
                 ember_kernels_destroy(t->k);
                 t->k = NULL;
             }
     }
+}
+
+/* Rows long enough that a lane of 8, 16, 32 and 64 takes several Q8_0 scale texels
+ * (q8_scales.glsl: 130 blocks a row), against the CPU: a decode, a mid and a prefill
+ * tile. */
+static void test_long_rows(ctx *t)
+{
+    static const ember_dtype types[] = {EMBER_DTYPE_F32, EMBER_DTYPE_F16, EMBER_DTYPE_Q8_0};
+    static const uint32_t toks[] = {1, 5, 17};
+    tu_rng r = {5};
+    for (int d = 0; d < 3; d++)
+        for (int n = 0; n < 3; n++) test_linear_case(t, &r, types[d], 19, 4160, toks[n], 0, 1);
+}
+
+/* test_kernels lanes: per width, the default kinds against the CPU (long rows, the block
+ * types' smoke set; the fused RMSNorm's odd shapes in test_linear_norm), then the
+ * invariance checks, whose bits the shared-memory combine must give again where the
+ * first run combined in subgroups. */
+static void run_lanes(ctx *t)
+{
+    static const uint32_t widths[] = {16, 32, 64};
+    for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
+        bool subgroup_seen = false;
+        for (int v = 0; v < 2; v++) {
+            ember_kernels_opts ko = {.no_subgroup = v == 1, .norm_fusion = EMBER_NORM_FUSION_ON,
+                                     .linear_lanes = widths[w]};
+            if (ember_kernels_create_opts(t->vk, &ko, &t->k, &t->err) != EMBER_OK) kt_die(t, "ember_kernels_create");
+            ember_kernel_choice c;
+            ember_kernels_describe(ember_vk_get_caps(t->vk), &ko, &c);
+            CHECKF(c.lin_lanes == widths[w], "lanes %u chosen, %u forced", c.lin_lanes, widths[w]);
+            char name[64];
+            snprintf(name, sizeof name, "lanes %u, %s", widths[w], c.lin_subgroup ? "subgroup" : "shared memory");
+            t->variant = name;
+            t->variant_index = v;
+            if (v == 0) {
+                subgroup_seen = c.lin_subgroup;
+                test_long_rows(t);
+                tu_rng r = {6};
+                test_block_types(t, &r);
+            }
+            if (v == 0 || subgroup_seen) {
+                test_invariance(t);
+                test_linear_norm(t);
+                printf("[%s] checked\n", name);
+            }
+            ember_kernels_destroy(t->k);
+            t->k = NULL;
+        }
+    }
+}
+
+/* test_kernels idot: Q8_0 by integer dot products, at the device's lanes and at 32, each
+ * with the subgroup combine where the device has it and the shared-memory one. The
+ * invariance slots of the F32/F16 cases stay unused. */
+static void run_idot(ctx *t)
+{
+    if (!ember_vk_get_caps(t->vk)->int_dot) {
+        printf("no shaderIntegerDotProduct: integer dot products not checked\n");
+        return;
+    }
+    static const inv_case inv[] = {{EMBER_DTYPE_Q8_0, 70, 1056, 0}, {EMBER_DTYPE_Q8_0, 38, 256, 256 * 7}};
+    static const uint32_t widths[] = {0, 32};
+    for (int w = 0; w < 2; w++)
+        for (int v = 0; v < 2; v++) {
+            ember_kernels_opts ko = {.no_subgroup = v == 1, .norm_fusion = EMBER_NORM_FUSION_ON,
+                                     .int_dot = EMBER_INT_DOT_ON, .linear_lanes = widths[w]};
+            ember_kernels_opts k0 = ko;
+            k0.no_subgroup = false;
+            ember_kernel_choice c, c0;
+            ember_kernels_describe(ember_vk_get_caps(t->vk), &ko, &c);
+            ember_kernels_describe(ember_vk_get_caps(t->vk), &k0, &c0);
+            CHECK(c.lin_int_dot);
+            if (v == 1 && !c0.lin_subgroup) continue; /* the first run's kernels again */
+            if (ember_kernels_create_opts(t->vk, &ko, &t->k, &t->err) != EMBER_OK) kt_die(t, "ember_kernels_create");
+            char name[64];
+            snprintf(name, sizeof name, "idot, %u lanes, %s", c.lin_lanes, c.lin_subgroup ? "subgroup" : "shared memory");
+            t->variant = name;
+            t->variant_index = v;
+            tu_rng r = {9};
+            static const uint32_t toks[] = {1, 3, 5, 17};
+            for (int n = 0; v == 0 && n < 4; n++) {
+                test_linear_case(t, &r, EMBER_DTYPE_Q8_0, 33, 96, toks[n], 0, 1);
+                test_linear_case(t, &r, EMBER_DTYPE_Q8_0, 19, 4160, toks[n], 0, 1);
+            }
+            for (int i = 0; i < 2; i++)
+                for (int mode = 0; mode < 3; mode++) test_invariance_case(t, 3 * i + mode, &inv[i], (ember_out_mode)mode);
+            for (int mode = 0; mode < 3; mode += 2)
+                test_norm_case(t, 10 + mode, EMBER_DTYPE_Q8_0, 70, 1056, (ember_out_mode)mode);
+            printf("[%s] checked\n", name);
+            ember_kernels_destroy(t->k);
+            t->k = NULL;
+        }
 }
 
 int main(int argc, char **argv)
@@ -952,8 +1114,12 @@ int main(int argc, char **argv)
            caps->subgroup_arith ? " arithmetic" : "", caps->subgroup_shuffle ? " shuffle" : "",
            caps->texel_rgba32f ? " rgba32f" : "", caps->texel_rgba32ui ? " rgba32ui" : "",
            caps->texel_r16f ? " r16f" : "");
-    if (do_bench) {
-        bench_all(&t, variants);
+    bool lanes = argc > 1 && strcmp(argv[1], "lanes") == 0, idot = argc > 1 && strcmp(argv[1], "idot") == 0;
+    if (do_bench || lanes || idot) {
+        if (do_bench) bench_all(&t, variants);
+        else if (lanes) run_lanes(&t);
+        else run_idot(&t);
+        for (size_t i = 0; i < sizeof t.alone / sizeof t.alone[0]; i++) free(t.alone[i]);
         kt_close(&t);
         return tu_finish("test_kernels");
     }

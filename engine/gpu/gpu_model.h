@@ -40,9 +40,11 @@ typedef struct ember_gpu_model_opts {
     const ember_gguf *file;         /* the file m was read from: each matrix's pages are
                                        released once uploaded (ember_gguf_release); NULL:
                                        they stay */
-    int norm_fusion;                /* ember_kernels_opts.norm_fusion, attn_split and */
-    int attn_split;                 /* attn_chunk (tests force them) */
-    uint32_t attn_chunk;
+    int norm_fusion;                /* ember_kernels_opts.norm_fusion, attn_split, */
+    int attn_split;                 /* attn_chunk, linear_lanes and int_dot (tests */
+    uint32_t attn_chunk;            /* force them) */
+    uint32_t linear_lanes;
+    int int_dot;
 } ember_gpu_model_opts;
 
 /* Uploads m's weights and makes the pipelines its forward pass records, but for

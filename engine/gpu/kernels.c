@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "device_table.h"
 #include "ember_shaders.h"
 #include "engine/candidates.h"
 #include "kernels_internal.h"
@@ -52,6 +53,8 @@ uint32_t ember_k_unit_cols(ember_dtype t)
     int d = ember_k_dt_slot(t);
     return d < 0 ? 0 : DT_TYPES[d].unit;
 }
+/* Q8_0 against x quantized per block, by integer dot products (k->int_dot). */
+static const spv LINEAR_Q8_IDOT[LIN_KINDS][2] = LIN4(q8_idot);
 static const spv LINEAR_GENERIC[2][2] = {{SPV(linear_f32_generic), SPV(linear_f32_generic_sg)},
                                          {SPV(linear_f16_generic), SPV(linear_f16_generic_sg)}};
 static const spv RMSNORM[2] = {SPV(rmsnorm), SPV(rmsnorm_sg)};
@@ -75,16 +78,16 @@ void ember_k_grid(uint32_t n, uint32_t lim_a, uint32_t *a, uint32_t *b)
     *b = *a ? ember_k_ceil(n, *a) : 0;
 }
 
-/* Launch shapes. Linear: a lane group of 8 owns a tile of tn rows x tm tokens. On
+/* Launch shapes. Linear: a lane group of lin_lanes owns a tile of tn rows x tm tokens. On
  * lavapipe (is_cpu) a texel fetch is a function call (docs/kernels.md), so the shapes
  * that win make the fewest fetches per multiply-add: 16 rows per group (each x fetch
  * serves 16 rows), one group per workgroup (one 8-wide subgroup, no shared memory).
- * GPUs: 8 groups per workgroup. The shared-memory baseline keeps ng * tn * tm * 8 floats
- * within the 16 KiB every device has. None of this changes a result. */
+ * GPUs: 64 invocations a workgroup. The shared-memory baseline keeps ng * tn * tm * lanes
+ * floats within the 16 KiB every device has. None of this changes a result. */
 static void choose_shapes(ember_kernels *k)
 {
     const ember_vk_caps *c = &k->caps;
-    uint32_t sg = c->subgroup_size ? c->subgroup_size : 32;
+    uint32_t sg = c->subgroup_size ? c->subgroup_size : 32, lanes = k->lin_lanes;
     static const uint32_t tm[LIN_SHAPES] = {1, 2, 3, 4, 8};
     for (int i = 0; i < LIN_SHAPES; i++) {
         ember_lin_shape *l = &k->lin[i];
@@ -98,14 +101,14 @@ static void choose_shapes(ember_kernels *k)
          * tokens of 16 rows spill twice as much as 4, which the x loads saved do not repay
          * below 17 tokens (docs/kernels.md, "Tokens per tile on lavapipe"). */
         l->min_tok = c->is_cpu && tm[i] > 4 ? 17 : 0;
-        l->ng = c->is_cpu ? 1 : 8;
+        l->ng = c->is_cpu || lanes >= 64 ? 1 : 64 / lanes;
         if (k->force_groups) l->ng = k->force_groups;
         if (k->force_rows == 8 || (k->force_rows == 16 && k->lin_subgroup)) l->tn = k->force_rows;
         /* A workgroup is whole subgroups within the device's limit; the baseline stays
-         * within 16 KiB of shared memory. */
-        if (k->lin_subgroup && l->ng * 8 < sg) l->ng = sg / 8;
-        while (l->ng > 1 && l->ng * 8 > (k->lin_subgroup ? c->max_wg_pinned : c->max_wg_invocations)) l->ng /= 2;
-        if (!k->lin_subgroup && l->ng * l->tn * l->tm * 8 * 4 > 16384) l->ng = 16384 / (l->tn * l->tm * 8 * 4);
+         * within 16 KiB of shared memory (64 lanes x 8 rows x 8 tokens: one group). */
+        if (k->lin_subgroup && l->ng * lanes < sg) l->ng = sg / lanes;
+        while (l->ng > 1 && l->ng * lanes > (k->lin_subgroup ? c->max_wg_pinned : c->max_wg_invocations)) l->ng /= 2;
+        if (!k->lin_subgroup && l->ng * l->tn * l->tm * lanes * 4 > 16384) l->ng = 16384 / (l->tn * l->tm * lanes * 4);
     }
 }
 
@@ -166,7 +169,7 @@ typedef struct job {
     ember_vk_pipeline **slot;
     ember_vk_pipeline_desc d;
     char name[64];
-    ember_vk_spec sp[6];
+    ember_vk_spec sp[7];
 } job;
 
 static ember_vk_pipeline **slot_of(ember_kernels *k, uint32_t id)
@@ -230,12 +233,18 @@ static void describe_linear(const ember_kernels *k, uint32_t id, job *j)
     /* A Q8_0 unit is a whole block, already two loads per row; a block type's unit decodes
      * 32 weights. */
     uint32_t unroll = d >= DT_SLOT_Q8 && !generic ? 1 : l->unroll;
-    ember_vk_spec sp[] = {{0, l->ng * 8}, {1, l->tn / 8}, {2, l->tm}, {3, l->ng}, {4, unroll}, {5, norm}};
+    uint32_t lanes = k->lin_lanes;
+    ember_vk_spec sp[] = {{0, l->ng * lanes}, {1, l->tn / 8}, {2, l->tm}, {3, l->ng}, {4, unroll}, {5, norm}, {6, lanes}};
     memcpy(j->sp, sp, sizeof sp);
-    snprintf(j->name, sizeof j->name, "linear_%s%s%s_m%u", generic ? generic_names[d - DT_SLOTS] : DT_TYPES[d].name,
-             kind == LIN_TEXEL ? "_tx" : "", norm == LIN_NORM ? "_norm" : "", l->tm);
-    spv code = generic ? LINEAR_GENERIC[d - DT_SLOTS][k->lin_subgroup] : DT_TYPES[d].code[kind][k->lin_subgroup];
-    set_desc(j, code, 7, kind == LIN_TEXEL ? texel : NULL, sizeof(linear_push), 6);
+    char wide[16] = ""; /* names stay as they were at 8 lanes */
+    if (lanes != 8) snprintf(wide, sizeof wide, "_l%u", lanes);
+    bool idot = !generic && d == DT_SLOT_Q8 && k->int_dot;
+    snprintf(j->name, sizeof j->name, "linear_%s%s%s%s%s_m%u", generic ? generic_names[d - DT_SLOTS] : DT_TYPES[d].name,
+             idot ? "_idot" : "", kind == LIN_TEXEL ? "_tx" : "", norm == LIN_NORM ? "_norm" : "", wide, l->tm);
+    spv code = generic ? LINEAR_GENERIC[d - DT_SLOTS][k->lin_subgroup]
+               : idot  ? LINEAR_Q8_IDOT[kind][k->lin_subgroup]
+                       : DT_TYPES[d].code[kind][k->lin_subgroup];
+    set_desc(j, code, 7, kind == LIN_TEXEL ? texel : NULL, sizeof(linear_push), 7);
 }
 
 /* embed, rmsnorm, argmax, rope_store (F32, Q8_0 and F16 caches), attention_merge, topk
@@ -372,11 +381,19 @@ static void choose(ember_kernels *k, const ember_vk_caps *caps, const ember_kern
     const ember_vk_caps *c = &k->caps;
     bool sg = !o.no_subgroup && !c->subgroup_false_size;
     k->subgroup = c->subgroup_arith && c->subgroup_size >= 4 && sg;
-    /* The linear's lane groups are 8 lanes of one subgroup. */
-    k->lin_subgroup = c->subgroup_shuffle && c->subgroup_size >= 8 && c->subgroup_size % 8 == 0 && sg;
+    /* The linear's lane groups: as wide as the device table says or the caller forces,
+     * in one subgroup where it is at least that wide (sizes are powers of two). */
+    uint32_t lanes = o.linear_lanes;
+    k->lin_lanes = lanes == 8 || lanes == 16 || lanes == 32 || lanes == 64 ? lanes : ember_device_class_of(c).lin_lanes;
+    k->lin_subgroup = c->subgroup_shuffle && c->subgroup_size >= k->lin_lanes && c->subgroup_size % 8 == 0 && sg;
     /* Attention sums a position's dot product over the lanes with subgroupAdd. */
     k->attn_subgroup = c->subgroup_arith && c->subgroup_size >= 4 && sg;
     k->texel = c->texel_rgba32f && c->texel_rgba32ui && !o.no_texel;
+    /* Integer dot products only when asked for, until a GPU has measured them faster
+     * than the float unit (bench/gpu-check.sh times both): they round x to 8 bits, so
+     * the checks that compare with the CPU in floats would need their own tolerance;
+     * on lavapipe they measured no faster inside the tile (docs/kernels.md). */
+    k->int_dot = o.int_dot == EMBER_INT_DOT_ON && c->int_dot;
     k->force_tm = o.linear_tm;
     k->force_tpw = o.linear_tpw;
     k->force_groups = o.linear_groups <= 32 ? o.linear_groups : 32;
@@ -399,12 +416,14 @@ void ember_kernels_describe(const ember_vk_caps *caps, const ember_kernels_opts 
 {
     ember_kernels k = {0};
     choose(&k, caps, opts);
+    ember_device_class dc = ember_device_class_of(caps);
     const ember_lin_shape *dec = &k.lin[0], *pre = &k.lin[LIN_SHAPES - 1];
     uint32_t last = k.attn_classes ? k.attn_classes - 1 : 0;
     uint32_t head = 4 * k.attn_cpl[last] * k.attn_lanes; /* as ember_kernels_check_attn */
     *out = (ember_kernel_choice){
         .subgroup_size = caps->subgroup_size, .row_subgroup = k.subgroup, .row_wg = row_wg(&k),
-        .lin_subgroup = k.lin_subgroup, .lin_groups = dec->ng, .lin_rows_decode = dec->tn,
+        .lin_subgroup = k.lin_subgroup, .lin_lanes = k.lin_lanes, .lin_int_dot = k.int_dot,
+        .device_class = dc.name, .lanes_why = dc.why, .lin_groups = dec->ng, .lin_rows_decode = dec->tn,
         .lin_rows_prefill = pre->tn, .lin_prefill_tokens = pre->tm, .lin_prefill_min_tok = pre->min_tok,
         .attn_subgroup = k.attn_subgroup, .attn_lanes = k.attn_lanes, .attn_tiles_per_wg = k.attn_tpw,
         .attn_classes = k.attn_classes, .attn_cpl_min = k.attn_cpl[0], .attn_cpl_max = k.attn_cpl[last],
@@ -460,6 +479,8 @@ void ember_kernels_get_stats(ember_kernels *k, ember_kernels_stats *out)
     snprintf(out->cache_path, sizeof out->cache_path, "%s", ember_vk_pipeline_cache_path(k->cache));
     pthread_mutex_unlock(&k->mu);
 }
+
+bool ember_kernels_int_dot(const ember_kernels *k) { return k->int_dot; }
 
 bool ember_kernels_texel(const ember_kernels *k) { return k->texel; }
 

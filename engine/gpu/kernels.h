@@ -21,8 +21,8 @@ typedef struct ember_kernels ember_kernels;
 ember_status ember_kernels_create(ember_vk *vk, ember_kernels **out, ember_err *err);
 void ember_kernels_destroy(ember_kernels *k);
 
-/* Choices that tests and benchmarks override; zero means the default. None of them
- * changes a result of ember_k_linear by a single bit. */
+/* Choices that tests and benchmarks override; zero means the default. None of them but
+ * linear_lanes and int_dot changes a result of ember_k_linear by a single bit. */
 typedef struct ember_kernels_opts {
     bool no_subgroup;         /* use the Vulkan 1.2 core variants even when the device
                                  has subgroup operations */
@@ -36,6 +36,12 @@ typedef struct ember_kernels_opts {
                                  the device and the shared-memory baseline allow */
     uint32_t linear_rows;     /* rows per linear tile: 8 or 16; 16 needs the subgroup
                                  kernels (default: by device and tile) */
+    uint32_t linear_lanes;    /* lanes per linear tile, the partial sums of an output: 8,
+                                 16, 32 or 64 (default: the device table's); the subgroup
+                                 kernels need a subgroup at least this wide, else the
+                                 shared-memory ones run. Unlike the options above, another
+                                 count sums in another order: other bits, as batch
+                                 invariant (shaders/linear.glsl) */
     bool on_demand;           /* create no pipeline now: a model asks for its own
                                  (ember_kernels_make), ember_kernels_check_attn for a KV
                                  cache's, ember_kernels_input_view for the storage kind
@@ -56,11 +62,17 @@ typedef struct ember_kernels_opts {
      * per pair (another rounding, the same in every batch). */
     int attn_split;
     uint32_t attn_chunk;
+    /* Q8_0 products by integer dot products on x quantized to int8 per block
+     * (linear.comp's INT_DOT; another rounding of x, as batch invariant): ON wherever the
+     * device has shaderIntegerDotProduct; AUTO does not use them yet (no GPU has timed
+     * them: docs/kernels.md). */
+    int int_dot;
 } ember_kernels_opts;
 
 /* norm_fusion and attn_split */
 enum { EMBER_NORM_FUSION_AUTO = 0, EMBER_NORM_FUSION_ON = 1, EMBER_NORM_FUSION_OFF = 2 };
 enum { EMBER_ATTN_SPLIT_AUTO = 0, EMBER_ATTN_SPLIT_ON = 1, EMBER_ATTN_SPLIT_OFF = 2 };
+enum { EMBER_INT_DOT_AUTO = 0, EMBER_INT_DOT_ON = 1, EMBER_INT_DOT_OFF = 2 };
 #define EMBER_ATTN_CHUNK 256    /* attn_chunk's default */
 #define EMBER_ATTN_CHUNK_MIN 32 /* the smallest attn_chunk (the forward pass sizes its
                                    split-K scratch for it) */
@@ -75,8 +87,12 @@ typedef struct ember_kernel_choice {
     bool row_subgroup;            /* rmsnorm/argmax reduce with subgroupAdd/Max, else a
                                      shared-memory tree */
     uint32_t row_wg;              /* their workgroup (invocations per row) */
-    bool lin_subgroup;            /* linear: lane groups of 8 lanes of a subgroup, partials
+    bool lin_subgroup;            /* linear: lane groups within a subgroup, partials
                                      combined with subgroupShuffleXor, else shared memory */
+    uint32_t lin_lanes;           /* lanes per linear tile (device_table.h) */
+    bool lin_int_dot;             /* Q8_0 by integer dot products on int8 x */
+    const char *device_class;     /* device_table.h's class name and the reason for */
+    const char *lanes_why;        /* lin_lanes */
     uint32_t lin_groups;          /* lane groups (tiles) per workgroup, decode tiles */
     uint32_t lin_rows_decode;     /* rows per tile for 1-4 tokens */
     uint32_t lin_rows_prefill;    /* rows per tile of the prefill shape */
@@ -133,6 +149,9 @@ void ember_kernels_get_stats(ember_kernels *k, ember_kernels_stats *out);
  * otherwise leaves it as is (the linear then reads it as a storage buffer, whose
  * pipelines it makes). Create once: the view lives as long as arena a. */
 ember_status ember_kernels_input_view(ember_kernels *k, ember_vk_arena *a, ember_vk_span *x, ember_err *err);
+
+/* Whether the Q8_0 linear takes integer dot products on int8 x (ember_kernels_opts.int_dot). */
+bool ember_kernels_int_dot(const ember_kernels *k);
 
 /* Whether the linear reads weights and x through texel views (when both have them). */
 bool ember_kernels_texel(const ember_kernels *k);

@@ -72,8 +72,8 @@ static inline uint32_t ember_k_attention_id(int t, int kind, uint32_t cls, int t
 
 typedef struct ember_lin_shape {
     uint32_t tm;      /* tokens per tile */
-    uint32_t tn;      /* rows per tile: 8 or 16 (8 lanes, 1 or 2 rows each) */
-    uint32_t ng;      /* tiles per workgroup (workgroup = ng * 8 invocations) */
+    uint32_t tn;      /* rows per tile: 8 or 16 */
+    uint32_t ng;      /* tiles per workgroup (workgroup = ng * lin_lanes invocations) */
     uint32_t unroll;  /* units per lane per loop iteration */
     uint32_t min_tok; /* calls with fewer tokens do not use this shape (0: any) */
 } ember_lin_shape;
@@ -89,6 +89,8 @@ struct ember_kernels {
     uint32_t n_pipelines;       /* made so far */
     bool subgroup;              /* subgroup-arithmetic variants of the row kernels */
     bool lin_subgroup;          /* linear combines partials with subgroupShuffleXor */
+    uint32_t lin_lanes;         /* lanes per linear tile (NPART): 8, 16, 32, 64 */
+    bool int_dot;               /* Q8_0 linear by integer dot products (INT_DOT) */
     bool texel;                 /* texel-buffer linear pipelines exist and are preferred */
     uint32_t force_tm, force_tpw; /* ember_kernels_opts overrides, 0 = automatic */
     uint32_t force_groups, force_rows;
