@@ -120,8 +120,12 @@ class Chat:
     """ember-chat on a Display, with stderr collected in a file, read as it grows."""
 
     def __init__(self, display, args):
-        self.err = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen(args, env=display.env, stdout=subprocess.PIPE, stderr=self.err, text=True)
+        # The child writes through its own open file, in append mode: sharing one (and so
+        # one offset) with the reads below let a line written between a seek(0) and the
+        # read land at the start of the file, over the first replies (seen under load).
+        self.err = tempfile.NamedTemporaryFile(mode="w+")
+        with open(self.err.name, "a") as child_err:
+            self.proc = subprocess.Popen(args, env=display.env, stdout=subprocess.PIPE, stderr=child_err, text=True)
 
     def stderr(self):
         self.err.seek(0)
