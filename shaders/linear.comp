@@ -151,15 +151,31 @@ void unit(uint j)
 {
     for (uint i = 0; i < BLK_RUN; i += SPAN) span(j * BLK_RUN + i);
 }
-#elif defined(DT_Q8) && defined(INT_DOT)
-// Block u against x quantized to int8 per token and block as the lane loads it (quant_x8,
-// linear.glsl; once for all TN rows): s = sum q*qx exactly, in 8 packed 4x8 integer dot
-// products, then acc = acc + (d * dx) * s. Scales fetched as in the float unit below.
-void unit(uint u)
+#elif defined(DT_Q8)
+// Q8_0's scales: the scale of block u is half j & 7 of texel j >> 3 of list u & 7, j = u >>
+// 3 (q8_scales.glsl). A lane's blocks are u = p + NPART*i; q8_scales fetches each tile
+// row's texel when j enters a new one: j & 7 below NPART/8 (the same i in all lanes of
+// the group, so the branch is uniform); q8_scale reads row r's.
+void q8_scales(uint u)
 {
     uint j = u >> 3;
     if ((j & 7u) < NPART / 8u)
         [[unroll]] for (uint r = 0; r < TN; r++) sq[r] = r < HR ? sq0(sbase[r] + (j >> 3)) : sq1(sbase[r] + (j >> 3));
+}
+
+float q8_scale(uint r, uint u)
+{
+    uint j = u >> 3;
+    return unpackHalf2x16(sq[r][(j >> 1) & 3u])[j & 1u];
+}
+
+#ifdef INT_DOT
+// Block u against x quantized to int8 per token and block as the lane loads it (quant_x8,
+// linear.glsl; once for all TN rows): s = sum q*qx exactly, in 8 packed 4x8 integer dot
+// products, then acc = acc + (d * dx) * s.
+void unit(uint u)
+{
+    q8_scales(u);
     uint xq[TM][8];
     float dx[TM];
     [[unroll]] for (uint t = 0; t < TM; t++) {
@@ -170,7 +186,7 @@ void unit(uint u)
     [[unroll]] for (uint r = 0; r < TN; r++) {
         uvec4 q0 = r < HR ? wq0(base[r] + 2u * u) : wq1(base[r] + 2u * u);
         uvec4 q1 = r < HR ? wq0(base[r] + 2u * u + 1u) : wq1(base[r] + 2u * u + 1u);
-        float d = unpackHalf2x16(sq[r][(j >> 1) & 3u])[j & 1u];
+        float d = q8_scale(r, u);
         [[unroll]] for (uint t = 0; t < TM; t++) {
             int s = sdot(q0.x, xq[t][0], 0) + sdot(q0.y, xq[t][1], 0) + sdot(q0.z, xq[t][2], 0) +
                     sdot(q0.w, xq[t][3], 0) + sdot(q1.x, xq[t][4], 0) + sdot(q1.y, xq[t][5], 0) +
@@ -181,17 +197,12 @@ void unit(uint u)
         }
     }
 }
-#elif defined(DT_Q8)
+#else
 // Block u in two 16-quant halves: the block sum s runs on across them in column order,
-// then acc = acc + d*s. The lane's blocks are u = p + NPART*i; the scale of block u is
-// half j & 7 of texel j >> 3 of list u & 7, j = u >> 3 (q8_scales.glsl), fetched when j
-// enters a new texel: j & 7 below NPART/8 (the same i in all lanes of the group, so the
-// branch is uniform).
+// then acc = acc + d*s.
 void unit(uint u)
 {
-    uint j = u >> 3;
-    if ((j & 7u) < NPART / 8u)
-        [[unroll]] for (uint r = 0; r < TN; r++) sq[r] = r < HR ? sq0(sbase[r] + (j >> 3)) : sq1(sbase[r] + (j >> 3));
+    q8_scales(u);
     float s[TN][TM];
     [[unroll]] for (uint h = 0; h < 2u; h++) {
         vec4 xv[TM][4];
@@ -208,10 +219,11 @@ void unit(uint u)
         }
     }
     [[unroll]] for (uint r = 0; r < TN; r++) {
-        float d = unpackHalf2x16(sq[r][(j >> 1) & 3u])[j & 1u];
+        float d = q8_scale(r, u);
         [[unroll]] for (uint t = 0; t < TM; t++) acc[r][t] = mul_add(d, s[r][t], acc[r][t]);
     }
 }
+#endif  // INT_DOT
 #else
 void unit(uint u)
 {
