@@ -528,6 +528,29 @@ bench_shapes() {
   # Q8_0 by integer dot products (ember_kernels_opts.int_dot), at the device's tile shapes
   EMBER_VALIDATION=0 EMBER_BENCH_TYPES=q8_0 EMBER_BENCH_SHAPES=$shapes EMBER_BENCH_IDOT=1 \
     "$tk" bench >>"$out" 2>&1 || log "FAILED: test_kernels bench with EMBER_BENCH_IDOT=1 ($out)"
+  # the matrix family (cooperative matrices where the card has them: ember_kernels_opts.matrix)
+  EMBER_VALIDATION=0 EMBER_BENCH_TYPES=q8_0,q4_k EMBER_BENCH_SHAPES=$shapes EMBER_BENCH_MATRIX=1 \
+    "$tk" bench >>"$out" 2>&1 || log "FAILED: test_kernels bench with EMBER_BENCH_MATRIX=1 ($out)"
+  # x staged in shared memory for the workgroup's tiles, or not (ember_kernels_opts.
+  # linear_stage: the same bits), at the device's lanes and 2-8 tiles a workgroup
+  local pre=4096x4096x512,14336x4096x64
+  [ "$SMALL" = 1 ] && pre=1024x1024x64
+  EMBER_VALIDATION=0 EMBER_BENCH_TYPES=q8_0,q4_k EMBER_BENCH_SHAPES=$pre EMBER_BENCH_GROUPS=2,4,8 \
+    EMBER_BENCH_STAGE=1,2 "$tk" bench >>"$out" 2>&1 || log "FAILED: test_kernels bench with EMBER_BENCH_STAGE ($out)"
+}
+
+# The kernel variants a whole model can be forced to (ember --kernels, docs/cli.md) beside
+# the device's own choices: prompt PP tokens in one step, then TG decoded; one run each.
+bench_variants() { # NAME FILE
+  local name=$1 m=$2 spec j prompt cells=() k
+  prompt=$(make_prompt "$m" "$PP")
+  for spec in default matrix=on stage=on int-dot=on norm-fusion=off attn-split=off lanes=16 lanes=64; do
+    k=(); [ "$spec" = default ] || k=(--kernels "$spec")
+    j=$(ember_json generate -m "$m" -p "$prompt" -n "$TG" --ignore-eos --max-batch-tokens "$PP" "${k[@]}")
+    cells+=("$spec $(fmt "$(jnum prefill_tok_s "$j")") / $(fmt "$(jnum decode_tok_s "$j")")")
+  done
+  VARIANTS_RESULT=$(printf '%s; ' "${cells[@]}"); VARIANTS_RESULT=${VARIANTS_RESULT%; }
+  log "$name: kernel variants, prompt / decode tok/s: $VARIANTS_RESULT"
 }
 
 # The fixed costs of a decode step: ms a token on stories260K's shape (5 layers, dim 64).
@@ -694,12 +717,12 @@ run() {
   declare -gA PP_RESULT TG_RESULT BATCH_RESULT SAMPLED_RESULT LLAMA_PP LLAMA_TG WEIGHT_MB
   SKIPPED=() PROFILED=() SHAPES_DONE=0
   COPY_GBS="" COPY_CELL="-" COPY_NOTE="not measured"
-  SPEC_CELL="-" SPEC_NOTE="not measured" START_CELL="-" START_NOTE="not measured" OVERHEAD_CELL="-"
+  SPEC_CELL="-" SPEC_NOTE="not measured" VARIANTS_RESULT="" START_CELL="-" START_NOTE="not measured" OVERHEAD_CELL="-"
   # What the issue's targets need first (8B-class decode beside llama.cpp and the copy
   # bandwidth, 16 streams, the fixed costs), the rest while the budget lasts.
   local task name
   for task in copy "pp B-q8_0" "pp B-q4_k_m" "pp A-q8_0" "batch A-q8_0" overhead "batch B-q4_k_m" \
-              "sampled B-q4_k_m" shapes "pp A-q4_k_m" "pp A-f16" "pp B-f16" speculative start; do
+              "sampled B-q4_k_m" shapes "variants A-q8_0" "pp A-q4_k_m" "pp A-f16" "pp B-f16" speculative start; do
     if over_budget; then SKIPPED+=("$task"); continue; fi
     name=${task#* }
     case $task in
@@ -711,6 +734,7 @@ run() {
       batch\ *) need_model "$name" && bench_batched "$name" "$MODELS_DIR/$name.gguf" ;;
       sampled\ *) need_model "$name" && bench_sampled "$name" "$MODELS_DIR/$name.gguf" ;;
       shapes) bench_shapes ;;
+      variants\ *) need_model "$name" && bench_variants "$name" "$MODELS_DIR/$name.gguf" ;;
       overhead) need_model T-f32 && bench_overhead && bench_llama T-f32 "$MODELS_DIR/T-f32.gguf" ;;
       speculative) need_model A-f32 && bench_speculative ;;
       start) need_model B-q8_0 && bench_start ;;
@@ -737,6 +761,9 @@ run() {
     row "sampled decode, 64 sequences, top-k 40" "${name%%-*} $(tr a-z A-Z <<<"${name#*-}")" "${SAMPLED_RESULT[$name]}" "-" \
         "ember bench --requests 64 ... --temp 1 --top-k 40 --sample-from candidates|rows; one run each"
   done
+  [ -z "$VARIANTS_RESULT" ] ||
+    row "kernel variants, prompt / decode (tok/s)" "A Q8_0" "$VARIANTS_RESULT" "-" \
+        "ember generate ... --kernels SPEC (docs/cli.md), prompt $PP tokens in one step then $TG decoded; one run each"
   row "decode time a token, stories260K's shape" "T F32" "$OVERHEAD_CELL" \
       "$(awk -v t="${LLAMA_TG[T-f32]:-}" 'BEGIN { if (t > 0) printf "%.3f ms", 1000 / t; else print "-" }')" \
       "$SHAPE_T: the fixed costs of a step; median of $RUNS"

@@ -73,6 +73,18 @@ static void describe(const ember_vk_caps *c, char *out, size_t cap)
     add(out, cap, &n, "; %u group%s/workgroup, tiles %u rows x 1-4 tokens, %u x %u", k.lin_groups,
         k.lin_groups == 1 ? "" : "s", k.lin_rows_decode, k.lin_rows_prefill, k.lin_prefill_tokens);
     if (k.lin_prefill_min_tok) add(out, cap, &n, " from %u tokens (CPU device: spills)", k.lin_prefill_min_tok);
+    if (k.lin_staged) {
+        add(out, cap, &n, "; x staged in shared memory for tiles of");
+        for (unsigned tm = 1; tm < 32; tm++)
+            if (k.lin_staged >> tm & 1) add(out, cap, &n, " %u", tm);
+        add(out, cap, &n, " tokens");
+    }
+    ember_kernels_opts mo = {.matrix = EMBER_MATRIX_ON};
+    ember_kernel_choice m;
+    ember_kernels_describe(c, &mo, &m);
+    if (m.lin_matrix)
+        add(out, cap, &n, "; matrix family (fp16 w and x, fp32 sums) %s %s", k.lin_matrix ? "on," : "if asked for,",
+            m.lin_matrix_coop ? "through cooperative matrices (VK_NV_cooperative_matrix, 16x16x16)" : "by FMA");
     add(out, cap, &n, "; RMSNorm %s\n", k.lin_norm_fused ? "fused into the product after it (6 dispatches a layer)"
                                                          : "its own dispatch (CPU device: 8 dispatches a layer)");
 
@@ -132,7 +144,7 @@ static ember_device_info info_of(const ember_vk_caps *c)
         .driver_version = c->driver_version, .api_major = VK_API_VERSION_MAJOR(c->api_version),
         .api_minor = VK_API_VERSION_MINOR(c->api_version), .api_patch = VK_API_VERSION_PATCH(c->api_version),
         .fp16 = c->fp16_arith, .int8 = c->int8_arith, .storage8 = c->storage8, .storage16 = c->storage16,
-        .int_dot = c->int_dot, .coop_matrix = c->coop_matrix, .subgroup_size = c->subgroup_size,
+        .int_dot = c->int_dot, .coop_matrix = c->coop_matrix || c->coop_nv, .subgroup_size = c->subgroup_size,
         .subgroup_arith = c->subgroup_arith, .subgroup_shuffle = c->subgroup_shuffle,
         .subgroup_size_control = c->subgroup_pin, .max_storage_range = c->max_storage_range,
         .max_alloc = c->max_alloc, .max_shared = c->max_shared, .max_push = c->max_push,

@@ -29,8 +29,11 @@ static ember_status load(ember_model *m, const char *path, const ember_model_opt
     /* Compiled pipelines are kept in the user's cache folder (XDG) for the next start. */
     char dir[1024];
     bool disk = !o->no_pipeline_cache && ember_vk_pipeline_cache_dir(dir, sizeof dir);
+    const ember_kernel_opts *ko = &o->kernels;
     ember_gpu_model_opts go = {.progress = {o->progress, o->progress_user}, .pipeline_cache_dir = disk ? dir : NULL,
-                               .file = m->gguf};
+                               .file = m->gguf, .linear_lanes = ko->linear_lanes, .int_dot = ko->int_dot,
+                               .linear_stage = ko->stage_x, .norm_fusion = ko->norm_fusion,
+                               .attn_split = ko->attn_split, .matrix = ko->matrix};
     s = ember_gpu_model_create_opts(m->vk, &m->llama, &go, &m->gpu, &m->err);
     if (s == EMBER_ERR_DEVICE_MEMORY && o->memory_budget_mib)
         return ember_fail_ctx(&m->err, s, "the model's weights do not fit the memory budget");
@@ -43,6 +46,22 @@ static ember_status load(ember_model *m, const char *path, const ember_model_opt
     return s;
 }
 
+/* ember_kernel_opts' fields are in range (ember.h). */
+static ember_status check_kernel_opts(const ember_kernel_opts *k, ember_err *err)
+{
+    uint32_t l = k->linear_lanes;
+    if (l != 0 && l != 8 && l != 16 && l != 32 && l != 64)
+        return ember_fail(err, EMBER_ERR_INVALID_ARG, "kernels: linear_lanes is 8, 16, 32 or 64, not %u", l);
+    const struct { const char *name; int v; } sw[] = {{"int_dot", k->int_dot}, {"stage_x", k->stage_x},
+                                                       {"norm_fusion", k->norm_fusion}, {"attn_split", k->attn_split},
+                                                       {"matrix", k->matrix}};
+    for (size_t i = 0; i < sizeof sw / sizeof sw[0]; i++)
+        if (sw[i].v < EMBER_KERNEL_AUTO || sw[i].v > EMBER_KERNEL_OFF)
+            return ember_fail(err, EMBER_ERR_INVALID_ARG, "kernels: %s is EMBER_KERNEL_AUTO, _ON or _OFF, not %d",
+                              sw[i].name, sw[i].v);
+    return EMBER_OK;
+}
+
 ember_status ember_model_load(const char *gguf_path, const ember_model_opts *opts, ember_model **out)
 {
     ember_model_opts o = opts ? *opts : (ember_model_opts){0};
@@ -53,7 +72,8 @@ ember_status ember_model_load(const char *gguf_path, const ember_model_opts *opt
     if (o.backend != EMBER_BACKEND_VULKAN && o.backend != EMBER_BACKEND_CPU)
         return ember_fail(&m->err, EMBER_ERR_INVALID_ARG, "unknown backend %d", (int)o.backend);
     m->backend = o.backend;
-    return load(m, gguf_path, &o);
+    ember_status s = check_kernel_opts(&o.kernels, &m->err);
+    return s == EMBER_OK ? load(m, gguf_path, &o) : s;
 }
 
 void ember_model_free(ember_model *m)

@@ -37,7 +37,7 @@ extern "C" {
 
 /* The version of this header; ember_version() gives the library's. */
 #define EMBER_VERSION_MAJOR 0
-#define EMBER_VERSION_MINOR 7
+#define EMBER_VERSION_MINOR 8
 #define EMBER_VERSION_PATCH 0
 #define EMBER_VERSION_STRING "0.7.0"
 
@@ -119,7 +119,9 @@ typedef struct ember_device_info {
     uint32_t vendor_id, device_id, driver_version;
     uint32_t api_major, api_minor, api_patch;   /* Vulkan version it supports */
     int fp16, int8, storage8, storage16;        /* shaderFloat16, shaderInt8, 8/16-bit storage */
-    int int_dot, coop_matrix;                   /* integer dot product, cooperative matrix */
+    int int_dot, coop_matrix;                   /* integer dot product, cooperative matrix
+                                                   (VK_KHR_cooperative_matrix, or NV's with
+                                                   the product the matrix family uses) */
     uint32_t subgroup_size;
     int subgroup_arith, subgroup_shuffle;
     int subgroup_size_control;                  /* Ember pins its pipelines to subgroup_size with
@@ -152,7 +154,8 @@ typedef struct ember_model ember_model;
  * instance or device then and never destroys these: they must outlive the model.
  * The device must support Vulkan 1.2 and the queue family compute; Ember reads which
  * optional features the application enabled (16-bit and 8-bit storage, shaderFloat16,
- * shaderInt8, shaderIntegerDotProduct) from enabled_features and uses only those.
+ * shaderInt8, shaderIntegerDotProduct, NV cooperativeMatrix with vulkanMemoryModel) from
+ * enabled_features and uses only those.
  * docs/embedding.md. */
 typedef struct ember_vulkan_device {
     void *instance;               /* VkInstance */
@@ -185,6 +188,23 @@ typedef struct ember_faults {
 
 typedef enum ember_memory_mode { EMBER_MEMORY_AUTO = 0, EMBER_MEMORY_DISCRETE = 1 } ember_memory_mode;
 
+/* Kernel variants forced instead of the device's own choices, for benchmarks that compare
+ * them on one device (`ember ... --kernels`); a zero field keeps the device's choice, and
+ * what ran shows in the profile's pipeline names. Another lane count, integer dot
+ * products, the fused RMSNorm or split-K attention each round differently (every one of
+ * them batch invariant: docs/kernels.md), the matrix family too; staging x changes no
+ * bit. */
+enum { EMBER_KERNEL_AUTO = 0, EMBER_KERNEL_ON = 1, EMBER_KERNEL_OFF = 2 };
+typedef struct ember_kernel_opts {
+    uint32_t linear_lanes; /* lanes (partial sums) per linear tile: 8, 16, 32 or 64 */
+    int int_dot;           /* Q8_0 by integer dot products (where the device has them) */
+    int stage_x;           /* the linear's workgroup stages x in shared memory */
+    int norm_fusion;       /* RMSNorm fused into the product after it */
+    int attn_split;        /* split-K attention for few decode rows */
+    int matrix;            /* the matrix family: products on fp16 inputs with fp32 sums,
+                              through cooperative matrices where the device has them */
+} ember_kernel_opts;
+
 typedef struct ember_model_opts {
     ember_backend backend;
     int device_index;       /* 0 = automatic choice; N > 0 picks Vulkan device N-1 */
@@ -213,6 +233,7 @@ typedef struct ember_model_opts {
      * Such a model tokenizes, detokenizes and renders chats; ember_engine_create and
      * ember_score refuse it, and ember_model_get_info gives only n_vocab (arch ""). */
     int vocab_only;
+    ember_kernel_opts kernels; /* zero: the device's choices (Vulkan backend only) */
 } ember_model_opts;
 
 /* Loads a GGUF model. On success *out owns the file mapping and the GPU weights.

@@ -17,7 +17,27 @@ static bool has_extension(VkPhysicalDevice phys, const char *name)
     return false;
 }
 
-static void query_features(VkPhysicalDevice phys, ember_vk_caps *c)
+/* Whether the device lists the cooperative-matrix product linear_mm.comp's COOPMAT
+ * variant is written for: 16 x 16 x 16, A and B fp16, C and D fp32, one subgroup. */
+static bool coop_nv_shape(VkInstance inst, VkPhysicalDevice phys)
+{
+    PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV get =
+        (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)vkGetInstanceProcAddr(
+            inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
+    VkCooperativeMatrixPropertiesNV p[64];
+    uint32_t n = 64;
+    for (uint32_t i = 0; i < 64; i++) p[i] = (VkCooperativeMatrixPropertiesNV){
+        .sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV};
+    if (!get || get(phys, &n, p) < 0) return false;
+    for (uint32_t i = 0; i < n; i++)
+        if (p[i].MSize == 16 && p[i].NSize == 16 && p[i].KSize == 16 && p[i].AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+            p[i].BType == VK_COMPONENT_TYPE_FLOAT16_NV && p[i].CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+            p[i].DType == VK_COMPONENT_TYPE_FLOAT32_NV && p[i].scope == VK_SCOPE_SUBGROUP_NV)
+            return true;
+    return false;
+}
+
+static void query_features(VkInstance inst, VkPhysicalDevice phys, ember_vk_caps *c)
 {
     VkPhysicalDeviceShaderIntegerDotProductFeatures dot = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
@@ -28,6 +48,9 @@ static void query_features(VkPhysicalDevice phys, ember_vk_caps *c)
     /* The extension, not 1.3 core: Ember's instance is Vulkan 1.2 (vk_device.c enables it). */
     bool dot_known = has_extension(phys, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
     if (dot_known) f12.pNext = &dot;
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV cm = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+    bool cm_ext = has_extension(phys, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    if (cm_ext) cm.pNext = f12.pNext, f12.pNext = &cm;
     /* Ember's instance is Vulkan 1.2, so size control is the extension's even on 1.3. */
     VkPhysicalDeviceSubgroupSizeControlFeaturesEXT sc = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
@@ -43,6 +66,8 @@ static void query_features(VkPhysicalDevice phys, ember_vk_caps *c)
     c->int_dot = dot_known && dot.shaderIntegerDotProduct;
     c->int_dot_accel &= c->int_dot; /* properties: earlier */
     c->coop_matrix = has_extension(phys, "VK_KHR_cooperative_matrix");
+    c->coop_nv = cm_ext && cm.cooperativeMatrix && f12.vulkanMemoryModel && f12.shaderFloat16 &&
+                 coop_nv_shape(inst, phys);
     c->subgroup_size_control = c->api_version >= VK_API_VERSION_1_3 ||
                                has_extension(phys, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
 }
@@ -145,11 +170,11 @@ static void query_formats(VkPhysicalDevice phys, ember_vk_caps *c)
     c->texel_r32ui = uniform_texel(phys, VK_FORMAT_R32_UINT);
 }
 
-void ember_vk_query_caps(VkPhysicalDevice phys, ember_vk_caps *c)
+void ember_vk_query_caps(VkInstance inst, VkPhysicalDevice phys, ember_vk_caps *c)
 {
     memset(c, 0, sizeof *c);
     query_properties(phys, c);
-    if (c->api_version >= VK_API_VERSION_1_2) query_features(phys, c);
+    if (c->api_version >= VK_API_VERSION_1_2) query_features(inst, phys, c);
     query_memory(phys, c);
     query_formats(phys, c);
 }

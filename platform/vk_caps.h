@@ -25,6 +25,10 @@ typedef struct ember_vk_caps {
                                            their emulation (integerDotProduct4x8Bit-
                                            PackedSignedAccelerated) */
     bool coop_matrix;                   /* VK_KHR_cooperative_matrix present */
+    bool coop_nv;                       /* VK_NV_cooperative_matrix's cooperativeMatrix and
+                                           vulkanMemoryModel (which Ember then enables),
+                                           with the 16x16x16 fp16 x fp16 + fp32 subgroup
+                                           product linear_mm.comp's COOPMAT variant uses */
     uint32_t subgroup_size;             /* default subgroup size */
     bool subgroup_arith;                /* subgroupAdd etc. in compute */
     bool subgroup_shuffle;
@@ -59,6 +63,6 @@ typedef struct ember_vk_caps {
 } ember_vk_caps;
 
 /* Fills caps for one physical device (used by device listing and creation). */
-void ember_vk_query_caps(VkPhysicalDevice phys, ember_vk_caps *caps);
+void ember_vk_query_caps(VkInstance inst, VkPhysicalDevice phys, ember_vk_caps *caps);
 
 #endif

@@ -159,7 +159,7 @@ static ember_status pick_device(ember_vk *vk, int index, ember_err *err)
     for (uint32_t i = 0; i < n; i++) {
         if (index > 0 && i != (uint32_t)index - 1) continue;
         ember_vk_caps c;
-        ember_vk_query_caps(devs[i], &c);
+        ember_vk_query_caps(vk->instance, devs[i], &c);
         if (!device_usable(devs[i], &c, i, why, sizeof why)) {
             if (index > 0) return ember_fail(err, EMBER_ERR_NO_DEVICE, "%s", why);
             continue;
@@ -175,7 +175,7 @@ static ember_status pick_device(ember_vk *vk, int index, ember_err *err)
         return ember_fail(err, EMBER_ERR_NO_DEVICE, "no usable Vulkan device: %s (ember info lists the devices)", why);
     vk->phys = devs[best];
     vk->queue_family = (uint32_t)compute_queue_family(vk->phys);
-    ember_vk_query_caps(vk->phys, &vk->caps);
+    ember_vk_query_caps(vk->instance, vk->phys, &vk->caps);
     vkGetPhysicalDeviceMemoryProperties(vk->phys, &vk->mem_props);
     return EMBER_OK;
 }
@@ -215,6 +215,11 @@ static ember_status create_device(ember_vk *vk, ember_err *err)
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES,
         .shaderIntegerDotProduct = VK_TRUE};
     if (c->int_dot) dot.pNext = f12.pNext, f12.pNext = &dot;
+    /* Cooperative matrices (linear_mm.comp's COOPMAT variant) and the memory model their
+     * SPIR-V declares. */
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV cm = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV, .cooperativeMatrix = VK_TRUE};
+    if (c->coop_nv) cm.pNext = f12.pNext, f12.pNext = &cm, f12.vulkanMemoryModel = VK_TRUE;
     VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f11};
     float prio = 1.0f;
     VkDeviceQueueCreateInfo q = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
@@ -222,11 +227,12 @@ static ember_status create_device(ember_vk *vk, ember_err *err)
                                  .pQueuePriorities = &prio};
     /* A non-conformant implementation (MoltenVK) that offers VK_KHR_portability_subset
      * must have it enabled (the spec requires it). */
-    const char *exts[3];
+    const char *exts[4];
     uint32_t n_exts = 0;
     if (device_has_extension(vk->phys, "VK_KHR_portability_subset")) exts[n_exts++] = "VK_KHR_portability_subset";
     if (c->subgroup_pin) exts[n_exts++] = VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME;
     if (c->int_dot) exts[n_exts++] = VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME;
+    if (c->coop_nv) exts[n_exts++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
     VkDeviceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &f,
                              .queueCreateInfoCount = 1, .pQueueCreateInfos = &q,
                              .enabledExtensionCount = n_exts, .ppEnabledExtensionNames = exts};
@@ -244,6 +250,7 @@ static ember_status create_device(ember_vk *vk, ember_err *err)
 static void mask_enabled_features(ember_vk_caps *c, const void *chain)
 {
     bool fp16 = false, int8 = false, s8 = false, s16 = false, timeline = false, pin = false, idot = false;
+    bool coop = false, memory_model = false;
     for (const VkBaseInStructure *p = chain; p; p = p->pNext) {
         switch (p->sType) {
         case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES:
@@ -255,8 +262,15 @@ static void mask_enabled_features(ember_vk_caps *c, const void *chain)
             int8 |= f->shaderInt8;
             s8 |= f->storageBuffer8BitAccess;
             timeline |= f->timelineSemaphore;
+            memory_model |= f->vulkanMemoryModel;
             break;
         }
+        case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES:
+            memory_model |= ((const VkPhysicalDeviceVulkanMemoryModelFeatures *)p)->vulkanMemoryModel;
+            break;
+        case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV: /* and the extension */
+            coop |= ((const VkPhysicalDeviceCooperativeMatrixFeaturesNV *)p)->cooperativeMatrix;
+            break;
         case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT: {
             const VkPhysicalDeviceSubgroupSizeControlFeaturesEXT *f = (const void *)p;
             pin |= f->subgroupSizeControl && f->computeFullSubgroups; /* and the extension enabled */
@@ -294,6 +308,7 @@ static void mask_enabled_features(ember_vk_caps *c, const void *chain)
     c->subgroup_pin &= pin;
     c->int_dot &= idot;
     c->int_dot_accel &= idot;
+    c->coop_nv &= coop && memory_model && fp16;
 }
 
 static ember_status adopt_host_device(ember_vk *vk, const ember_vulkan_device *h, ember_err *err)
@@ -305,7 +320,7 @@ static ember_status adopt_host_device(ember_vk *vk, const ember_vulkan_device *h
     vk->instance = h->instance;
     vk->phys = h->physical_device;
     vk->device = h->device;
-    ember_vk_query_caps(vk->phys, &vk->caps);
+    ember_vk_query_caps(vk->instance, vk->phys, &vk->caps);
     uint32_t api = h->api_version ? h->api_version : VK_API_VERSION_1_2;
     if (api < VK_API_VERSION_1_2 || vk->caps.api_version < VK_API_VERSION_1_2)
         return ember_fail(err, EMBER_ERR_NO_DEVICE, "the application's Vulkan device (%s) lacks Vulkan 1.2: "
@@ -403,7 +418,7 @@ ember_status ember_vk_list_devices(ember_vk_caps *out, uint32_t cap, uint32_t *n
     vkEnumeratePhysicalDevices(inst, &count, NULL);
     if (count > EMBER_VK_MAX_DEVICES) count = EMBER_VK_MAX_DEVICES;
     if (vkEnumeratePhysicalDevices(inst, &count, devs) < 0) count = 0;
-    for (uint32_t i = 0; i < count && i < cap; i++) ember_vk_query_caps(devs[i], &out[i]);
+    for (uint32_t i = 0; i < count && i < cap; i++) ember_vk_query_caps(inst, devs[i], &out[i]);
     *n = count < cap ? count : cap;
     vkDestroyInstance(inst, NULL);
     return EMBER_OK;

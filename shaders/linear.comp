@@ -28,6 +28,7 @@ layout(constant_id = 2) const uint TM = 1;      // tokens per tile
 layout(constant_id = 3) const uint NG = 1;      // tiles per workgroup
 layout(constant_id = 4) const uint UNROLL = 2;  // units per lane per loop iteration
 layout(constant_id = 5) const uint NORM = 0;    // 1: x is RMS-normalised as it is read
+layout(constant_id = 7) const uint STAGE = 0;   // 1: the workgroup stages x in shared memory
 
 #include "linear.glsl"
 
@@ -38,6 +39,13 @@ const uint HR = TN / 2;
 const uint GR = TN < NPART ? TN : NPART;
 const uint NGRP = TN / GR;
 const uint S = NPART / GR;
+
+#if defined(DT_BLOCK) && !defined(BLK_RUN)  // a type without runs: one unit each, no header of its own
+#define BLK_RUN 1u
+#define BLK_HEAD_T uint
+#define BLK_HEAD(hi, row, u, n) 0u
+#define BLK_CODES_H(hi, row, u, h, q, a, b) BLK_CODES(hi, row, u, q, a, b)
+#endif
 
 // Elements of a weight binding per row (WPE columns each), and floats per x element.
 #if defined(GENERIC)
@@ -63,15 +71,41 @@ uvec4 sq[TN];       // Q8_0: this lane's scales of 8 blocks of each tile row
 uint xb[TM];        // first x element of each tile token
 float rn[TM];       // NORM: 1 / sqrt(mean(x^2) + eps) of each tile token
 
+#ifdef DT_BLOCK
+// Units whose x a lane holds at once: a whole run in the mat-vec (each row's header read
+// once a run, x once for all rows), one unit in a mat-mat tile, where TM tokens of a
+// run's x would not fit in registers (the header is then read once a unit and row). The
+// arithmetic of an output is the same either way.
+const uint SPAN = TM == 1u ? BLK_RUN : 1u;
+const uint PIECES = BLK_RUN / SPAN;  // spans a run
+const uint PV = SPAN * 8u;           // x vec4s of a span
+#elif !defined(GENERIC)
+const uint PIECES = 1u;
+const uint PV = XV;
+#endif
+
 #if !defined(GENERIC)
 // Vec4 c of tile token t's x row; NORM: RMS-normalised, (x * rn) * g as rmsnorm.comp
 // writes it (the fused RMSNorm: no dispatch of its own, no xn buffer).
-vec4 xrow4(uint t, uint c)
+vec4 xrow4_mem(uint t, uint c)
 {
     vec4 v = x4(xb[t] + c);
     if (NORM == 0u) return v;
     precise vec4 r = (v * rn[t]) * g4[c];
     return r;
+}
+
+// STAGE: the x (normalised if NORM) of the piece each lane of a group takes next, for the
+// tile's TM tokens, loaded once by the whole workgroup for its NG tiles (stage_x):
+// xs[(t * PV + v) * NPART + p] is vec4 v of lane p's piece, so that the lanes of a group
+// read consecutive vec4s. The piece of lane `xslot` starts at x vec4 xc0.
+shared vec4 xs[STAGE * (NPART * TM * PV - 1u) + 1u];
+uint xslot, xc0;
+
+vec4 xrow4(uint t, uint c)
+{
+    if (STAGE != 0u) return xs[(t * PV + (c - xc0)) * NPART + xslot];
+    return xrow4_mem(t, c);
 }
 #endif
 
@@ -86,18 +120,6 @@ void unit(uint u)
     }
 }
 #elif defined(DT_BLOCK)
-#ifndef BLK_RUN  // a type without runs: one unit each, no header of its own
-#define BLK_RUN 1u
-#define BLK_HEAD_T uint
-#define BLK_HEAD(hi, row, u, n) 0u
-#define BLK_CODES_H(hi, row, u, h, q, a, b) BLK_CODES(hi, row, u, q, a, b)
-#endif
-
-// Units whose x a lane holds at once: a whole run in the mat-vec (each row's header read
-// once a run, x once for all rows), one unit in a mat-mat tile, where TM tokens of a
-// run's x would not fit in registers (the header is then read once a unit and row). The
-// arithmetic of an output is the same either way.
-const uint SPAN = TM == 1u ? BLK_RUN : 1u;
 
 // Tile row r (read from w1 when hi) of units u0 .. u0 + SPAN - 1 (one run's): per unit,
 // token and half s = sum q*x in column order, then acc + ((a0*s0 + b0*sx0) + (a1*s1 + b1*sx1)).
@@ -282,6 +304,58 @@ void tile_norms(uint lane)
 }
 #endif
 
+#if !defined(GENERIC)
+// STAGE: lane pieces. A lane's units (a block type's: runs) are u = lane, lane + NPART, ..,
+// each PIECES pieces of PV x vec4s (a block type's spans of a run), taken in this order
+// with or without staging: the same arithmetic, the same bits.
+uint piece_col(uint u, uint s)
+{
+#ifdef DT_BLOCK
+    return (u * BLK_RUN + s * SPAN) * 8u;
+#else
+    return u * XV;
+#endif
+}
+
+void piece(uint u, uint s)
+{
+#ifdef DT_BLOCK
+    span(u * BLK_RUN + s * SPAN);
+#else
+    unit(u);
+#endif
+}
+
+// Every invocation: piece s of units i*NPART + q (q < NPART, those below `units`) for
+// every tile token into xs, consecutive invocations reading consecutive x vec4s.
+void stage_x(uint i, uint s, uint units)
+{
+    for (uint e = gl_LocalInvocationID.x; e < NPART * TM * PV; e += gl_WorkGroupSize.x) {
+        uint t = e / (NPART * PV), r = e % (NPART * PV), q = r / PV, v = r % PV;
+        uint u = i * NPART + q;
+        if (u < units) xs[(t * PV + v) * NPART + q] = xrow4_mem(t, piece_col(u, s) + v);
+    }
+}
+
+// tile_partial's unit loop with x staged. Every invocation of the workgroup reaches each
+// barrier the same number of times (all its tiles have the same units); a lane past the
+// last unit skips the work.
+void staged_units(uint lane, uint units)
+{
+    xslot = lane;
+    for (uint i = 0; i * NPART < units; i++) {
+        uint u = i * NPART + lane;
+        for (uint s = 0; s < PIECES; s++) {
+            barrier();  // the readers of the previous piece are done
+            stage_x(i, s, units);
+            barrier();
+            xc0 = piece_col(u, s);
+            if (u < units) piece(u, s);
+        }
+    }
+}
+#endif
+
 // Partial `lane` of tile g for tokens tok0 .. tok0+TM-1 (past n_tok: the last token,
 // computed and not stored).
 void tile_partial(uint g, uint lane, uint tok0)
@@ -305,6 +379,12 @@ void tile_partial(uint g, uint lane, uint tok0)
     uint units = pc.cols / (UNIT * BLK_RUN), u = lane;  // runs: partial `lane` takes runs lane, lane + NPART, ..
 #else
     uint units = pc.cols / UNIT, u = lane;
+#endif
+#if !defined(GENERIC)
+    if (STAGE != 0u) {
+        staged_units(lane, units);
+        return;
+    }
 #endif
     for (; u + (UNROLL - 1u) * NPART < units; u += UNROLL * NPART)
         [[unroll]] for (uint k = 0; k < UNROLL; k++) unit(u + k * NPART);
@@ -362,6 +442,30 @@ float combine_group(uint i, uint t, uint p)
 }
 #endif
 
+#ifdef SUBGROUP
+// Tile g for tokens tok_begin .. tok_end - 1: the lanes' partials combined in the
+// subgroup, the sums stored where `live`.
+void subgroup_tile(uint g, uint p, uint tok_begin, uint tok_end, bool live)
+{
+    for (uint tok0 = tok_begin; tok0 < tok_end; tok0 += TM) {
+        tile_partial(g, p, tok0);
+        [[unroll]] for (uint t = 0; t < TM; t++) {
+            float sum[2];  // NGRP <= 2
+            [[unroll]] for (uint i = 0; i < 2u; i++) sum[i] = i < NGRP ? combine_group(i, t, p) : 0.0;
+            // SWIGLU: up row r + HR is in lane p ^ (HR*S) (one group) or in this lane's
+            // other group (two: then S is 1).
+            if (NGRP == 1u) {
+                float up = pc.mode == MODE_SWIGLU ? subgroupShuffleXor(sum[0], HR * S) : 0.0;
+                if (live && p % S == 0u) store_row(g, tok0 + t, p / S, sum[0], up);
+            } else if (live) {
+                [[unroll]] for (uint i = 0; i < 2u; i++)
+                    store_row(g, tok0 + t, i * GR + p, sum[i], sum[1u - i]);
+            }
+        }
+    }
+}
+#endif
+
 void main()
 {
     uint wg = gl_WorkGroupID.z * pc.wgx + gl_WorkGroupID.x;
@@ -372,25 +476,18 @@ void main()
     // size that is a multiple of NPART); tiles are spread over however many groups the
     // driver made, so another subgroup size than the host assumed stays correct.
     uint per_sg = gl_SubgroupSize / NPART, p = gl_SubgroupInvocationID % NPART;
-    for (uint k = gl_SubgroupID * per_sg + gl_SubgroupInvocationID / NPART; k < NG; k += gl_NumSubgroups * per_sg) {
+    uint k0 = gl_SubgroupID * per_sg + gl_SubgroupInvocationID / NPART;
+    if (STAGE != 0u) {
+        // Staged x: one tile per lane group, all at the barriers together (the host makes
+        // NG * NPART invocations); a group past NG (a driver's wider subgroup) only helps
+        // stage, and tiles past the end compute clamped rows and store nothing (store_row).
+        subgroup_tile(wg * NG + min(k0, NG - 1u), p, tok_begin, tok_end, k0 < NG);
+        return;
+    }
+    for (uint k = k0; k < NG; k += gl_NumSubgroups * per_sg) {
         uint g = wg * NG + k;
         if (g * pc.step >= pc.n_out) break;
-        for (uint tok0 = tok_begin; tok0 < tok_end; tok0 += TM) {
-            tile_partial(g, p, tok0);
-            [[unroll]] for (uint t = 0; t < TM; t++) {
-                float sum[2];  // NGRP <= 2
-                [[unroll]] for (uint i = 0; i < 2u; i++) sum[i] = i < NGRP ? combine_group(i, t, p) : 0.0;
-                // SWIGLU: up row r + HR is in lane p ^ (HR*S) (one group) or in this lane's
-                // other group (two: then S is 1).
-                if (NGRP == 1u) {
-                    float up = pc.mode == MODE_SWIGLU ? subgroupShuffleXor(sum[0], HR * S) : 0.0;
-                    if (p % S == 0u) store_row(g, tok0 + t, p / S, sum[0], up);
-                } else {
-                    [[unroll]] for (uint i = 0; i < 2u; i++)
-                        store_row(g, tok0 + t, i * GR + p, sum[i], sum[1u - i]);
-                }
-            }
-        }
+        subgroup_tile(g, p, tok_begin, tok_end, true);
     }
 #else
     // Every invocation reaches the barriers: tiles past the end compute clamped rows and

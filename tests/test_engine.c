@@ -582,6 +582,32 @@ static void test_device_context(void)
     ember_model_free(m);
 }
 
+/* ember_model_opts.kernels: a field out of range is refused by name; x staged in shared
+ * memory (stage_x) changes no bit, so 16 requests batched with chunked prefill give the
+ * tokens of each alone on the default kernels. */
+static void test_kernel_opts(const char *path, const ef_result *alone)
+{
+    ember_model_opts mo = {.enable_validation = tu_validation(), .memory = tu_memory_mode()};
+    const ember_kernel_opts bad[2] = {{.linear_lanes = 12}, {.attn_split = 3}};
+    const char *named[2] = {"linear_lanes", "attn_split"};
+    for (int i = 0; i < 2; i++) {
+        ember_model *m = NULL;
+        mo.kernels = bad[i];
+        ember_status s = ember_model_load(path, &mo, &m);
+        CHECKF(s == EMBER_ERR_INVALID_ARG && strstr(ember_model_error(m), named[i]), "kernels %s: status %d, '%s'",
+               named[i], (int)s, ember_model_error(m));
+        ember_model_free(m);
+    }
+    mo.kernels = (ember_kernel_opts){.stage_x = EMBER_KERNEL_ON};
+    ember_model *m = ef_load(path, &mo);
+    CHECK(m != NULL);
+    static ef_result res[NREQ];
+    if (m)
+        run_together(m, (ember_engine_opts){.max_seqs = 16, .max_batch_tokens = 128}, res, 24,
+                     "x staged in shared memory, 16 together", alone);
+    ember_model_free(m);
+}
+
 int main(void)
 {
     char path[512];
@@ -607,6 +633,7 @@ int main(void)
     test_context_end(m);
     test_kv_full();
     test_device_context();
+    test_kernel_opts(path, alone);
     /* The CPU backend takes the same batches over the same KV blocks (engine/step.h):
      * prefix hits and copies on write of its own block pool give the same tokens. */
     ember_model_opts co = {.backend = EMBER_BACKEND_CPU};

@@ -18,6 +18,11 @@
  *                         device's own count is checked above): against the CPU, batch
  *                         invariant, and the subgroup combine bit for bit the shared-
  *                         memory one (each width sums in its own order)
+ *   test_kernels stage    the linear with x staged in shared memory (every tile shape,
+ *                         4 lane groups sharing it) gives the bits of the kernels that
+ *                         read x themselves, at the device's lanes and at 32
+ *   test_kernels matrix   the matrix family (fp16 w and x, fp32 sums) against the CPU
+ *                         given the same fp16 values, and batch invariant
  *   test_kernels bench    times the linear (median of 9 runs per case) instead
  *                         (EMBER_BENCH_SHAPES, EMBER_BENCH_TYPES, EMBER_BENCH_TM, and the
  *                         tile shapes EMBER_BENCH_GROUPS / EMBER_BENCH_ROWS: bench_all) */
@@ -28,6 +33,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "engine/model/floats.h"
 #include "engine/model/quant.h"
 #include "kernel_fixture.h"
 
@@ -137,8 +143,11 @@ static bool upload(ctx *t, const weight *w, uint32_t n_src, uint64_t max_part, e
 
 static double silu(double g) { return g / (1 + exp(-g)); }
 
+static float to_half(float v) { return ember_f16_to_f32(ember_f32_to_f16(v)); }
+
+/* half: w's values rounded to fp16 first, as the matrix family stages them. */
 static void linear_ref(const weight *w, const float *x, const float *y0, uint32_t n_tok, ember_out_mode mode,
-                       double *want)
+                       bool half, double *want)
 {
     uint32_t h = w->rows / 2, ldy = mode == EMBER_OUT_SWIGLU ? h : w->rows;
     for (uint32_t t = 0; t < n_tok; t++) {
@@ -146,7 +155,8 @@ static void linear_ref(const weight *w, const float *x, const float *y0, uint32_
             double d[2] = {0, 0};
             for (int k = 0; k < (mode == EMBER_OUT_SWIGLU ? 2 : 1); k++) {
                 const float *row = w->deq + (size_t)(o + k * h) * w->cols;
-                for (uint32_t c = 0; c < w->cols; c++) d[k] += (double)row[c] * x[(size_t)t * w->cols + c];
+                for (uint32_t c = 0; c < w->cols; c++)
+                    d[k] += (double)(half ? to_half(row[c]) : row[c]) * x[(size_t)t * w->cols + c];
             }
             double v = mode == EMBER_OUT_SWIGLU ? silu(d[0]) * d[1] : d[0];
             if (mode == EMBER_OUT_ADD) v += y0[(size_t)t * ldy + o];
@@ -184,6 +194,9 @@ static blocks_level blocks_here(const ctx *t)
 
 static bool idot_run(const ctx *t) { return t->k && ember_kernels_int_dot(t->k); }
 
+/* Whether a linear of cols columns runs in the matrix family, on fp16 w and x. */
+static bool matrix_run(const ctx *t, uint32_t cols) { return t->k && ember_kernels_matrix(t->k, cols); }
+
 static float from_bits(uint32_t b)
 {
     float f;
@@ -212,13 +225,14 @@ static void quant_x8_ref(float *x, size_t n)
     }
 }
 
-/* The x the kernels compute with for weights of this type: a copy, quantized where they
- * take integer dot products. */
-static float *x_as_kernels(const ctx *t, ember_dtype type, const float *x, size_t n)
+/* The x the kernels compute with for weights of this type and cols: a copy, quantized
+ * where they take integer dot products, rounded to fp16 in the matrix family. */
+static float *x_as_kernels(const ctx *t, ember_dtype type, uint32_t cols, const float *x, size_t n)
 {
     float *c = malloc(sizeof(float) * (n ? n : 1));
     memcpy(c, x, sizeof(float) * n);
     if (idot_run(t) && type == EMBER_DTYPE_Q8_0) quant_x8_ref(c, n);
+    for (size_t i = 0; matrix_run(t, cols) && i < n; i++) c[i] = to_half(c[i]);
     return c;
 }
 
@@ -229,14 +243,14 @@ static void test_linear_case(ctx *t, tu_rng *r, ember_dtype type, uint32_t rows,
     double t0 = kt_now_s();
     weight w = make_weight(r, type, rows, cols);
     float *x = kt_rand_floats(r, (size_t)n_tok * cols, -1, 1);
-    float *xk = x_as_kernels(t, type, x, (size_t)n_tok * cols);
+    float *xk = x_as_kernels(t, type, cols, x, (size_t)n_tok * cols);
     for (int mode = 0; mode < 3; mode++) {
         if (mode == EMBER_OUT_SWIGLU && rows % 2) continue;
         uint32_t ldy = mode == EMBER_OUT_SWIGLU ? rows / 2 : rows;
         size_t ny = (size_t)n_tok * ldy;
         float *y0 = kt_rand_floats(r, ny, -1, 1);
         double *want = malloc(sizeof(double) * ny);
-        linear_ref(&w, xk, y0, n_tok, (ember_out_mode)mode, want);
+        linear_ref(&w, xk, y0, n_tok, (ember_out_mode)mode, matrix_run(t, cols), want);
 
         kt_case_begin(t);
         ember_gpu_weight g;
@@ -419,8 +433,8 @@ static void test_invariance_case(ctx *t, int ci, const inv_case *c, ember_out_mo
     check_rows(t, what, perm_y.host, ref, perm, INV_TOK, ldy);
     /* The batched results are also right (not merely consistent). */
     double *want = malloc(sizeof(double) * ny);
-    float *xk = x_as_kernels(t, c->type, x, nx);
-    linear_ref(&w, xk, y0, INV_TOK, mode, want);
+    float *xk = x_as_kernels(t, c->type, c->cols, x, nx);
+    linear_ref(&w, xk, y0, INV_TOK, mode, matrix_run(t, c->cols), want);
     free(xk);
     kt_check_close(what, ref, want, ny, TOL);
     free(want);
@@ -533,7 +547,7 @@ static void test_norm_case(ctx *t, int ci, ember_dtype type, uint32_t rows, uint
     float *xn = norm_ref(x, g, INV_TOK, cols);
     if (idot_run(t) && type == EMBER_DTYPE_Q8_0) quant_x8_ref(xn, nx);
     double *want = malloc(sizeof(double) * ny);
-    linear_ref(&w, xn, y0, INV_TOK, mode, want);
+    linear_ref(&w, xn, y0, INV_TOK, mode, false, want);
     kt_check_close(what, ref, want, ny, TOL);
     free(want);
     free(xn);
@@ -982,27 +996,32 @@ static size_t env_list(const char *name, uint32_t dflt, uint32_t *out, size_t ca
 /* bench: the default kernels at every linear tile shape EMBER_BENCH_LANES (lanes a tile)
  * x EMBER_BENCH_GROUPS (lane groups per workgroup) x EMBER_BENCH_ROWS (rows per tile)
  * names, default the device's own; with EMBER_BENCH_ALL=1 the other variants too.
- * EMBER_BENCH_TM=N: N tokens per tile; EMBER_BENCH_IDOT=1: Q8_0 by integer dot products. */
+ * EMBER_BENCH_TM=N: N tokens per tile; EMBER_BENCH_IDOT=1: Q8_0 by integer dot products;
+ * EMBER_BENCH_STAGE=0,1,2: x staged in shared memory by default, always, never;
+ * EMBER_BENCH_MATRIX=1: the matrix family. */
 static void bench_all(ctx *t, const kt_variant *variants)
 {
     uint32_t groups[8], rows[2], lanes[4];
     size_t ng = env_list("EMBER_BENCH_GROUPS", 0, groups, 8), nr = env_list("EMBER_BENCH_ROWS", 0, rows, 2);
-    size_t nl = env_list("EMBER_BENCH_LANES", 0, lanes, 4);
+    uint32_t stage[3];
+    size_t nl = env_list("EMBER_BENCH_LANES", 0, lanes, 4), ns = env_list("EMBER_BENCH_STAGE", 0, stage, 3);
     for (int v = 0; v < 4; v++) {
         if (v != 0 && !getenv("EMBER_BENCH_ALL")) continue;
-        for (size_t g = 0; g < ng * nl; g++)
+        for (size_t g = 0; g < ng * nl * ns; g++)
             for (size_t r = 0; r < nr; r++) {
                 ember_kernels_opts ko = {.no_subgroup = variants[v].no_subgroup, .no_texel = variants[v].no_texel,
                                          .linear_groups = groups[g % ng], .linear_rows = rows[r],
-                                         .linear_lanes = lanes[g / ng]};
+                                         .linear_lanes = lanes[g / ng % nl], .linear_stage = (int)stage[g / (ng * nl)]};
                 if (getenv("EMBER_BENCH_TM")) ko.linear_tm = (uint32_t)atoi(getenv("EMBER_BENCH_TM"));
                 if (getenv("EMBER_BENCH_IDOT") && atoi(getenv("EMBER_BENCH_IDOT"))) ko.int_dot = EMBER_INT_DOT_ON;
+                if (getenv("EMBER_BENCH_MATRIX") && atoi(getenv("EMBER_BENCH_MATRIX"))) ko.matrix = EMBER_MATRIX_ON;
                 if (ember_kernels_create_opts(t->vk, &ko, &t->k, &t->err) != EMBER_OK) kt_die(t, "ember_kernels_create");
                 ember_kernel_choice c;
                 ember_kernels_describe(ember_vk_get_caps(t->vk), &ko, &c);
                 char name[96];
-                snprintf(name, sizeof name, "%s l%u g%u r%u%s", variants[v].name, c.lin_lanes, c.lin_groups,
-                         c.lin_rows_decode, c.lin_int_dot ? " idot" : "");
+                snprintf(name, sizeof name, "%s l%u g%u r%u%s%s%s", variants[v].name, c.lin_lanes, c.lin_groups,
+                         c.lin_rows_decode, c.lin_int_dot ? " idot" : "", c.lin_staged ? " st" : "",
+                         c.lin_matrix ? (c.lin_matrix_coop ? " mm-coop" : " mm-fma") : "");
                 t->variant = name;
                 bench(t);
                 ember_kernels_destroy(t->k);
@@ -1103,6 +1122,138 @@ static void run_idot(ctx *t)
         }
 }
 
+/* test_kernels stage: x staged in shared memory must give the bits of the kernels that
+ * read x themselves. Both kernel sets run the same weight and x, one dispatch per tile
+ * shape (1, 2, 5 and 40 tokens), every mode, and the fused RMSNorm; the staged one has 4
+ * lane groups a workgroup sharing the staged x. Types: one of each x piece (F32: a vec4,
+ * Q8_0: 8, Q4_0: a unit at a time, Q4_K: runs of 4 units, a run's x a piece in the
+ * mat-vec); cols leave lanes with different unit counts. */
+static void make_for(ctx *t, ember_kernels *k, const ember_gpu_weight *g)
+{
+    ember_kernels_set want = {{0}};
+    ember_kernels_want_linear(k, g, false, &want);
+    if (ember_k_linear_can_norm(k, g)) ember_kernels_want_linear(k, g, true, &want);
+    if (ember_kernels_make(k, &want, &t->err) != EMBER_OK) kt_die(t, "ember_kernels_make");
+}
+
+static void test_stage_case(ctx *t, ember_kernels *on, ember_dtype type, uint32_t cols, int mode, bool norm)
+{
+    enum { ROWS = 38, NT = 40 };
+    static const uint32_t toks[] = {1, 2, 5, NT}; /* tiles of 1, 2, 4 and 8 tokens */
+    tu_rng r = {500 + (uint64_t)type * 8 + (uint64_t)mode * 2 + norm};
+    weight w = make_weight(&r, type, ROWS, cols);
+    uint32_t ldy = mode == EMBER_OUT_SWIGLU ? ROWS / 2 : ROWS;
+    float *x = kt_rand_floats(&r, (size_t)NT * cols, -1, 1), *y0 = kt_rand_floats(&r, (size_t)NT * ldy, -1, 1);
+    float *gn = kt_rand_floats(&r, cols, 0.5f, 1.5f);
+    char what[160];
+    snprintf(what, sizeof what, "[%s] staged %s %ux%u mode %d%s", t->variant, dtype_name(type), ROWS, cols, mode,
+             norm ? " fused norm" : "");
+    kt_case_begin(t);
+    ember_gpu_weight g;
+    if (!upload(t, &w, 1, 0, &g)) goto done;
+    make_for(t, on, &g);
+    ember_linear_norm n = {kt_buf(t, gn, sizeof(float) * cols), NORM_EPS};
+    ember_vk_span xs = xbuf(t, x, sizeof(float) * NT * cols), ys[4][2];
+    for (int i = 0; i < 4; i++)
+        for (int s = 0; s < 2; s++) {
+            ember_kernels *k = s ? on : t->k;
+            ys[i][s] = kt_buf(t, y0, sizeof(float) * toks[i] * ldy);
+            if (norm) ember_k_linear_norm(t->cmd, k, &g, xs, &n, ys[i][s], toks[i], (ember_out_mode)mode);
+            else ember_k_linear(t->cmd, k, &g, xs, ys[i][s], toks[i], (ember_out_mode)mode);
+        }
+    if (!kt_submit(t, what)) goto done;
+    for (int i = 0; i < 4; i++)
+        CHECKF(memcmp(ys[i][0].host, ys[i][1].host, sizeof(float) * toks[i] * ldy) == 0, "%s: %u tokens differ",
+               what, toks[i]);
+    /* ... and right, not merely alike */
+    float *xr = norm ? norm_ref(x, gn, NT, cols) : x;
+    double *want = malloc(sizeof(double) * NT * ldy);
+    linear_ref(&w, xr, y0, NT, (ember_out_mode)mode, false, want);
+    kt_check_close(what, ys[3][1].host, want, (size_t)NT * ldy, TOL);
+    free(want);
+    if (norm) free(xr);
+done:
+    free(x);
+    free(y0);
+    free(gn);
+    free_weight(&w);
+}
+
+/* Per pairing (the device's lanes, staged with the subgroup and with the shared-memory
+ * combine; 32 lanes), the unstaged kernels in t->k against the staged ones. */
+static void run_stage(ctx *t)
+{
+    static const struct { ember_dtype type; uint32_t cols; bool norm; } cases[] = {
+        {EMBER_DTYPE_F32, 1000, 1}, {EMBER_DTYPE_Q8_0, 1056, 1}, {EMBER_DTYPE_Q4_0, 288, 0},
+        {EMBER_DTYPE_Q4_K, 1280, 1}};
+    static const struct { uint32_t lanes; bool no_subgroup; } pairs[] = {{0, 0}, {0, 1}, {32, 0}};
+    for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++) {
+        ember_kernels_opts off = {.norm_fusion = EMBER_NORM_FUSION_ON, .linear_lanes = pairs[p].lanes,
+                                  .linear_stage = EMBER_STAGE_OFF};
+        ember_kernels_opts on = off;
+        on.no_subgroup = pairs[p].no_subgroup, on.linear_groups = 4, on.linear_stage = EMBER_STAGE_ON;
+        ember_kernel_choice c, c0;
+        ember_kernels_describe(ember_vk_get_caps(t->vk), &on, &c);
+        ember_kernels_describe(ember_vk_get_caps(t->vk), &off, &c0);
+        if (pairs[p].no_subgroup && !c0.lin_subgroup) continue; /* the first pairing again */
+        /* every tile shape staged where its x fits (at 8 lanes, all) */
+        CHECKF(c0.lin_staged == 0 && (c.lin_staged == 0x11e || (pairs[p].lanes && c.lin_staged)),
+               "staged tiles %#x, %#x", c0.lin_staged, c.lin_staged);
+        ember_kernels *k_on;
+        if (ember_kernels_create_opts(t->vk, &off, &t->k, &t->err) != EMBER_OK ||
+            ember_kernels_create_opts(t->vk, &on, &k_on, &t->err) != EMBER_OK)
+            kt_die(t, "ember_kernels_create");
+        char name[80];
+        snprintf(name, sizeof name, "stage, %u lanes, %s", c.lin_lanes, c.lin_subgroup ? "subgroup" : "shared memory");
+        t->variant = name;
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+            for (int mode = 0; mode < 3; mode++) {
+                test_stage_case(t, k_on, cases[i].type, cases[i].cols, mode, false);
+                if (cases[i].norm && mode != EMBER_OUT_ADD) test_stage_case(t, k_on, cases[i].type, cases[i].cols, mode, true);
+            }
+        printf("[%s] checked (staged tiles of tokens: %#x)\n", name, c.lin_staged);
+        ember_kernels_destroy(k_on);
+        ember_kernels_destroy(t->k);
+        t->k = NULL;
+    }
+}
+
+/* test_kernels matrix: the matrix family (linear_mm.comp; by FMA here, through cooperative
+ * matrices on a device with VK_NV_cooperative_matrix) against the CPU given the same
+ * fp16 w and x: F32, F16 and Q8_0 at several shapes and batch sizes (tiles of 16 and 64
+ * tokens, rows past a tile's end), weights in parts, every block type; then the
+ * invariance checks (bits across batches and offsets). */
+static void run_matrix(ctx *t)
+{
+    if (!ember_vk_get_caps(t->vk)->fp16_arith) {
+        printf("no shaderFloat16: the matrix family not checked\n");
+        return;
+    }
+    ember_kernels_opts ko = {.matrix = EMBER_MATRIX_ON};
+    ember_kernel_choice c;
+    ember_kernels_describe(ember_vk_get_caps(t->vk), &ko, &c);
+    CHECK(c.lin_matrix && !c.lin_norm_fused);
+    if (ember_kernels_create_opts(t->vk, &ko, &t->k, &t->err) != EMBER_OK) kt_die(t, "ember_kernels_create");
+    t->variant = c.lin_matrix_coop ? "matrix, cooperative matrices" : "matrix, by FMA";
+    t->variant_index = 0;
+    static const ember_dtype types[] = {EMBER_DTYPE_F32, EMBER_DTYPE_F16, EMBER_DTYPE_Q8_0};
+    static const uint32_t shapes[][2] = {{33, 96}, {130, 2048}};
+    static const uint32_t toks[] = {1, 5, 16, 17, 64, 130};
+    tu_rng r = {11};
+    for (int d = 0; d < 3; d++) {
+        for (size_t s = 0; s < 2; s++)
+            for (size_t n = 0; n < sizeof toks / sizeof toks[0]; n++)
+                test_linear_case(t, &r, types[d], shapes[s][0], shapes[s][1], toks[n], 0, 1);
+        for (uint32_t n = 1; n <= 20; n += 19)
+            test_linear_case(t, &r, types[d], 74, 64, n, row_bytes(types[d], 64) * 9 + 8, 2);
+    }
+    test_block_types(t, &r);
+    test_invariance(t);
+    printf("[%s] checked\n", t->variant);
+    ember_kernels_destroy(t->k);
+    t->k = NULL;
+}
+
 int main(int argc, char **argv)
 {
     const kt_variant *variants = kt_variants;
@@ -1115,9 +1266,12 @@ int main(int argc, char **argv)
            caps->texel_rgba32f ? " rgba32f" : "", caps->texel_rgba32ui ? " rgba32ui" : "",
            caps->texel_r16f ? " r16f" : "");
     bool lanes = argc > 1 && strcmp(argv[1], "lanes") == 0, idot = argc > 1 && strcmp(argv[1], "idot") == 0;
-    if (do_bench || lanes || idot) {
+    bool stage = argc > 1 && strcmp(argv[1], "stage") == 0, matrix = argc > 1 && strcmp(argv[1], "matrix") == 0;
+    if (do_bench || lanes || idot || stage || matrix) {
         if (do_bench) bench_all(&t, variants);
         else if (lanes) run_lanes(&t);
+        else if (stage) run_stage(&t);
+        else if (matrix) run_matrix(&t);
         else run_idot(&t);
         for (size_t i = 0; i < sizeof t.alone / sizeof t.alone[0]; i++) free(t.alone[i]);
         kt_close(&t);

@@ -2,7 +2,8 @@
 # `--profile` of ember generate and ember bench (docs/profiling.md), on a made F32 model
 # (2 layers): the tables in text, and the JSON "profile" object with its per-step counts
 # (1 embed + 8 a layer + norm, LM head, argmax dispatches), kernels and weight bytes.
-# Engine numbers to the byte are tests/test_profile.c's; this checks the command line.
+# Engine numbers to the byte are tests/test_profile.c's; this checks the command line,
+# and --kernels (forced variants: the pipeline names say what ran).
 set -uo pipefail
 ember=${EMBER_BIN:?EMBER_BIN: the ember program}
 source "$(dirname "${BASH_SOURCE[0]}")/check_fixture.sh"
@@ -78,5 +79,23 @@ PY
 check "bench --json: the profile object, steps and rows the engine's" $?
 "$ember" bench --url http://127.0.0.1:9 --profile >/dev/null 2>&1; rc=$?
 [ $rc -eq 2 ]; check "bench --url --profile: refused (got $rc)" $?
+
+# ---- --kernels: forced variants, seen in the profile's pipeline names ----
+plain=$("$ember" generate -m "$model" -p "hello" -n 12 --ignore-eos 2>/dev/null)
+out=$("$ember" generate -m "$model" -p "hello" -n 12 --ignore-eos --kernels stage=on --profile 2>"$EMBER_TEST_TMP/k.err")
+err=$(cat "$EMBER_TEST_TMP/k.err")
+[ -n "$plain" ] && [ "$out" = "$plain" ]; check "--kernels stage=on: the same text (staging changes no bit)" $?
+has "$err" "^  linear_f32[a-z0-9_]*_m1_st "; check "--kernels stage=on: staged decode pipelines (_st)" $?
+err=$("$ember" generate -m "$model" -p "hello" -n 4 --ignore-eos --kernels lanes=16,norm-fusion=on --profile 2>&1 >/dev/null)
+has "$err" "^  linear_f32[a-z0-9_]*_norm_l16_m1 "; check "--kernels lanes=16,norm-fusion=on: fused 16-lane pipelines" $?
+has "$err" "^  per step   16\.0 dispatches"; check "--kernels norm-fusion=on: 6 dispatches a layer" $?
+long=$(printf 'hello %.0s' {1..30})
+err=$("$ember" generate -m "$model" -p "$long" -n 4 --ignore-eos --kernels matrix=on --profile 2>&1 >/dev/null); rc=$?
+[ $rc -eq 0 ] && has "$err" "^  linear_mm_f32(_cm)?_n16 "; check "--kernels matrix=on: the matrix family's decode tiles (got $rc)" $?
+has "$err" "^  linear_mm_f32(_cm)?_n64 "; check "--kernels matrix=on: its prompt tiles" $?
+for bad in lanes=12 stage=yes speed=on; do
+    err=$("$ember" generate -m "$model" -p "hello" -n 1 --kernels $bad 2>&1 >/dev/null); rc=$?
+    [ $rc -eq 2 ] && has "$err" "^ember: --kernels"; check "--kernels $bad: a usage error naming --kernels (got $rc)" $?
+done
 
 finish test_profile_cli

@@ -63,6 +63,43 @@ bool cli_float(const char *flag, const char *s, float *out)
     return true;
 }
 
+/* --kernels "lanes=32,int-dot=on,stage=on,norm-fusion=off,attn-split=auto,matrix=on": variants
+ * forced (ember_kernel_opts). False with a message when malformed. */
+static bool parse_kernels(const char *list, ember_kernel_opts *k)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *save = NULL, *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        char *v = strchr(item, '=');
+        if (v) *v++ = '\0';
+        long n;
+        if (v && strcmp(item, "lanes") == 0) {
+            if (!cli_int("--kernels lanes", v, 8, 64, &n) || (n & (n - 1))) {
+                fprintf(stderr, "ember: --kernels lanes is 8, 16, 32 or 64\n");
+                return false;
+            }
+            k->linear_lanes = (uint32_t)n;
+            continue;
+        }
+        int *sw = !v                                ? NULL
+                  : strcmp(item, "int-dot") == 0     ? &k->int_dot
+                  : strcmp(item, "stage") == 0       ? &k->stage_x
+                  : strcmp(item, "norm-fusion") == 0 ? &k->norm_fusion
+                  : strcmp(item, "attn-split") == 0  ? &k->attn_split
+                  : strcmp(item, "matrix") == 0      ? &k->matrix
+                                                     : NULL;
+        int val = !v ? -1 : strcmp(v, "auto") == 0 ? EMBER_KERNEL_AUTO : strcmp(v, "on") == 0 ? EMBER_KERNEL_ON
+                          : strcmp(v, "off") == 0 ? EMBER_KERNEL_OFF : -1;
+        if (!sw || val < 0) {
+            fprintf(stderr, "ember: --kernels takes lanes=8|16|32|64 and int-dot, stage, norm-fusion, attn-split, "
+                            "matrix =on|off|auto, comma-separated; got '%s%s%s'\n", item, v ? "=" : "", v ? v : "");
+            return false;
+        }
+        *sw = val;
+    }
+    return true;
+}
+
 int cli_model_flag(int argc, char **argv, int *i, cli_model_args *a)
 {
     const char *f = argv[*i], *v;
@@ -88,6 +125,7 @@ int cli_model_flag(int argc, char **argv, int *i, cli_model_args *a)
         a->device = (int)n + 1;
         return 1;
     }
+    if (strcmp(f, "--kernels") == 0) return (v = cli_value(argc, argv, i)) && parse_kernels(v, &a->kernels) ? 1 : -1;
     if (strcmp(f, "--memory-budget") == 0)
         return (v = cli_value(argc, argv, i)) && cli_int(f, v, 1, 1 << 30, &a->budget_mib) ? 1 : -1;
     if (strcmp(f, "--memory") == 0) {
@@ -161,7 +199,8 @@ ember_model *cli_load_model(const cli_model_args *a)
     }
     const char *source;
     ember_model_opts o = {.backend = a->backend, .device_index = pick_device(a, &source), .memory = a->memory,
-                          .vocab_only = a->vocab_only, .memory_budget_mib = (uint32_t)a->budget_mib};
+                          .vocab_only = a->vocab_only, .memory_budget_mib = (uint32_t)a->budget_mib,
+                          .kernels = a->kernels};
     if (o.device_index < 0) return NULL;
     ember_faults faults;
     if (!faults_from_env(&faults)) return NULL;

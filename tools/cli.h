@@ -40,6 +40,7 @@ typedef struct cli_model_args {
                                  discrete GPU, whatever the device) */
     long budget_mib;     /* --memory-budget MIB: ember_model_opts.memory_budget_mib; 0 = none */
     bool vocab_only;     /* load the vocabulary alone (tokenize) */
+    ember_kernel_opts kernels; /* --kernels LIST: variants forced (ember_model_opts.kernels) */
     const char *role;    /* "draft model": said before a load error; NULL for the model */
 } cli_model_args;
 

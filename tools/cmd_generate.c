@@ -50,7 +50,7 @@ static int usage(FILE *out, int code)
                     "          --frequency-penalty F --presence-penalty P --seed S\n"
                  "          --logit-bias ID=BIAS (repeatable; -inf bans the token)\n"
                     "speculation: --draft MODEL.gguf --draft-k K | --ngram N [--draft-k K] [--adaptive]\n"
-                    "other: --memory auto|discrete --memory-budget MIB  (see docs/cli.md)\n");
+                    "other: --memory auto|discrete --memory-budget MIB --kernels LIST  (see docs/cli.md)\n");
     return code;
 }
 

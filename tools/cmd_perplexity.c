@@ -70,7 +70,8 @@ static int usage(FILE *out, int code)
 {
     fprintf(out, "usage: ember perplexity -m MODEL.gguf -f TEXTFILE [--ctx N] [--json]\n"
                  "  the model's perplexity on the text, in windows of --ctx tokens (default: the model's context)\n"
-                 "  [--backend vulkan|cpu] [--device N] [--memory auto|discrete] [--memory-budget MIB]\n");
+                 "  [--backend vulkan|cpu] [--device N] [--memory auto|discrete] [--memory-budget MIB]\n"
+                 "  [--kernels LIST]\n");
     return code;
 }
 

@@ -22,23 +22,27 @@ typedef struct spv {
 #define SPV(n) {ember_spv_##n, &ember_spv_##n##_bytes}
 
 #define LIN4(n) {{SPV(linear_##n), SPV(linear_##n##_sg)}, {SPV(linear_##n##_tx), SPV(linear_##n##_tx_sg)}}
+#define MM2(n) {SPV(linear_mm_##n), SPV(linear_mm_##n##_cm)}
+#define DT(n) LIN4(n), MM2(n)
 
-/* The weight types the linear shader reads: its slot, name and variants, in slot order.
- * [binding kind][subgroup variant]. */
+/* The weight types the linear shaders read: slot, name and variants, in slot order.
+ * code: linear.comp's [binding kind][subgroup variant]; mm: linear_mm.comp's [by FMA,
+ * cooperative matrices]. */
 static const struct {
     ember_dtype type;
     const char *name;
-    uint32_t unit;  /* columns of one unit of the shader */
+    uint32_t unit;  /* columns of one unit of linear.comp */
     spv code[LIN_KINDS][2];
+    spv mm[2];
 } DT_TYPES[DT_SLOTS] = {
-    {EMBER_DTYPE_F32, "f32", 4, LIN4(f32)},        {EMBER_DTYPE_F16, "f16", 8, LIN4(f16)},
-    {EMBER_DTYPE_Q8_0, "q8_0", 32, LIN4(q8)},      {EMBER_DTYPE_Q4_0, "q4_0", 32, LIN4(q4_0)},
-    {EMBER_DTYPE_Q4_1, "q4_1", 32, LIN4(q4_1)},    {EMBER_DTYPE_Q5_0, "q5_0", 32, LIN4(q5_0)},
-    {EMBER_DTYPE_Q5_1, "q5_1", 32, LIN4(q5_1)},    {EMBER_DTYPE_Q2_K, "q2_k", 32, LIN4(q2_k)},
-    {EMBER_DTYPE_Q3_K, "q3_k", 32, LIN4(q3_k)},    {EMBER_DTYPE_Q4_K, "q4_k", 32, LIN4(q4_k)},
-    {EMBER_DTYPE_Q5_K, "q5_k", 32, LIN4(q5_k)},    {EMBER_DTYPE_Q6_K, "q6_k", 32, LIN4(q6_k)},
-    {EMBER_DTYPE_IQ4_NL, "iq4_nl", 32, LIN4(iq4_nl)}, {EMBER_DTYPE_IQ4_XS, "iq4_xs", 32, LIN4(iq4_xs)},
-    {EMBER_DTYPE_BF16, "bf16", 32, LIN4(bf16)},
+    {EMBER_DTYPE_F32, "f32", 4, DT(f32)},        {EMBER_DTYPE_F16, "f16", 8, DT(f16)},
+    {EMBER_DTYPE_Q8_0, "q8_0", 32, DT(q8)},      {EMBER_DTYPE_Q4_0, "q4_0", 32, DT(q4_0)},
+    {EMBER_DTYPE_Q4_1, "q4_1", 32, DT(q4_1)},    {EMBER_DTYPE_Q5_0, "q5_0", 32, DT(q5_0)},
+    {EMBER_DTYPE_Q5_1, "q5_1", 32, DT(q5_1)},    {EMBER_DTYPE_Q2_K, "q2_k", 32, DT(q2_k)},
+    {EMBER_DTYPE_Q3_K, "q3_k", 32, DT(q3_k)},    {EMBER_DTYPE_Q4_K, "q4_k", 32, DT(q4_k)},
+    {EMBER_DTYPE_Q5_K, "q5_k", 32, DT(q5_k)},    {EMBER_DTYPE_Q6_K, "q6_k", 32, DT(q6_k)},
+    {EMBER_DTYPE_IQ4_NL, "iq4_nl", 32, DT(iq4_nl)}, {EMBER_DTYPE_IQ4_XS, "iq4_xs", 32, DT(iq4_xs)},
+    {EMBER_DTYPE_BF16, "bf16", 32, DT(bf16)},
 };
 
 int ember_k_dt_slot(ember_dtype t)
@@ -78,6 +82,16 @@ void ember_k_grid(uint32_t n, uint32_t lim_a, uint32_t *a, uint32_t *b)
     *b = *a ? ember_k_ceil(n, *a) : 0;
 }
 
+/* Whether linear shape l's staged x (linear.comp's xs: lanes x tm tokens x a piece of at
+ * most 32 vec4s in the mat-vec, a block type's run, and 8 in a mat-mat tile) fits the
+ * device's shared memory beside the baseline's partials. */
+static bool stage_fits(const ember_kernels *k, const ember_lin_shape *l)
+{
+    uint32_t lanes = k->lin_lanes, xs = lanes * l->tm * (l->tm == 1 ? 32 : 8) * 16;
+    uint32_t red = k->lin_subgroup ? 0 : (l->ng * l->tn * l->tm * lanes + l->ng * lanes) * 4;
+    return xs + red <= k->caps.max_shared;
+}
+
 /* Launch shapes. Linear: a lane group of lin_lanes owns a tile of tn rows x tm tokens. On
  * lavapipe (is_cpu) a texel fetch is a function call (docs/kernels.md), so the shapes
  * that win make the fewest fetches per multiply-add: 16 rows per group (each x fetch
@@ -109,6 +123,8 @@ static void choose_shapes(ember_kernels *k)
         if (k->lin_subgroup && l->ng * lanes < sg) l->ng = sg / lanes;
         while (l->ng > 1 && l->ng * lanes > (k->lin_subgroup ? c->max_wg_pinned : c->max_wg_invocations)) l->ng /= 2;
         if (!k->lin_subgroup && l->ng * l->tn * l->tm * lanes * 4 > 16384) l->ng = 16384 / (l->tn * l->tm * lanes * 4);
+        /* Staged x: only when asked for until a GPU has timed it (kernels.h). */
+        l->stage = k->stage == EMBER_STAGE_ON && stage_fits(k, l);
     }
 }
 
@@ -169,7 +185,7 @@ typedef struct job {
     ember_vk_pipeline **slot;
     ember_vk_pipeline_desc d;
     char name[64];
-    ember_vk_spec sp[7];
+    ember_vk_spec sp[8];
 } job;
 
 static ember_vk_pipeline **slot_of(ember_kernels *k, uint32_t id)
@@ -179,7 +195,8 @@ static ember_vk_pipeline **slot_of(ember_kernels *k, uint32_t id)
         i /= LIN_NORMS;
         return &k->linear[i / (LIN_KINDS * LIN_SHAPES)][i / LIN_SHAPES % LIN_KINDS][i % LIN_SHAPES][n];
     }
-    if (id < PIPE_EMBED) return &k->linear_generic[id - PIPE_GENERIC];
+    if (id < PIPE_MM) return &k->linear_generic[id - PIPE_GENERIC];
+    if (id < PIPE_EMBED) return &k->mm[(id - PIPE_MM) / MM_SHAPES][(id - PIPE_MM) % MM_SHAPES];
     ember_vk_pipeline **rows[] = {&k->embed,   &k->rmsnorm,  &k->argmax,    &k->rope,
                                   &k->rope_q8, &k->rope_f16, &k->attn_merge, &k->topk};
     if (id < PIPE_ATTENTION) return rows[id - PIPE_EMBED];
@@ -197,6 +214,7 @@ static bool valid(const ember_kernels *k, uint32_t id)
         bool norm = i % LIN_NORMS == LIN_NORM;
         return (k->texel || i / LIN_NORMS / LIN_SHAPES % LIN_KINDS == LIN_STORAGE) && (!norm || k->fuse_norm);
     }
+    if (id >= PIPE_MM && id < PIPE_EMBED) return k->matrix;
     if (id == PIPE_ATTN_MERGE) return k->attn_split;
     if (id < PIPE_ATTENTION) return true;
     uint32_t i = id - PIPE_ATTENTION, tile = i % ATT_TILES, cls = i / ATT_TILES % ATT_CLASSES;
@@ -234,17 +252,31 @@ static void describe_linear(const ember_kernels *k, uint32_t id, job *j)
      * 32 weights. */
     uint32_t unroll = d >= DT_SLOT_Q8 && !generic ? 1 : l->unroll;
     uint32_t lanes = k->lin_lanes;
-    ember_vk_spec sp[] = {{0, l->ng * lanes}, {1, l->tn / 8}, {2, l->tm}, {3, l->ng}, {4, unroll}, {5, norm}, {6, lanes}};
+    bool stage = l->stage && !generic; /* GENERIC reads x as floats, not staged */
+    ember_vk_spec sp[] = {{0, l->ng * lanes}, {1, l->tn / 8}, {2, l->tm},    {3, l->ng},
+                          {4, unroll},        {5, norm},      {6, lanes}, {7, stage}};
     memcpy(j->sp, sp, sizeof sp);
     char wide[16] = ""; /* names stay as they were at 8 lanes */
     if (lanes != 8) snprintf(wide, sizeof wide, "_l%u", lanes);
     bool idot = !generic && d == DT_SLOT_Q8 && k->int_dot;
-    snprintf(j->name, sizeof j->name, "linear_%s%s%s%s%s_m%u", generic ? generic_names[d - DT_SLOTS] : DT_TYPES[d].name,
-             idot ? "_idot" : "", kind == LIN_TEXEL ? "_tx" : "", norm == LIN_NORM ? "_norm" : "", wide, l->tm);
+    snprintf(j->name, sizeof j->name, "linear_%s%s%s%s%s_m%u%s", generic ? generic_names[d - DT_SLOTS] : DT_TYPES[d].name,
+             idot ? "_idot" : "", kind == LIN_TEXEL ? "_tx" : "", norm == LIN_NORM ? "_norm" : "", wide, l->tm,
+             stage ? "_st" : "");
     spv code = generic ? LINEAR_GENERIC[d - DT_SLOTS][k->lin_subgroup]
                : idot  ? LINEAR_Q8_IDOT[kind][k->lin_subgroup]
                        : DT_TYPES[d].code[kind][k->lin_subgroup];
-    set_desc(j, code, 7, kind == LIN_TEXEL ? texel : NULL, sizeof(linear_push), 7);
+    set_desc(j, code, 7, kind == LIN_TEXEL ? texel : NULL, sizeof(linear_push), 8);
+}
+
+/* The matrix family: dtype slot and tile (16 or 64 tokens), storage bindings, by FMA or
+ * through cooperative matrices (4 subgroups of 32: the workgroup is pinned to them). */
+static void describe_mm(const ember_kernels *k, uint32_t id, job *j)
+{
+    uint32_t d = (id - PIPE_MM) / MM_SHAPES, tokens = ember_k_mm_tokens((int)((id - PIPE_MM) % MM_SHAPES));
+    ember_vk_spec sp[] = {{0, MM_WG}, {2, tokens}};
+    memcpy(j->sp, sp, sizeof sp);
+    snprintf(j->name, sizeof j->name, "linear_mm_%s%s_n%u", DT_TYPES[d].name, k->matrix_coop ? "_cm" : "", tokens);
+    set_desc(j, DT_TYPES[d].mm[k->matrix_coop], 7, NULL, sizeof(linear_push), 2);
 }
 
 /* embed, rmsnorm, argmax, rope_store (F32, Q8_0 and F16 caches), attention_merge, topk
@@ -297,7 +329,8 @@ static void describe_attention(const ember_kernels *k, uint32_t id, job *j)
 static void describe(ember_kernels *k, uint32_t id, job *j)
 {
     j->slot = slot_of(k, id);
-    if (id < PIPE_EMBED) describe_linear(k, id, j);
+    if (id < PIPE_MM) describe_linear(k, id, j);
+    else if (id < PIPE_EMBED) describe_mm(k, id, j);
     else if (id < PIPE_ATTENTION) describe_row(k, id, j);
     else describe_attention(k, id, j);
 }
@@ -366,10 +399,11 @@ ember_status ember_kernels_prepare_attn(ember_kernels *k, int t, uint32_t cls, e
  * a weight's): 120 of them would triple the creation time, and no model has them all. */
 static void want_all(const ember_kernels *k, ember_kernels_set *want)
 {
-    for (uint32_t id = 0; id < PIPE_COUNT; id++)
-        if (valid(k, id) &&
-            !(id < PIPE_GENERIC && (id - PIPE_LINEAR) / (LIN_KINDS * LIN_SHAPES * LIN_NORMS) > DT_SLOT_Q8))
-            ember_kernels_set_add(want, id);
+    for (uint32_t id = 0; id < PIPE_COUNT; id++) {
+        bool block = (id < PIPE_GENERIC && (id - PIPE_LINEAR) / (LIN_KINDS * LIN_SHAPES * LIN_NORMS) > DT_SLOT_Q8) ||
+                     (id >= PIPE_MM && id < PIPE_EMBED && (id - PIPE_MM) / MM_SHAPES > DT_SLOT_Q8);
+        if (valid(k, id) && !block) ember_kernels_set_add(want, id);
+    }
 }
 
 /* Every variant and launch shape, from the caps (and the overrides) alone: what
@@ -394,6 +428,13 @@ static void choose(ember_kernels *k, const ember_vk_caps *caps, const ember_kern
      * the checks that compare with the CPU in floats would need their own tolerance;
      * on lavapipe they measured no faster inside the tile (docs/kernels.md). */
     k->int_dot = o.int_dot == EMBER_INT_DOT_ON && c->int_dot;
+    k->stage = o.linear_stage;
+    /* The matrix family only when asked for until a GPU has timed it (kernels.h): by FMA
+     * where the device has fp16 arithmetic, through cooperative matrices where it has
+     * VK_NV_cooperative_matrix's 16x16x16 fp16 product and subgroups of 32. */
+    k->matrix = o.matrix == EMBER_MATRIX_ON && c->fp16_arith;
+    k->matrix_coop = k->matrix && c->coop_nv && c->subgroup_size == 32 && c->max_wg_pinned >= MM_WG &&
+                     c->max_shared >= 32768;
     k->force_tm = o.linear_tm;
     k->force_tpw = o.linear_tpw;
     k->force_groups = o.linear_groups <= 32 ? o.linear_groups : 32;
@@ -402,6 +443,7 @@ static void choose(ember_kernels *k, const ember_vk_caps *caps, const ember_kern
      * dispatch and a barrier saved; on lavapipe, where a tile is one workgroup and loads
      * are instructions, it costs more than the dispatch (docs/kernels.md). */
     k->fuse_norm = o.norm_fusion == EMBER_NORM_FUSION_AUTO ? !c->is_cpu : o.norm_fusion == EMBER_NORM_FUSION_ON;
+    k->fuse_norm &= !k->matrix; /* the matrix family stages x as it is */
     /* Split-K pays where a decode step's few attention tiles would leave most of a GPU
      * idle; lavapipe has two cores, which the tiles fill (docs/kernels.md). */
     k->attn_split = o.attn_split == EMBER_ATTN_SPLIT_AUTO ? !c->is_cpu : o.attn_split == EMBER_ATTN_SPLIT_ON;
@@ -420,9 +462,12 @@ void ember_kernels_describe(const ember_vk_caps *caps, const ember_kernels_opts 
     const ember_lin_shape *dec = &k.lin[0], *pre = &k.lin[LIN_SHAPES - 1];
     uint32_t last = k.attn_classes ? k.attn_classes - 1 : 0;
     uint32_t head = 4 * k.attn_cpl[last] * k.attn_lanes; /* as ember_kernels_check_attn */
+    uint32_t staged = 0;
+    for (int i = 0; i < LIN_SHAPES; i++) staged |= (uint32_t)k.lin[i].stage << k.lin[i].tm;
     *out = (ember_kernel_choice){
         .subgroup_size = caps->subgroup_size, .row_subgroup = k.subgroup, .row_wg = row_wg(&k),
-        .lin_subgroup = k.lin_subgroup, .lin_lanes = k.lin_lanes, .lin_int_dot = k.int_dot,
+        .lin_subgroup = k.lin_subgroup, .lin_lanes = k.lin_lanes, .lin_int_dot = k.int_dot, .lin_staged = staged,
+        .lin_matrix = k.matrix, .lin_matrix_coop = k.matrix_coop,
         .device_class = dc.name, .lanes_why = dc.why, .lin_groups = dec->ng, .lin_rows_decode = dec->tn,
         .lin_rows_prefill = pre->tn, .lin_prefill_tokens = pre->tm, .lin_prefill_min_tok = pre->min_tok,
         .attn_subgroup = k.attn_subgroup, .attn_lanes = k.attn_lanes, .attn_tiles_per_wg = k.attn_tpw,
@@ -481,6 +526,8 @@ void ember_kernels_get_stats(ember_kernels *k, ember_kernels_stats *out)
 }
 
 bool ember_kernels_int_dot(const ember_kernels *k) { return k->int_dot; }
+
+bool ember_kernels_matrix(const ember_kernels *k, uint32_t cols) { return k->matrix && cols % MM_COLS == 0; }
 
 bool ember_kernels_texel(const ember_kernels *k) { return k->texel; }
 

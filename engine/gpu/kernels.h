@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 
+#include "ember.h"
 #include "platform/vk.h"
 #include "platform/vk_pipeline_cache.h"
 
@@ -22,7 +23,7 @@ ember_status ember_kernels_create(ember_vk *vk, ember_kernels **out, ember_err *
 void ember_kernels_destroy(ember_kernels *k);
 
 /* Choices that tests and benchmarks override; zero means the default. None of them but
- * linear_lanes and int_dot changes a result of ember_k_linear by a single bit. */
+ * linear_lanes, int_dot and matrix changes a result of ember_k_linear by a single bit. */
 typedef struct ember_kernels_opts {
     bool no_subgroup;         /* use the Vulkan 1.2 core variants even when the device
                                  has subgroup operations */
@@ -67,12 +68,26 @@ typedef struct ember_kernels_opts {
      * device has shaderIntegerDotProduct; AUTO does not use them yet (no GPU has timed
      * them: docs/kernels.md). */
     int int_dot;
+    /* x staged in shared memory by the linear's workgroup for all its tiles (linear.comp's
+     * STAGE; the same bits either way): ON stages every tile shape whose staged x fits the
+     * device's shared memory; AUTO stages none yet: 1.2-2.7x slower on lavapipe, and not
+     * timed on a GPU (bench/gpu-check.sh's kernel sweep does: docs/kernels.md). */
+    int linear_stage;
+    /* The matrix family (shaders/linear_mm.comp: w and x rounded to fp16, fp32 sums, a
+     * device-wide choice like the lanes): ON takes it where the device has shaderFloat16,
+     * through cooperative matrices where it has VK_NV_cooperative_matrix; AUTO not yet
+     * (not timed on a GPU: bench/gpu-check.sh does). */
+    int matrix;
 } ember_kernels_opts;
 
 /* norm_fusion and attn_split */
-enum { EMBER_NORM_FUSION_AUTO = 0, EMBER_NORM_FUSION_ON = 1, EMBER_NORM_FUSION_OFF = 2 };
-enum { EMBER_ATTN_SPLIT_AUTO = 0, EMBER_ATTN_SPLIT_ON = 1, EMBER_ATTN_SPLIT_OFF = 2 };
-enum { EMBER_INT_DOT_AUTO = 0, EMBER_INT_DOT_ON = 1, EMBER_INT_DOT_OFF = 2 };
+/* norm_fusion, attn_split, int_dot, linear_stage, matrix: the values of ember_kernel_opts's
+ * fields (ember.h), which pass through as they are. */
+enum { EMBER_NORM_FUSION_AUTO = EMBER_KERNEL_AUTO, EMBER_NORM_FUSION_ON = EMBER_KERNEL_ON, EMBER_NORM_FUSION_OFF = EMBER_KERNEL_OFF };
+enum { EMBER_ATTN_SPLIT_AUTO = EMBER_KERNEL_AUTO, EMBER_ATTN_SPLIT_ON = EMBER_KERNEL_ON, EMBER_ATTN_SPLIT_OFF = EMBER_KERNEL_OFF };
+enum { EMBER_INT_DOT_AUTO = EMBER_KERNEL_AUTO, EMBER_INT_DOT_ON = EMBER_KERNEL_ON, EMBER_INT_DOT_OFF = EMBER_KERNEL_OFF };
+enum { EMBER_STAGE_AUTO = EMBER_KERNEL_AUTO, EMBER_STAGE_ON = EMBER_KERNEL_ON, EMBER_STAGE_OFF = EMBER_KERNEL_OFF };
+enum { EMBER_MATRIX_AUTO = EMBER_KERNEL_AUTO, EMBER_MATRIX_ON = EMBER_KERNEL_ON, EMBER_MATRIX_OFF = EMBER_KERNEL_OFF };
 #define EMBER_ATTN_CHUNK 256    /* attn_chunk's default */
 #define EMBER_ATTN_CHUNK_MIN 32 /* the smallest attn_chunk (the forward pass sizes its
                                    split-K scratch for it) */
@@ -91,6 +106,10 @@ typedef struct ember_kernel_choice {
                                      combined with subgroupShuffleXor, else shared memory */
     uint32_t lin_lanes;           /* lanes per linear tile (device_table.h) */
     bool lin_int_dot;             /* Q8_0 by integer dot products on int8 x */
+    uint32_t lin_staged;          /* bit n: the linear's tiles of n tokens stage x in
+                                     shared memory */
+    bool lin_matrix;              /* the matrix family (linear_mm.comp) */
+    bool lin_matrix_coop;         /* ... through cooperative matrices */
     const char *device_class;     /* device_table.h's class name and the reason for */
     const char *lanes_why;        /* lin_lanes */
     uint32_t lin_groups;          /* lane groups (tiles) per workgroup, decode tiles */
@@ -152,6 +171,8 @@ ember_status ember_kernels_input_view(ember_kernels *k, ember_vk_arena *a, ember
 
 /* Whether the Q8_0 linear takes integer dot products on int8 x (ember_kernels_opts.int_dot). */
 bool ember_kernels_int_dot(const ember_kernels *k);
+/* Whether a linear of cols columns takes the matrix family (w and x rounded to fp16). */
+bool ember_kernels_matrix(const ember_kernels *k, uint32_t cols);
 
 /* Whether the linear reads weights and x through texel views (when both have them). */
 bool ember_kernels_texel(const ember_kernels *k);

@@ -40,12 +40,21 @@ enum { ATT_SMALL, ATT_LARGE, ATT_SPLIT, ATT_TILES }; /* ATT_SPLIT: the small til
  * of an output (shaders/linear.glsl), only the speed. */
 #define LIN_SHAPES 5
 
+/* The matrix family (shaders/linear_mm.comp): tiles of 64 rows x 16 tokens (decode
+ * batches) or 64, 128 invocations; rows must be whole steps of MM_COLS columns. */
+enum { MM_SMALL, MM_LARGE, MM_SHAPES };
+#define MM_ROWS 64
+#define MM_COLS 32
+#define MM_WG 128
+static inline uint32_t ember_k_mm_tokens(int shape) { return shape == MM_SMALL ? 16 : 64; }
+
 /* Every pipeline has an id: its place in one numbering (kernels.c maps an id to its
  * field of ember_kernels and to what it is made from). */
 enum {
     PIPE_LINEAR = 0,                                   /* + ember_k_linear_id */
     PIPE_GENERIC = DT_SLOTS * LIN_KINDS * LIN_SHAPES * LIN_NORMS, /* + 0: F32, 1: F16 */
-    PIPE_EMBED = PIPE_GENERIC + 2,
+    PIPE_MM = PIPE_GENERIC + 2,                        /* + slot * MM_SHAPES + shape */
+    PIPE_EMBED = PIPE_MM + DT_SLOTS * MM_SHAPES,
     PIPE_RMSNORM,
     PIPE_ARGMAX,
     PIPE_ROPE,
@@ -76,6 +85,7 @@ typedef struct ember_lin_shape {
     uint32_t ng;      /* tiles per workgroup (workgroup = ng * lin_lanes invocations) */
     uint32_t unroll;  /* units per lane per loop iteration */
     uint32_t min_tok; /* calls with fewer tokens do not use this shape (0: any) */
+    bool stage;       /* the workgroup stages x in shared memory (linear.comp's STAGE) */
 } ember_lin_shape;
 
 struct ember_kernels {
@@ -91,6 +101,9 @@ struct ember_kernels {
     bool lin_subgroup;          /* linear combines partials with subgroupShuffleXor */
     uint32_t lin_lanes;         /* lanes per linear tile (NPART): 8, 16, 32, 64 */
     bool int_dot;               /* Q8_0 linear by integer dot products (INT_DOT) */
+    bool matrix;                /* every linear of whole MM_COLS steps: linear_mm.comp */
+    bool matrix_coop;           /* ... through cooperative matrices (its COOPMAT variant) */
+    int stage;                  /* ember_kernels_opts.linear_stage */
     bool texel;                 /* texel-buffer linear pipelines exist and are preferred */
     uint32_t force_tm, force_tpw; /* ember_kernels_opts overrides, 0 = automatic */
     uint32_t force_groups, force_rows;
@@ -100,6 +113,7 @@ struct ember_kernels {
 
     ember_vk_pipeline *linear[DT_SLOTS][LIN_KINDS][LIN_SHAPES][LIN_NORMS];
     ember_vk_pipeline *linear_generic[2]; /* F32, F16 with cols not a multiple of 4 / 8 */
+    ember_vk_pipeline *mm[DT_SLOTS][MM_SHAPES]; /* the matrix family */
     ember_vk_pipeline *embed, *rmsnorm, *rope, *argmax;
     ember_vk_pipeline *rope_q8; /* the same over an EMBER_KV_Q8_0 cache */
     ember_vk_pipeline *rope_f16; /* ... and over an EMBER_KV_F16 cache */

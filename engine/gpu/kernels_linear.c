@@ -20,7 +20,8 @@ static bool part_has_views(const ember_gpu_weight_part *p)
     return p->data.view && (p->type != EMBER_DTYPE_Q8_0 || p->scales.view);
 }
 
-/* The tile shape for n_tok: among the shapes open to n_tok (min_tok), fewest loads,
+/* The tile shape for n_tok (linear.comp's; the matrix family's tile holds 16 or 64 tokens,
+ * one tile a workgroup): among the shapes open to n_tok (min_tok), fewest loads,
  * counting per token group tn weight loads and tm x loads per unit. Decode batches end
  * up in one workgroup row (the weights are read once, the token groups loop over them
  * from cache); prefill spreads 64 tokens per workgroup row. */
@@ -53,6 +54,10 @@ static launch choose(const ember_kernels *k, const ember_gpu_weight_part *p, uin
                      uint32_t n_tok, bool norm)
 {
     int d = ember_k_dt_slot(p->type);
+    if (ember_kernels_matrix(k, cols)) {
+        int s = n_tok <= ember_k_mm_tokens(MM_SMALL) ? MM_SMALL : MM_LARGE;
+        return (launch){k->mm[d][s], MM_ROWS, 1, ember_k_mm_tokens(s)};
+    }
     if (cols % ember_k_unit_cols(p->type) != 0) { /* F32/F16 only: other types are whole units */
         const ember_lin_shape *l = &k->lin[LIN_SHAPES - 1];
         return (launch){k->linear_generic[d], l->tn, l->ng, tokens_per_wg(k, l->tm, n_tok)};
@@ -77,6 +82,10 @@ void ember_kernels_want_linear(const ember_kernels *k, const ember_gpu_weight *w
     for (uint32_t p = 0; p < w->n_parts; p++) {
         const ember_gpu_weight_part *part = &w->parts[p];
         int d = ember_k_dt_slot(part->type);
+        if (ember_kernels_matrix(k, w->cols)) { /* a tile of either size, as batches come */
+            for (int s = 0; s < MM_SHAPES; s++) ember_kernels_set_add(want, PIPE_MM + (uint32_t)(d * MM_SHAPES + s));
+            continue;
+        }
         if (w->cols % ember_k_unit_cols(part->type) != 0) {
             ember_kernels_set_add(want, PIPE_GENERIC + (uint32_t)d);
             continue;
