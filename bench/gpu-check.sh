@@ -525,8 +525,8 @@ bench_shapes() {
   else
     log "FAILED: test_kernels bench ($out)"
   fi
-  # Q8_0 by integer dot products (ember_kernels_opts.int_dot), at the device's tile shapes
-  EMBER_VALIDATION=0 EMBER_BENCH_TYPES=q8_0 EMBER_BENCH_SHAPES=$shapes EMBER_BENCH_IDOT=1 \
+  # Q8_0 and Q4_K by integer dot products (ember_kernels_opts.int_dot), at the device's tile shapes
+  EMBER_VALIDATION=0 EMBER_BENCH_TYPES=q8_0,q4_k EMBER_BENCH_SHAPES=$shapes EMBER_BENCH_IDOT=1 \
     "$tk" bench >>"$out" 2>&1 || log "FAILED: test_kernels bench with EMBER_BENCH_IDOT=1 ($out)"
   # the matrix family (cooperative matrices where the card has them: ember_kernels_opts.matrix)
   EMBER_VALIDATION=0 EMBER_BENCH_TYPES=q8_0,q4_k EMBER_BENCH_SHAPES=$shapes EMBER_BENCH_MATRIX=1 \

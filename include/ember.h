@@ -197,7 +197,8 @@ typedef enum ember_memory_mode { EMBER_MEMORY_AUTO = 0, EMBER_MEMORY_DISCRETE = 
 enum { EMBER_KERNEL_AUTO = 0, EMBER_KERNEL_ON = 1, EMBER_KERNEL_OFF = 2 };
 typedef struct ember_kernel_opts {
     uint32_t linear_lanes; /* lanes (partial sums) per linear tile: 8, 16, 32 or 64 */
-    int int_dot;           /* Q8_0 by integer dot products (where the device has them) */
+    int int_dot;           /* Q8_0 and the block types but BF16 by integer dot products
+                              (where the device has them) */
     int stage_x;           /* the linear's workgroup stages x in shared memory */
     int norm_fusion;       /* RMSNorm fused into the product after it */
     int attn_split;        /* split-K attention for few decode rows */

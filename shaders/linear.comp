@@ -76,7 +76,11 @@ float rn[TM];       // NORM: 1 / sqrt(mean(x^2) + eps) of each tile token
 // once a run, x once for all rows), one unit in a mat-mat tile, where TM tokens of a
 // run's x would not fit in registers (the header is then read once a unit and row). The
 // arithmetic of an output is the same either way.
+#ifdef INT_DOT
+const uint SPAN = 1u;  // int_unit: a unit at a time, its header read with it
+#else
 const uint SPAN = TM == 1u ? BLK_RUN : 1u;
+#endif
 const uint PIECES = BLK_RUN / SPAN;  // spans a run
 const uint PV = SPAN * 8u;           // x vec4s of a span
 #elif !defined(GENERIC)
@@ -147,8 +151,57 @@ void span_row(bool hi, uint r, uint u0, vec4 xv[SPAN][TM][8], float sx[SPAN][TM]
 // b[h], h the half); sx = sum x of a half unit, one per token, shared by the rows. The
 // rows are loops, not unrolled: lavapipe compiles a decoder copied into 16 rows for
 // seconds, and runs the loop faster.
+#ifdef INT_DOT
+// Tile row r (w1 when hi) of unit u against the tokens' int8 x: its codes (integers of at
+// most 8 bits in every type's codes form, blocks.glsl) packed four a word, per half s =
+// sum q*qx exactly, then acc + dx * ((a0*s0 + b0*sx0) + (a1*s1 + b1*sx1)).
+void int_row(bool hi, uint r, uint u, uint xq[TM][8], float dx[TM], int sx[TM][2])
+{
+    vec4 q[8];
+    vec2 a, b;
+    BLK_CODES(hi, base[r], u, q, a, b);
+    uint qw[8];
+    [[unroll]] for (uint v = 0; v < 8u; v++) {
+        ivec4 c = ivec4(q[v]) & 255;
+        qw[v] = uint(c.x | (c.y << 8) | (c.z << 16) | (c.w << 24));
+    }
+    [[unroll]] for (uint t = 0; t < TM; t++) {
+        int s0 = sdot(qw[0], xq[t][0], 0) + sdot(qw[1], xq[t][1], 0) + sdot(qw[2], xq[t][2], 0) + sdot(qw[3], xq[t][3], 0);
+        int s1 = sdot(qw[4], xq[t][4], 0) + sdot(qw[5], xq[t][5], 0) + sdot(qw[6], xq[t][6], 0) + sdot(qw[7], xq[t][7], 0);
+        precise float v0 = a.x * float(s0) + b.x * float(sx[t][0]), v1 = a.y * float(s1) + b.y * float(sx[t][1]);
+        precise float r_acc = acc[r][t] + dx[t] * (v0 + v1);
+        acc[r][t] = r_acc;
+    }
+}
+
+// Unit u of each row against x quantized to int8 per token and block as the lane loads it
+// (quant_x8, linear.glsl; once for all TN rows), sx its halves' sums.
+void int_unit(uint u)
+{
+    uint xq[TM][8];
+    float dx[TM];
+    int sx[TM][2];
+    [[unroll]] for (uint t = 0; t < TM; t++) {
+        vec4 xv[8];
+        [[unroll]] for (uint v = 0; v < 8u; v++) xv[v] = xrow4(t, u * 8u + v);
+        dx[t] = quant_x8(xv, xq[t]);
+        [[unroll]] for (uint h = 0; h < 2u; h++) {
+            int a = 0;
+            [[unroll]] for (uint v = 0; v < 4u; v++) a += sdot(0x01010101u, xq[t][4u * h + v], 0);
+            sx[t][h] = a;
+        }
+    }
+    [[dont_unroll]] for (uint r = 0; r < HR; r++) int_row(false, r, u, xq, dx, sx);
+    [[dont_unroll]] for (uint r = HR; r < TN; r++) int_row(true, r, u, xq, dx, sx);
+}
+#endif
+
 void span(uint u0)
 {
+#ifdef INT_DOT
+    int_unit(u0);
+    return;
+#endif
     vec4 xv[SPAN][TM][8];
     float sx[SPAN][TM][2];
     [[unroll]] for (uint i = 0; i < SPAN; i++)

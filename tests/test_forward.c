@@ -9,8 +9,11 @@
  *    decode rows' attention split over chunks of 32 positions (split-K) then merged (7
  *    dispatches a layer instead of 8; lavapipe does neither by default, GPUs do);
  *  - 48 greedy tokens on the GPU as on a GPU, with 8, 16, 32 and 64 lanes a linear tile
- *    (each sums in its own order) and with Q8_0 by integer dot products on int8 x: the
- *    reference pass's tokens, for the Q8_0 model above and stories260K (F32). */
+ *    (each sums in its own order), x staged, the matrix family, and by integer dot
+ *    products on int8 x: the reference pass's tokens, for the Q8_0 model above and
+ *    stories260K (F32); a Q4_0 model by integer dot products, which may part from the
+ *    reference only at a near-tie of its logits (int8 x moves them by hundredths). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,11 +119,13 @@ static bool gpu_greedy(mf_model *M, uint32_t *ids, uint32_t n)
     return ok;
 }
 
-/* q8: the model has Q8_0 weights, so the integer dot products run too. */
-static void test_greedy_lanes(ember_vk *vk, const char *path, bool q8)
+/* int_codes: the model's weights have integer codes (Q8_0, Q4_0), so the integer dot
+ * products run too; idot_only: only they. */
+static void test_greedy_lanes(ember_vk *vk, const char *path, bool int_codes, bool idot_only)
 {
     enum { N = 48 };
     uint32_t want[N], got[N], tok = 1;
+    float margin[N]; /* the reference's best logit over its second best */
     mf_model ref = {0};
     if (!mf_load_checked(path, true, &ref)) return;
     float *logits = malloc(ref.m.hp.n_vocab * sizeof *logits);
@@ -130,10 +135,17 @@ static void test_greedy_lanes(ember_vk *vk, const char *path, bool q8)
         uint32_t best = 0;
         for (uint32_t j = 1; j < ref.m.hp.n_vocab; j++)
             if (logits[j] > logits[best]) best = j;
+        float second = -INFINITY;
+        for (uint32_t j = 0; j < ref.m.hp.n_vocab; j++)
+            if (j != best && logits[j] > second) second = logits[j];
+        margin[pos] = logits[best] - second;
         want[pos] = tok = best;
     }
     free(logits);
     mf_unload(&ref);
+    float lo = INFINITY;
+    for (uint32_t pos = 0; pos < N; pos++) lo = fminf(lo, margin[pos]);
+    printf("%s: the reference's closest call %.3g\n", strrchr(path, '/') ? strrchr(path, '/') + 1 : path, lo);
     const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     /* lanes, then Q8_0 by integer dot products (where the device has them), x staged in
      * shared memory, the matrix family (where the device has fp16 arithmetic) */
@@ -141,7 +153,8 @@ static void test_greedy_lanes(ember_vk *vk, const char *path, bool q8)
         {8, 0, 0, 0}, {16, 0, 0, 0}, {32, 0, 0, 0}, {64, 0, 0, 0}, {8, 1, 0, 0},
         {32, 1, 0, 0}, {8, 0, 1, 0}, {32, 0, 1, 0}, {8, 0, 0, 1}};
     for (size_t l = 0; l < sizeof cfg / sizeof cfg[0]; l++) {
-        if (cfg[l].idot && (!q8 || !ember_vk_get_caps(vk)->int_dot)) continue;
+        if (cfg[l].idot && (!int_codes || !ember_vk_get_caps(vk)->int_dot)) continue;
+        if (idot_only && !cfg[l].idot) continue;
         if (cfg[l].matrix && !ember_vk_get_caps(vk)->fp16_arith) continue;
         ember_forward_opts o = {.max_tokens = 1, .max_seqs = 1, .n_blocks = 4, .block_size = 16,
                                 .max_blocks_per_seq = 4};
@@ -159,8 +172,13 @@ static void test_greedy_lanes(ember_vk *vk, const char *path, bool q8)
                               : cfg[l].matrix ? ", matrix family"
                                               : "";
             printf("%s, %u lanes%s: %u of %d greedy tokens as the reference\n", name, cfg[l].lanes, how, same, N);
-            CHECKF(same == N, "%s, %u lanes%s: token %u is %u, the reference's %u", name, cfg[l].lanes, how, same,
-                   same < N ? got[same] : 0, same < N ? want[same] : 0);
+            /* int8 x moves logits by a few hundredths on these models: integer dot products
+             * may part from the reference only where its best two logits are that close. */
+            bool near_tie = cfg[l].idot && same < N && margin[same] < 0.1f;
+            if (near_tie) printf("  (a near-tie of the reference at token %u: accepted)\n", same);
+            CHECKF(same == N || near_tie, "%s, %u lanes%s: token %u is %u, the reference's %u (ahead by %.3g)", name,
+                   cfg[l].lanes, how, same, same < N ? got[same] : 0, same < N ? want[same] : 0,
+                   same < N ? margin[same] : 0.0);
         }
         mf_unload(&M);
     }
@@ -193,13 +211,17 @@ int main(void)
             }
             mf_unload(&fx.mm);
         }
-        if (t == 2) test_greedy_lanes(vk, path, true);
+        if (t == 2) test_greedy_lanes(vk, path, true, false);
     }
+    /* a block type by integer dot products (Q4_0: 32-value blocks fit these rows) */
+    char q4[512];
+    make_model("q4_0", q4, sizeof q4);
+    test_greedy_lanes(vk, q4, true, true);
     const char *shared = tu_shared_dir();
     if (shared) {
         char path[1024];
         snprintf(path, sizeof path, "%s/models/stories260K/stories260K-f32.v3.gguf", shared);
-        test_greedy_lanes(vk, path, false);
+        test_greedy_lanes(vk, path, false, false);
     } else {
         printf("stories260K greedy checks not run: ../shared is absent\n");
     }

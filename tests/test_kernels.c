@@ -192,7 +192,7 @@ static blocks_level blocks_here(const ctx *t)
 
 /* ---- x as the integer-dot kernels see it --------------------------------------------- */
 
-static bool idot_run(const ctx *t) { return t->k && ember_kernels_int_dot(t->k); }
+static bool idot_run(const ctx *t, ember_dtype type) { return t->k && ember_kernels_int_dot(t->k, type); }
 
 /* Whether a linear of cols columns runs in the matrix family, on fp16 w and x. */
 static bool matrix_run(const ctx *t, uint32_t cols) { return t->k && ember_kernels_matrix(t->k, cols); }
@@ -231,7 +231,7 @@ static float *x_as_kernels(const ctx *t, ember_dtype type, uint32_t cols, const 
 {
     float *c = malloc(sizeof(float) * (n ? n : 1));
     memcpy(c, x, sizeof(float) * n);
-    if (idot_run(t) && type == EMBER_DTYPE_Q8_0) quant_x8_ref(c, n);
+    if (idot_run(t, type)) quant_x8_ref(c, n);
     for (size_t i = 0; matrix_run(t, cols) && i < n; i++) c[i] = to_half(c[i]);
     return c;
 }
@@ -545,7 +545,7 @@ static void test_norm_case(ctx *t, int ci, ember_dtype type, uint32_t rows, uint
             check_rows(t, what, batch[b][o].host, ref, ident + off, sizes[b], ldy);
         }
     float *xn = norm_ref(x, g, INV_TOK, cols);
-    if (idot_run(t) && type == EMBER_DTYPE_Q8_0) quant_x8_ref(xn, nx);
+    if (idot_run(t, type)) quant_x8_ref(xn, nx);
     double *want = malloc(sizeof(double) * ny);
     linear_ref(&w, xn, y0, INV_TOK, mode, false, want);
     kt_check_close(what, ref, want, ny, TOL);
@@ -1080,7 +1080,8 @@ static void run_lanes(ctx *t)
 }
 
 /* test_kernels idot: Q8_0 by integer dot products, at the device's lanes and at 32, each
- * with the subgroup combine where the device has it and the shared-memory one. The
+ * with the subgroup combine where the device has it and the shared-memory one; the block
+ * types with integer codes at the device's lanes, Q4_K's batch invariance at both. The
  * invariance slots of the F32/F16 cases stay unused. */
 static void run_idot(ctx *t)
 {
@@ -1088,7 +1089,8 @@ static void run_idot(ctx *t)
         printf("no shaderIntegerDotProduct: integer dot products not checked\n");
         return;
     }
-    static const inv_case inv[] = {{EMBER_DTYPE_Q8_0, 70, 1056, 0}, {EMBER_DTYPE_Q8_0, 38, 256, 256 * 7}};
+    static const inv_case inv[] = {{EMBER_DTYPE_Q8_0, 70, 1056, 0}, {EMBER_DTYPE_Q8_0, 38, 256, 256 * 7},
+                                   {EMBER_DTYPE_Q4_K, 22, 1280, 0}};
     static const uint32_t widths[] = {0, 32};
     for (int w = 0; w < 2; w++)
         for (int v = 0; v < 2; v++) {
@@ -1112,7 +1114,14 @@ static void run_idot(ctx *t)
                 test_linear_case(t, &r, EMBER_DTYPE_Q8_0, 33, 96, toks[n], 0, 1);
                 test_linear_case(t, &r, EMBER_DTYPE_Q8_0, 19, 4160, toks[n], 0, 1);
             }
-            for (int i = 0; i < 2; i++)
+            /* the block types with integer codes, at the device's lanes: a decode and a
+             * prefill tile each (BF16 keeps its float unit) */
+            for (size_t b = 0; w == 0 && v == 0 && b < N_BLOCK_TYPES; b++) {
+                CHECK(ember_kernels_int_dot(t->k, BLOCK_TYPES[b]) == (BLOCK_TYPES[b] != EMBER_DTYPE_BF16));
+                for (int n = 0; n < 4 && ember_kernels_int_dot(t->k, BLOCK_TYPES[b]); n += 3)
+                    test_linear_case(t, &r, BLOCK_TYPES[b], 33, 768, toks[n], 0, 1);
+            }
+            for (int i = 0; i < 3; i++)
                 for (int mode = 0; mode < 3; mode++) test_invariance_case(t, 3 * i + mode, &inv[i], (ember_out_mode)mode);
             for (int mode = 0; mode < 3; mode += 2)
                 test_norm_case(t, 10 + mode, EMBER_DTYPE_Q8_0, 70, 1056, (ember_out_mode)mode);

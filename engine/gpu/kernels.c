@@ -23,26 +23,28 @@ typedef struct spv {
 
 #define LIN4(n) {{SPV(linear_##n), SPV(linear_##n##_sg)}, {SPV(linear_##n##_tx), SPV(linear_##n##_tx_sg)}}
 #define MM2(n) {SPV(linear_mm_##n), SPV(linear_mm_##n##_cm)}
-#define DT(n) LIN4(n), MM2(n)
+#define DT(n) LIN4(n), MM2(n), LIN4(n##_idot) /* integer codes: an INT_DOT variant */
+#define DT_FLOAT(n) LIN4(n), MM2(n), {{{0}}}  /* float values: none */
 
 /* The weight types the linear shaders read: slot, name and variants, in slot order.
  * code: linear.comp's [binding kind][subgroup variant]; mm: linear_mm.comp's [by FMA,
- * cooperative matrices]. */
+ * cooperative matrices]; idot: linear.comp's INT_DOT variants (code NULL: none). */
 static const struct {
     ember_dtype type;
     const char *name;
     uint32_t unit;  /* columns of one unit of linear.comp */
     spv code[LIN_KINDS][2];
     spv mm[2];
+    spv idot[LIN_KINDS][2];
 } DT_TYPES[DT_SLOTS] = {
-    {EMBER_DTYPE_F32, "f32", 4, DT(f32)},        {EMBER_DTYPE_F16, "f16", 8, DT(f16)},
-    {EMBER_DTYPE_Q8_0, "q8_0", 32, DT(q8)},      {EMBER_DTYPE_Q4_0, "q4_0", 32, DT(q4_0)},
-    {EMBER_DTYPE_Q4_1, "q4_1", 32, DT(q4_1)},    {EMBER_DTYPE_Q5_0, "q5_0", 32, DT(q5_0)},
-    {EMBER_DTYPE_Q5_1, "q5_1", 32, DT(q5_1)},    {EMBER_DTYPE_Q2_K, "q2_k", 32, DT(q2_k)},
-    {EMBER_DTYPE_Q3_K, "q3_k", 32, DT(q3_k)},    {EMBER_DTYPE_Q4_K, "q4_k", 32, DT(q4_k)},
-    {EMBER_DTYPE_Q5_K, "q5_k", 32, DT(q5_k)},    {EMBER_DTYPE_Q6_K, "q6_k", 32, DT(q6_k)},
+    {EMBER_DTYPE_F32, "f32", 4, DT_FLOAT(f32)},   {EMBER_DTYPE_F16, "f16", 8, DT_FLOAT(f16)},
+    {EMBER_DTYPE_Q8_0, "q8_0", 32, DT(q8)},       {EMBER_DTYPE_Q4_0, "q4_0", 32, DT(q4_0)},
+    {EMBER_DTYPE_Q4_1, "q4_1", 32, DT(q4_1)},     {EMBER_DTYPE_Q5_0, "q5_0", 32, DT(q5_0)},
+    {EMBER_DTYPE_Q5_1, "q5_1", 32, DT(q5_1)},     {EMBER_DTYPE_Q2_K, "q2_k", 32, DT(q2_k)},
+    {EMBER_DTYPE_Q3_K, "q3_k", 32, DT(q3_k)},     {EMBER_DTYPE_Q4_K, "q4_k", 32, DT(q4_k)},
+    {EMBER_DTYPE_Q5_K, "q5_k", 32, DT(q5_k)},     {EMBER_DTYPE_Q6_K, "q6_k", 32, DT(q6_k)},
     {EMBER_DTYPE_IQ4_NL, "iq4_nl", 32, DT(iq4_nl)}, {EMBER_DTYPE_IQ4_XS, "iq4_xs", 32, DT(iq4_xs)},
-    {EMBER_DTYPE_BF16, "bf16", 32, DT(bf16)},
+    {EMBER_DTYPE_BF16, "bf16", 32, DT_FLOAT(bf16)},
 };
 
 int ember_k_dt_slot(ember_dtype t)
@@ -57,8 +59,6 @@ uint32_t ember_k_unit_cols(ember_dtype t)
     int d = ember_k_dt_slot(t);
     return d < 0 ? 0 : DT_TYPES[d].unit;
 }
-/* Q8_0 against x quantized per block, by integer dot products (k->int_dot). */
-static const spv LINEAR_Q8_IDOT[LIN_KINDS][2] = LIN4(q8_idot);
 static const spv LINEAR_GENERIC[2][2] = {{SPV(linear_f32_generic), SPV(linear_f32_generic_sg)},
                                          {SPV(linear_f16_generic), SPV(linear_f16_generic_sg)}};
 static const spv RMSNORM[2] = {SPV(rmsnorm), SPV(rmsnorm_sg)};
@@ -258,12 +258,12 @@ static void describe_linear(const ember_kernels *k, uint32_t id, job *j)
     memcpy(j->sp, sp, sizeof sp);
     char wide[16] = ""; /* names stay as they were at 8 lanes */
     if (lanes != 8) snprintf(wide, sizeof wide, "_l%u", lanes);
-    bool idot = !generic && d == DT_SLOT_Q8 && k->int_dot;
+    bool idot = !generic && k->int_dot && DT_TYPES[d].idot[0][0].code;
     snprintf(j->name, sizeof j->name, "linear_%s%s%s%s%s_m%u%s", generic ? generic_names[d - DT_SLOTS] : DT_TYPES[d].name,
              idot ? "_idot" : "", kind == LIN_TEXEL ? "_tx" : "", norm == LIN_NORM ? "_norm" : "", wide, l->tm,
              stage ? "_st" : "");
     spv code = generic ? LINEAR_GENERIC[d - DT_SLOTS][k->lin_subgroup]
-               : idot  ? LINEAR_Q8_IDOT[kind][k->lin_subgroup]
+               : idot  ? DT_TYPES[d].idot[kind][k->lin_subgroup]
                        : DT_TYPES[d].code[kind][k->lin_subgroup];
     set_desc(j, code, 7, kind == LIN_TEXEL ? texel : NULL, sizeof(linear_push), 8);
 }
@@ -525,7 +525,11 @@ void ember_kernels_get_stats(ember_kernels *k, ember_kernels_stats *out)
     pthread_mutex_unlock(&k->mu);
 }
 
-bool ember_kernels_int_dot(const ember_kernels *k) { return k->int_dot; }
+bool ember_kernels_int_dot(const ember_kernels *k, ember_dtype t)
+{
+    int d = ember_k_dt_slot(t);
+    return k->int_dot && d >= 0 && DT_TYPES[d].idot[0][0].code;
+}
 
 bool ember_kernels_matrix(const ember_kernels *k, uint32_t cols) { return k->matrix && cols % MM_COLS == 0; }
 

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 
 #include "ember.h"
+#include "engine/model/dtype.h"
 #include "platform/vk.h"
 #include "platform/vk_pipeline_cache.h"
 
@@ -63,7 +64,8 @@ typedef struct ember_kernels_opts {
      * per pair (another rounding, the same in every batch). */
     int attn_split;
     uint32_t attn_chunk;
-    /* Q8_0 products by integer dot products on x quantized to int8 per block
+    /* Q8_0 and integer block-type products by integer dot products on x quantized to
+     * int8 per block
      * (linear.comp's INT_DOT; another rounding of x, as batch invariant): ON wherever the
      * device has shaderIntegerDotProduct; AUTO does not use them yet (no GPU has timed
      * them: docs/kernels.md). */
@@ -105,7 +107,8 @@ typedef struct ember_kernel_choice {
     bool lin_subgroup;            /* linear: lane groups within a subgroup, partials
                                      combined with subgroupShuffleXor, else shared memory */
     uint32_t lin_lanes;           /* lanes per linear tile (device_table.h) */
-    bool lin_int_dot;             /* Q8_0 by integer dot products on int8 x */
+    bool lin_int_dot;             /* Q8_0 and the integer block types by integer dot
+                                     products on int8 x */
     uint32_t lin_staged;          /* bit n: the linear's tiles of n tokens stage x in
                                      shared memory */
     bool lin_matrix;              /* the matrix family (linear_mm.comp) */
@@ -169,8 +172,9 @@ void ember_kernels_get_stats(ember_kernels *k, ember_kernels_stats *out);
  * pipelines it makes). Create once: the view lives as long as arena a. */
 ember_status ember_kernels_input_view(ember_kernels *k, ember_vk_arena *a, ember_vk_span *x, ember_err *err);
 
-/* Whether the Q8_0 linear takes integer dot products on int8 x (ember_kernels_opts.int_dot). */
-bool ember_kernels_int_dot(const ember_kernels *k);
+/* Whether the linear of weights of type t takes integer dot products on int8 x
+ * (ember_kernels_opts.int_dot: Q8_0 and the block types with integer codes, not BF16). */
+bool ember_kernels_int_dot(const ember_kernels *k, ember_dtype t);
 /* Whether a linear of cols columns takes the matrix family (w and x rounded to fp16). */
 bool ember_kernels_matrix(const ember_kernels *k, uint32_t cols);
 

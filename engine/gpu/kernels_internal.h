@@ -100,7 +100,7 @@ struct ember_kernels {
     bool subgroup;              /* subgroup-arithmetic variants of the row kernels */
     bool lin_subgroup;          /* linear combines partials with subgroupShuffleXor */
     uint32_t lin_lanes;         /* lanes per linear tile (NPART): 8, 16, 32, 64 */
-    bool int_dot;               /* Q8_0 linear by integer dot products (INT_DOT) */
+    bool int_dot;               /* Q8_0 and integer block types by integer dot products (INT_DOT) */
     bool matrix;                /* every linear of whole MM_COLS steps: linear_mm.comp */
     bool matrix_coop;           /* ... through cooperative matrices (its COOPMAT variant) */
     int stage;                  /* ember_kernels_opts.linear_stage */
