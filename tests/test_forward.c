@@ -145,8 +145,8 @@ static void test_greedy_lanes(ember_vk *vk, const char *path, bool int_codes, bo
     mf_unload(&ref);
     float lo = INFINITY;
     for (uint32_t pos = 0; pos < N; pos++) lo = fminf(lo, margin[pos]);
-    printf("%s: the reference's closest call %.3g\n", strrchr(path, '/') ? strrchr(path, '/') + 1 : path, lo);
     const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    printf("%s: the reference's closest call %.3g\n", name, lo);
     /* lanes, then Q8_0 by integer dot products (where the device has them), x staged in
      * shared memory, the matrix family (where the device has fp16 arithmetic) */
     static const struct { uint32_t lanes; bool idot, stage, matrix; } cfg[] = {
