@@ -88,7 +88,7 @@ prepare_shaders() {
   log "$(ls "$dir"/*.spv.inc | wc -l) shader variants -> $dir"
 }
 
-shader_sums() { (cd "$ROOT" && sha256sum shaders/*.comp shaders/*.glsl shaders/shaders.cmake); }
+shader_sums() { (cd "$ROOT" && sha256sum shaders/*.comp shaders/*.glsl shaders/types/*.glsl shaders/shaders.cmake cmake/spirv_coopmat_khr.py); }
 
 # llama.cpp's prebuilt Vulkan libraries (npm @node-llama-cpp/linux-x64-vulkan) and a
 # llama-bench compiled here from the same release's source (the git bundle inside
@@ -528,9 +528,11 @@ bench_shapes() {
   # Q8_0 and Q4_K by integer dot products (ember_kernels_opts.int_dot), at the device's tile shapes
   EMBER_VALIDATION=0 EMBER_BENCH_TYPES=q8_0,q4_k EMBER_BENCH_SHAPES=$shapes EMBER_BENCH_IDOT=1 \
     "$tk" bench >>"$out" 2>&1 || log "FAILED: test_kernels bench with EMBER_BENCH_IDOT=1 ($out)"
-  # the matrix family (cooperative matrices where the card has them: ember_kernels_opts.matrix)
-  EMBER_VALIDATION=0 EMBER_BENCH_TYPES=q8_0,q4_k EMBER_BENCH_SHAPES=$shapes EMBER_BENCH_MATRIX=1 \
-    "$tk" bench >>"$out" 2>&1 || log "FAILED: test_kernels bench with EMBER_BENCH_MATRIX=1 ($out)"
+  # the matrix family: KHR's and NV's cooperative matrices where the card has them, and by FMA
+  for mm in khr nv fma; do
+    EMBER_VALIDATION=0 EMBER_BENCH_TYPES=q8_0,q4_k EMBER_BENCH_SHAPES=$shapes EMBER_BENCH_MATRIX=$mm \
+      "$tk" bench >>"$out" 2>&1 || log "FAILED: test_kernels bench with EMBER_BENCH_MATRIX=$mm ($out)"
+  done
   # x staged in shared memory for the workgroup's tiles, or not (ember_kernels_opts.
   # linear_stage: the same bits), at the device's lanes and 2-8 tiles a workgroup
   local pre=4096x4096x512,14336x4096x64
@@ -544,7 +546,8 @@ bench_shapes() {
 bench_variants() { # NAME FILE
   local name=$1 m=$2 spec j prompt cells=() k
   prompt=$(make_prompt "$m" "$PP")
-  for spec in default matrix=on stage=on int-dot=on norm-fusion=off attn-split=off lanes=16 lanes=64; do
+  for spec in default matrix=on matrix=on,coop=nv matrix=on,coop=off stage=on int-dot=on norm-fusion=off \
+              attn-split=off lanes=16 lanes=64; do
     k=(); [ "$spec" = default ] || k=(--kernels "$spec")
     j=$(ember_json generate -m "$m" -p "$prompt" -n "$TG" --ignore-eos --max-batch-tokens "$PP" "${k[@]}")
     cells+=("$spec $(fmt "$(jnum prefill_tok_s "$j")") / $(fmt "$(jnum decode_tok_s "$j")")")

@@ -84,7 +84,9 @@ static void describe(const ember_vk_caps *c, char *out, size_t cap)
     ember_kernels_describe(c, &mo, &m);
     if (m.lin_matrix)
         add(out, cap, &n, "; matrix family (fp16 w and x, fp32 sums) %s %s", k.lin_matrix ? "on," : "if asked for,",
-            m.lin_matrix_coop ? "through cooperative matrices (VK_NV_cooperative_matrix, 16x16x16)" : "by FMA");
+            m.lin_matrix_units == EMBER_MM_KHR  ? "through cooperative matrices (VK_KHR_cooperative_matrix, 16x16x16)"
+            : m.lin_matrix_units == EMBER_MM_NV ? "through cooperative matrices (VK_NV_cooperative_matrix, 16x16x16)"
+                                                : "by FMA");
     add(out, cap, &n, "; RMSNorm %s\n", k.lin_norm_fused ? "fused into the product after it (6 dispatches a layer)"
                                                          : "its own dispatch (CPU device: 8 dispatches a layer)");
 
@@ -144,7 +146,7 @@ static ember_device_info info_of(const ember_vk_caps *c)
         .driver_version = c->driver_version, .api_major = VK_API_VERSION_MAJOR(c->api_version),
         .api_minor = VK_API_VERSION_MINOR(c->api_version), .api_patch = VK_API_VERSION_PATCH(c->api_version),
         .fp16 = c->fp16_arith, .int8 = c->int8_arith, .storage8 = c->storage8, .storage16 = c->storage16,
-        .int_dot = c->int_dot, .coop_matrix = c->coop_matrix || c->coop_nv, .subgroup_size = c->subgroup_size,
+        .int_dot = c->int_dot, .coop_matrix = c->coop_khr || c->coop_nv, .subgroup_size = c->subgroup_size,
         .subgroup_arith = c->subgroup_arith, .subgroup_shuffle = c->subgroup_shuffle,
         .subgroup_size_control = c->subgroup_pin, .max_storage_range = c->max_storage_range,
         .max_alloc = c->max_alloc, .max_shared = c->max_shared, .max_push = c->max_push,

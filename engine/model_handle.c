@@ -33,7 +33,7 @@ static ember_status load(ember_model *m, const char *path, const ember_model_opt
     ember_gpu_model_opts go = {.progress = {o->progress, o->progress_user}, .pipeline_cache_dir = disk ? dir : NULL,
                                .file = m->gguf, .linear_lanes = ko->linear_lanes, .int_dot = ko->int_dot,
                                .linear_stage = ko->stage_x, .norm_fusion = ko->norm_fusion,
-                               .attn_split = ko->attn_split, .matrix = ko->matrix};
+                               .attn_split = ko->attn_split, .matrix = ko->matrix, .coop = ko->coop_matrix};
     s = ember_gpu_model_create_opts(m->vk, &m->llama, &go, &m->gpu, &m->err);
     if (s == EMBER_ERR_DEVICE_MEMORY && o->memory_budget_mib)
         return ember_fail_ctx(&m->err, s, "the model's weights do not fit the memory budget");
@@ -59,6 +59,9 @@ static ember_status check_kernel_opts(const ember_kernel_opts *k, ember_err *err
         if (sw[i].v < EMBER_KERNEL_AUTO || sw[i].v > EMBER_KERNEL_OFF)
             return ember_fail(err, EMBER_ERR_INVALID_ARG, "kernels: %s is EMBER_KERNEL_AUTO, _ON or _OFF, not %d",
                               sw[i].name, sw[i].v);
+    if (k->coop_matrix < EMBER_COOP_AUTO || k->coop_matrix > EMBER_COOP_OFF)
+        return ember_fail(err, EMBER_ERR_INVALID_ARG, "kernels: coop_matrix is EMBER_COOP_AUTO, _KHR, _NV or _OFF, "
+                          "not %d", k->coop_matrix);
     return EMBER_OK;
 }
 

@@ -120,8 +120,9 @@ typedef struct ember_device_info {
     uint32_t api_major, api_minor, api_patch;   /* Vulkan version it supports */
     int fp16, int8, storage8, storage16;        /* shaderFloat16, shaderInt8, 8/16-bit storage */
     int int_dot, coop_matrix;                   /* integer dot product, cooperative matrix
-                                                   (VK_KHR_cooperative_matrix, or NV's with
-                                                   the product the matrix family uses) */
+                                                   (VK_KHR_cooperative_matrix's or NV's
+                                                   16x16x16 fp16 product, which the matrix
+                                                   family uses) */
     uint32_t subgroup_size;
     int subgroup_arith, subgroup_shuffle;
     int subgroup_size_control;                  /* Ember pins its pipelines to subgroup_size with
@@ -195,6 +196,9 @@ typedef enum ember_memory_mode { EMBER_MEMORY_AUTO = 0, EMBER_MEMORY_DISCRETE = 
  * them batch invariant: docs/kernels.md), the matrix family too; staging x changes no
  * bit. */
 enum { EMBER_KERNEL_AUTO = 0, EMBER_KERNEL_ON = 1, EMBER_KERNEL_OFF = 2 };
+/* ember_kernel_opts.coop_matrix: AUTO takes VK_KHR_cooperative_matrix where the device has
+ * it, else VK_NV_cooperative_matrix; KHR or NV only that one (else by FMA); OFF by FMA. */
+enum { EMBER_COOP_AUTO = 0, EMBER_COOP_KHR = 1, EMBER_COOP_NV = 2, EMBER_COOP_OFF = 3 };
 typedef struct ember_kernel_opts {
     uint32_t linear_lanes; /* lanes (partial sums) per linear tile: 8, 16, 32 or 64 */
     int int_dot;           /* Q8_0 and the block types but BF16 by integer dot products
@@ -204,6 +208,7 @@ typedef struct ember_kernel_opts {
     int attn_split;        /* split-K attention for few decode rows */
     int matrix;            /* the matrix family: products on fp16 inputs with fp32 sums,
                               through cooperative matrices where the device has them */
+    int coop_matrix;       /* ... which cooperative matrices (EMBER_COOP_*) */
 } ember_kernel_opts;
 
 typedef struct ember_model_opts {

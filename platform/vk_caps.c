@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "vk_caps.h"
+#include "vk_coopmat.h"
 
 static bool has_extension(VkPhysicalDevice phys, const char *name)
 {
@@ -17,8 +18,16 @@ static bool has_extension(VkPhysicalDevice phys, const char *name)
     return false;
 }
 
-/* Whether the device lists the cooperative-matrix product linear_mm.comp's COOPMAT
- * variant is written for: 16 x 16 x 16, A and B fp16, C and D fp32, one subgroup. */
+/* Whether a listed cooperative-matrix product is the one linear_mm.comp's COOPMAT variant
+ * is written for: 16 x 16 x 16, A and B fp16, C and D fp32, one subgroup. (NV's and KHR's
+ * component types and scopes have the same values.) */
+static bool mm_shape(uint32_t m, uint32_t n, uint32_t k, VkComponentTypeNV a, VkComponentTypeNV b,
+                     VkComponentTypeNV c, VkComponentTypeNV d, VkScopeNV scope)
+{
+    return m == 16 && n == 16 && k == 16 && a == VK_COMPONENT_TYPE_FLOAT16_NV && b == VK_COMPONENT_TYPE_FLOAT16_NV &&
+           c == VK_COMPONENT_TYPE_FLOAT32_NV && d == VK_COMPONENT_TYPE_FLOAT32_NV && scope == VK_SCOPE_SUBGROUP_NV;
+}
+
 static bool coop_nv_shape(VkInstance inst, VkPhysicalDevice phys)
 {
     PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV get =
@@ -30,9 +39,24 @@ static bool coop_nv_shape(VkInstance inst, VkPhysicalDevice phys)
         .sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV};
     if (!get || get(phys, &n, p) < 0) return false;
     for (uint32_t i = 0; i < n; i++)
-        if (p[i].MSize == 16 && p[i].NSize == 16 && p[i].KSize == 16 && p[i].AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
-            p[i].BType == VK_COMPONENT_TYPE_FLOAT16_NV && p[i].CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
-            p[i].DType == VK_COMPONENT_TYPE_FLOAT32_NV && p[i].scope == VK_SCOPE_SUBGROUP_NV)
+        if (mm_shape(p[i].MSize, p[i].NSize, p[i].KSize, p[i].AType, p[i].BType, p[i].CType, p[i].DType, p[i].scope))
+            return true;
+    return false;
+}
+
+static bool coop_khr_shape(VkInstance inst, VkPhysicalDevice phys)
+{
+    PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR get =
+        (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)vkGetInstanceProcAddr(
+            inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
+    VkCooperativeMatrixPropertiesKHR p[64];
+    uint32_t n = 64;
+    for (uint32_t i = 0; i < 64; i++) p[i] = (VkCooperativeMatrixPropertiesKHR){
+        .sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR};
+    if (!get || get(phys, &n, p) < 0) return false;
+    for (uint32_t i = 0; i < n; i++)
+        if (!p[i].saturatingAccumulation &&
+            mm_shape(p[i].MSize, p[i].NSize, p[i].KSize, p[i].AType, p[i].BType, p[i].CType, p[i].ResultType, p[i].scope))
             return true;
     return false;
 }
@@ -51,13 +75,18 @@ static void query_features(VkInstance inst, VkPhysicalDevice phys, ember_vk_caps
     VkPhysicalDeviceCooperativeMatrixFeaturesNV cm = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
     bool cm_ext = has_extension(phys, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
     if (cm_ext) cm.pNext = f12.pNext, f12.pNext = &cm;
+    VkPhysicalDeviceCooperativeMatrixFeaturesKHR ck = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
+    bool ck_ext = has_extension(phys, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    if (ck_ext) ck.pNext = f12.pNext, f12.pNext = &ck;
     /* Ember's instance is Vulkan 1.2, so size control is the extension's even on 1.3. */
     VkPhysicalDeviceSubgroupSizeControlFeaturesEXT sc = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
     bool sc_ext = has_extension(phys, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
     if (sc_ext) sc.pNext = f11.pNext, f11.pNext = &sc;
     vkGetPhysicalDeviceFeatures2(phys, &f);
-    c->subgroup_pin &= sc_ext && sc.subgroupSizeControl && sc.computeFullSubgroups; /* properties: earlier */
+    bool pin_any = sc_ext && sc.subgroupSizeControl && sc.computeFullSubgroups; /* properties: earlier */
+    c->subgroup_pin &= pin_any;
+    if (!pin_any) c->subgroup_min = c->subgroup_max = 0;
     c->fp16_arith = f12.shaderFloat16;
     c->int8_arith = f12.shaderInt8;
     c->storage8 = f12.storageBuffer8BitAccess;
@@ -65,9 +94,10 @@ static void query_features(VkInstance inst, VkPhysicalDevice phys, ember_vk_caps
     c->storage16 = f11.storageBuffer16BitAccess;
     c->int_dot = dot_known && dot.shaderIntegerDotProduct;
     c->int_dot_accel &= c->int_dot; /* properties: earlier */
-    c->coop_matrix = has_extension(phys, "VK_KHR_cooperative_matrix");
     c->coop_nv = cm_ext && cm.cooperativeMatrix && f12.vulkanMemoryModel && f12.shaderFloat16 &&
                  coop_nv_shape(inst, phys);
+    c->coop_khr &= ck_ext && ck.cooperativeMatrix && f12.vulkanMemoryModel && f12.shaderFloat16 &&
+                   coop_khr_shape(inst, phys); /* properties (compute among its stages): earlier */
     c->subgroup_size_control = c->api_version >= VK_API_VERSION_1_3 ||
                                has_extension(phys, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
 }
@@ -85,12 +115,17 @@ static void query_properties(VkPhysicalDevice phys, ember_vk_caps *c)
     VkPhysicalDeviceShaderIntegerDotProductProperties dot = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES};
     bool dot_ext = has_extension(phys, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+    VkPhysicalDeviceCooperativeMatrixPropertiesKHR ck = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_KHR};
+    bool ck_ext = has_extension(phys, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
     if (p.properties.apiVersion >= VK_API_VERSION_1_2) {
         p.pNext = &p11;
         if (sc_ext) p11.pNext = &sc;
         if (dot_ext) dot.pNext = p11.pNext, p11.pNext = &dot;
+        if (ck_ext) ck.pNext = p11.pNext, p11.pNext = &ck;
         vkGetPhysicalDeviceProperties2(phys, &p);
     }
+    c->coop_khr = ck.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT; /* features: later */
     c->int_dot_accel = dot.integerDotProduct4x8BitPackedSignedAccelerated; /* features: later */
     const VkPhysicalDeviceLimits *l = &p.properties.limits;
 
@@ -110,8 +145,11 @@ static void query_properties(VkPhysicalDevice phys, ember_vk_caps *c)
     c->subgroup_false_size = c->is_cpu && strncmp(c->device_name, "llvmpipe", 8) == 0 && c->subgroup_size > 16;
     /* Pinning needs compute among the stages that take a required size, and the default
      * size among those allowed (query_features adds the features). */
-    c->subgroup_pin = sc_ext && (sc.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
-                      sc.minSubgroupSize <= p11.subgroupSize && p11.subgroupSize <= sc.maxSubgroupSize;
+    bool pin_compute = sc_ext && (sc.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT);
+    c->subgroup_pin = pin_compute && sc.minSubgroupSize <= p11.subgroupSize && p11.subgroupSize <= sc.maxSubgroupSize;
+    c->subgroup_min = pin_compute ? sc.minSubgroupSize : 0;
+    c->subgroup_max = pin_compute ? sc.maxSubgroupSize : 0;
+    c->max_wg_subgroups = sc_ext ? sc.maxComputeWorkgroupSubgroups : 0;
     bool compute = p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT;
     c->subgroup_arith = compute && (p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
     c->subgroup_shuffle = compute && (p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);

@@ -24,11 +24,12 @@ typedef struct ember_vk_caps {
     bool int_dot_accel;                 /* ... and packed signed 4x8 dot products faster than
                                            their emulation (integerDotProduct4x8Bit-
                                            PackedSignedAccelerated) */
-    bool coop_matrix;                   /* VK_KHR_cooperative_matrix present */
-    bool coop_nv;                       /* VK_NV_cooperative_matrix's cooperativeMatrix and
-                                           vulkanMemoryModel (which Ember then enables),
-                                           with the 16x16x16 fp16 x fp16 + fp32 subgroup
-                                           product linear_mm.comp's COOPMAT variant uses */
+    bool coop_khr;                      /* VK_KHR_cooperative_matrix's cooperativeMatrix in
+                                           compute, and vulkanMemoryModel and shaderFloat16
+                                           (which Ember then enables), with the 16x16x16
+                                           fp16 x fp16 + fp32 subgroup product
+                                           linear_mm.comp's COOPMAT variant uses */
+    bool coop_nv;                       /* ... the same through VK_NV_cooperative_matrix */
     uint32_t subgroup_size;             /* default subgroup size */
     bool subgroup_arith;                /* subgroupAdd etc. in compute */
     bool subgroup_shuffle;
@@ -37,6 +38,8 @@ typedef struct ember_vk_caps {
                                            full subgroups (VK_EXT_subgroup_size_control:
                                            the features, compute in the required stages,
                                            the default size within min..max) */
+    uint32_t subgroup_min, subgroup_max; /* the sizes a compute pipeline can be pinned to
+                                           (0: none) */
     bool subgroup_false_size;           /* the driver runs fewer lanes than subgroup_size
                                            says: lavapipe past 16 (LP_NATIVE_VECTOR_WIDTH
                                            over 512); no subgroup variant can be trusted */
@@ -49,6 +52,7 @@ typedef struct ember_vk_caps {
     uint32_t max_wg_pinned;             /* ... of a pipeline pinned to subgroup_size (at most
                                            maxComputeWorkgroupSubgroups subgroups); never
                                            above max_wg_invocations */
+    uint32_t max_wg_subgroups;          /* maxComputeWorkgroupSubgroups (0: not known) */
     uint32_t max_wg_count[3];
     uint32_t max_texel_elements;        /* maxTexelBufferElements */
     uint64_t min_texel_align;           /* minTexelBufferOffsetAlignment */

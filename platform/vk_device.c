@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "vk_coopmat.h"
 #include "vk_device.h"
 #include "vk_internal.h"
 #include "vk_result.h"
@@ -220,6 +221,9 @@ static ember_status create_device(ember_vk *vk, ember_err *err)
     VkPhysicalDeviceCooperativeMatrixFeaturesNV cm = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV, .cooperativeMatrix = VK_TRUE};
     if (c->coop_nv) cm.pNext = f12.pNext, f12.pNext = &cm, f12.vulkanMemoryModel = VK_TRUE;
+    VkPhysicalDeviceCooperativeMatrixFeaturesKHR ck = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR, .cooperativeMatrix = VK_TRUE};
+    if (c->coop_khr) ck.pNext = f12.pNext, f12.pNext = &ck, f12.vulkanMemoryModel = VK_TRUE;
     VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f11};
     float prio = 1.0f;
     VkDeviceQueueCreateInfo q = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
@@ -227,12 +231,13 @@ static ember_status create_device(ember_vk *vk, ember_err *err)
                                  .pQueuePriorities = &prio};
     /* A non-conformant implementation (MoltenVK) that offers VK_KHR_portability_subset
      * must have it enabled (the spec requires it). */
-    const char *exts[4];
+    const char *exts[6];
     uint32_t n_exts = 0;
     if (device_has_extension(vk->phys, "VK_KHR_portability_subset")) exts[n_exts++] = "VK_KHR_portability_subset";
     if (c->subgroup_pin) exts[n_exts++] = VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME;
     if (c->int_dot) exts[n_exts++] = VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME;
     if (c->coop_nv) exts[n_exts++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
+    if (c->coop_khr) exts[n_exts++] = VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME;
     VkDeviceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &f,
                              .queueCreateInfoCount = 1, .pQueueCreateInfos = &q,
                              .enabledExtensionCount = n_exts, .ppEnabledExtensionNames = exts};
@@ -250,9 +255,9 @@ static ember_status create_device(ember_vk *vk, ember_err *err)
 static void mask_enabled_features(ember_vk_caps *c, const void *chain)
 {
     bool fp16 = false, int8 = false, s8 = false, s16 = false, timeline = false, pin = false, idot = false;
-    bool coop = false, memory_model = false;
+    bool coop = false, coop_khr = false, memory_model = false;
     for (const VkBaseInStructure *p = chain; p; p = p->pNext) {
-        switch (p->sType) {
+        switch ((uint32_t)p->sType) { /* (uint32_t): vk_coopmat.h's values are not in old headers' enum */
         case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES:
             s16 |= ((const VkPhysicalDeviceVulkan11Features *)p)->storageBuffer16BitAccess;
             break;
@@ -270,6 +275,9 @@ static void mask_enabled_features(ember_vk_caps *c, const void *chain)
             break;
         case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV: /* and the extension */
             coop |= ((const VkPhysicalDeviceCooperativeMatrixFeaturesNV *)p)->cooperativeMatrix;
+            break;
+        case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR: /* and the extension */
+            coop_khr |= ((const VkPhysicalDeviceCooperativeMatrixFeaturesKHR *)p)->cooperativeMatrix;
             break;
         case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT: {
             const VkPhysicalDeviceSubgroupSizeControlFeaturesEXT *f = (const void *)p;
@@ -306,9 +314,11 @@ static void mask_enabled_features(ember_vk_caps *c, const void *chain)
     c->storage16 &= s16;
     c->timeline_semaphore &= timeline;
     c->subgroup_pin &= pin;
+    if (!pin) c->subgroup_min = c->subgroup_max = 0;
     c->int_dot &= idot;
     c->int_dot_accel &= idot;
     c->coop_nv &= coop && memory_model && fp16;
+    c->coop_khr &= coop_khr && memory_model && fp16;
 }
 
 static ember_status adopt_host_device(ember_vk *vk, const ember_vulkan_device *h, ember_err *err)

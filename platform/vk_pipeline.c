@@ -32,6 +32,10 @@ static ember_status check_desc(const ember_vk *vk, const ember_vk_pipeline_desc 
     for (uint32_t i = 0; d->kinds && i < d->n_bindings; i++)
         if (d->kinds[i] > EMBER_VK_BIND_UNIFORM)
             return ember_fail(err, EMBER_ERR_INVALID_ARG, "pipeline %s: binding %u of unknown kind", d->name, i);
+    const ember_vk_caps *c = &vk->caps;
+    if (d->subgroup && d->subgroup != c->subgroup_size && !(c->subgroup_min <= d->subgroup && d->subgroup <= c->subgroup_max))
+        return ember_fail(err, EMBER_ERR_INVALID_ARG, "pipeline %s: subgroups of %u are not the device's", d->name,
+                          d->subgroup);
     return EMBER_OK;
 }
 
@@ -59,12 +63,14 @@ static ember_status create_layouts(ember_vk *vk, ember_vk_pipeline *p, ember_err
  * compile a shader for another size (Intel: 8, 16 or 32) or leave subgroups partly
  * empty. Possible where the workgroup (spec constant 0, local_size_x_id in every shader)
  * is whole subgroups. */
-static bool pin_subgroups(const ember_vk_caps *caps, const ember_vk_pipeline_desc *d)
+/* The subgroup size d's pipeline is pinned to (0: not pinned). */
+static uint32_t pinned_size(const ember_vk_caps *caps, const ember_vk_pipeline_desc *d)
 {
-    if (!caps->subgroup_pin || !caps->subgroup_size) return false;
+    if (d->subgroup) return caps->subgroup_min <= d->subgroup && d->subgroup <= caps->subgroup_max ? d->subgroup : 0;
+    if (!caps->subgroup_pin || !caps->subgroup_size) return 0;
     for (uint32_t i = 0; i < d->n_specs; i++)
-        if (d->specs[i].id == 0) return d->specs[i].value % caps->subgroup_size == 0;
-    return false;
+        if (d->specs[i].id == 0) return d->specs[i].value % caps->subgroup_size == 0 ? caps->subgroup_size : 0;
+    return 0;
 }
 
 /* The shader module lives only as long as the call: the pipeline keeps what it needs. */
@@ -90,8 +96,8 @@ static ember_status create_pipeline(ember_vk *vk, VkPipelineCache cache, const e
         .layout = p->layout};
     VkPipelineShaderStageRequiredSubgroupSizeCreateInfoEXT req = {
         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO_EXT,
-        .requiredSubgroupSize = vk->caps.subgroup_size};
-    if (pin_subgroups(&vk->caps, d)) {
+        .requiredSubgroupSize = pinned_size(&vk->caps, d)};
+    if (req.requiredSubgroupSize) {
         ci.stage.pNext = &req;
         ci.stage.flags = VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT_EXT;
     }

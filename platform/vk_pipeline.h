@@ -48,6 +48,10 @@ typedef struct ember_vk_pipeline_desc {
     uint32_t push_size;
     const ember_vk_spec *specs;
     uint32_t n_specs;
+    /* 0: pinned to the device's default subgroup size where the workgroup (specialization
+     * constant 0) is whole subgroups of it; else pinned to this size, one of the device's
+     * (caps subgroup_min..max, or its default). */
+    uint32_t subgroup;
 } ember_vk_pipeline_desc;
 
 /* Creates out[i] from d[i] for i < n on min(n, online CPUs, 8) threads (the calling one

@@ -2,8 +2,9 @@
  * variants ember_kernels_describe picks from it, for made-up caps of each vendor's GPUs:
  * lanes a tile as wide as the vendor's SIMD but never wider than the subgroup that
  * combines them, the shared-memory combine where there are no shuffles, workgroups of
- * whole subgroups within the device's limits, and a forced lane count honoured. No
- * device needed. */
+ * whole subgroups within the device's limits, a forced lane count honoured, and the
+ * matrix family's cooperative matrices (KHR's, NV's or none) chosen by features,
+ * subgroup sizes and the forced choice. No device needed. */
 #include <string.h>
 
 #include "engine/gpu/device_table.h"
@@ -82,9 +83,48 @@ static void test_forced(void)
     }
 }
 
+/* The matrix family's units: cooperative matrices need the device's product (coop_khr,
+ * coop_nv) and subgroups of 32, the default or pinned (AMD's wave64 can pin 32; a device
+ * that cannot runs FMA); AUTO prefers KHR; a forced extension the device lacks is FMA. */
+static void test_coop(void)
+{
+    static const struct {
+        bool khr, nv;
+        uint32_t subgroup, min, max;
+        int coop, want;
+    } rows[] = {
+        {true, true, 32, 32, 32, EMBER_COOP_AUTO, EMBER_MM_KHR},
+        {true, true, 32, 32, 32, EMBER_COOP_NV, EMBER_MM_NV},
+        {true, true, 32, 32, 32, EMBER_COOP_OFF, EMBER_MM_FMA},
+        {false, true, 32, 32, 32, EMBER_COOP_AUTO, EMBER_MM_NV},
+        {false, true, 32, 32, 32, EMBER_COOP_KHR, EMBER_MM_FMA},
+        {true, false, 32, 32, 32, EMBER_COOP_NV, EMBER_MM_FMA},
+        {true, false, 64, 32, 64, EMBER_COOP_AUTO, EMBER_MM_KHR}, /* wave64, pinned to 32 */
+        {true, false, 64, 0, 0, EMBER_COOP_AUTO, EMBER_MM_FMA},   /* no size control */
+        {true, false, 16, 8, 16, EMBER_COOP_AUTO, EMBER_MM_FMA},  /* no subgroups of 32 */
+        {false, false, 32, 32, 32, EMBER_COOP_AUTO, EMBER_MM_FMA},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        ember_vk_caps c = gpu(0x1002, rows[i].subgroup, true);
+        c.fp16_arith = true, c.coop_khr = rows[i].khr, c.coop_nv = rows[i].nv;
+        c.subgroup_min = rows[i].min, c.subgroup_max = rows[i].max, c.max_wg_subgroups = 16;
+        ember_kernels_opts o = {.matrix = EMBER_MATRIX_ON, .coop = rows[i].coop};
+        ember_kernel_choice k;
+        ember_kernels_describe(&c, &o, &k);
+        CHECKF(k.lin_matrix && k.lin_matrix_units == rows[i].want, "row %zu: units %d, want %d", i,
+               k.lin_matrix_units, rows[i].want);
+    }
+    ember_vk_caps c = gpu(0x10DE, 32, true);
+    c.fp16_arith = c.coop_khr = true;
+    ember_kernel_choice k;
+    ember_kernels_describe(&c, NULL, &k); /* AUTO: the matrix family not yet by default */
+    CHECK(!k.lin_matrix && k.lin_matrix_units == EMBER_MM_FMA);
+}
+
 int main(void)
 {
     test_classes();
     test_forced();
+    test_coop();
     return tu_finish("test_device_table");
 }

@@ -145,6 +145,9 @@ static double silu(double g) { return g / (1 + exp(-g)); }
 
 static float to_half(float v) { return ember_f16_to_f32(ember_f32_to_f16(v)); }
 
+/* The matrix family's units (EMBER_MM_*), as test names. */
+static const char *MM_UNIT_NAMES[EMBER_MM_UNITS] = {"fma", "nv", "khr"};
+
 /* half: w's values rounded to fp16 first, as the matrix family stages them. */
 static void linear_ref(const weight *w, const float *x, const float *y0, uint32_t n_tok, ember_out_mode mode,
                        bool half, double *want)
@@ -998,7 +1001,17 @@ static size_t env_list(const char *name, uint32_t dflt, uint32_t *out, size_t ca
  * names, default the device's own; with EMBER_BENCH_ALL=1 the other variants too.
  * EMBER_BENCH_TM=N: N tokens per tile; EMBER_BENCH_IDOT=1: Q8_0 by integer dot products;
  * EMBER_BENCH_STAGE=0,1,2: x staged in shared memory by default, always, never;
- * EMBER_BENCH_MATRIX=1: the matrix family. */
+ * EMBER_BENCH_MATRIX=1|fma|nv|khr: the matrix family (cooperative matrices where the
+ * device has them; by FMA; through NV's or KHR's). */
+static void bench_matrix(ember_kernels_opts *ko)
+{
+    const char *m = getenv("EMBER_BENCH_MATRIX");
+    if (!m || strcmp(m, "0") == 0 || !*m) return;
+    ko->matrix = EMBER_MATRIX_ON;
+    ko->coop = strcmp(m, "fma") == 0 ? EMBER_COOP_OFF : strcmp(m, "nv") == 0 ? EMBER_COOP_NV
+               : strcmp(m, "khr") == 0 ? EMBER_COOP_KHR : EMBER_COOP_AUTO;
+}
+
 static void bench_all(ctx *t, const kt_variant *variants)
 {
     uint32_t groups[8], rows[2], lanes[4];
@@ -1014,14 +1027,14 @@ static void bench_all(ctx *t, const kt_variant *variants)
                                          .linear_lanes = lanes[g / ng % nl], .linear_stage = (int)stage[g / (ng * nl)]};
                 if (getenv("EMBER_BENCH_TM")) ko.linear_tm = (uint32_t)atoi(getenv("EMBER_BENCH_TM"));
                 if (getenv("EMBER_BENCH_IDOT") && atoi(getenv("EMBER_BENCH_IDOT"))) ko.int_dot = EMBER_INT_DOT_ON;
-                if (getenv("EMBER_BENCH_MATRIX") && atoi(getenv("EMBER_BENCH_MATRIX"))) ko.matrix = EMBER_MATRIX_ON;
+                bench_matrix(&ko);
                 if (ember_kernels_create_opts(t->vk, &ko, &t->k, &t->err) != EMBER_OK) kt_die(t, "ember_kernels_create");
                 ember_kernel_choice c;
                 ember_kernels_describe(ember_vk_get_caps(t->vk), &ko, &c);
                 char name[96];
-                snprintf(name, sizeof name, "%s l%u g%u r%u%s%s%s", variants[v].name, c.lin_lanes, c.lin_groups,
+                snprintf(name, sizeof name, "%s l%u g%u r%u%s%s%s%s", variants[v].name, c.lin_lanes, c.lin_groups,
                          c.lin_rows_decode, c.lin_int_dot ? " idot" : "", c.lin_staged ? " st" : "",
-                         c.lin_matrix ? (c.lin_matrix_coop ? " mm-coop" : " mm-fma") : "");
+                         c.lin_matrix ? " mm-" : "", c.lin_matrix ? MM_UNIT_NAMES[c.lin_matrix_units] : "");
                 t->variant = name;
                 bench(t);
                 ember_kernels_destroy(t->k);
@@ -1232,40 +1245,49 @@ static void run_stage(ctx *t)
     }
 }
 
-/* test_kernels matrix: the matrix family (linear_mm.comp; by FMA here, through cooperative
- * matrices on a device with VK_NV_cooperative_matrix) against the CPU given the same
- * fp16 w and x: F32, F16 and Q8_0 at several shapes and batch sizes (tiles of 16 and 64
- * tokens, rows past a tile's end), weights in parts, every block type; then the
- * invariance checks (bits across batches and offsets). */
+/* test_kernels matrix: the matrix family (linear_mm.comp) by FMA, then through NV's and
+ * KHR's cooperative matrices where the device has them (lavapipe: neither; the GPU check
+ * runs them), against the CPU given the same fp16 w and x: F32, F16 and Q8_0 at several
+ * shapes and batch sizes (tiles of 16 and 64 tokens, rows past a tile's end), weights in
+ * parts, every block type; then the invariance checks (bits across batches and offsets). */
 static void run_matrix(ctx *t)
 {
     if (!ember_vk_get_caps(t->vk)->fp16_arith) {
         printf("no shaderFloat16: the matrix family not checked\n");
         return;
     }
-    ember_kernels_opts ko = {.matrix = EMBER_MATRIX_ON};
-    ember_kernel_choice c;
-    ember_kernels_describe(ember_vk_get_caps(t->vk), &ko, &c);
-    CHECK(c.lin_matrix && !c.lin_norm_fused);
-    if (ember_kernels_create_opts(t->vk, &ko, &t->k, &t->err) != EMBER_OK) kt_die(t, "ember_kernels_create");
-    t->variant = c.lin_matrix_coop ? "matrix, cooperative matrices" : "matrix, by FMA";
-    t->variant_index = 0;
-    static const ember_dtype types[] = {EMBER_DTYPE_F32, EMBER_DTYPE_F16, EMBER_DTYPE_Q8_0};
-    static const uint32_t shapes[][2] = {{33, 96}, {130, 2048}};
-    static const uint32_t toks[] = {1, 5, 16, 17, 64, 130};
-    tu_rng r = {11};
-    for (int d = 0; d < 3; d++) {
-        for (size_t s = 0; s < 2; s++)
-            for (size_t n = 0; n < sizeof toks / sizeof toks[0]; n++)
-                test_linear_case(t, &r, types[d], shapes[s][0], shapes[s][1], toks[n], 0, 1);
-        for (uint32_t n = 1; n <= 20; n += 19)
-            test_linear_case(t, &r, types[d], 74, 64, n, row_bytes(types[d], 64) * 9 + 8, 2);
+    static const int coop[EMBER_MM_UNITS] = {EMBER_COOP_OFF, EMBER_COOP_NV, EMBER_COOP_KHR};
+    for (int u = 0; u < EMBER_MM_UNITS; u++) {
+        ember_kernels_opts ko = {.matrix = EMBER_MATRIX_ON, .coop = coop[u]};
+        ember_kernel_choice c;
+        ember_kernels_describe(ember_vk_get_caps(t->vk), &ko, &c);
+        CHECK(c.lin_matrix && !c.lin_norm_fused);
+        char name[64];
+        snprintf(name, sizeof name, "matrix,%s", MM_UNIT_NAMES[u]);
+        if (c.lin_matrix_units != u) {
+            printf("[%s] not on this device\n", name);
+            continue;
+        }
+        if (ember_kernels_create_opts(t->vk, &ko, &t->k, &t->err) != EMBER_OK) kt_die(t, "ember_kernels_create");
+        t->variant = name;
+        t->variant_index = 0;
+        static const ember_dtype types[] = {EMBER_DTYPE_F32, EMBER_DTYPE_F16, EMBER_DTYPE_Q8_0};
+        static const uint32_t shapes[][2] = {{33, 96}, {130, 2048}};
+        static const uint32_t toks[] = {1, 5, 16, 17, 64, 130};
+        tu_rng r = {11};
+        for (int d = 0; d < 3; d++) {
+            for (size_t s = 0; s < 2; s++)
+                for (size_t n = 0; n < sizeof toks / sizeof toks[0]; n++)
+                    test_linear_case(t, &r, types[d], shapes[s][0], shapes[s][1], toks[n], 0, 1);
+            for (uint32_t n = 1; n <= 20; n += 19)
+                test_linear_case(t, &r, types[d], 74, 64, n, row_bytes(types[d], 64) * 9 + 8, 2);
+        }
+        test_block_types(t, &r);
+        test_invariance(t);
+        printf("[%s] checked\n", t->variant);
+        ember_kernels_destroy(t->k);
+        t->k = NULL;
     }
-    test_block_types(t, &r);
-    test_invariance(t);
-    printf("[%s] checked\n", t->variant);
-    ember_kernels_destroy(t->k);
-    t->k = NULL;
 }
 
 int main(int argc, char **argv)

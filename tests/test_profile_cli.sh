@@ -91,9 +91,12 @@ has "$err" "^  linear_f32[a-z0-9_]*_norm_l16_m1 "; check "--kernels lanes=16,nor
 has "$err" "^  per step   16\.0 dispatches"; check "--kernels norm-fusion=on: 6 dispatches a layer" $?
 long=$(printf 'hello %.0s' {1..30})
 err=$("$ember" generate -m "$model" -p "$long" -n 4 --ignore-eos --kernels matrix=on --profile 2>&1 >/dev/null); rc=$?
-[ $rc -eq 0 ] && has "$err" "^  linear_mm_f32(_cm)?_n16 "; check "--kernels matrix=on: the matrix family's decode tiles (got $rc)" $?
-has "$err" "^  linear_mm_f32(_cm)?_n64 "; check "--kernels matrix=on: its prompt tiles" $?
-for bad in lanes=12 stage=yes speed=on; do
+[ $rc -eq 0 ] && has "$err" "^  linear_mm_f32(_nv|_khr)?_n16 "; check "--kernels matrix=on: the matrix family's decode tiles (got $rc)" $?
+has "$err" "^  linear_mm_f32(_nv|_khr)?_n64 "; check "--kernels matrix=on: its prompt tiles" $?
+# coop=off: by FMA on any device (no _nv/_khr suffix)
+err=$("$ember" generate -m "$model" -p "$long" -n 2 --ignore-eos --kernels matrix=on,coop=off --profile 2>&1 >/dev/null); rc=$?
+[ $rc -eq 0 ] && has "$err" "^  linear_mm_f32_n64 "; check "--kernels matrix=on,coop=off: the FMA tiles (got $rc)" $?
+for bad in lanes=12 stage=yes speed=on coop=on; do
     err=$("$ember" generate -m "$model" -p "hello" -n 1 --kernels $bad 2>&1 >/dev/null); rc=$?
     [ $rc -eq 2 ] && has "$err" "^ember: --kernels"; check "--kernels $bad: a usage error naming --kernels (got $rc)" $?
 done

@@ -63,8 +63,8 @@ bool cli_float(const char *flag, const char *s, float *out)
     return true;
 }
 
-/* --kernels "lanes=32,int-dot=on,stage=on,norm-fusion=off,attn-split=auto,matrix=on": variants
- * forced (ember_kernel_opts). False with a message when malformed. */
+/* --kernels "lanes=32,int-dot=on,stage=on,norm-fusion=off,attn-split=auto,matrix=on,coop=nv":
+ * variants forced (ember_kernel_opts). False with a message when malformed. */
 static bool parse_kernels(const char *list, ember_kernel_opts *k)
 {
     char buf[256];
@@ -81,6 +81,13 @@ static bool parse_kernels(const char *list, ember_kernel_opts *k)
             k->linear_lanes = (uint32_t)n;
             continue;
         }
+        if (v && strcmp(item, "coop") == 0) {
+            static const char *coop[] = {"auto", "khr", "nv", "off"}; /* EMBER_COOP_* in order */
+            k->coop_matrix = -1;
+            for (int c = 0; c < 4; c++)
+                if (strcmp(v, coop[c]) == 0) k->coop_matrix = c;
+            if (k->coop_matrix >= 0) continue;
+        }
         int *sw = !v                                ? NULL
                   : strcmp(item, "int-dot") == 0     ? &k->int_dot
                   : strcmp(item, "stage") == 0       ? &k->stage_x
@@ -91,8 +98,9 @@ static bool parse_kernels(const char *list, ember_kernel_opts *k)
         int val = !v ? -1 : strcmp(v, "auto") == 0 ? EMBER_KERNEL_AUTO : strcmp(v, "on") == 0 ? EMBER_KERNEL_ON
                           : strcmp(v, "off") == 0 ? EMBER_KERNEL_OFF : -1;
         if (!sw || val < 0) {
-            fprintf(stderr, "ember: --kernels takes lanes=8|16|32|64 and int-dot, stage, norm-fusion, attn-split, "
-                            "matrix =on|off|auto, comma-separated; got '%s%s%s'\n", item, v ? "=" : "", v ? v : "");
+            fprintf(stderr, "ember: --kernels takes lanes=8|16|32|64, coop=auto|khr|nv|off and int-dot, stage, "
+                            "norm-fusion, attn-split, matrix =on|off|auto, comma-separated; got '%s%s%s'\n", item,
+                    v ? "=" : "", v ? v : "");
             return false;
         }
         *sw = val;

@@ -22,19 +22,20 @@ typedef struct spv {
 #define SPV(n) {ember_spv_##n, &ember_spv_##n##_bytes}
 
 #define LIN4(n) {{SPV(linear_##n), SPV(linear_##n##_sg)}, {SPV(linear_##n##_tx), SPV(linear_##n##_tx_sg)}}
-#define MM2(n) {SPV(linear_mm_##n), SPV(linear_mm_##n##_cm)}
-#define DT(n) LIN4(n), MM2(n), LIN4(n##_idot) /* integer codes: an INT_DOT variant */
-#define DT_FLOAT(n) LIN4(n), MM2(n), {{{0}}}  /* float values: none */
+#define MM3(n) {SPV(linear_mm_##n), SPV(linear_mm_##n##_nv), SPV(linear_mm_##n##_khr)}
+#define DT(n) LIN4(n), MM3(n), LIN4(n##_idot) /* integer codes: an INT_DOT variant */
+#define DT_FLOAT(n) LIN4(n), MM3(n), {{{0}}}  /* float values: none */
 
 /* The weight types the linear shaders read: slot, name and variants, in slot order.
- * code: linear.comp's [binding kind][subgroup variant]; mm: linear_mm.comp's [by FMA,
- * cooperative matrices]; idot: linear.comp's INT_DOT variants (code NULL: none). */
+ * code: linear.comp's [binding kind][subgroup variant]; mm: linear_mm.comp's [EMBER_MM_*:
+ * by FMA, NV's or KHR's cooperative matrices]; idot: linear.comp's INT_DOT variants (code
+ * NULL: none). */
 static const struct {
     ember_dtype type;
     const char *name;
     uint32_t unit;  /* columns of one unit of linear.comp */
     spv code[LIN_KINDS][2];
-    spv mm[2];
+    spv mm[EMBER_MM_UNITS];
     spv idot[LIN_KINDS][2];
 } DT_TYPES[DT_SLOTS] = {
     {EMBER_DTYPE_F32, "f32", 4, DT_FLOAT(f32)},   {EMBER_DTYPE_F16, "f16", 8, DT_FLOAT(f16)},
@@ -272,11 +273,13 @@ static void describe_linear(const ember_kernels *k, uint32_t id, job *j)
  * through cooperative matrices (4 subgroups of 32: the workgroup is pinned to them). */
 static void describe_mm(const ember_kernels *k, uint32_t id, job *j)
 {
+    static const char *units[EMBER_MM_UNITS] = {"", "_nv", "_khr"};
     uint32_t d = (id - PIPE_MM) / MM_SHAPES, tokens = ember_k_mm_tokens((int)((id - PIPE_MM) % MM_SHAPES));
     ember_vk_spec sp[] = {{0, MM_WG}, {2, tokens}};
     memcpy(j->sp, sp, sizeof sp);
-    snprintf(j->name, sizeof j->name, "linear_mm_%s%s_n%u", DT_TYPES[d].name, k->matrix_coop ? "_cm" : "", tokens);
-    set_desc(j, DT_TYPES[d].mm[k->matrix_coop], 7, NULL, sizeof(linear_push), 2);
+    snprintf(j->name, sizeof j->name, "linear_mm_%s%s_n%u", DT_TYPES[d].name, units[k->mm_units], tokens);
+    set_desc(j, DT_TYPES[d].mm[k->mm_units], 7, NULL, sizeof(linear_push), 2);
+    if (k->mm_units != EMBER_MM_FMA) j->d.subgroup = MM_COOP_SUBGROUP;
 }
 
 /* embed, rmsnorm, argmax, rope_store (F32, Q8_0 and F16 caches), attention_merge, topk
@@ -408,6 +411,22 @@ static void want_all(const ember_kernels *k, ember_kernels_set *want)
 
 /* Every variant and launch shape, from the caps (and the overrides) alone: what
  * ember_kernels_create_opts builds and ember_kernels_describe reports. */
+/* What the matrix family multiplies with: cooperative matrices where the device has the
+ * 16x16x16 fp16 product (vk_caps.h) and runs linear_mm.comp's workgroup as 4 subgroups of
+ * 32 (pinned where 32 is not its default: AMD's wave64), KHR's unless NV's are asked for;
+ * else FMA units. */
+static int mm_units(const ember_vk_caps *c, int coop)
+{
+    bool sg32 = c->subgroup_size == MM_COOP_SUBGROUP ||
+                (c->subgroup_min <= MM_COOP_SUBGROUP && MM_COOP_SUBGROUP <= c->subgroup_max);
+    bool fits = sg32 && MM_WG <= c->max_wg_invocations && c->max_shared >= 32768 &&
+                (!c->max_wg_subgroups || MM_WG / MM_COOP_SUBGROUP <= c->max_wg_subgroups);
+    if (!fits || coop == EMBER_COOP_OFF) return EMBER_MM_FMA;
+    if (c->coop_khr && coop != EMBER_COOP_NV) return EMBER_MM_KHR;
+    if (c->coop_nv && coop != EMBER_COOP_KHR) return EMBER_MM_NV;
+    return EMBER_MM_FMA;
+}
+
 static void choose(ember_kernels *k, const ember_vk_caps *caps, const ember_kernels_opts *opts)
 {
     k->caps = *caps;
@@ -429,12 +448,9 @@ static void choose(ember_kernels *k, const ember_vk_caps *caps, const ember_kern
      * on lavapipe they measured no faster inside the tile (docs/kernels.md). */
     k->int_dot = o.int_dot == EMBER_INT_DOT_ON && c->int_dot;
     k->stage = o.linear_stage;
-    /* The matrix family only when asked for until a GPU has timed it (kernels.h): by FMA
-     * where the device has fp16 arithmetic, through cooperative matrices where it has
-     * VK_NV_cooperative_matrix's 16x16x16 fp16 product and subgroups of 32. */
+    /* The matrix family only when asked for until a GPU has timed it (kernels.h). */
     k->matrix = o.matrix == EMBER_MATRIX_ON && c->fp16_arith;
-    k->matrix_coop = k->matrix && c->coop_nv && c->subgroup_size == 32 && c->max_wg_pinned >= MM_WG &&
-                     c->max_shared >= 32768;
+    k->mm_units = k->matrix ? mm_units(c, o.coop) : EMBER_MM_FMA;
     k->force_tm = o.linear_tm;
     k->force_tpw = o.linear_tpw;
     k->force_groups = o.linear_groups <= 32 ? o.linear_groups : 32;
@@ -467,7 +483,7 @@ void ember_kernels_describe(const ember_vk_caps *caps, const ember_kernels_opts 
     *out = (ember_kernel_choice){
         .subgroup_size = caps->subgroup_size, .row_subgroup = k.subgroup, .row_wg = row_wg(&k),
         .lin_subgroup = k.lin_subgroup, .lin_lanes = k.lin_lanes, .lin_int_dot = k.int_dot, .lin_staged = staged,
-        .lin_matrix = k.matrix, .lin_matrix_coop = k.matrix_coop,
+        .lin_matrix = k.matrix, .lin_matrix_units = k.mm_units,
         .device_class = dc.name, .lanes_why = dc.why, .lin_groups = dec->ng, .lin_rows_decode = dec->tn,
         .lin_rows_prefill = pre->tn, .lin_prefill_tokens = pre->tm, .lin_prefill_min_tok = pre->min_tok,
         .attn_subgroup = k.attn_subgroup, .attn_lanes = k.attn_lanes, .attn_tiles_per_wg = k.attn_tpw,

@@ -77,9 +77,10 @@ typedef struct ember_kernels_opts {
     int linear_stage;
     /* The matrix family (shaders/linear_mm.comp: w and x rounded to fp16, fp32 sums, a
      * device-wide choice like the lanes): ON takes it where the device has shaderFloat16,
-     * through cooperative matrices where it has VK_NV_cooperative_matrix; AUTO not yet
+     * through cooperative matrices where it has them (coop: EMBER_COOP_*); AUTO not yet
      * (not timed on a GPU: bench/gpu-check.sh does). */
     int matrix;
+    int coop;
 } ember_kernels_opts;
 
 /* norm_fusion and attn_split */
@@ -97,6 +98,10 @@ enum { EMBER_MATRIX_AUTO = EMBER_KERNEL_AUTO, EMBER_MATRIX_ON = EMBER_KERNEL_ON,
 ember_status ember_kernels_create_opts(ember_vk *vk, const ember_kernels_opts *opts,
                                        ember_kernels **out, ember_err *err);
 
+/* What the matrix family multiplies with: FMA units, or NV's or KHR's cooperative matrices
+ * (linear_mm.comp's variants, in this order). */
+enum { EMBER_MM_FMA, EMBER_MM_NV, EMBER_MM_KHR, EMBER_MM_UNITS };
+
 /* The variants and launch shapes ember_kernels_create_opts would pick for a device with
  * these caps (the very same selection; no device needed): for `ember info`. */
 typedef struct ember_kernel_choice {
@@ -112,7 +117,7 @@ typedef struct ember_kernel_choice {
     uint32_t lin_staged;          /* bit n: the linear's tiles of n tokens stage x in
                                      shared memory */
     bool lin_matrix;              /* the matrix family (linear_mm.comp) */
-    bool lin_matrix_coop;         /* ... through cooperative matrices */
+    int lin_matrix_units;         /* ... by EMBER_MM_FMA, _NV or _KHR */
     const char *device_class;     /* device_table.h's class name and the reason for */
     const char *lanes_why;        /* lin_lanes */
     uint32_t lin_groups;          /* lane groups (tiles) per workgroup, decode tiles */

@@ -46,6 +46,7 @@ enum { MM_SMALL, MM_LARGE, MM_SHAPES };
 #define MM_ROWS 64
 #define MM_COLS 32
 #define MM_WG 128
+#define MM_COOP_SUBGROUP 32 /* ... as 4 subgroups of 32 in its COOPMAT variants */
 static inline uint32_t ember_k_mm_tokens(int shape) { return shape == MM_SMALL ? 16 : 64; }
 
 /* Every pipeline has an id: its place in one numbering (kernels.c maps an id to its
@@ -102,7 +103,7 @@ struct ember_kernels {
     uint32_t lin_lanes;         /* lanes per linear tile (NPART): 8, 16, 32, 64 */
     bool int_dot;               /* Q8_0 and integer block types by integer dot products (INT_DOT) */
     bool matrix;                /* every linear of whole MM_COLS steps: linear_mm.comp */
-    bool matrix_coop;           /* ... through cooperative matrices (its COOPMAT variant) */
+    int mm_units;               /* ... by EMBER_MM_FMA, _NV or _KHR (kernels.h) */
     int stage;                  /* ember_kernels_opts.linear_stage */
     bool texel;                 /* texel-buffer linear pipelines exist and are preferred */
     uint32_t force_tm, force_tpw; /* ember_kernels_opts overrides, 0 = automatic */
