@@ -528,6 +528,9 @@ bench_shapes() {
   # Q8_0 and Q4_K by integer dot products (ember_kernels_opts.int_dot), at the device's tile shapes
   EMBER_VALIDATION=0 EMBER_BENCH_TYPES=q8_0,q4_k EMBER_BENCH_SHAPES=$shapes EMBER_BENCH_IDOT=1 \
     "$tk" bench >>"$out" 2>&1 || log "FAILED: test_kernels bench with EMBER_BENCH_IDOT=1 ($out)"
+  # F16 and Q8_0 units in fp16 arithmetic (ember_kernels_opts.fp16_dot)
+  EMBER_VALIDATION=0 EMBER_BENCH_TYPES=f16,q8_0 EMBER_BENCH_SHAPES=$shapes EMBER_BENCH_FP16=1 \
+    "$tk" bench >>"$out" 2>&1 || log "FAILED: test_kernels bench with EMBER_BENCH_FP16=1 ($out)"
   # the matrix family: KHR's and NV's cooperative matrices where the card has them, and by FMA
   for mm in khr nv fma; do
     EMBER_VALIDATION=0 EMBER_BENCH_TYPES=q8_0,q4_k EMBER_BENCH_SHAPES=$shapes EMBER_BENCH_MATRIX=$mm \
@@ -546,7 +549,7 @@ bench_shapes() {
 bench_variants() { # NAME FILE
   local name=$1 m=$2 spec j prompt cells=() k
   prompt=$(make_prompt "$m" "$PP")
-  for spec in default matrix=on matrix=on,coop=nv matrix=on,coop=off stage=on int-dot=on norm-fusion=off \
+  for spec in default matrix=on matrix=on,coop=nv matrix=on,coop=off stage=on int-dot=on fp16-dot=on norm-fusion=off \
               attn-split=off lanes=16 lanes=64; do
     k=(); [ "$spec" = default ] || k=(--kernels "$spec")
     j=$(ember_json generate -m "$m" -p "$prompt" -n "$TG" --ignore-eos --max-batch-tokens "$PP" "${k[@]}")

@@ -70,6 +70,7 @@ static void describe(const ember_vk_caps *c, char *out, size_t cap)
             sg, lin_baseline_reason(c));
     add(out, cap, &n, "; %s device, %u lanes: %s", k.device_class, k.lin_lanes, k.lanes_why);
     if (k.lin_int_dot) add(out, cap, &n, "; Q8_0 and the block types but BF16 by integer dot products (accelerated)");
+    if (k.lin_fp16_dot) add(out, cap, &n, "; F16 and Q8_0 units in fp16 arithmetic");
     add(out, cap, &n, "; %u group%s/workgroup, tiles %u rows x 1-4 tokens, %u x %u", k.lin_groups,
         k.lin_groups == 1 ? "" : "s", k.lin_rows_decode, k.lin_rows_prefill, k.lin_prefill_tokens);
     if (k.lin_prefill_min_tok) add(out, cap, &n, " from %u tokens (CPU device: spills)", k.lin_prefill_min_tok);

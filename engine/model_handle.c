@@ -32,6 +32,7 @@ static ember_status load(ember_model *m, const char *path, const ember_model_opt
     const ember_kernel_opts *ko = &o->kernels;
     ember_gpu_model_opts go = {.progress = {o->progress, o->progress_user}, .pipeline_cache_dir = disk ? dir : NULL,
                                .file = m->gguf, .linear_lanes = ko->linear_lanes, .int_dot = ko->int_dot,
+                               .fp16_dot = ko->fp16_dot,
                                .linear_stage = ko->stage_x, .norm_fusion = ko->norm_fusion,
                                .attn_split = ko->attn_split, .matrix = ko->matrix, .coop = ko->coop_matrix};
     s = ember_gpu_model_create_opts(m->vk, &m->llama, &go, &m->gpu, &m->err);
@@ -52,7 +53,8 @@ static ember_status check_kernel_opts(const ember_kernel_opts *k, ember_err *err
     uint32_t l = k->linear_lanes;
     if (l != 0 && l != 8 && l != 16 && l != 32 && l != 64)
         return ember_fail(err, EMBER_ERR_INVALID_ARG, "kernels: linear_lanes is 8, 16, 32 or 64, not %u", l);
-    const struct { const char *name; int v; } sw[] = {{"int_dot", k->int_dot}, {"stage_x", k->stage_x},
+    const struct { const char *name; int v; } sw[] = {{"int_dot", k->int_dot}, {"fp16_dot", k->fp16_dot},
+                                                       {"stage_x", k->stage_x},
                                                        {"norm_fusion", k->norm_fusion}, {"attn_split", k->attn_split},
                                                        {"matrix", k->matrix}};
     for (size_t i = 0; i < sizeof sw / sizeof sw[0]; i++)

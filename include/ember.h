@@ -192,7 +192,7 @@ typedef enum ember_memory_mode { EMBER_MEMORY_AUTO = 0, EMBER_MEMORY_DISCRETE = 
 /* Kernel variants forced instead of the device's own choices, for benchmarks that compare
  * them on one device (`ember ... --kernels`); a zero field keeps the device's choice, and
  * what ran shows in the profile's pipeline names. Another lane count, integer dot
- * products, the fused RMSNorm or split-K attention each round differently (every one of
+ * products, fp16 arithmetic, the fused RMSNorm or split-K attention each round differently (every one of
  * them batch invariant: docs/kernels.md), the matrix family too; staging x changes no
  * bit. */
 enum { EMBER_KERNEL_AUTO = 0, EMBER_KERNEL_ON = 1, EMBER_KERNEL_OFF = 2 };
@@ -203,6 +203,8 @@ typedef struct ember_kernel_opts {
     uint32_t linear_lanes; /* lanes (partial sums) per linear tile: 8, 16, 32 or 64 */
     int int_dot;           /* Q8_0 and the block types but BF16 by integer dot products
                               (where the device has them) */
+    int fp16_dot;          /* F16 and Q8_0 (where int_dot does not take it) in fp16
+                              arithmetic inside a unit (where the device has shaderFloat16) */
     int stage_x;           /* the linear's workgroup stages x in shared memory */
     int norm_fusion;       /* RMSNorm fused into the product after it */
     int attn_split;        /* split-K attention for few decode rows */

@@ -11,7 +11,8 @@
 // an output (see linear.glsl).
 //
 // Defines: DT_F32 | DT_F16 | DT_Q8 | DT_BLOCK + BLK_<type>, TEXEL, GENERIC, SUBGROUP,
-// INT_DOT (DT_Q8 only; see linear.glsl). Needs cols % UNIT == 0; the host uses GENERIC (UNIT 1) for F32/F16 rows
+// INT_DOT (DT_Q8 and DT_BLOCK; see linear.glsl), FP16_DOT (DT_F16 and DT_Q8: fp16
+// arithmetic inside a unit). Needs cols % UNIT == 0; the host uses GENERIC (UNIT 1) for F32/F16 rows
 // that are not.
 #extension GL_EXT_control_flow_attributes : require
 #ifdef SUBGROUP
@@ -20,6 +21,9 @@
 #endif
 #ifdef INT_DOT
 #extension GL_EXT_spirv_intrinsics : require
+#endif
+#ifdef FP16_DOT
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #endif
 
 layout(local_size_x_id = 0) in;                 // NG * NPART (NPART: constant 6, linear.glsl)
@@ -200,8 +204,7 @@ void span(uint u0)
 {
 #ifdef INT_DOT
     int_unit(u0);
-    return;
-#endif
+#else
     vec4 xv[SPAN][TM][8];
     float sx[SPAN][TM][2];
     [[unroll]] for (uint i = 0; i < SPAN; i++)
@@ -219,6 +222,7 @@ void span(uint u0)
     // Two loops, one per binding, so that each reads one binding (hi constant).
     [[dont_unroll]] for (uint r = 0; r < HR; r++) span_row(false, r, u0, xv, sx);
     [[dont_unroll]] for (uint r = HR; r < TN; r++) span_row(true, r, u0, xv, sx);
+#endif
 }
 
 // Run j of each row, partial `lane` taking runs lane, lane + 8, .. (linear.glsl).
@@ -272,6 +276,39 @@ void unit(uint u)
         }
     }
 }
+#elif defined(FP16_DOT)
+// Block u in fp16 arithmetic: x scaled per token and block (half_x), each group of 4
+// columns summed in fp16 (hdot4), the groups in fp32 in column order, then
+// acc = acc + (d * 2^e) * s.
+void unit(uint u)
+{
+    q8_scales(u);
+    f16vec4 xh[TM][8];
+    float ex[TM];
+    [[unroll]] for (uint t = 0; t < TM; t++) {
+        vec4 xv[8];
+        [[unroll]] for (uint v = 0; v < 8u; v++) xv[v] = xrow4(t, u * 8u + v);
+        ex[t] = half_x(xv, xh[t]);
+    }
+    [[unroll]] for (uint r = 0; r < TN; r++) {
+        float s[TM];
+        [[unroll]] for (uint h = 0; h < 2u; h++) {
+            uvec4 q = r < HR ? wq0(base[r] + 2u * u + h) : wq1(base[r] + 2u * u + h);
+            f16vec4 wv[4] = f16vec4[4](f16vec4(i8x4(q.x)), f16vec4(i8x4(q.y)), f16vec4(i8x4(q.z)), f16vec4(i8x4(q.w)));
+            [[unroll]] for (uint t = 0; t < TM; t++) {
+                float a = h == 0u ? 0.0 : s[t];
+                [[unroll]] for (uint v = 0; v < 4u; v++) a = hdot4(wv[v], xh[t][4u * h + v], a);
+                s[t] = a;
+            }
+        }
+        float d = q8_scale(r, u);
+        [[unroll]] for (uint t = 0; t < TM; t++) {
+            precise float f = (d * ex[t]) * s[t];
+            precise float a = acc[r][t] + f;
+            acc[r][t] = a;
+        }
+    }
+}
 #else
 // Block u in two 16-quant halves: the block sum s runs on across them in column order,
 // then acc = acc + d*s.
@@ -299,6 +336,27 @@ void unit(uint u)
     }
 }
 #endif  // INT_DOT
+#elif defined(FP16_DOT)  // DT_F16
+// Unit u (8 columns) in fp16 arithmetic: x scaled per token and unit (half_x), each group
+// of 4 columns summed in fp16, the two groups in fp32, then acc = acc + 2^e * s.
+void unit(uint u)
+{
+    f16vec4 xh[TM][2];
+    float ex[TM];
+    [[unroll]] for (uint t = 0; t < TM; t++) {
+        vec4 xv[2] = vec4[2](xrow4(t, u * 2u), xrow4(t, u * 2u + 1u));
+        ex[t] = half_x(xv, xh[t]);
+    }
+    [[unroll]] for (uint r = 0; r < TN; r++) {
+        uvec4 q = r < HR ? wq0(base[r] + u) : wq1(base[r] + u);
+        f16vec4 w0 = f16vec4(unpackFloat2x16(q.x), unpackFloat2x16(q.y));
+        f16vec4 w1 = f16vec4(unpackFloat2x16(q.z), unpackFloat2x16(q.w));
+        [[unroll]] for (uint t = 0; t < TM; t++) {
+            float s = hdot4(w1, xh[t][1], hdot4(w0, xh[t][0], 0.0));
+            acc[r][t] = mul_add(ex[t], s, acc[r][t]);
+        }
+    }
+}
 #else
 void unit(uint u)
 {
@@ -444,18 +502,6 @@ void tile_partial(uint g, uint lane, uint tok0)
     for (; u < units; u += NPART) unit(u);
 }
 
-// Stores row r of tile g for token tok (v: its full sum). SWIGLU: r is a gate row
-// (r < HR) and up holds the sum of up row r + HR.
-void store_row(uint g, uint tok, uint r, float v, float up)
-{
-    uint j0 = g * pc.step;
-    if (tok >= pc.n_tok) return;
-    if (pc.mode == MODE_SWIGLU) {
-        if (r < HR && j0 + r < pc.n_out) store_out(tok, j0 + r, swiglu(v, up));
-    } else if (j0 + r < pc.n_out) {
-        store_out(tok, j0 + r, v);
-    }
-}
 
 #ifndef SUBGROUP
 shared float red[NG * TN * TM * NPART];
@@ -509,10 +555,10 @@ void subgroup_tile(uint g, uint p, uint tok_begin, uint tok_end, bool live)
             // other group (two: then S is 1).
             if (NGRP == 1u) {
                 float up = pc.mode == MODE_SWIGLU ? subgroupShuffleXor(sum[0], HR * S) : 0.0;
-                if (live && p % S == 0u) store_row(g, tok0 + t, p / S, sum[0], up);
+                if (live && p % S == 0u) store_tile_row(g, tok0 + t, p / S, HR, sum[0], up);
             } else if (live) {
                 [[unroll]] for (uint i = 0; i < 2u; i++)
-                    store_row(g, tok0 + t, i * GR + p, sum[i], sum[1u - i]);
+                    store_tile_row(g, tok0 + t, i * GR + p, HR, sum[i], sum[1u - i]);
             }
         }
     }
@@ -533,7 +579,7 @@ void main()
     if (STAGE != 0u) {
         // Staged x: one tile per lane group, all at the barriers together (the host makes
         // NG * NPART invocations); a group past NG (a driver's wider subgroup) only helps
-        // stage, and tiles past the end compute clamped rows and store nothing (store_row).
+        // stage, and tiles past the end compute clamped rows and store nothing (store_tile_row).
         subgroup_tile(wg * NG + min(k0, NG - 1u), p, tok_begin, tok_end, k0 < NG);
         return;
     }
@@ -557,7 +603,7 @@ void main()
                     bool swiglu = pc.mode == MODE_SWIGLU;
                     if (swiglu && r >= HR) continue;
                     float up = swiglu ? combine_shared(k, r + HR, t) : 0.0;
-                    store_row(g, tok0 + t, r, combine_shared(k, r, t), up);
+                    store_tile_row(g, tok0 + t, r, HR, combine_shared(k, r, t), up);
                 }
         }
         barrier();

@@ -191,6 +191,45 @@ float quant_x8(vec4 xv[8], out uint q[8])
 }
 #endif
 
+#ifdef FP16_DOT
+// x's vec4s for fp16 arithmetic: scaled by 2^-e so that the largest magnitude amax lands
+// in [0.5, 1) (2^-e at most 2^126, so zero and subnormals stay as they are), then rounded
+// to fp16. A power of two scales exactly, and products with weights and their sums of four
+// then stay far below fp16's 65504 whatever x holds. Returns 2^e; inf or NaN: amax
+// itself, so that the output is not finite either. The array is sized by the caller: 8
+// vec4s for Q8_0, 2 for F16.
+#define HALF_X(N)                                                                   \
+    float half_x(vec4 xv[N], out f16vec4 xh[N])                                     \
+    {                                                                               \
+        float amax = 0.0;                                                           \
+        [[unroll]] for (uint v = 0; v < N; v++) {                                   \
+            vec4 a = abs(xv[v]);                                                    \
+            amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));                    \
+        }                                                                           \
+        uint eb = min(floatBitsToUint(amax) >> 23, 252u);                           \
+        float inv = uintBitsToFloat((253u - eb) << 23);                             \
+        [[unroll]] for (uint v = 0; v < N; v++) xh[v] = f16vec4(xv[v] * inv);       \
+        return isinf(amax) || isnan(amax) ? amax : uintBitsToFloat((eb + 1u) << 23); \
+    }
+#ifdef DT_Q8
+HALF_X(8u)
+#else
+HALF_X(2u)
+#endif
+
+// a + (w.x in fp16, in column order: each product and sum rounded to fp16), the sum of
+// the four in fp32.
+float hdot4(f16vec4 w, f16vec4 x, float a)
+{
+    precise float16_t r = w.x * x.x;
+    r = r + w.y * x.y;
+    r = r + w.z * x.z;
+    r = r + w.w * x.w;
+    precise float s = a + float(r);
+    return s;
+}
+#endif
+
 // ---- the fixed order of one unit -------------------------------------------------------
 // a + w.x in column order, each product rounded, then each sum.
 float dot4(vec4 w, vec4 x, float a)
@@ -268,4 +307,15 @@ void store_out(uint tok, uint j, float v)
     uint idx = (pc.yrow0 + tok) * pc.ldy + pc.out0 + j;
     precise float r = pc.mode == MODE_ADD ? y[idx] + v : v;
     y[idx] = r;
+}
+
+// Stores row r of tile g for token tok (v: its sum) where both are inside the dispatch's
+// output. SWIGLU: only gate rows (r < half_rows) store, silu(v) * up with up the sum of
+// up row r + half_rows.
+void store_tile_row(uint g, uint tok, uint r, uint half_rows, float v, float up)
+{
+    uint j = g * pc.step + r;
+    if (tok >= pc.n_tok || j >= pc.n_out) return;
+    if (pc.mode != MODE_SWIGLU) store_out(tok, j, v);
+    else if (r < half_rows) store_out(tok, j, swiglu(v, up));
 }

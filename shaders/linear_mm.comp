@@ -101,16 +101,6 @@ void stage(uint g, uint tok0, uint u)
     }
 }
 
-// Output r of tile g for token tok (v: its sum; SWIGLU: r a gate row, up the sum of up
-// row r + HR).
-void store_row(uint g, uint tok, uint r, float v, float up)
-{
-    uint j = g * pc.step + r;
-    if (tok >= pc.n_tok || j >= pc.n_out) return;
-    if (pc.mode == MODE_SWIGLU) store_out(tok, j, swiglu(v, up));
-    else store_out(tok, j, v);
-}
-
 #ifdef COOPMAT
 // ---- the matrix units: fragments of 16 x 16 --------------------------------------------
 // The 4 subgroups tile BM x BN as SR x SC, each FR x FC fragments: BN 64, 2 x 2 of 2 x 2;
@@ -149,7 +139,7 @@ void tile(uint g, uint tok0)
     uint rows = pc.mode == MODE_SWIGLU ? HR : BM;
     for (uint e = gl_LocalInvocationID.x; e < rows * BN; e += WG) {
         uint r = e / BN, t = e % BN;
-        store_row(g, tok0 + t, r, Cs[r * BN + t], pc.mode == MODE_SWIGLU ? Cs[(r + HR) * BN + t] : 0.0);
+        store_tile_row(g, tok0 + t, r, HR, Cs[r * BN + t], pc.mode == MODE_SWIGLU ? Cs[(r + HR) * BN + t] : 0.0);
     }
 }
 #else
@@ -180,10 +170,10 @@ void tile(uint g, uint tok0)
         if (t >= NT) break;
         uint tok = tok0 + q * NT + t;
         if (pc.mode == MODE_SWIGLU) {
-            store_row(g, tok, r, acc[0][t], acc[1][t]);
+            store_tile_row(g, tok, r, HR, acc[0][t], acc[1][t]);
         } else {
-            store_row(g, tok, r, acc[0][t], 0.0);
-            store_row(g, tok, r + HR, acc[1][t], 0.0);
+            store_tile_row(g, tok, r, HR, acc[0][t], 0.0);
+            store_tile_row(g, tok, r + HR, HR, acc[1][t], 0.0);
         }
     }
 }

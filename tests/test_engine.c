@@ -588,9 +588,9 @@ static void test_device_context(void)
 static void test_kernel_opts(const char *path, const ef_result *alone)
 {
     ember_model_opts mo = {.enable_validation = tu_validation(), .memory = tu_memory_mode()};
-    const ember_kernel_opts bad[3] = {{.linear_lanes = 12}, {.attn_split = 3}, {.coop_matrix = 4}};
-    const char *named[3] = {"linear_lanes", "attn_split", "coop_matrix"};
-    for (int i = 0; i < 3; i++) {
+    const ember_kernel_opts bad[4] = {{.linear_lanes = 12}, {.attn_split = 3}, {.coop_matrix = 4}, {.fp16_dot = -1}};
+    const char *named[4] = {"linear_lanes", "attn_split", "coop_matrix", "fp16_dot"};
+    for (int i = 0; i < 4; i++) {
         ember_model *m = NULL;
         mo.kernels = bad[i];
         ember_status s = ember_model_load(path, &mo, &m);

@@ -148,21 +148,24 @@ static void test_greedy_lanes(ember_vk *vk, const char *path, bool int_codes, bo
     const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     printf("%s: the reference's closest call %.3g\n", name, lo);
     /* lanes, then Q8_0 by integer dot products (where the device has them), x staged in
-     * shared memory, the matrix family (where the device has fp16 arithmetic) */
-    static const struct { uint32_t lanes; bool idot, stage, matrix; } cfg[] = {
-        {8, 0, 0, 0}, {16, 0, 0, 0}, {32, 0, 0, 0}, {64, 0, 0, 0}, {8, 1, 0, 0},
-        {32, 1, 0, 0}, {8, 0, 1, 0}, {32, 0, 1, 0}, {8, 0, 0, 1}};
+     * shared memory, the matrix family and Q8_0 in fp16 arithmetic (where the device has
+     * fp16 arithmetic) */
+    static const struct { uint32_t lanes; bool idot, stage, matrix, fp16; } cfg[] = {
+        {8, 0, 0, 0, 0}, {16, 0, 0, 0, 0}, {32, 0, 0, 0, 0}, {64, 0, 0, 0, 0}, {8, 1, 0, 0, 0},
+        {32, 1, 0, 0, 0}, {8, 0, 1, 0, 0}, {32, 0, 1, 0, 0}, {8, 0, 0, 1, 0}, {8, 0, 0, 0, 1}};
     for (size_t l = 0; l < sizeof cfg / sizeof cfg[0]; l++) {
         if (cfg[l].idot && (!int_codes || !ember_vk_get_caps(vk)->int_dot)) continue;
         if (idot_only && !cfg[l].idot) continue;
-        if (cfg[l].matrix && !ember_vk_get_caps(vk)->fp16_arith) continue;
+        if ((cfg[l].matrix || cfg[l].fp16) && !ember_vk_get_caps(vk)->fp16_arith) continue;
+        if (cfg[l].fp16 && !int_codes) continue; /* F32 weights: no fp16 variant */
         ember_forward_opts o = {.max_tokens = 1, .max_seqs = 1, .n_blocks = 4, .block_size = 16,
                                 .max_blocks_per_seq = 4};
         ember_gpu_model_opts go = {.norm_fusion = EMBER_NORM_FUSION_ON, .attn_split = EMBER_ATTN_SPLIT_ON,
                                    .attn_chunk = 32, .linear_lanes = cfg[l].lanes,
                                    .int_dot = cfg[l].idot ? EMBER_INT_DOT_ON : EMBER_INT_DOT_OFF,
                                    .linear_stage = cfg[l].stage ? EMBER_STAGE_ON : EMBER_STAGE_OFF,
-                                   .matrix = cfg[l].matrix ? EMBER_MATRIX_ON : EMBER_MATRIX_OFF};
+                                   .matrix = cfg[l].matrix ? EMBER_MATRIX_ON : EMBER_MATRIX_OFF,
+                                   .fp16_dot = cfg[l].fp16 ? EMBER_KERNEL_ON : EMBER_KERNEL_OFF};
         mf_model M = {0};
         if (mf_gpu_open_opts(&M, vk, path, &go, &o) && gpu_greedy(&M, got, N)) {
             uint32_t same = 0;
@@ -170,11 +173,13 @@ static void test_greedy_lanes(ember_vk *vk, const char *path, bool int_codes, bo
             const char *how = cfg[l].idot     ? ", integer dot products"
                               : cfg[l].stage  ? ", x staged"
                               : cfg[l].matrix ? ", matrix family"
+                              : cfg[l].fp16   ? ", fp16 arithmetic"
                                               : "";
             printf("%s, %u lanes%s: %u of %d greedy tokens as the reference\n", name, cfg[l].lanes, how, same, N);
             /* int8 x moves logits by a few hundredths on these models: integer dot products
-             * may part from the reference only where its best two logits are that close. */
-            bool near_tie = cfg[l].idot && same < N && margin[same] < 0.1f;
+             * (and fp16 arithmetic, which keeps 11 bits of x) may part from the reference only
+             * where its best two logits are that close. */
+            bool near_tie = (cfg[l].idot || cfg[l].fp16) && same < N && margin[same] < 0.1f;
             if (near_tie) printf("  (a near-tie of the reference at token %u: accepted)\n", same);
             CHECKF(same == N || near_tie, "%s, %u lanes%s: token %u is %u, the reference's %u (ahead by %.3g)", name,
                    cfg[l].lanes, how, same, same < N ? got[same] : 0, same < N ? want[same] : 0,

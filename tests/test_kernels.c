@@ -23,6 +23,8 @@
  *                         read x themselves, at the device's lanes and at 32
  *   test_kernels matrix   the matrix family (fp16 w and x, fp32 sums) against the CPU
  *                         given the same fp16 values, and batch invariant
+ *   test_kernels fp16     F16 and Q8_0 units in fp16 arithmetic against the CPU doing
+ *                         the same, batch invariant, fused RMSNorm and staged x
  *   test_kernels bench    times the linear (median of 9 runs per case) instead
  *                         (EMBER_BENCH_SHAPES, EMBER_BENCH_TYPES, EMBER_BENCH_TM, and the
  *                         tile shapes EMBER_BENCH_GROUPS / EMBER_BENCH_ROWS: bench_all) */
@@ -38,6 +40,9 @@
 #include "kernel_fixture.h"
 
 #define TOL 1e-4
+/* fp16 arithmetic against the CPU doing the same: only the fp32 sums' rounding differs
+ * (the exact reference is 1e-4 .. 1e-3 off, so this tells the two apart) */
+#define TOL_FP16 1e-5
 
 typedef kt_ctx ctx;
 
@@ -148,9 +153,56 @@ static float to_half(float v) { return ember_f16_to_f32(ember_f32_to_f16(v)); }
 /* The matrix family's units (EMBER_MM_*), as test names. */
 static const char *MM_UNIT_NAMES[EMBER_MM_UNITS] = {"fma", "nv", "khr"};
 
-/* half: w's values rounded to fp16 first, as the matrix family stages them. */
+static float from_bits(uint32_t b)
+{
+    float f;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+
+/* How the reference computes a row's dot product: exactly (in doubles), on w rounded to
+ * fp16 (the matrix family stages it so), or as linear.comp's FP16_DOT unit does. */
+typedef enum { REF_EXACT, REF_HALF_W, REF_FP16_DOT } ref_arith;
+
+/* linear.comp's FP16_DOT units of a row (F16: 8 columns, Q8_0: a block of 32): x scaled by
+ * the power of two of half_x and rounded to fp16; each group of 4 columns summed in fp16
+ * (float arithmetic rounded to fp16 after each operation gives fp16's own results: a
+ * float holds more than twice fp16's bits), the groups in floats, times the scale (and
+ * Q8_0's d). */
+static double fp16_dot_ref(const weight *w, uint32_t row, const float *x)
+{
+    uint32_t unit = w->type == EMBER_DTYPE_Q8_0 ? 32 : 8;
+    double acc = 0;
+    for (uint32_t u = 0; u < w->cols; u += unit) {
+        float amax = 0;
+        for (uint32_t i = 0; i < unit; i++) amax = fmaxf(amax, fabsf(x[u + i]));
+        uint32_t eb;
+        memcpy(&eb, &amax, sizeof eb);
+        eb = (eb >> 23) > 252 ? 252 : eb >> 23;
+        float inv = from_bits((253 - eb) << 23), scale = from_bits((eb + 1) << 23), d = 1;
+        const int8_t *q = NULL;
+        if (w->type == EMBER_DTYPE_Q8_0) {
+            const uint8_t *blk = w->gguf + row_bytes(w->type, w->cols) * row + (u / 32) * 34;
+            d = kt_half_to_float((uint16_t)(blk[0] | blk[1] << 8));
+            q = (const int8_t *)(blk + 2);
+        }
+        float s = 0;
+        for (uint32_t g = 0; g < unit; g += 4) {
+            float r = 0;
+            for (uint32_t i = 0; i < 4; i++) {
+                float wv = q ? (float)q[g + i] : w->deq[(size_t)row * w->cols + u + g + i];
+                float p = to_half(wv * to_half(x[u + g + i] * inv));
+                r = i == 0 ? p : to_half(r + p);
+            }
+            s += r;
+        }
+        acc += (double)((d * scale) * s);
+    }
+    return acc;
+}
+
 static void linear_ref(const weight *w, const float *x, const float *y0, uint32_t n_tok, ember_out_mode mode,
-                       bool half, double *want)
+                       ref_arith arith, double *want)
 {
     uint32_t h = w->rows / 2, ldy = mode == EMBER_OUT_SWIGLU ? h : w->rows;
     for (uint32_t t = 0; t < n_tok; t++) {
@@ -158,8 +210,12 @@ static void linear_ref(const weight *w, const float *x, const float *y0, uint32_
             double d[2] = {0, 0};
             for (int k = 0; k < (mode == EMBER_OUT_SWIGLU ? 2 : 1); k++) {
                 const float *row = w->deq + (size_t)(o + k * h) * w->cols;
+                if (arith == REF_FP16_DOT) {
+                    d[k] = fp16_dot_ref(w, o + k * h, x + (size_t)t * w->cols);
+                    continue;
+                }
                 for (uint32_t c = 0; c < w->cols; c++)
-                    d[k] += (double)(half ? to_half(row[c]) : row[c]) * x[(size_t)t * w->cols + c];
+                    d[k] += (double)(arith == REF_HALF_W ? to_half(row[c]) : row[c]) * x[(size_t)t * w->cols + c];
             }
             double v = mode == EMBER_OUT_SWIGLU ? silu(d[0]) * d[1] : d[0];
             if (mode == EMBER_OUT_ADD) v += y0[(size_t)t * ldy + o];
@@ -200,11 +256,11 @@ static bool idot_run(const ctx *t, ember_dtype type) { return t->k && ember_kern
 /* Whether a linear of cols columns runs in the matrix family, on fp16 w and x. */
 static bool matrix_run(const ctx *t, uint32_t cols) { return t->k && ember_kernels_matrix(t->k, cols); }
 
-static float from_bits(uint32_t b)
+/* How the kernels compute a linear of this type and cols (linear_ref). */
+static ref_arith arith_of(const ctx *t, ember_dtype type, uint32_t cols)
 {
-    float f;
-    memcpy(&f, &b, sizeof f);
-    return f;
+    if (t->k && ember_kernels_fp16_dot(t->k, type) && !matrix_run(t, cols)) return REF_FP16_DOT;
+    return matrix_run(t, cols) ? REF_HALF_W : REF_EXACT;
 }
 
 /* linear.glsl's quant_x8 on n floats of x in place (blocks of 32, which never straddle a
@@ -247,13 +303,14 @@ static void test_linear_case(ctx *t, tu_rng *r, ember_dtype type, uint32_t rows,
     weight w = make_weight(r, type, rows, cols);
     float *x = kt_rand_floats(r, (size_t)n_tok * cols, -1, 1);
     float *xk = x_as_kernels(t, type, cols, x, (size_t)n_tok * cols);
+    ref_arith arith = arith_of(t, type, cols);
     for (int mode = 0; mode < 3; mode++) {
         if (mode == EMBER_OUT_SWIGLU && rows % 2) continue;
         uint32_t ldy = mode == EMBER_OUT_SWIGLU ? rows / 2 : rows;
         size_t ny = (size_t)n_tok * ldy;
         float *y0 = kt_rand_floats(r, ny, -1, 1);
         double *want = malloc(sizeof(double) * ny);
-        linear_ref(&w, xk, y0, n_tok, (ember_out_mode)mode, matrix_run(t, cols), want);
+        linear_ref(&w, xk, y0, n_tok, (ember_out_mode)mode, arith, want);
 
         kt_case_begin(t);
         ember_gpu_weight g;
@@ -263,7 +320,7 @@ static void test_linear_case(ctx *t, tu_rng *r, ember_dtype type, uint32_t rows,
             char what[160];
             snprintf(what, sizeof what, "[%s] linear %s %ux%u n_tok %u mode %d parts %u", t->variant,
                      dtype_name(type), rows, cols, n_tok, mode, g.n_parts);
-            if (kt_submit(t, what)) kt_check_close(what, ys.host, want, ny, TOL);
+            if (kt_submit(t, what)) kt_check_close(what, ys.host, want, ny, arith == REF_FP16_DOT ? TOL_FP16 : TOL);
         }
         free(y0);
         free(want);
@@ -437,7 +494,7 @@ static void test_invariance_case(ctx *t, int ci, const inv_case *c, ember_out_mo
     /* The batched results are also right (not merely consistent). */
     double *want = malloc(sizeof(double) * ny);
     float *xk = x_as_kernels(t, c->type, c->cols, x, nx);
-    linear_ref(&w, xk, y0, INV_TOK, mode, matrix_run(t, c->cols), want);
+    linear_ref(&w, xk, y0, INV_TOK, mode, arith_of(t, c->type, c->cols), want);
     free(xk);
     kt_check_close(what, ref, want, ny, TOL);
     free(want);
@@ -550,7 +607,7 @@ static void test_norm_case(ctx *t, int ci, ember_dtype type, uint32_t rows, uint
     float *xn = norm_ref(x, g, INV_TOK, cols);
     if (idot_run(t, type)) quant_x8_ref(xn, nx);
     double *want = malloc(sizeof(double) * ny);
-    linear_ref(&w, xn, y0, INV_TOK, mode, false, want);
+    linear_ref(&w, xn, y0, INV_TOK, mode, arith_of(t, type, cols) == REF_FP16_DOT ? REF_FP16_DOT : REF_EXACT, want);
     kt_check_close(what, ref, want, ny, TOL);
     free(want);
     free(xn);
@@ -1000,6 +1057,7 @@ static size_t env_list(const char *name, uint32_t dflt, uint32_t *out, size_t ca
  * x EMBER_BENCH_GROUPS (lane groups per workgroup) x EMBER_BENCH_ROWS (rows per tile)
  * names, default the device's own; with EMBER_BENCH_ALL=1 the other variants too.
  * EMBER_BENCH_TM=N: N tokens per tile; EMBER_BENCH_IDOT=1: Q8_0 by integer dot products;
+ * EMBER_BENCH_FP16=1: F16 and Q8_0 units in fp16 arithmetic;
  * EMBER_BENCH_STAGE=0,1,2: x staged in shared memory by default, always, never;
  * EMBER_BENCH_MATRIX=1|fma|nv|khr: the matrix family (cooperative matrices where the
  * device has them; by FMA; through NV's or KHR's). */
@@ -1027,13 +1085,14 @@ static void bench_all(ctx *t, const kt_variant *variants)
                                          .linear_lanes = lanes[g / ng % nl], .linear_stage = (int)stage[g / (ng * nl)]};
                 if (getenv("EMBER_BENCH_TM")) ko.linear_tm = (uint32_t)atoi(getenv("EMBER_BENCH_TM"));
                 if (getenv("EMBER_BENCH_IDOT") && atoi(getenv("EMBER_BENCH_IDOT"))) ko.int_dot = EMBER_INT_DOT_ON;
+                if (getenv("EMBER_BENCH_FP16") && atoi(getenv("EMBER_BENCH_FP16"))) ko.fp16_dot = EMBER_KERNEL_ON;
                 bench_matrix(&ko);
                 if (ember_kernels_create_opts(t->vk, &ko, &t->k, &t->err) != EMBER_OK) kt_die(t, "ember_kernels_create");
                 ember_kernel_choice c;
                 ember_kernels_describe(ember_vk_get_caps(t->vk), &ko, &c);
                 char name[96];
                 snprintf(name, sizeof name, "%s l%u g%u r%u%s%s%s%s", variants[v].name, c.lin_lanes, c.lin_groups,
-                         c.lin_rows_decode, c.lin_int_dot ? " idot" : "", c.lin_staged ? " st" : "",
+                         c.lin_rows_decode, c.lin_int_dot ? " idot" : c.lin_fp16_dot ? " fp16" : "", c.lin_staged ? " st" : "",
                          c.lin_matrix ? " mm-" : "", c.lin_matrix ? MM_UNIT_NAMES[c.lin_matrix_units] : "");
                 t->variant = name;
                 bench(t);
@@ -1065,7 +1124,8 @@ static void run_lanes(ctx *t)
     for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
         bool subgroup_seen = false;
         for (int v = 0; v < 2; v++) {
-            ember_kernels_opts ko = {.no_subgroup = v == 1, .norm_fusion = EMBER_NORM_FUSION_ON,
+            /* on demand: the pipelines the cases' weights use (upload makes them) */
+            ember_kernels_opts ko = {.no_subgroup = v == 1, .norm_fusion = EMBER_NORM_FUSION_ON, .on_demand = true,
                                      .linear_lanes = widths[w]};
             if (ember_kernels_create_opts(t->vk, &ko, &t->k, &t->err) != EMBER_OK) kt_die(t, "ember_kernels_create");
             ember_kernel_choice c;
@@ -1108,7 +1168,7 @@ static void run_idot(ctx *t)
     static const uint32_t widths[] = {0, 32};
     for (int w = 0; w < 2; w++)
         for (int v = 0; v < 2; v++) {
-            ember_kernels_opts ko = {.no_subgroup = v == 1, .norm_fusion = EMBER_NORM_FUSION_ON,
+            ember_kernels_opts ko = {.no_subgroup = v == 1, .norm_fusion = EMBER_NORM_FUSION_ON, .on_demand = true,
                                      .int_dot = EMBER_INT_DOT_ON, .linear_lanes = widths[w]};
             ember_kernels_opts k0 = ko;
             k0.no_subgroup = false;
@@ -1147,6 +1207,51 @@ static void run_idot(ctx *t)
             ember_kernels_destroy(t->k);
             t->k = NULL;
         }
+}
+
+/* test_kernels fp16: F16 and Q8_0 units in fp16 arithmetic (FP16_DOT), forced: at the
+ * device's lanes (the subgroup combine where it has one) against the CPU doing the same
+ * fp16 arithmetic (fp16_dot_ref), then at 32 lanes (wider than lavapipe's subgroups: the
+ * shared-memory combine) with x staged; batch invariant, and with the fused RMSNorm,
+ * whose rows span 10^-2 .. 10^2 (x's scale is a power of two a unit). */
+static void run_fp16(ctx *t)
+{
+    if (!ember_vk_get_caps(t->vk)->fp16_arith) {
+        printf("no shaderFloat16: fp16 arithmetic not checked\n");
+        return;
+    }
+    static const inv_case inv[] = {{EMBER_DTYPE_F16, 38, 1048, 0}, {EMBER_DTYPE_Q8_0, 70, 1056, 0}};
+    for (int w = 0; w < 2; w++) {
+        /* on demand: only the F16 and Q8_0 pipelines these cases use (upload makes them) */
+        ember_kernels_opts ko = {.norm_fusion = EMBER_NORM_FUSION_ON, .on_demand = true, .fp16_dot = EMBER_KERNEL_ON,
+                                 .linear_lanes = w ? 32 : 0, .linear_stage = w ? EMBER_STAGE_ON : EMBER_STAGE_OFF};
+        ember_kernel_choice c;
+        ember_kernels_describe(ember_vk_get_caps(t->vk), &ko, &c);
+        CHECK(c.lin_fp16_dot);
+        if (ember_kernels_create_opts(t->vk, &ko, &t->k, &t->err) != EMBER_OK) kt_die(t, "ember_kernels_create");
+        CHECK(ember_kernels_fp16_dot(t->k, EMBER_DTYPE_F16) && ember_kernels_fp16_dot(t->k, EMBER_DTYPE_Q8_0) &&
+              !ember_kernels_fp16_dot(t->k, EMBER_DTYPE_F32) && !ember_kernels_fp16_dot(t->k, EMBER_DTYPE_Q4_K));
+        char name[64];
+        snprintf(name, sizeof name, "fp16, %u lanes, %s%s", c.lin_lanes, c.lin_subgroup ? "subgroup" : "shared memory",
+                 c.lin_staged ? ", staged" : "");
+        t->variant = name;
+        t->variant_index = w; /* each set its own bits: another lane count sums in another order */
+        tu_rng r = {13};
+        static const uint32_t toks[] = {1, 3, 5, 17};
+        for (int n = 0; w == 0 && n < 4; n++)
+            for (int d = 0; d < 2; d++) {
+                test_linear_case(t, &r, inv[d].type, 33, 96, toks[n], 0, 1);
+                test_linear_case(t, &r, inv[d].type, 19, 4160, toks[n], 0, 1);
+            }
+        for (int i = 0; i < 2; i++)
+            for (int mode = 0; mode < 3; mode++)
+                test_invariance_case(t, 6 * w + 3 * i + mode, &inv[i], (ember_out_mode)mode);
+        for (int i = 0; i < 2; i++)
+            test_norm_case(t, 20 + 2 * w + i, inv[i].type, inv[i].rows, inv[i].cols, i ? EMBER_OUT_ADD : EMBER_OUT_SWIGLU);
+        printf("[%s] checked\n", name);
+        ember_kernels_destroy(t->k);
+        t->k = NULL;
+    }
 }
 
 /* test_kernels stage: x staged in shared memory must give the bits of the kernels that
@@ -1195,7 +1300,7 @@ static void test_stage_case(ctx *t, ember_kernels *on, ember_dtype type, uint32_
     /* ... and right, not merely alike */
     float *xr = norm ? norm_ref(x, gn, NT, cols) : x;
     double *want = malloc(sizeof(double) * NT * ldy);
-    linear_ref(&w, xr, y0, NT, (ember_out_mode)mode, false, want);
+    linear_ref(&w, xr, y0, NT, (ember_out_mode)mode, REF_EXACT, want);
     kt_check_close(what, ys[3][1].host, want, (size_t)NT * ldy, TOL);
     free(want);
     if (norm) free(xr);
@@ -1303,9 +1408,11 @@ int main(int argc, char **argv)
            caps->texel_r16f ? " r16f" : "");
     bool lanes = argc > 1 && strcmp(argv[1], "lanes") == 0, idot = argc > 1 && strcmp(argv[1], "idot") == 0;
     bool stage = argc > 1 && strcmp(argv[1], "stage") == 0, matrix = argc > 1 && strcmp(argv[1], "matrix") == 0;
-    if (do_bench || lanes || idot || stage || matrix) {
+    bool fp16 = argc > 1 && strcmp(argv[1], "fp16") == 0;
+    if (do_bench || lanes || idot || stage || matrix || fp16) {
         if (do_bench) bench_all(&t, variants);
         else if (lanes) run_lanes(&t);
+        else if (fp16) run_fp16(&t);
         else if (stage) run_stage(&t);
         else if (matrix) run_matrix(&t);
         else run_idot(&t);

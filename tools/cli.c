@@ -63,7 +63,7 @@ bool cli_float(const char *flag, const char *s, float *out)
     return true;
 }
 
-/* --kernels "lanes=32,int-dot=on,stage=on,norm-fusion=off,attn-split=auto,matrix=on,coop=nv":
+/* --kernels "lanes=32,int-dot=on,fp16-dot=on,stage=on,norm-fusion=off,attn-split=auto,matrix=on,coop=nv":
  * variants forced (ember_kernel_opts). False with a message when malformed. */
 static bool parse_kernels(const char *list, ember_kernel_opts *k)
 {
@@ -90,6 +90,7 @@ static bool parse_kernels(const char *list, ember_kernel_opts *k)
         }
         int *sw = !v                                ? NULL
                   : strcmp(item, "int-dot") == 0     ? &k->int_dot
+                  : strcmp(item, "fp16-dot") == 0    ? &k->fp16_dot
                   : strcmp(item, "stage") == 0       ? &k->stage_x
                   : strcmp(item, "norm-fusion") == 0 ? &k->norm_fusion
                   : strcmp(item, "attn-split") == 0  ? &k->attn_split
@@ -98,8 +99,8 @@ static bool parse_kernels(const char *list, ember_kernel_opts *k)
         int val = !v ? -1 : strcmp(v, "auto") == 0 ? EMBER_KERNEL_AUTO : strcmp(v, "on") == 0 ? EMBER_KERNEL_ON
                           : strcmp(v, "off") == 0 ? EMBER_KERNEL_OFF : -1;
         if (!sw || val < 0) {
-            fprintf(stderr, "ember: --kernels takes lanes=8|16|32|64, coop=auto|khr|nv|off and int-dot, stage, "
-                            "norm-fusion, attn-split, matrix =on|off|auto, comma-separated; got '%s%s%s'\n", item,
+            fprintf(stderr, "ember: --kernels takes lanes=8|16|32|64, coop=auto|khr|nv|off and int-dot, fp16-dot, "
+                            "stage, norm-fusion, attn-split, matrix =on|off|auto, comma-separated; got '%s%s%s'\n", item,
                     v ? "=" : "", v ? v : "");
             return false;
         }

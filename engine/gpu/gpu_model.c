@@ -213,7 +213,7 @@ ember_status ember_gpu_model_create_opts(ember_vk *vk, const ember_llama *m, con
     g->layers = ember_calloc(m->hp.n_layers, sizeof *g->layers);
     ember_kernels_opts ko = {.on_demand = true, .pipeline_cache_dir = o->pipeline_cache_dir,
                              .norm_fusion = o->norm_fusion, .attn_split = o->attn_split, .attn_chunk = o->attn_chunk,
-                             .linear_lanes = o->linear_lanes, .int_dot = o->int_dot,
+                             .linear_lanes = o->linear_lanes, .int_dot = o->int_dot, .fp16_dot = o->fp16_dot,
                              .linear_stage = o->linear_stage, .matrix = o->matrix,
                              .coop = o->coop};
     ember_status s = g->layers ? EMBER_OK : ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");

@@ -42,9 +42,11 @@ typedef struct ember_gpu_model_opts {
                                        they stay */
     int norm_fusion;                /* ember_kernels_opts.norm_fusion, attn_split, */
     int attn_split;                 /* attn_chunk, linear_lanes, int_dot, */
-    uint32_t attn_chunk;            /* linear_stage, matrix and coop (tests force them) */
+    uint32_t attn_chunk;            /* fp16_dot, linear_stage, matrix and coop (tests force
+                                       them) */
     uint32_t linear_lanes;
     int int_dot;
+    int fp16_dot;
     int linear_stage;
     int matrix;
     int coop;

@@ -23,13 +23,14 @@ typedef struct spv {
 
 #define LIN4(n) {{SPV(linear_##n), SPV(linear_##n##_sg)}, {SPV(linear_##n##_tx), SPV(linear_##n##_tx_sg)}}
 #define MM3(n) {SPV(linear_mm_##n), SPV(linear_mm_##n##_nv), SPV(linear_mm_##n##_khr)}
-#define DT(n) LIN4(n), MM3(n), LIN4(n##_idot) /* integer codes: an INT_DOT variant */
-#define DT_FLOAT(n) LIN4(n), MM3(n), {{{0}}}  /* float values: none */
+#define NONE {{{0}}}
+#define DT(n) LIN4(n), MM3(n), LIN4(n##_idot), NONE /* integer codes: an INT_DOT variant */
+#define DT_FLOAT(n) LIN4(n), MM3(n), NONE, NONE     /* float values: none */
 
 /* The weight types the linear shaders read: slot, name and variants, in slot order.
  * code: linear.comp's [binding kind][subgroup variant]; mm: linear_mm.comp's [EMBER_MM_*:
- * by FMA, NV's or KHR's cooperative matrices]; idot: linear.comp's INT_DOT variants (code
- * NULL: none). */
+ * by FMA, NV's or KHR's cooperative matrices]; idot: linear.comp's INT_DOT variants, fp16:
+ * its FP16_DOT ones (code NULL: none). */
 static const struct {
     ember_dtype type;
     const char *name;
@@ -37,9 +38,12 @@ static const struct {
     spv code[LIN_KINDS][2];
     spv mm[EMBER_MM_UNITS];
     spv idot[LIN_KINDS][2];
+    spv fp16[LIN_KINDS][2];
 } DT_TYPES[DT_SLOTS] = {
-    {EMBER_DTYPE_F32, "f32", 4, DT_FLOAT(f32)},   {EMBER_DTYPE_F16, "f16", 8, DT_FLOAT(f16)},
-    {EMBER_DTYPE_Q8_0, "q8_0", 32, DT(q8)},       {EMBER_DTYPE_Q4_0, "q4_0", 32, DT(q4_0)},
+    {EMBER_DTYPE_F32, "f32", 4, DT_FLOAT(f32)},
+    {EMBER_DTYPE_F16, "f16", 8, LIN4(f16), MM3(f16), NONE, LIN4(f16_h)},
+    {EMBER_DTYPE_Q8_0, "q8_0", 32, LIN4(q8), MM3(q8), LIN4(q8_idot), LIN4(q8_h)},
+    {EMBER_DTYPE_Q4_0, "q4_0", 32, DT(q4_0)},
     {EMBER_DTYPE_Q4_1, "q4_1", 32, DT(q4_1)},     {EMBER_DTYPE_Q5_0, "q5_0", 32, DT(q5_0)},
     {EMBER_DTYPE_Q5_1, "q5_1", 32, DT(q5_1)},     {EMBER_DTYPE_Q2_K, "q2_k", 32, DT(q2_k)},
     {EMBER_DTYPE_Q3_K, "q3_k", 32, DT(q3_k)},     {EMBER_DTYPE_Q4_K, "q4_k", 32, DT(q4_k)},
@@ -260,11 +264,13 @@ static void describe_linear(const ember_kernels *k, uint32_t id, job *j)
     char wide[16] = ""; /* names stay as they were at 8 lanes */
     if (lanes != 8) snprintf(wide, sizeof wide, "_l%u", lanes);
     bool idot = !generic && k->int_dot && DT_TYPES[d].idot[0][0].code;
+    bool fp16 = !generic && !idot && k->fp16_dot && DT_TYPES[d].fp16[0][0].code;
     snprintf(j->name, sizeof j->name, "linear_%s%s%s%s%s_m%u%s", generic ? generic_names[d - DT_SLOTS] : DT_TYPES[d].name,
-             idot ? "_idot" : "", kind == LIN_TEXEL ? "_tx" : "", norm == LIN_NORM ? "_norm" : "", wide, l->tm,
-             stage ? "_st" : "");
+             idot ? "_idot" : fp16 ? "_h" : "", kind == LIN_TEXEL ? "_tx" : "", norm == LIN_NORM ? "_norm" : "", wide,
+             l->tm, stage ? "_st" : "");
     spv code = generic ? LINEAR_GENERIC[d - DT_SLOTS][k->lin_subgroup]
                : idot  ? DT_TYPES[d].idot[kind][k->lin_subgroup]
+               : fp16  ? DT_TYPES[d].fp16[kind][k->lin_subgroup]
                        : DT_TYPES[d].code[kind][k->lin_subgroup];
     set_desc(j, code, 7, kind == LIN_TEXEL ? texel : NULL, sizeof(linear_push), 8);
 }
@@ -447,6 +453,10 @@ static void choose(ember_kernels *k, const ember_vk_caps *caps, const ember_kern
      * the checks that compare with the CPU in floats would need their own tolerance;
      * on lavapipe they measured no faster inside the tile (docs/kernels.md). */
     k->int_dot = o.int_dot == EMBER_INT_DOT_ON && c->int_dot;
+    /* fp16 arithmetic inside a unit (F16, Q8_0) only when asked for, like integer dot
+     * products: it rounds x and the unit's sums to fp16 (docs/kernels.md), and no GPU has
+     * timed it; lavapipe has no fp16 units (LLVM computes it in fp32 and rounds). */
+    k->fp16_dot = o.fp16_dot == EMBER_KERNEL_ON && c->fp16_arith;
     k->stage = o.linear_stage;
     /* The matrix family only when asked for until a GPU has timed it (kernels.h). */
     k->matrix = o.matrix == EMBER_MATRIX_ON && c->fp16_arith;
@@ -482,7 +492,8 @@ void ember_kernels_describe(const ember_vk_caps *caps, const ember_kernels_opts 
     for (int i = 0; i < LIN_SHAPES; i++) staged |= (uint32_t)k.lin[i].stage << k.lin[i].tm;
     *out = (ember_kernel_choice){
         .subgroup_size = caps->subgroup_size, .row_subgroup = k.subgroup, .row_wg = row_wg(&k),
-        .lin_subgroup = k.lin_subgroup, .lin_lanes = k.lin_lanes, .lin_int_dot = k.int_dot, .lin_staged = staged,
+        .lin_subgroup = k.lin_subgroup, .lin_lanes = k.lin_lanes, .lin_int_dot = k.int_dot,
+        .lin_fp16_dot = k.fp16_dot, .lin_staged = staged,
         .lin_matrix = k.matrix, .lin_matrix_units = k.mm_units,
         .device_class = dc.name, .lanes_why = dc.why, .lin_groups = dec->ng, .lin_rows_decode = dec->tn,
         .lin_rows_prefill = pre->tn, .lin_prefill_tokens = pre->tm, .lin_prefill_min_tok = pre->min_tok,
@@ -545,6 +556,12 @@ bool ember_kernels_int_dot(const ember_kernels *k, ember_dtype t)
 {
     int d = ember_k_dt_slot(t);
     return k->int_dot && d >= 0 && DT_TYPES[d].idot[0][0].code;
+}
+
+bool ember_kernels_fp16_dot(const ember_kernels *k, ember_dtype t)
+{
+    int d = ember_k_dt_slot(t);
+    return k->fp16_dot && !ember_kernels_int_dot(k, t) && d >= 0 && DT_TYPES[d].fp16[0][0].code;
 }
 
 bool ember_kernels_matrix(const ember_kernels *k, uint32_t cols) { return k->matrix && cols % MM_COLS == 0; }

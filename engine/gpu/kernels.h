@@ -24,7 +24,7 @@ ember_status ember_kernels_create(ember_vk *vk, ember_kernels **out, ember_err *
 void ember_kernels_destroy(ember_kernels *k);
 
 /* Choices that tests and benchmarks override; zero means the default. None of them but
- * linear_lanes, int_dot and matrix changes a result of ember_k_linear by a single bit. */
+ * linear_lanes, int_dot, fp16_dot and matrix changes a result of ember_k_linear by a single bit. */
 typedef struct ember_kernels_opts {
     bool no_subgroup;         /* use the Vulkan 1.2 core variants even when the device
                                  has subgroup operations */
@@ -70,6 +70,11 @@ typedef struct ember_kernels_opts {
      * device has shaderIntegerDotProduct; AUTO does not use them yet (no GPU has timed
      * them: docs/kernels.md). */
     int int_dot;
+    /* F16 and Q8_0 units in fp16 arithmetic (linear.comp's FP16_DOT: x scaled by a power
+     * of two and rounded to fp16 per unit, sums of four columns in fp16, the rest in fp32;
+     * batch invariant): ON wherever the device has shaderFloat16 (Q8_0 only where int_dot
+     * does not take it); AUTO not yet (not timed on a GPU). */
+    int fp16_dot;
     /* x staged in shared memory by the linear's workgroup for all its tiles (linear.comp's
      * STAGE; the same bits either way): ON stages every tile shape whose staged x fits the
      * device's shared memory; AUTO stages none yet: 1.2-2.7x slower on lavapipe, and not
@@ -114,6 +119,7 @@ typedef struct ember_kernel_choice {
     uint32_t lin_lanes;           /* lanes per linear tile (device_table.h) */
     bool lin_int_dot;             /* Q8_0 and the integer block types by integer dot
                                      products on int8 x */
+    bool lin_fp16_dot;            /* F16 and Q8_0 units in fp16 arithmetic */
     uint32_t lin_staged;          /* bit n: the linear's tiles of n tokens stage x in
                                      shared memory */
     bool lin_matrix;              /* the matrix family (linear_mm.comp) */
@@ -180,6 +186,9 @@ ember_status ember_kernels_input_view(ember_kernels *k, ember_vk_arena *a, ember
 /* Whether the linear of weights of type t takes integer dot products on int8 x
  * (ember_kernels_opts.int_dot: Q8_0 and the block types with integer codes, not BF16). */
 bool ember_kernels_int_dot(const ember_kernels *k, ember_dtype t);
+/* Whether a linear of type t computes its units in fp16 (linear.comp's FP16_DOT: F16 and
+ * Q8_0, where integer dot products do not take it). */
+bool ember_kernels_fp16_dot(const ember_kernels *k, ember_dtype t);
 /* Whether a linear of cols columns takes the matrix family (w and x rounded to fp16). */
 bool ember_kernels_matrix(const ember_kernels *k, uint32_t cols);
 

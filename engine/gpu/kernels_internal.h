@@ -102,6 +102,7 @@ struct ember_kernels {
     bool lin_subgroup;          /* linear combines partials with subgroupShuffleXor */
     uint32_t lin_lanes;         /* lanes per linear tile (NPART): 8, 16, 32, 64 */
     bool int_dot;               /* Q8_0 and integer block types by integer dot products (INT_DOT) */
+    bool fp16_dot;              /* F16 and Q8_0 units in fp16 arithmetic (FP16_DOT) */
     bool matrix;                /* every linear of whole MM_COLS steps: linear_mm.comp */
     int mm_units;               /* ... by EMBER_MM_FMA, _NV or _KHR (kernels.h) */
     int stage;                  /* ember_kernels_opts.linear_stage */
