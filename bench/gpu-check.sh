@@ -85,7 +85,9 @@ prepare_shaders() {
   cp "$build"/shaders/*.spv.inc "$dir"/
   shader_sums >"$dir/SOURCES.sha256"
   echo "$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')" >"$dir/COMMIT"
-  log "$(ls "$dir"/*.spv.inc | wc -l) shader variants -> $dir"
+  log "$(ls "$dir"/*.spv.inc | wc -l) shader variants -> $dir.tar.xz"
+  # as hex text they outgrow what a device run carries (64 MiB): packed, about a tenth
+  tar -C "$1" -cJf "$dir.tar.xz" shaders && rm -rf "$dir"
 }
 
 shader_sums() { (cd "$ROOT" && sha256sum shaders/*.comp shaders/*.glsl shaders/types/*.glsl shaders/shaders.cmake cmake/spirv_coopmat_khr.py); }
@@ -268,6 +270,9 @@ setup_shaders() {
   if [ "$FORCE_DEPS" != 1 ] && command -v glslc >/dev/null; then
     log "SPIR-V: glslc $(command -v glslc)"
     return 0
+  fi
+  if [ -n "$deps" ] && [ -f "$deps/shaders.tar.xz" ] && [ ! -d "$deps/shaders" ]; then
+    tar -C "$deps" -xJf "$deps/shaders.tar.xz" || die "cannot unpack $deps/shaders.tar.xz"
   fi
   [ -n "$deps" ] && [ -f "$deps/shaders/SOURCES.sha256" ] ||
     die "no glslc and no prebuilt SPIR-V (give --deps DIR from --prepare, which compiles the shaders)"
