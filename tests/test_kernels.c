@@ -41,7 +41,7 @@
 
 #define TOL 1e-4
 /* fp16 arithmetic against the CPU doing the same: only the fp32 sums' rounding differs
- * (the exact reference is 1e-4 .. 1e-3 off, so this tells the two apart) */
+ * (the exact reference fails even at 1e-4, so this tells the two apart) */
 #define TOL_FP16 1e-5
 
 typedef kt_ctx ctx;
