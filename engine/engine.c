@@ -28,6 +28,7 @@
 #include "batch.h"
 #include "engine_spec.h"
 #include "inbox.h"
+#include "engine/grammar/constraint.h"
 #include "engine_opts.h"
 #include "kv_layout.h"
 #include "model_handle.h"
@@ -49,6 +50,7 @@ struct ember_engine {
     ember_static *fixed;          /* static batching's scheduler hook, or NULL */
     ember_sched *sched;
     ember_inbox *inbox;           /* the thread-safe front */
+    ember_grammars *grammars;     /* requests' grammars, shared by text (stepping thread) */
     uint32_t kv_now;              /* blocks in the pool now (o.kv_blocks: the most) */
     uint64_t grow_failed_budget;  /* the budget at which growing the pool last failed */
     uint32_t *kv_map, *kv_src, *kv_dst; /* o.kv_blocks each: resizing the pool */
@@ -200,6 +202,7 @@ static ember_status create_parts(ember_engine *e)
                           .max_batch_tokens = e->o.max_batch_tokens};
     if (s == EMBER_OK) s = ember_spec_create(&po, &e->spec, &e->err);
     if (s == EMBER_OK && e->o.profile) s = create_profiler(e);
+    if (s == EMBER_OK) s = ember_grammars_create(e->model->tok, &e->grammars, &e->err);
     return s;
 }
 
@@ -482,7 +485,7 @@ static ember_batch build_batch(ember_engine *e, uint32_t n_items)
  * uses them (e->cands); every other sampler, and speculation's verifier, reads whole rows. */
 static bool reads_candidates(const ember_engine *e, const request *r)
 {
-    return !r->greedy && !r->n_draft && e->cands && ember_sampler_candidates_may_decide(r->sampler);
+    return !r->greedy && !r->n_draft && !r->constraint && e->cands && ember_sampler_candidates_may_decide(r->sampler);
 }
 
 static ember_status submit_items(ember_engine *e, uint32_t n_items)
@@ -513,6 +516,33 @@ static ember_status submit_items(ember_engine *e, uint32_t n_items)
     return ember_step_submit(e->step, &b, &out, &e->step_err);
 }
 
+/* Advances r's grammar past tok: -1 (it goes on, or r has none), EMBER_FINISH_GRAMMAR
+ * (it allows nothing more), or EMBER_FINISH_ERROR (it refuses tok: only a logit bias of
+ * -infinity on every token it allowed lets the sampler draw one). */
+static int constrain(ember_engine *e, request *r, uint32_t tok)
+{
+    if (!r->constraint) return -1;
+    switch (ember_constraint_accept(r->constraint, e->model->tok, tok)) {
+    case EMBER_CONSTRAINT_GOES_ON: return -1;
+    case EMBER_CONSTRAINT_ENDED: return EMBER_FINISH_GRAMMAR;
+    default:
+        r->m.error = "grammar: the token drawn is not one the grammar allows (does the logit bias ban every "
+                     "token it allows?)";
+        return EMBER_FINISH_ERROR;
+    }
+}
+
+/* The grammar masks of this step's constrained rows, made while the device computes
+ * their logits: no request waits for another's mask, and none without a grammar waits at
+ * all. */
+static void make_masks(ember_engine *e, uint32_t n_items)
+{
+    for (uint32_t i = 0; i < n_items; i++) {
+        request *r = e->items[i].r;
+        if (r && r->constraint && logits_rows(&e->items[i])) ember_constraint_mask(r->constraint, e->grammars);
+    }
+}
+
 /* Appends token tok to r and hands out its text; returns true when r finished (and was
  * freed). */
 static bool emit(ember_engine *e, request *r, uint32_t tok, double t)
@@ -527,10 +557,12 @@ static bool emit(ember_engine *e, request *r, uint32_t tok, double t)
     ember_sampler_accept(r->sampler, tok);
     if (r->draft_sampler) ember_sampler_accept(r->draft_sampler, tok);
     int stop = ember_text_push(r->out, e->model->tok, tok);
-    int done = -1; /* or an ember_finish */
+    int done = -1, grammar = constrain(e, r, tok); /* or an ember_finish */
     if (stop < 0) done = EMBER_FINISH_ERROR, r->m.error = "out of memory for the request's text";
+    else if (grammar == EMBER_FINISH_ERROR) done = grammar;
     else if (stop > 0) done = EMBER_FINISH_STOP;
     else if (!r->ignore_eos && ember_tokenizer_is_eog(e->model->tok, tok)) done = EMBER_FINISH_EOS;
+    else if (grammar >= 0) done = grammar;
     else if (r->m.n_gen >= r->max_tokens) done = EMBER_FINISH_LENGTH;
     else if (r->n_tokens >= e->model->llama.hp.ctx_len) done = EMBER_FINISH_CONTEXT;
     if (done >= 0) ember_text_finish(r->out);
@@ -569,7 +601,11 @@ static void draw_candidates(ember_engine *e, uint32_t n_items)
  * (the step's, or fetched by draw_candidates). */
 static ember_status sample_row(ember_engine *e, request *r, uint32_t row, uint32_t *tok)
 {
-    const float *logits = e->buf.logits + (size_t)row * e->model->llama.hp.n_vocab;
+    float *logits = e->buf.logits + (size_t)row * e->model->llama.hp.n_vocab;
+    if (r->constraint) {
+        if (ember_constraint_failure(r->constraint)) return EMBER_ERR_INVALID_ARG;
+        ember_constraint_apply(r->constraint, logits, !r->ignore_eos);
+    }
     switch (e->buf.want[row]) {
     case ROW_DRAWN: *tok = e->buf.drawn[row], e->sampled_cands++; return EMBER_OK;
     case ROW_UNREAD: return EMBER_ERR_DEVICE_LOST; /* the message is in step_err */
@@ -613,7 +649,8 @@ static void after_step(ember_engine *e, uint32_t n_items, double t0, double t1)
         if (!it->logits) continue;
         uint32_t tok = e->buf.argmax[row];
         if (!r->greedy && sample_row(e, r, row, &tok) != EMBER_OK) {
-            finish(e, r, EMBER_FINISH_ERROR); /* its error: step_err's message */
+            if (r->constraint) r->m.error = ember_constraint_failure(r->constraint);
+            finish(e, r, EMBER_FINISH_ERROR); /* its error: the grammar's, else step_err's */
             continue;
         }
         emit(e, r, tok, t1);
@@ -706,6 +743,7 @@ static ember_status begin_step(ember_engine *e)
         publish_stats(e);
         return report(e, s);
     }
+    make_masks(e, n_items);
     e->in_flight = true;
     e->n_items = n_items;
     e->t0 = t0;
@@ -922,6 +960,7 @@ void ember_engine_destroy(ember_engine *e)
     ember_free(e->kv_src);
     ember_free(e->kv_dst);
     ember_batch_buf_free(&e->buf);
+    ember_grammars_free(e->grammars); /* after every request: they hold its grammars */
     ember_inbox_free(e->inbox);
     pthread_mutex_destroy(&e->step_mu);
     ember_free(e);

@@ -7,13 +7,14 @@
 #include "common/alloc.h"
 #include "request.h"
 
+#include "engine/grammar/constraint.h"
 #include "model_handle.h"
 #include "sampler.h"
 #include "text_out.h"
 
 const char *ember_finish_name(ember_finish why)
 {
-    static const char *const names[] = {"length", "eos", "stop", "cancelled", "error", "kv_full", "context"};
+    static const char *const names[] = {"length", "eos", "stop", "cancelled", "error", "kv_full", "context", "grammar"};
     return (unsigned)why < sizeof names / sizeof *names ? names[why] : "unknown";
 }
 
@@ -23,6 +24,7 @@ void ember_request_free(request *r)
     ember_sampler_free(r->draft_sampler);
     ember_free(r->q);
     ember_text_free(r->out);
+    ember_constraint_free(r->constraint);
     ember_free(r->blocks);
     ember_free(r->hashes);
     ember_free(r->tokens);
@@ -103,6 +105,7 @@ static ember_status setup_speculation(const ember_request_env *env, const ember_
     if (!x->draft_k) return EMBER_OK;
     if (x->draft_k > EMBER_MAX_DRAFT)
         return ember_fail(err, EMBER_ERR_INVALID_ARG, "draft_k %u exceeds %d", x->draft_k, EMBER_MAX_DRAFT);
+    if (d->grammar) return ember_fail(err, EMBER_ERR_UNSUPPORTED, "a grammar with speculative decoding: not yet");
     if (!x->ngram && !env->has_draft)
         return ember_fail(err, EMBER_ERR_INVALID_ARG, "speculation asks for a draft model but the engine has none");
     r->spec_k = r->spec_k_max = x->draft_k;
@@ -139,7 +142,8 @@ static ember_status build(const ember_request_env *env, const ember_request_desc
 {
     r->max_tokens = d->max_tokens ? d->max_tokens : 128;
     r->ignore_eos = d->ignore_eos != 0;
-    r->greedy = d->sampling.temperature <= 0.0f && !changes_argmax(&d->sampling);
+    /* a constrained request draws from its masked row, never from the step's arg-max */
+    r->greedy = d->sampling.temperature <= 0.0f && !changes_argmax(&d->sampling) && !d->grammar;
     r->on_token = d->on_token;
     r->on_done = d->on_done;
     r->user = d->user;
@@ -151,6 +155,7 @@ static ember_status build(const ember_request_env *env, const ember_request_desc
     uint32_t V = env->model->llama.hp.n_vocab;
     ember_status s = ember_text_create(d->stop, &r->out, err);
     if (s == EMBER_OK) s = ember_sampler_create(&sp, V, &r->sampler, err);
+    if (s == EMBER_OK && d->grammar) s = ember_constraint_create(d->grammar, d->grammar_root, &r->constraint, err);
     if (s == EMBER_OK) s = tokenize_prompt(env, d, r, err);
     if (s == EMBER_OK) truncate_prompt(r, d->truncate_prompt_tokens);
     if (s == EMBER_OK) s = check_fits(env, r, err);

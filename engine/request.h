@@ -28,6 +28,7 @@ typedef struct request {
     void *user;
     struct ember_sampler *sampler;  /* draws its tokens (sampler.h) */
     struct ember_text_out *out;     /* the text it produced (text_out.h) */
+    struct ember_constraint *constraint; /* its grammar, or NULL (grammar/constraint.h) */
     /* the sequence: prompt, then generated tokens */
     uint32_t *tokens;
     uint32_t n_prompt, n_tokens, cap;

@@ -435,6 +435,8 @@ typedef enum ember_finish {
     EMBER_FINISH_CONTEXT,     /* the sequence filled the model's context (ctx_len tokens,
                                  prompt included) before max_tokens: the reply is cut. An
                                  ember_chat drops old turns at its next prompt */
+    EMBER_FINISH_GRAMMAR,     /* the request's grammar is complete and allows no more text
+                                 (ember_request_desc.grammar) */
 } ember_finish;
 
 /* A short name for a finish reason, as `ember generate --json` writes it ("length", "eos",
@@ -512,6 +514,15 @@ typedef struct ember_request_desc {
      * a cut prompt loses its BOS, as vLLM's truncate_prompt_tokens does); 0 = all.
      * ember_request_metrics.n_prompt counts what was kept. */
     uint32_t truncate_prompt_tokens;
+    /* Constrained output (docs/grammar.md): a grammar in GBNF, llama.cpp's format, that the
+     * generated text must follow; NULL = free text. Every token is drawn from those the
+     * grammar allows next (after the logit bias, before penalties and filters), an
+     * end-of-generation token only where the text is a whole sentence of it; the request
+     * ends with EMBER_FINISH_GRAMMAR once the grammar allows nothing more. A grammar with
+     * an error is refused by ember_submit (EMBER_ERR_INVALID_ARG; the message names the
+     * line, the column and the reason). Copied. */
+    const char *grammar;
+    const char *grammar_root;    /* its start rule; NULL = "root" */
     ember_token_cb on_token;
     ember_done_cb on_done;
     void *user;

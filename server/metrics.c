@@ -19,7 +19,7 @@ typedef struct histogram {
 } histogram;
 
 /* Finish reasons, by ember_finish value (ember_finish_name says them). */
-#define N_FINISH (EMBER_FINISH_CONTEXT + 1)
+#define N_FINISH (EMBER_FINISH_GRAMMAR + 1)
 /* The statuses the server refuses with (docs/server.md); any other counts as 500. */
 static const int REFUSED[] = {400, 401, 404, 405, 413, 500, 503};
 #define N_REFUSED (sizeof REFUSED / sizeof *REFUSED)

@@ -9,6 +9,7 @@
 
 #include "engine/grammar/grammar.h"
 #include "engine/grammar/grammar_match.h"
+#include "engine/grammar/mask_cache.h"
 #include "testutil.h"
 
 static ember_grammar *parse(const char *text)
@@ -108,10 +109,34 @@ static void test_split_characters(void)
     ember_grammar_free(g);
 }
 
-/* A JSON grammar in the style of llama.cpp's json.gbnf, on documents and near misses. */
-static void test_json(void)
+/* Bytes no UTF-8 text holds are refused, even where a class would take the character they
+ * spell: a lead byte whose every completion lies outside the class, overlong forms,
+ * surrogates, code points past U+10FFFF. */
+static void test_utf8_rules(void)
 {
-    static const char *json =
+    ember_grammar *ab = parse("root ::= [ab]+"), *any = parse("root ::= .+");
+    ember_gmatch *m = NULL, *n = NULL;
+    ember_err err = {{0}};
+    if (!ab || !any || ember_gmatch_create(ab, &m, &err) != EMBER_OK || ember_gmatch_create(any, &n, &err) != EMBER_OK)
+        return;
+    static const char *never[] = {"\xF0", "\xE0", "\xC2", "\x80", "\xC0\x80"};
+    for (size_t i = 0; i < sizeof never / sizeof *never; i++)
+        CHECKF(!ember_gmatch_allows(m, (const uint8_t *)never[i], strlen(never[i])), "[ab] took byte %zu", i);
+    static const char *bad[] = {"\xE0\x80", "\xE0\x9F\xBF", "\xF0\x80\x80\x80", "\xF0\x8F", "\xED\xA0\x80",
+                                "\xF4\x90", "\xF5\x80\x80\x80", "\xC1\xBF"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        CHECKF(!ember_gmatch_allows(n, (const uint8_t *)bad[i], strlen(bad[i])), ". took ill-formed bytes %zu", i);
+    static const char *good[] = {"\xE0\xA0\x80", "\xF0\x90\x80\x80", "\xED\x9F\xBF", "\xF4\x8F\xBF\xBF", "\xC2\x80"};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++)
+        CHECKF(ember_gmatch_allows(n, (const uint8_t *)good[i], strlen(good[i])), ". refused well-formed bytes %zu", i);
+    ember_gmatch_free(m);
+    ember_gmatch_free(n);
+    ember_grammar_free(ab);
+    ember_grammar_free(any);
+}
+
+/* A JSON grammar in the style of llama.cpp's json.gbnf. */
+static const char *JSON =
         "root   ::= object\n"
         "value  ::= object | array | string | number | (\"true\" | \"false\" | \"null\") ws\n"
         "object ::=\n"
@@ -123,7 +148,11 @@ static void test_json(void)
         "string ::= \"\\\"\" ( [^\"\\\\\\x7F\\x00-\\x1F] | \"\\\\\" ([\"\\\\bfnrt] | \"u\" [0-9a-fA-F]{4}) )* \"\\\"\" ws\n"
         "number ::= (\"-\"? ([0-9] | [1-9] [0-9]{0,15})) (\".\" [0-9]+)? ([eE] [-+]? [0-9] [1-9]{0,15})? ws\n"
         "ws     ::= | \" \" | \"\\n\" [ \\t]{0,20}\n";
-    ember_grammar *g = parse(json);
+
+/* The JSON grammar on documents and near misses. */
+static void test_json(void)
+{
+    ember_grammar *g = parse(JSON);
     if (!g) return;
     static const char *yes[] = {"{}", "{\"a\": 1}", "{\"say\": \"hi \\u00e9\", \"action\": \"give\", \"n\": [1, 2.5, -3e4]}",
                                 "{\"x\": {\"y\": [true, false, null, {}]}}", "{\"é\": \"ü\"}"};
@@ -196,12 +225,163 @@ static void test_errors(void)
     ember_grammar_free(g);
 }
 
+/* A made-up vocabulary: every printable ASCII byte, pieces of JSON, characters split
+ * into their bytes, random strings over JSON's characters, a control token (no bytes) and
+ * an end-of-generation token last. */
+enum { N_RANDOM = 600 };
+typedef struct vocab {
+    ember_vtrie_piece p[128 + 32 + N_RANDOM];
+    char text[N_RANDOM][8];
+    uint32_t n, eog;
+} vocab;
+
+static void make_vocab(vocab *v)
+{
+    static char ascii[96];
+    static const char *fixed[] = {"{\"", "\":", "\": ", "\",", "\"}", "true", "false", "null", "12", "-3", ".5",
+                                  "e+", "\\u", "00e9", "\xC3", "\xA9", "\xC3\xA9", "\xE2\x82", "\xAC", "\xE2\x82\xAC",
+                                  "\n  ", "}}", "]}", "[{", " [", "\"\"", "ab\"", "\xFF", "\x80" "a",
+                                  /* lead bytes after which UTF-8 allows fewer continuations */
+                                  "\xE0", "\xED", "\xF0", "\xF4", "\xE1", "\xF1", "\x80", "\x8F", "\x90", "\x9F",
+                                  "\xA0", "\xBF", "\xE0\xA0", "\xED\x9F\xBF", "\xF0\x90\x80"};
+    const char *alphabet = "{}[]\":, abe0129-.\\nu\xC3\xA9\xE0\xED\xF0\xF4\x80\x90\xA0\xBF";
+    tu_rng rng = {1234};
+    v->n = 0;
+    for (int c = 32; c < 127; c++) ascii[c - 32] = (char)c;
+    for (int c = 32; c < 127; c++) v->p[v->n++] = (ember_vtrie_piece){(const uint8_t *)ascii + c - 32, 1, 0};
+    for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
+        v->p[v->n++] = (ember_vtrie_piece){(const uint8_t *)fixed[i], (uint32_t)strlen(fixed[i]), 0};
+    for (int i = 0; i < N_RANDOM; i++) {
+        uint32_t len = 1 + (uint32_t)(tu_next(&rng) % 6);
+        for (uint32_t k = 0; k < len; k++) v->text[i][k] = alphabet[tu_next(&rng) % strlen(alphabet)];
+        v->p[v->n++] = (ember_vtrie_piece){(const uint8_t *)v->text[i], len, 0};
+    }
+    v->p[v->n++] = (ember_vtrie_piece){NULL, 0, 0}; /* a control token */
+    v->eog = v->n;
+    v->p[v->n++] = (ember_vtrie_piece){NULL, 0, 1};
+}
+
+static bool bit(const uint32_t *bits, uint32_t t) { return bits[t / 32] >> (t % 32) & 1; }
+
+/* Random walks through grammar g over the made-up vocabulary: at every step the mask is
+ * exactly the tokens ember_gmatch_allows takes (and the end-of-generation token exactly
+ * where the text is complete), states with equal keys have equal masks, and each walk,
+ * drawn from its masks, ends in a text the grammar takes. Returns the walks that ended
+ * with the end-of-generation token. */
+static int check_masks(const char *grammar, int walks, int max_tokens)
+{
+    vocab *v = calloc(1, sizeof *v);
+    ember_vtrie *t = NULL;
+    ember_err err = {{0}};
+    ember_grammar *g = parse(grammar);
+    ember_gmask_cache *cache = NULL;
+    make_vocab(v);
+    CHECK(ember_vtrie_build(v->p, v->n, &t, &err) == EMBER_OK);
+    CHECK(!g || !t || ember_gmask_cache_create(g, t, 0, &cache, &err) == EMBER_OK);
+    enum { MAX_KEYS = 256, KEY_LEN = 64 };
+    static size_t key_len[MAX_KEYS];
+    static uint32_t keys[MAX_KEYS][KEY_LEN], masks[MAX_KEYS][(sizeof v->p / sizeof *v->p + 31) / 32];
+    uint32_t n_keys = 0, bits[(sizeof v->p / sizeof *v->p + 31) / 32], ended = 0, key[KEY_LEN];
+    tu_rng rng = {99};
+    for (int w = 0; g && t && w < walks; w++) {
+        ember_gmatch *m = NULL;
+        char text[4096];
+        size_t len = 0;
+        if (ember_gmatch_create(g, &m, &err) != EMBER_OK) break;
+        for (int k = 0; k < max_tokens; k++) {
+            uint32_t n_allowed = 0, seen = 0, n_cached = 0;
+            CHECK(ember_gmatch_mask(m, t, bits, &n_allowed));
+            /* the cache's automaton gives the same mask as the walk of the matcher */
+            const uint32_t *cached = cache ? ember_gmask_get(cache, m, &n_cached) : NULL;
+            CHECKF(cached && n_cached == n_allowed && !memcmp(cached, bits, sizeof bits), "walk %d token %d: the "
+                   "cache's mask differs", w, k);
+            for (uint32_t id = 0; id < v->n; id++) {
+                bool want = id == v->eog ? ember_gmatch_complete(m)
+                                         : v->p[id].len && ember_gmatch_allows(m, v->p[id].bytes, v->p[id].len);
+                CHECKF(bit(bits, id) == want, "walk %d token %d: mask says %d for token %u, allows %d", w, k,
+                       bit(bits, id), id, want);
+                seen += want;
+            }
+            CHECK(seen == n_allowed);
+            size_t kl = ember_gmatch_key(m, key, KEY_LEN);
+            uint32_t i = 0;
+            /* equal but for the pending character's bits, which the last number holds */
+            while (kl <= KEY_LEN && i < n_keys && (key_len[i] != kl || memcmp(keys[i], key, (kl - 1) * sizeof *key))) i++;
+            if (kl <= KEY_LEN && i < n_keys) CHECKF(!memcmp(masks[i], bits, sizeof bits), "walk %d: equal keys, masks differ", w);
+            else if (kl <= KEY_LEN && n_keys < MAX_KEYS) {
+                memset(keys[n_keys], 0, sizeof keys[n_keys]);
+                key_len[n_keys] = kl;
+                memcpy(keys[n_keys], key, kl * sizeof *key), memcpy(masks[n_keys++], bits, sizeof bits);
+            }
+            if (n_allowed == 0) break;
+            uint32_t pick = (uint32_t)(tu_next(&rng) % n_allowed), id = 0;
+            for (;; id++) if (bit(bits, id) && pick-- == 0) break;
+            if (id == v->eog) {
+                text[len] = 0;
+                CHECKF(takes(g, text, 0), "walk %d ended on '%s', which the grammar refuses", w, text);
+                ended++;
+                break;
+            }
+            CHECK(ember_gmatch_accept(m, v->p[id].bytes, v->p[id].len));
+            if (len + v->p[id].len < sizeof text) memcpy(text + len, v->p[id].bytes, v->p[id].len), len += v->p[id].len;
+        }
+        ember_gmatch_free(m);
+    }
+    ember_gmask_cache_free(cache);
+    ember_vtrie_free(t);
+    ember_grammar_free(g);
+    free(v);
+    return (int)ended;
+}
+
+/* The trie holds every token with bytes once, under its bytes, in depth-first order. */
+static void test_trie(void)
+{
+    vocab *v = calloc(1, sizeof *v);
+    ember_vtrie *t = NULL;
+    ember_err err = {{0}};
+    make_vocab(v);
+    if (ember_vtrie_build(v->p, v->n, &t, &err) != EMBER_OK) {
+        CHECKF(0, "trie: %s", err.msg);
+        free(v);
+        return;
+    }
+    uint32_t found = 0, with_bytes = 0, path[16];
+    for (uint32_t id = 0; id < v->n; id++) with_bytes += v->p[id].len > 0;
+    for (uint32_t i = 0; i < t->n_nodes; i++) {
+        uint32_t d = t->depth[i];
+        CHECK(d >= 1 && d <= t->max_depth && t->end[i] > i && t->end[i] <= t->n_nodes);
+        if (d > 16) continue;
+        path[d - 1] = t->byte[i];
+        for (uint32_t k = t->tok_first[i]; k < t->tok_first[i] + t->tok_n[i]; k++, found++) {
+            const ember_vtrie_piece *p = &v->p[t->ids[k]];
+            bool same = p->len == d;
+            for (uint32_t j = 0; same && j < d; j++) same = p->bytes[j] == path[j];
+            CHECKF(same, "token %u is under the wrong path", t->ids[k]);
+        }
+    }
+    CHECK(found == with_bytes && t->n_eog == 1 && t->eog[0] == v->eog);
+    ember_vtrie_free(t);
+    free(v);
+}
+
+static void test_masks(void)
+{
+    CHECK(check_masks(JSON, 40, 60) > 0);
+    CHECK(check_masks("root ::= [a-e]+ (\",\" [a-e]+)* \"!\"", 20, 30) > 0);
+    CHECK(check_masks("root ::= \"é\" [^a-z]{1,3} \"€\" | \"null\"", 30, 20) > 0);
+    CHECK(check_masks("root ::= p\np ::= \"[\" p \"]\" p | \"\"", 30, 40) > 0);
+}
+
 int main(void)
 {
     test_cases();
     test_split_characters();
+    test_utf8_rules();
     test_json();
     test_long();
     test_errors();
+    test_trie();
+    test_masks();
     return tu_finish("test_grammar");
 }

@@ -36,6 +36,7 @@ void cli_unknown(const char *cmd, const char *arg)
 const char *const cli_sampling_flags[] = {"--temp", "--top-p", "--min-p", "--repeat-penalty", "--frequency-penalty",
                                           "--presence-penalty", "--top-k", "--seed", "--logit-bias", NULL};
 const char *const cli_spec_flags[] = {"--draft", "--draft-k", "--ngram", NULL};
+const char *const cli_grammar_flags[] = {"--grammar", NULL};
 
 bool cli_int(const char *flag, const char *s, long lo, long hi, long *out)
 {
@@ -284,6 +285,40 @@ FILE *cli_open_input(const char *cmd, const char *path, const char *mode, const 
         return NULL;
     }
     return f;
+}
+
+/* The whole of f as a NUL-terminated string (malloc'd), or NULL. */
+static char *read_all(FILE *f)
+{
+    size_t n = 0, cap = 0;
+    char *s = NULL;
+    for (;;) {
+        if (!cli_grow((void **)&s, &cap, n + 4096 + 1, 1)) break;
+        size_t got = fread(s + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0) {
+            if (ferror(f)) break;
+            s[n] = 0;
+            return s;
+        }
+    }
+    free(s);
+    return NULL;
+}
+
+int cli_grammar_flag(const char *cmd, const char *flag, const char *path, char **grammar)
+{
+    if (strcmp(flag, "--grammar") != 0) return 0;
+    struct stat st;
+    FILE *f = fopen(path, "rb");
+    char *text = f && fstat(fileno(f), &st) == 0 && !S_ISDIR(st.st_mode) ? read_all(f) : NULL;
+    if (!text) fprintf(stderr, "ember %s: cannot read the grammar %s: %s\n", cmd, path,
+                       f && S_ISDIR(st.st_mode) ? "it is a directory" : strerror(errno ? errno : EIO));
+    if (f) fclose(f);
+    if (!text) return -1;
+    free(*grammar);
+    *grammar = text;
+    return 1;
 }
 
 bool cli_grow(void **p, size_t *cap, size_t need, size_t elem)

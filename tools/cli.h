@@ -70,6 +70,12 @@ bool cli_sampling_flag(const char *flag, const char *value, ember_sampling *s, e
 /* Handles --draft PATH, --draft-k K, --ngram N: 1 when consumed, 0 when not one of
  * them, -1 on a bad value. --ngram or --draft without --draft-k means k = 4. */
 int cli_spec_flag(const char *flag, const char *value, ember_speculation *spec, const char **draft_path);
+/* The flags cli_grammar_flag takes (each with a value). */
+extern const char *const cli_grammar_flags[];
+/* Handles --grammar FILE (a GBNF grammar, docs/grammar.md): reads the file into *grammar
+ * (malloc'd, the caller frees it; a previous one is freed). 1 when consumed, 0 when flag
+ * is not one of them, -1 when the file cannot be read (with a message naming cmd). */
+int cli_grammar_flag(const char *cmd, const char *flag, const char *path, char **grammar);
 /* Parses the value of a --kv-type flag: "f32" or "q8_0" (false with a message). */
 bool cli_kv_type(const char *flag, const char *s, ember_kv_type *out);
 /* Parses the value of --sample-from: auto, candidates or rows (false with a message). */

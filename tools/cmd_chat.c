@@ -30,6 +30,7 @@ typedef struct chat_args {
     ember_logit_bias bias[CLI_MAX_BIAS]; /* sampling.logit_bias */
     long kv_blocks;             /* 0 = the engine's default (a whole context at least) */
     ember_chat_overflow overflow;
+    char *grammar;              /* --grammar: every reply follows it (freed by ember_cmd_chat) */
     bool verbose, help;
 } chat_args;
 
@@ -79,13 +80,14 @@ static void catch_sigint(bool at_prompt)
     sigaction(SIGINT, &sa, NULL);
 }
 
-static const char *const value_flags[] = {"--chat-template", "--system", "-n", "--kv-blocks", "--overflow", NULL};
+static const char *const value_flags[] = {"--chat-template", "--system", "-n", "--kv-blocks", "--overflow", "--grammar",
+                                          NULL};
 
 static int usage(FILE *out, int code)
 {
     fprintf(out, "usage: ember chat -m MODEL.gguf [--chat-template NAME] [--system TEXT] [-n MAX_PER_TURN]\n"
                  "                  [--overflow drop|refuse] [sampling] [--kv-blocks N] [--backend vulkan|cpu]\n"
-                 "                  [--device N] [--verbose]\n"
+                 "                  [--device N] [--verbose] [--grammar FILE.gbnf]\n"
                  "templates: chatml, llama2, llama3, llama3.1, mistral, zephyr, gemma, phi3\n"
                  "           (default: the model's own; see docs/chat.md)\n"
                  "sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --repeat-penalty R\n"
@@ -126,6 +128,8 @@ static bool parse(int argc, char **argv, chat_args *a)
         else if (strcmp(f, "-n") == 0) { if (!cli_int(f, v, 1, 1 << 20, &a->n)) return false; }
         else if (strcmp(f, "--kv-blocks") == 0) { if (!cli_int(f, v, 1, 1 << 24, &a->kv_blocks)) return false; }
         else if (strcmp(f, "--overflow") == 0) { if (!parse_overflow(v, &a->overflow)) return false; }
+        else if ((r = cli_grammar_flag("chat", f, v, &a->grammar)) < 0) return false;
+        else if (r) continue;
         else if (!cli_sampling_flag(f, v, &a->sampling, a->bias, &r)) return false;
     }
     if (!a->model.path) fprintf(stderr, "ember chat: no model given (-m MODEL.gguf)\n");
@@ -206,7 +210,8 @@ static void say_dropped(const session *s)
 static ember_status generate(session *s, const uint32_t *ids, size_t n, turn *t, bool *stopped)
 {
     ember_request_desc d = {.tokens = ids, .n_tokens = n, .max_tokens = (uint32_t)s->a->n,
-                            .sampling = s->a->sampling, .on_token = on_token, .on_done = on_done, .user = t};
+                            .sampling = s->a->sampling, .on_token = on_token, .on_done = on_done, .user = t,
+                            .grammar = s->a->grammar};
     ember_request_id id;
     catch_sigint(false);
     interrupted = 0;
@@ -390,9 +395,13 @@ static int run(ember_model *model, const chat_args *a)
 int ember_cmd_chat(int argc, char **argv)
 {
     chat_args a;
-    if (!parse(argc, argv, &a)) return usage(stderr, CLI_USAGE);
-    if (a.help) return usage(stdout, CLI_OK);
-    ember_model *m = cli_load_model(&a.model);
-    if (!m) return 1;
-    return cli_free_model(m, run(m, &a));
+    int code;
+    if (!parse(argc, argv, &a)) code = usage(stderr, CLI_USAGE);
+    else if (a.help) code = usage(stdout, CLI_OK);
+    else {
+        ember_model *m = cli_load_model(&a.model);
+        code = m ? cli_free_model(m, run(m, &a)) : 1;
+    }
+    free(a.grammar);
+    return code;
 }

@@ -21,6 +21,7 @@ typedef struct gen_args {
     ember_kv_type kv_type;
     ember_sample_from sample_from;
     const char *draft;          /* --draft: path of a draft model */
+    char *grammar;              /* --grammar: the file's text (freed by ember_cmd_generate) */
     ember_speculation spec;
 } gen_args;
 
@@ -50,6 +51,7 @@ static int usage(FILE *out, int code)
                     "          --frequency-penalty F --presence-penalty P --seed S\n"
                  "          --logit-bias ID=BIAS (repeatable; -inf bans the token)\n"
                     "speculation: --draft MODEL.gguf --draft-k K | --ngram N [--draft-k K] [--adaptive]\n"
+                    "constrained: --grammar FILE.gbnf  (the text follows the grammar; docs/grammar.md)\n"
                     "other: --memory auto|discrete --memory-budget MIB --kernels LIST  (see docs/cli.md)\n");
     return code;
 }
@@ -68,7 +70,8 @@ static bool parse(int argc, char **argv, gen_args *a)
         else if (strcmp(f, "--ignore-eos") == 0) a->ignore_eos = true;
         else if (strcmp(f, "--adaptive") == 0) a->spec.adaptive = 1;
         else if (strcmp(f, "--profile") == 0) a->profile = true;
-        else if (!cli_flag_in(f, value_flags) && !cli_flag_in(f, cli_sampling_flags) && !cli_flag_in(f, cli_spec_flags)) {
+        else if (!cli_flag_in(f, value_flags) && !cli_flag_in(f, cli_sampling_flags) && !cli_flag_in(f, cli_spec_flags) &&
+                 !cli_flag_in(f, cli_grammar_flags)) {
             cli_unknown("generate", f);
             return false;
         }
@@ -85,6 +88,8 @@ static bool parse(int argc, char **argv, gen_args *a)
         else if (!cli_sampling_flag(f, v, &a->sampling, a->bias, &r)) return false;
         else if (r) continue;
         else if ((r = cli_spec_flag(f, v, &a->spec, &a->draft)) < 0) return false;
+        else if (r) continue;
+        else if ((r = cli_grammar_flag("generate", f, v, &a->grammar)) < 0) return false;
         else if (r) continue;
         else if (strcmp(f, "--max-batch-tokens") == 0) { if (!cli_int(f, v, 1, 1 << 16, &a->max_batch_tokens)) return false; }
         else if (strcmp(f, "--kv-type") == 0) { if (!cli_kv_type(f, v, &a->kv_type)) return false; }
@@ -172,7 +177,8 @@ static int run(ember_model *model, ember_model *draft, const gen_args *a, double
                    .device_bytes = device_bytes(model)};
     ember_request_desc d = {.prompt = a->prompt, .no_bos = a->no_bos, .max_tokens = (uint32_t)a->n,
                             .sampling = a->sampling, .ignore_eos = a->ignore_eos,
-                            .on_token = on_token, .on_done = on_done, .user = &g, .spec = a->spec};
+                            .on_token = on_token, .on_done = on_done, .user = &g, .spec = a->spec,
+                            .grammar = a->grammar};
     memcpy(d.stop, a->stop, sizeof d.stop);
     ember_status s = ember_submit(e, &d, NULL);
     if (s == EMBER_OK && !a->json) fputs(a->prompt, stdout);
@@ -212,10 +218,15 @@ static double now_ms(void)
 int ember_cmd_generate(int argc, char **argv)
 {
     gen_args a;
-    if (!parse(argc, argv, &a)) return usage(stderr, CLI_USAGE);
-    if (a.help) return usage(stdout, CLI_OK);
-    double t0 = now_ms();
-    ember_model *draft, *m = cli_load_with_draft(&a.model, a.draft, &draft);
-    double load_ms = now_ms() - t0;
-    return m ? cli_free_with_draft(m, draft, run(m, draft, &a, load_ms)) : 1;
+    int code;
+    if (!parse(argc, argv, &a)) code = usage(stderr, CLI_USAGE);
+    else if (a.help) code = usage(stdout, CLI_OK);
+    else {
+        double t0 = now_ms();
+        ember_model *draft, *m = cli_load_with_draft(&a.model, a.draft, &draft);
+        double load_ms = now_ms() - t0;
+        code = m ? cli_free_with_draft(m, draft, run(m, draft, &a, load_ms)) : 1;
+    }
+    free(a.grammar);
+    return code;
 }

@@ -216,7 +216,7 @@ static void parse_class(parser *ps, uint32_t rule)
         }
         push(ps, rule, GE_CLASS, add_class(ps, pairs, m, negated));
     }
-    free(pairs);
+    ember_free(pairs);
 }
 
 /* ---- rules, sequences and repetitions ---------------------------------------------------- */
@@ -454,8 +454,8 @@ static void check(parser *ps)
         ps->status = ember_fail(ps->err, EMBER_ERR_OUT_OF_MEMORY, "grammar: out of memory");
         ps->failed = true;
     }
-    free(null);
-    free(state);
+    ember_free(null);
+    ember_free(state);
 }
 
 /* ---- the result -------------------------------------------------------------------------- */
@@ -510,43 +510,60 @@ ember_status ember_grammar_parse(const char *text, size_t len, const char *root,
         ps.failed = true;
     }
     for (uint32_t i = 0; i < ps.n_rules; i++) {
-        free(ps.rules[i].name);
-        free(ps.rules[i].body.v);
+        ember_free(ps.rules[i].name);
+        ember_free(ps.rules[i].body.v);
     }
-    free(ps.rules);
-    free(ps.ranges);
-    free(ps.classes);
+    ember_free(ps.rules);
+    ember_free(ps.ranges);
+    ember_free(ps.classes);
     return ps.failed ? ps.status : EMBER_OK;
 }
 
 void ember_grammar_free(ember_grammar *g)
 {
     if (!g) return;
-    for (uint32_t r = 0; g->rule_names && r < g->n_rules; r++) free(g->rule_names[r]);
-    free(g->rule_names);
-    free(g->elems);
-    free(g->rule_start);
-    free(g->ranges);
-    free(g->classes);
-    free(g);
+    for (uint32_t r = 0; g->rule_names && r < g->n_rules; r++) ember_free(g->rule_names[r]);
+    ember_free(g->rule_names);
+    ember_free(g->elems);
+    ember_free(g->rule_start);
+    ember_free(g->ranges);
+    ember_free(g->classes);
+    ember_free(g);
 }
 
 /* ---- classes ----------------------------------------------------------------------------- */
 
+/* Whether n sorted ranges p meet lo..hi, and whether they cover all of it. */
+static void ranges_on(const uint32_t *p, uint32_t n, uint32_t lo, uint32_t hi, bool *meet, bool *cover)
+{
+    uint32_t next = lo;
+    *meet = *cover = false;
+    for (uint32_t i = 0; i < n; i++) {
+        if (p[2 * i + 1] < lo || p[2 * i] > hi) continue;
+        *meet = true;
+        if (p[2 * i] > next) return;
+        next = p[2 * i + 1] + 1;
+        if (next > hi || next == 0) {
+            *cover = true;
+            return;
+        }
+    }
+}
+
 bool ember_grammar_class_meets(const ember_grammar *g, uint32_t c, uint32_t lo, uint32_t hi)
 {
     const ember_gclass *k = &g->classes[c];
-    const uint32_t *p = g->ranges + 2 * k->first;
-    /* a negated class meets lo..hi unless its ranges cover all of it */
-    uint32_t next = lo;
-    for (uint32_t i = 0; i < k->n; i++) {
-        if (p[2 * i + 1] < lo || p[2 * i] > hi) continue;
-        if (!k->negated) return true;
-        if (p[2 * i] > next) return true;
-        next = p[2 * i + 1] + 1;
-        if (next > hi || next == 0) return false;
-    }
-    return k->negated;
+    bool meet, cover;
+    ranges_on(g->ranges + 2 * k->first, k->n, lo, hi, &meet, &cover);
+    return k->negated ? !cover : meet;
+}
+
+bool ember_grammar_class_covers(const ember_grammar *g, uint32_t c, uint32_t lo, uint32_t hi)
+{
+    const ember_gclass *k = &g->classes[c];
+    bool meet, cover;
+    ranges_on(g->ranges + 2 * k->first, k->n, lo, hi, &meet, &cover);
+    return k->negated ? !meet : cover;
 }
 
 bool ember_grammar_class_has(const ember_grammar *g, uint32_t c, uint32_t cp)

@@ -48,8 +48,9 @@ ember_status ember_grammar_parse(const char *text, size_t len, const char *root,
                                  ember_err *err);
 void ember_grammar_free(ember_grammar *g);
 
-/* Whether class c holds code point cp, and whether it holds any of lo..hi. */
+/* Whether class c holds code point cp, whether it holds any of lo..hi, and all of it. */
 bool ember_grammar_class_has(const ember_grammar *g, uint32_t c, uint32_t cp);
 bool ember_grammar_class_meets(const ember_grammar *g, uint32_t c, uint32_t lo, uint32_t hi);
+bool ember_grammar_class_covers(const ember_grammar *g, uint32_t c, uint32_t lo, uint32_t hi);
 
 #endif

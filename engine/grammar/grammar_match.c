@@ -19,14 +19,32 @@ typedef struct node {
 typedef struct list {
     uint32_t *v;
     uint32_t n, cap;
+    uint32_t from; /* the set being built: v[from .. n) */
 } list;
+
+/* A character begun and not finished: its bits so far, the continuation bytes due and
+ * its length in bytes (left 0: none). */
+typedef struct pending {
+    uint32_t cp, left, len;
+} pending;
+
+/* A set of stacks during a vocabulary walk: the tops walk.v[first .. + n), the pending
+ * character, and the nodes in use once it was made. */
+typedef struct level {
+    uint32_t first, n;
+    pending p;
+    uint32_t mark;
+} level;
 
 struct ember_gmatch {
     const ember_grammar *g;
     node *nodes;
     uint32_t n_nodes, cap_nodes;
     list cur, a, b;              /* the open stacks (top nodes; NONE: ended), two scratch sets */
-    uint32_t pend_cp, pend_left; /* a character begun: its bits so far, continuation bytes due */
+    list walk;                   /* the sets of a vocabulary walk, one per depth (level) */
+    level *levels;
+    uint32_t cap_levels;
+    pending pend;                /* a character begun by the text so far */
     uint32_t live;               /* nodes after the last compaction */
     bool oom;
 };
@@ -49,15 +67,20 @@ static uint32_t new_node(ember_gmatch *m, uint32_t pos, uint32_t parent)
     return m->n_nodes++;
 }
 
-/* Adds stack top to out unless an equal stack is there (same top, same node below). */
+/* Whether stacks a and b hold the same elements (they may be different nodes). */
+static bool same_stack(const ember_gmatch *m, uint32_t a, uint32_t b)
+{
+    for (; a != b; a = m->nodes[a].parent, b = m->nodes[b].parent)
+        if (a == NONE || b == NONE || m->nodes[a].pos != m->nodes[b].pos) return false;
+    return true;
+}
+
+/* Adds stack top to out's set unless an equal stack is there: a set never holds a stack
+ * twice, or the sets of an ambiguous grammar would grow with every character. */
 static void add_stack(ember_gmatch *m, list *out, uint32_t top)
 {
-    for (uint32_t i = 0; i < out->n; i++) {
-        uint32_t o = out->v[i];
-        if (o == top || (o != NONE && top != NONE && m->nodes[o].pos == m->nodes[top].pos &&
-                         m->nodes[o].parent == m->nodes[top].parent))
-            return;
-    }
+    for (uint32_t i = out->from; i < out->n; i++)
+        if (same_stack(m, out->v[i], top)) return;
     if (grow(m, (void **)&out->v, &out->cap, out->n + 1, sizeof *out->v)) out->v[out->n++] = top;
 }
 
@@ -76,8 +99,11 @@ static void expand(ember_gmatch *m, uint32_t pos, uint32_t parent, uint32_t self
         if (parent == NONE) add_stack(m, out, NONE);
         else expand(m, m->nodes[parent].pos, m->nodes[parent].parent, parent, out);
     } else {
-        uint32_t cont = new_node(m, pos + 1, parent);
-        if (cont == NONE) return;
+        /* a reference in tail position returns straight to parent: stacks of a repetition
+         * (r ::= x r | ...) stay as deep as one x, however many came */
+        uint32_t next = g->elems[pos + 1].kind;
+        uint32_t cont = next == GE_ALT || next == GE_END ? parent : new_node(m, pos + 1, parent);
+        if (cont == NONE && next != GE_ALT && next != GE_END) return;
         for (uint32_t i = g->rule_start[e->value];; i++) {
             expand(m, i, cont, NONE, out);
             while (g->elems[i].kind != GE_ALT && g->elems[i].kind != GE_END) i++;
@@ -86,11 +112,12 @@ static void expand(ember_gmatch *m, uint32_t pos, uint32_t parent, uint32_t self
     }
 }
 
-/* The stacks of in that take code point cp, advanced past it, into out. */
-static void advance(ember_gmatch *m, const list *in, uint32_t cp, list *out)
+/* The stacks in->v[first .. + n) that take code point cp, advanced past it, as a new set
+ * at the end of out (in may be out: it is read by index as out grows). */
+static void advance(ember_gmatch *m, const list *in, uint32_t first, uint32_t n, uint32_t cp, list *out)
 {
-    out->n = 0;
-    for (uint32_t i = 0; i < in->n; i++) {
+    out->from = out->n;
+    for (uint32_t i = first; i < first + n; i++) {
         uint32_t top = in->v[i];
         if (top == NONE) continue;
         const node *t = &m->nodes[top];
@@ -98,12 +125,51 @@ static void advance(ember_gmatch *m, const list *in, uint32_t cp, list *out)
     }
 }
 
-/* Whether some stack of in can take a character whose first bytes are pending (cp's
- * bits so far, left continuation bytes due): one whose class meets their range. */
-static bool can_finish(const ember_gmatch *m, const list *in, uint32_t cp, uint32_t left)
+/* The code points pending character p can still become, lo..hi; false when there are
+ * none (an overlong form, a surrogate, past U+10FFFF: bytes no UTF-8 text holds). */
+static bool char_range(const pending *p, uint32_t *lo, uint32_t *hi)
 {
-    uint32_t lo = cp << (6 * left), hi = lo | ((1u << (6 * left)) - 1);
-    for (uint32_t i = 0; i < in->n; i++)
+    static const uint32_t MIN[5] = {0, 0, 0x80, 0x800, 0x10000}; /* by length */
+    *lo = p->cp << (6 * p->left);
+    *hi = *lo | ((1u << (6 * p->left)) - 1);
+    if (*lo < MIN[p->len]) *lo = MIN[p->len];
+    if (*hi > 0x10FFFF) *hi = 0x10FFFF;
+    return *lo <= *hi && !(*lo >= 0xD800 && *hi <= 0xDFFF);
+}
+
+/* The length of the UTF-8 character lead byte c begins (2-4), 0 when c is no lead byte. */
+static uint32_t lead_len(uint8_t c)
+{
+    return c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+}
+
+/* Byte c after pending character *p: -1 when no UTF-8 text has it there, 0 when a
+ * character is still pending, 1 when one is complete (its code point in p->cp). */
+static int feed(pending *p, uint8_t c)
+{
+    uint32_t lo, hi;
+    if (p->left) {
+        if ((c & 0xC0) != 0x80) return -1;
+        p->cp = p->cp << 6 | (c & 0x3F);
+        p->left--;
+    } else if (c >= 0x80) {
+        if (!(p->len = lead_len(c))) return -1;
+        p->cp = c & (0x7F >> p->len), p->left = p->len - 1;
+    } else {
+        p->cp = c, p->len = 1;
+        return 1;
+    }
+    if (!char_range(p, &lo, &hi)) return -1;
+    return p->left ? 0 : 1;
+}
+
+/* Whether some stack of in can take a character that pending p begins: one whose class
+ * meets the code points p can become. */
+static bool can_finish(const ember_gmatch *m, const list *in, uint32_t first, uint32_t n, const pending *p)
+{
+    uint32_t lo, hi;
+    if (!char_range(p, &lo, &hi)) return false;
+    for (uint32_t i = first; i < first + n; i++)
         if (in->v[i] != NONE &&
             ember_grammar_class_meets(m->g, m->g->elems[m->nodes[in->v[i]].pos].value, lo, hi))
             return true;
@@ -111,31 +177,22 @@ static bool can_finish(const ember_gmatch *m, const list *in, uint32_t cp, uint3
 }
 
 /* Runs bytes from the current stacks; true with the result in *res (m->a or m->b) and
- * the pending character in *cp, *left when some stack takes them all. */
-static bool run(ember_gmatch *m, const uint8_t *bytes, size_t n, list **res, uint32_t *cp, uint32_t *left)
+ * the pending character in *p when some stack takes them all. */
+static bool run(ember_gmatch *m, const uint8_t *bytes, size_t n, list **res, pending *p)
 {
     list *in = &m->cur, *out = &m->a;
-    *cp = m->pend_cp, *left = m->pend_left;
+    *p = m->pend;
     for (size_t i = 0; i < n; i++) {
-        uint8_t c = bytes[i];
-        if (*left) {
-            if ((c & 0xC0) != 0x80) return false;
-            *cp = *cp << 6 | (c & 0x3F);
-            if (--*left) continue;
-        } else if (c >= 0x80) {
-            int len = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-            if (!len) return false;
-            *cp = c & (0x7F >> len), *left = (uint32_t)len - 1;
-            continue;
-        } else {
-            *cp = c;
-        }
-        advance(m, in, *cp, out);
+        int fed = feed(p, bytes[i]);
+        if (fed < 0) return false;
+        if (fed == 0) continue;
+        out->n = 0;
+        advance(m, in, 0, in->n, p->cp, out);
         if (m->oom || out->n == 0) return false;
         in = out;
         out = out == &m->a ? &m->b : &m->a;
     }
-    if (*left && !can_finish(m, in, *cp, *left)) return false;
+    if (p->left && !can_finish(m, in, 0, in->n, p)) return false;
     *res = in;
     return true;
 }
@@ -159,14 +216,15 @@ static void compact(ember_gmatch *m)
         }
     for (uint32_t i = 0; i < m->cur.n; i++) m->cur.v[i] = m->cur.v[i] == NONE ? NONE : map[m->cur.v[i]];
     m->n_nodes = m->live = n;
-    free(map);
+    ember_free(map);
 }
 
 bool ember_gmatch_allows(ember_gmatch *m, const uint8_t *bytes, size_t n)
 {
-    uint32_t mark = m->n_nodes, cp, left;
+    uint32_t mark = m->n_nodes;
+    pending p;
     list *res;
-    bool ok = run(m, bytes, n, &res, &cp, &left);
+    bool ok = run(m, bytes, n, &res, &p);
     m->n_nodes = mark;
     m->oom = false;
     return ok;
@@ -174,9 +232,10 @@ bool ember_gmatch_allows(ember_gmatch *m, const uint8_t *bytes, size_t n)
 
 bool ember_gmatch_accept(ember_gmatch *m, const uint8_t *bytes, size_t n)
 {
-    uint32_t mark = m->n_nodes, cp, left;
+    uint32_t mark = m->n_nodes;
+    pending p;
     list *res;
-    if (!run(m, bytes, n, &res, &cp, &left)) {
+    if (!run(m, bytes, n, &res, &p)) {
         m->n_nodes = mark;
         m->oom = false;
         return false;
@@ -186,14 +245,135 @@ bool ember_gmatch_accept(ember_gmatch *m, const uint8_t *bytes, size_t n)
         m->cur = *res;
         *res = t;
     }
-    m->pend_cp = cp, m->pend_left = left;
+    m->pend = p;
     compact(m);
     return true;
 }
 
+/* The set after byte c from *in, as *out (its tops appended to m->walk, its nodes after
+ * in's); false when no stack takes c, or no open stack can take the character c leaves
+ * unfinished. */
+static bool walk_byte(ember_gmatch *m, const level *in, uint8_t c, level *out)
+{
+    list *w = &m->walk;
+    pending p = in->p;
+    int fed = feed(&p, c);
+    if (fed < 0) return false;
+    if (fed == 0) { /* the stacks stay; the character must still be one of theirs */
+        *out = (level){in->first, in->n, p, m->n_nodes};
+        return can_finish(m, w, in->first, in->n, &p);
+    }
+    advance(m, w, in->first, in->n, p.cp, w);
+    *out = (level){w->from, w->n - w->from, {0, 0, 0}, m->n_nodes};
+    return !m->oom && out->n > 0;
+}
+
+/* Makes room for a walk of v: a level per depth, the current stacks as level 0. */
+static bool walk_start(ember_gmatch *m, const ember_vtrie *v)
+{
+    if (!grow(m, (void **)&m->levels, &m->cap_levels, v->max_depth + 1, sizeof *m->levels) ||
+        !grow(m, (void **)&m->walk.v, &m->walk.cap, m->cur.n + 1, sizeof *m->walk.v))
+        return false;
+    memcpy(m->walk.v, m->cur.v, sizeof *m->cur.v * m->cur.n);
+    m->walk.n = m->cur.n;
+    m->levels[0] = (level){0, m->cur.n, m->pend, m->n_nodes};
+    return true;
+}
+
+bool ember_gmatch_mask(ember_gmatch *m, const ember_vtrie *v, uint32_t *bits, uint32_t *n_allowed)
+{
+    memset(bits, 0, sizeof *bits * ((v->n_vocab + 31) / 32));
+    uint32_t base = m->n_nodes, n = 0;
+    if (!walk_start(m, v)) return !(m->oom = false);
+    for (uint32_t i = 0; i < v->n_nodes;) {
+        const level *up = &m->levels[v->depth[i] - 1];
+        m->n_nodes = up->mark;
+        m->walk.n = up->first + up->n;
+        if (!walk_byte(m, up, v->byte[i], &m->levels[v->depth[i]])) {
+            if (m->oom) break;
+            i = v->end[i]; /* no token below this prefix can come next */
+            continue;
+        }
+        for (uint32_t k = v->tok_first[i]; k < v->tok_first[i] + v->tok_n[i]; k++, n++)
+            bits[v->ids[k] / 32] |= 1u << (v->ids[k] % 32);
+        i++;
+    }
+    bool ok = !m->oom;
+    m->n_nodes = base;
+    m->oom = false;
+    for (uint32_t k = 0; ember_gmatch_complete(m) && k < v->n_eog; k++, n++)
+        bits[v->eog[k] / 32] |= 1u << (v->eog[k] % 32);
+    *n_allowed = n;
+    return ok;
+}
+
+/* What of a pending character decides what follows. Every completion of its bytes is in
+ * its range lo..hi; when each open stack's class holds all of that range or none of it,
+ * which stacks hold it is all that matters (the continuation bytes UTF-8 allows give a
+ * character they all agree on), so pending characters with the same pattern are one
+ * state. Else the bits themselves. */
+static uint32_t pending_class(const ember_gmatch *m)
+{
+    const pending *p = &m->pend;
+    uint32_t lo, hi, pattern = 0;
+    if (!p->left) return 0;
+    /* after E0, ED, F0 or F4 alone fewer continuation bytes are UTF-8 than after the
+     * other lead bytes: those are states of their own */
+    bool lead_only = p->left == p->len - 1;
+    if (lead_only && ((p->len == 3 && (p->cp == 0x0 || p->cp == 0xD)) || (p->len == 4 && (p->cp == 0 || p->cp == 4))))
+        return p->cp;
+    if (m->cur.n > 31 || !char_range(p, &lo, &hi)) return p->cp;
+    for (uint32_t i = 0; i < m->cur.n; i++) {
+        if (m->cur.v[i] == NONE) continue;
+        uint32_t c = m->g->elems[m->nodes[m->cur.v[i]].pos].value;
+        if (ember_grammar_class_covers(m->g, c, lo, hi)) pattern |= 1u << i;
+        else if (ember_grammar_class_meets(m->g, c, lo, hi)) return p->cp;
+    }
+    return 0x80000000u | pattern; /* above every code point */
+}
+
+size_t ember_gmatch_key(const ember_gmatch *m, uint32_t *key, size_t cap)
+{
+    size_t n = 0;
+    for (uint32_t i = 0; i < m->cur.n; i++) {
+        for (uint32_t k = m->cur.v[i]; k != NONE; k = m->nodes[k].parent, n++)
+            if (n < cap) key[n] = m->nodes[k].pos;
+        if (n < cap) key[n] = NONE;
+        n++;
+    }
+    if (n + 3 <= cap) {
+        key[n] = pending_class(m), key[n + 1] = m->pend.left ? m->pend.left | m->pend.len << 8 : 0;
+        key[n + 2] = m->pend.left ? m->pend.cp : 0;
+    }
+    return n + 3;
+}
+
+bool ember_gmatch_set_key(ember_gmatch *m, const uint32_t *key, size_t n)
+{
+    m->n_nodes = 0, m->cur.n = 0;
+    if (n < 3) return false;
+    for (size_t i = 0, end; i < n - 3; i = end + 1) {
+        for (end = i; end < n - 3 && key[end] != NONE; end++)
+            if (key[end] >= m->g->n_elems) return false;
+        if (end == n - 3) return false; /* a stack without its end mark */
+        uint32_t top = NONE;
+        for (size_t k = end; k > i; k--) {
+            uint32_t same = 0; /* share the nodes of equal stack bottoms, as matching does */
+            while (same < m->n_nodes && (m->nodes[same].pos != key[k - 1] || m->nodes[same].parent != top)) same++;
+            if ((top = same < m->n_nodes ? same : new_node(m, key[k - 1], top)) == NONE) return false;
+        }
+        if (!grow(m, (void **)&m->cur.v, &m->cur.cap, m->cur.n + 1, sizeof *m->cur.v)) return false;
+        m->cur.v[m->cur.n++] = top;
+    }
+    m->pend = (pending){key[n - 1], key[n - 2] & 0xFF, key[n - 2] >> 8};
+    if (m->pend.left > 3 || m->pend.len > 4) return false;
+    m->live = m->n_nodes;
+    return !m->oom;
+}
+
 bool ember_gmatch_complete(const ember_gmatch *m)
 {
-    for (uint32_t i = 0; i < m->cur.n && !m->pend_left; i++)
+    for (uint32_t i = 0; i < m->cur.n && !m->pend.left; i++)
         if (m->cur.v[i] == NONE) return true;
     return false;
 }
@@ -228,9 +408,11 @@ ember_status ember_gmatch_create(const ember_grammar *g, ember_gmatch **out, emb
 void ember_gmatch_free(ember_gmatch *m)
 {
     if (!m) return;
-    free(m->nodes);
-    free(m->cur.v);
-    free(m->a.v);
-    free(m->b.v);
-    free(m);
+    ember_free(m->nodes);
+    ember_free(m->cur.v);
+    ember_free(m->a.v);
+    ember_free(m->b.v);
+    ember_free(m->walk.v);
+    ember_free(m->levels);
+    ember_free(m);
 }

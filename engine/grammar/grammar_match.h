@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "grammar.h"
+#include "vocab_trie.h"
 
 typedef struct ember_gmatch ember_gmatch;
 
@@ -33,5 +34,23 @@ bool ember_gmatch_complete(const ember_gmatch *m);
 
 /* Whether the grammar allows more text after what was accepted. */
 bool ember_gmatch_open(const ember_gmatch *m);
+
+/* The token mask: bit t of bits (v->n_vocab bits, words of 32, owned by the caller) set
+ * when token t may come next (ember_gmatch_allows on its bytes), end-of-generation tokens
+ * when the text is complete; *n_allowed counts them. One walk of v's trie that skips every
+ * token below a prefix no stack takes. False when memory ran out (bits then unusable).
+ * Leaves the matcher as it was. */
+bool ember_gmatch_mask(ember_gmatch *m, const ember_vtrie *v, uint32_t *bits, uint32_t *n_allowed);
+
+/* The matcher's state as numbers: each open stack's elements from the top down, ended by
+ * UINT32_MAX, then what decides how a pending character goes on (0 when none), the
+ * continuation bytes it waits for, and its bits so far. Keys equal but for their last
+ * number give equal masks and lead to equal states, so states can be cached by all but
+ * the last number; ember_gmatch_set_key takes the whole key. Writes at most cap numbers;
+ * returns the key's full length. */
+size_t ember_gmatch_key(const ember_gmatch *m, uint32_t *key, size_t cap);
+/* Puts m in the state key[0..n) describes (a key ember_gmatch_key gave for a matcher of
+ * the same grammar). False when the key is not one or memory ran out. */
+bool ember_gmatch_set_key(ember_gmatch *m, const uint32_t *key, size_t n);
 
 #endif

@@ -1,0 +1,236 @@
+/* constraint.c — grammars shared by text in the engine's set (least recently used idle
+ * ones are dropped past MAX_IDLE), and each request's matcher and last mask. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "constraint.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "grammar.h"
+#include "grammar_match.h"
+#include "mask_cache.h"
+#include "vocab_trie.h"
+
+/* Grammars no request uses that the set keeps for the next request with the same text. */
+#define MAX_IDLE 8
+
+typedef struct entry {
+    char *text, *root;
+    ember_grammar *g;
+    ember_gmask_cache *cache;
+    uint32_t refs;      /* constraints bound to it */
+    uint64_t last_used;
+    struct entry *next;
+} entry;
+
+struct ember_grammars {
+    const ember_tokenizer *t;
+    ember_vtrie *trie;  /* built on the first bind */
+    entry *entries;
+    uint64_t clock;
+};
+
+struct ember_constraint {
+    char *text, *root;
+    ember_grammar *own; /* parsed at create; handed to the set, or dropped, when bound */
+    entry *shared;      /* once bound */
+    ember_gmatch *m;
+    uint32_t *bits;     /* the last mask */
+    uint32_t n_allowed, n_vocab;
+    const ember_vtrie *trie; /* the set's, once bound */
+    bool failed;        /* the last mask could not be made: err says why */
+    ember_err err;
+};
+
+ember_status ember_constraint_create(const char *gbnf, const char *root, ember_constraint **out, ember_err *err)
+{
+    ember_constraint *c = *out = ember_calloc(1, sizeof *c);
+    if (!c || !(c->text = ember_strdup(gbnf)) || !(c->root = ember_strdup(root ? root : "root"))) {
+        ember_constraint_free(c);
+        *out = NULL;
+        return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    ember_status s = ember_grammar_parse(c->text, strlen(c->text), c->root, &c->own, err);
+    if (s != EMBER_OK) {
+        ember_constraint_free(c);
+        *out = NULL;
+    }
+    return s;
+}
+
+static void entry_free(entry *e)
+{
+    ember_gmask_cache_free(e->cache);
+    ember_grammar_free(e->g);
+    ember_free(e->text);
+    ember_free(e->root);
+    ember_free(e);
+}
+
+void ember_constraint_free(ember_constraint *c)
+{
+    if (!c) return;
+    if (c->shared) c->shared->refs--;
+    ember_gmatch_free(c->m);
+    ember_grammar_free(c->own);
+    ember_free(c->bits);
+    ember_free(c->text);
+    ember_free(c->root);
+    ember_free(c);
+}
+
+/* Drops the least recently used idle grammar while more than MAX_IDLE are idle. */
+static void trim(ember_grammars *gs)
+{
+    for (;;) {
+        uint32_t idle = 0;
+        entry **oldest = NULL;
+        for (entry **p = &gs->entries; *p; p = &(*p)->next)
+            if (!(*p)->refs && (idle++, !oldest || (*p)->last_used < (*oldest)->last_used)) oldest = p;
+        if (idle <= MAX_IDLE) return;
+        entry *e = *oldest;
+        *oldest = e->next;
+        entry_free(e);
+    }
+}
+
+/* The set's entry for c's grammar text, made from c's parsed grammar when new. */
+static entry *find_or_add(ember_grammars *gs, ember_constraint *c, ember_err *err)
+{
+    for (entry *e = gs->entries; e; e = e->next)
+        if (!strcmp(e->text, c->text) && !strcmp(e->root, c->root)) return e;
+    entry *e = ember_calloc(1, sizeof *e);
+    if (!e || ember_gmask_cache_create(c->own, gs->trie, 0, &e->cache, err) != EMBER_OK) {
+        ember_free(e);
+        return NULL;
+    }
+    e->text = c->text, e->root = c->root, e->g = c->own;
+    c->text = c->root = NULL, c->own = NULL;
+    e->next = gs->entries;
+    gs->entries = e;
+    return e;
+}
+
+/* The trie of a tokenizer's vocabulary: each token's bytes as ember_tokenizer_decode gives
+ * them (control and unused tokens have none), end-of-generation as the tokenizer says. */
+static ember_status trie_of(const ember_tokenizer *t, ember_vtrie **out, ember_err *err)
+{
+    uint32_t n = ember_tokenizer_n_vocab(t);
+    ember_vtrie_piece *p = ember_calloc(n ? n : 1, sizeof *p);
+    size_t total = 0;
+    for (uint32_t i = 0; p && i < n; i++) total += ember_tokenizer_decode(t, i, NULL, 0);
+    uint8_t *bytes = p ? ember_malloc(total + 1) : NULL;
+    if (!bytes) {
+        ember_free(p);
+        *out = NULL;
+        return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "grammar: out of memory for the vocabulary trie");
+    }
+    size_t at = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        size_t len = ember_tokenizer_decode(t, i, (char *)bytes + at, total - at);
+        p[i] = (ember_vtrie_piece){bytes + at, (uint32_t)len, ember_tokenizer_is_eog(t, i)};
+        at += len;
+    }
+    ember_status s = ember_vtrie_build(p, n, out, err);
+    ember_free(bytes);
+    ember_free(p);
+    return s;
+}
+
+static ember_status bind(ember_constraint *c, ember_grammars *gs, ember_err *err)
+{
+    ember_status s = gs->trie ? EMBER_OK : trie_of(gs->t, &gs->trie, err);
+    if (s != EMBER_OK) return s;
+    entry *e = find_or_add(gs, c, err);
+    if (!e) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory for a grammar");
+    if ((s = ember_gmatch_create(e->g, &c->m, err)) != EMBER_OK) return s;
+    if (!(c->bits = ember_malloc(sizeof *c->bits * ((gs->trie->n_vocab + 31) / 32 + 1))))
+        return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory for a grammar");
+    e->refs++;
+    c->shared = e;
+    c->n_vocab = gs->trie->n_vocab;
+    c->trie = gs->trie;
+    ember_grammar_free(c->own); /* an equal grammar was there already */
+    c->own = NULL;
+    trim(gs);
+    return EMBER_OK;
+}
+
+static ember_status mask(ember_constraint *c, ember_grammars *gs)
+{
+    ember_status s = c->shared ? EMBER_OK : bind(c, gs, &c->err);
+    if (s != EMBER_OK) return s;
+    c->shared->last_used = ++gs->clock;
+    const uint32_t *bits = ember_gmask_get(c->shared->cache, c->m, &c->n_allowed);
+    if (!bits) return ember_fail(&c->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory for a grammar's mask");
+    memcpy(c->bits, bits, sizeof *bits * ((c->n_vocab + 31) / 32));
+    if (!c->n_allowed)
+        return ember_fail(&c->err, EMBER_ERR_INVALID_ARG,
+                          "grammar: no token of the vocabulary can continue the text here");
+    return EMBER_OK;
+}
+
+void ember_constraint_mask(ember_constraint *c, ember_grammars *gs)
+{
+    c->failed = mask(c, gs) != EMBER_OK;
+}
+
+const char *ember_constraint_failure(const ember_constraint *c)
+{
+    return c->failed ? c->err.msg : NULL;
+}
+
+bool ember_constraint_allows(const ember_constraint *c, uint32_t token)
+{
+    return c->bits && token < c->n_vocab && (c->bits[token / 32] >> (token % 32) & 1);
+}
+
+void ember_constraint_apply(const ember_constraint *c, float *logits, bool eog)
+{
+    for (uint32_t k = 0; !eog && k < c->trie->n_eog; k++) logits[c->trie->eog[k]] = -INFINITY;
+    for (uint32_t w = 0; w < (c->n_vocab + 31) / 32; w++) {
+        uint32_t b = c->bits[w];
+        if (b == UINT32_MAX) continue; /* inside a string most words allow all 32 */
+        uint32_t n = c->n_vocab - w * 32 < 32 ? c->n_vocab - w * 32 : 32;
+        for (uint32_t k = 0; k < n; k++)
+            if (!(b >> k & 1)) logits[w * 32 + k] = -INFINITY;
+    }
+}
+
+ember_constraint_after ember_constraint_accept(ember_constraint *c, const ember_tokenizer *t, uint32_t token)
+{
+    if (ember_tokenizer_is_eog(t, token))
+        return ember_gmatch_complete(c->m) ? EMBER_CONSTRAINT_ENDED : EMBER_CONSTRAINT_REFUSED;
+    char small[256], *buf = small;
+    size_t n = ember_tokenizer_decode(t, token, small, sizeof small);
+    if (n > sizeof small) {
+        if (!(buf = ember_malloc(n))) return EMBER_CONSTRAINT_REFUSED;
+        ember_tokenizer_decode(t, token, buf, n);
+    }
+    bool ok = n > 0 && ember_gmatch_accept(c->m, (const uint8_t *)buf, n);
+    if (buf != small) ember_free(buf);
+    if (!ok) return EMBER_CONSTRAINT_REFUSED;
+    return ember_gmatch_complete(c->m) && !ember_gmatch_open(c->m) ? EMBER_CONSTRAINT_ENDED
+                                                                    : EMBER_CONSTRAINT_GOES_ON;
+}
+
+ember_status ember_grammars_create(const ember_tokenizer *t, ember_grammars **out, ember_err *err)
+{
+    ember_grammars *gs = *out = ember_calloc(1, sizeof *gs);
+    if (!gs) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    gs->t = t;
+    return EMBER_OK;
+}
+
+void ember_grammars_free(ember_grammars *gs)
+{
+    if (!gs) return;
+    while (gs->entries) {
+        entry *e = gs->entries;
+        gs->entries = e->next;
+        entry_free(e);
+    }
+    ember_vtrie_free(gs->trie);
+    ember_free(gs);
+}
