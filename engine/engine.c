@@ -197,12 +197,12 @@ static ember_status create_parts(ember_engine *e)
     ember_step_opts to = step_opts(e, e->o.max_batch_tokens);
     if (s == EMBER_OK) s = ember_step_create(e->model, &to, &e->step, &e->err);
     if (s == EMBER_OK) e->cands = use_candidates(e);
+    if (s == EMBER_OK) s = ember_grammars_create(e->model->tok, &e->grammars, &e->err);
     ember_spec_opts po = {.target = e->model, .draft = e->o.draft,
                           .draft_step = step_opts(e, e->o.max_batch_tokens + STEP_SPARE(e->o.max_seqs)),
-                          .max_batch_tokens = e->o.max_batch_tokens};
+                          .max_batch_tokens = e->o.max_batch_tokens, .grammars = e->grammars};
     if (s == EMBER_OK) s = ember_spec_create(&po, &e->spec, &e->err);
     if (s == EMBER_OK && e->o.profile) s = create_profiler(e);
-    if (s == EMBER_OK) s = ember_grammars_create(e->model->tok, &e->grammars, &e->err);
     return s;
 }
 
@@ -539,7 +539,9 @@ static void make_masks(ember_engine *e, uint32_t n_items)
 {
     for (uint32_t i = 0; i < n_items; i++) {
         request *r = e->items[i].r;
-        if (r && r->constraint && logits_rows(&e->items[i])) ember_constraint_mask(r->constraint, e->grammars);
+        /* a speculating request's masks were made with its drafts (engine_spec.c) */
+        if (r && r->constraint && !r->n_draft && logits_rows(&e->items[i]))
+            ember_constraint_mask(r->constraint, e->grammars);
     }
 }
 
@@ -604,7 +606,7 @@ static ember_status sample_row(ember_engine *e, request *r, uint32_t row, uint32
     float *logits = e->buf.logits + (size_t)row * e->model->llama.hp.n_vocab;
     if (r->constraint) {
         if (ember_constraint_failure(r->constraint)) return EMBER_ERR_INVALID_ARG;
-        ember_constraint_apply(r->constraint, logits, !r->ignore_eos);
+        ember_constraint_apply(r->constraint, 0, logits, !r->ignore_eos);
     }
     switch (e->buf.want[row]) {
     case ROW_DRAWN: *tok = e->buf.drawn[row], e->sampled_cands++; return EMBER_OK;

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "engine/grammar/constraint.h"
 #include "engine_spec.h"
 
 #include "sampler.h"
@@ -13,6 +14,7 @@ struct ember_spec {
     ember_step *draft_step;       /* the draft model's step (same block ids as the target) */
     uint32_t max_batch_tokens;
     float *probs, *scratch;       /* verification: (EMBER_MAX_DRAFT + 1) rows, and one row */
+    struct ember_grammars *grammars;
 };
 
 /* ---- set-up --------------------------------------------------------------------------- */
@@ -52,6 +54,7 @@ ember_status ember_spec_create(const ember_spec_opts *o, ember_spec **out, ember
     sp->target = o->target;
     sp->draft = o->draft;
     sp->max_batch_tokens = o->max_batch_tokens;
+    sp->grammars = o->grammars;
     if (o->draft && (s = ember_step_create(o->draft, &o->draft_step, &sp->draft_step, err)) != EMBER_OK) {
         ember_fail_ctx(err, s, "draft model");
         ember_spec_free(sp);
@@ -111,14 +114,33 @@ static uint32_t draft_room(ember_spec *sp, ember_sched *s, request *r, uint32_t 
     return end > r->n_computed + 1 ? end - r->n_computed - 1 : 0;
 }
 
-/* The draft model's choice from its output row (and q, the distribution it drew from). */
+/* The draft model's choice from its output row (and q, the distribution it drew from);
+ * a constrained request draws from the tokens its grammar allows after the drafts so far,
+ * so that q is the distribution its drafts really follow. */
 static uint32_t draft_pick(const ember_batch_buf *buf, request *r, uint32_t row, uint32_t j)
 {
     if (r->greedy) return buf->argmax[row];
     uint32_t V = buf->n_vocab;
-    float *q = r->q + (size_t)j * V;
-    ember_sampler_probs(r->draft_sampler, buf->logits + (size_t)row * V, q);
+    float *q = r->q + (size_t)j * V, *logits = buf->logits + (size_t)row * V;
+    if (r->constraint) ember_constraint_apply(r->constraint, j, logits, !r->ignore_eos);
+    ember_sampler_probs(r->draft_sampler, logits, q);
     return ember_sampler_draw(r->draft_sampler, q);
+}
+
+/* How many of r's first n drafts its grammar takes in a row (the drafts stop before the
+ * first it refuses, or after one that ends it); the mask of each row the verifier reads
+ * is made on the way. n-gram proposals and draft-model picks both pass through here. */
+static uint32_t grammar_drafts(ember_spec *sp, request *r, const uint32_t *drafts, uint32_t n)
+{
+    ember_constraint_try_begin(r->constraint, sp->grammars);
+    uint32_t kept = 0;
+    while (kept < n) {
+        int more = ember_constraint_try_take(r->constraint, sp->grammars, sp->target->tok, drafts[kept]);
+        if (more >= 0) kept++;
+        if (more <= 0) break;
+    }
+    ember_constraint_try_end(r->constraint);
+    return kept;
 }
 
 /* Pass 0 brings every draft-model request's cache up to the target's point (prompt
@@ -145,7 +167,7 @@ static uint32_t draft_batch(const ember_sched_item *items, uint32_t n_items, con
     return T;
 }
 
-static ember_status draft_passes(ember_spec *sp, const ember_sched_item *items, uint32_t n_items, const uint32_t *want,
+static ember_status draft_passes(ember_spec *sp, ember_sched_item *items, uint32_t n_items, uint32_t *want,
                                  uint32_t max_want, ember_batch_buf *buf, ember_err *err)
 {
     bool sampled = false;
@@ -154,6 +176,7 @@ static ember_status draft_passes(ember_spec *sp, const ember_sched_item *items, 
         if (!want[i]) continue;
         sampled |= !r->greedy;
         if (r->draft_sampler) ember_sampler_save(r->draft_sampler);
+        if (r->constraint) ember_constraint_try_begin(r->constraint, sp->grammars);
     }
     ember_status s = EMBER_OK;
     for (uint32_t j = 0; s == EMBER_OK && (j == 0 || j < max_want); j++) {
@@ -166,12 +189,20 @@ static ember_status draft_passes(ember_spec *sp, const ember_sched_item *items, 
             request *r = items[i].r;
             if (!r || !r->spec_draft || want[i] <= j) continue;
             uint32_t d = draft_pick(buf, r, row++, j);
+            int more = r->constraint ? ember_constraint_try_take(r->constraint, sp->grammars, sp->target->tok, d) : 1;
+            if (more <= 0) { /* the drafts end here: before d (refused), or with it */
+                r->n_draft = j + (more == 0);
+                items[i].n = 1 + r->n_draft;
+                want[i] = j + 1; /* no later pass feeds it */
+            }
             r->tokens[r->n_tokens + j] = d;
             if (r->draft_sampler) ember_sampler_accept(r->draft_sampler, d);
         }
     }
-    for (uint32_t i = 0; i < n_items; i++)
+    for (uint32_t i = 0; i < n_items; i++) {
         if (want[i] && items[i].r->draft_sampler) ember_sampler_restore(items[i].r->draft_sampler);
+        if (want[i] && items[i].r->constraint) ember_constraint_try_end(items[i].r->constraint);
+    }
     if (s != EMBER_OK) ember_fail_ctx(err, s, "draft model");
     return s;
 }
@@ -193,6 +224,7 @@ ember_status ember_spec_propose(ember_spec *sp, ember_sched *s, ember_sched_item
         if (!r->spec_k || it->n != 1 || !it->logits) continue;
         uint32_t m = draft_room(sp, s, r, spare);
         if (!r->spec_draft) m = ember_ngram_propose(r->tokens, r->n_tokens, r->spec_ngram, m, r->tokens + r->n_tokens);
+        if (!r->spec_draft && r->constraint) m = grammar_drafts(sp, r, r->tokens + r->n_tokens, m);
         want[i] = r->spec_draft ? m : 0;
         if (want[i] > max_want) max_want = want[i];
         r->n_draft = m;
@@ -223,6 +255,8 @@ uint32_t ember_spec_verify(ember_spec *sp, ember_sched *s, request *r, const emb
 {
     uint32_t k = r->n_draft, n_out;
     const uint32_t *draft = r->tokens + r->n_tokens;
+    for (uint32_t i = 0; r->constraint && i <= k; i++) /* row i under the grammar after i drafts */
+        ember_constraint_apply(r->constraint, i, buf->logits + (size_t)(row + i) * buf->n_vocab, !r->ignore_eos);
     if (r->greedy) {
         n_out = ember_spec_accept_greedy(buf->argmax + row, draft, k, out);
     } else {

@@ -21,6 +21,8 @@ typedef struct ember_spec_opts {
     const ember_model *draft;     /* NULL: n-gram proposals only */
     ember_step_opts draft_step;   /* the draft's pool: the target's block ids, more tokens */
     uint32_t max_batch_tokens;
+    struct ember_grammars *grammars; /* the engine's: drafts of constrained requests follow
+                                        their grammar (grammar/constraint.h) */
 } ember_spec_opts;
 
 /* Checks the draft model against the target (same vocabulary) and makes its step. */

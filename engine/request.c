@@ -105,7 +105,6 @@ static ember_status setup_speculation(const ember_request_env *env, const ember_
     if (!x->draft_k) return EMBER_OK;
     if (x->draft_k > EMBER_MAX_DRAFT)
         return ember_fail(err, EMBER_ERR_INVALID_ARG, "draft_k %u exceeds %d", x->draft_k, EMBER_MAX_DRAFT);
-    if (d->grammar) return ember_fail(err, EMBER_ERR_UNSUPPORTED, "a grammar with speculative decoding: not yet");
     if (!x->ngram && !env->has_draft)
         return ember_fail(err, EMBER_ERR_INVALID_ARG, "speculation asks for a draft model but the engine has none");
     r->spec_k = r->spec_k_max = x->draft_k;
@@ -155,7 +154,9 @@ static ember_status build(const ember_request_env *env, const ember_request_desc
     uint32_t V = env->model->llama.hp.n_vocab;
     ember_status s = ember_text_create(d->stop, &r->out, err);
     if (s == EMBER_OK) s = ember_sampler_create(&sp, V, &r->sampler, err);
-    if (s == EMBER_OK && d->grammar) s = ember_constraint_create(d->grammar, d->grammar_root, &r->constraint, err);
+    uint32_t positions = d->spec.draft_k ? EMBER_MAX_DRAFT + 1 : 1; /* a mask per row a step checks */
+    if (s == EMBER_OK && d->grammar)
+        s = ember_constraint_create(d->grammar, d->grammar_root, positions, &r->constraint, err);
     if (s == EMBER_OK) s = tokenize_prompt(env, d, r, err);
     if (s == EMBER_OK) truncate_prompt(r, d->truncate_prompt_tokens);
     if (s == EMBER_OK) s = check_fits(env, r, err);

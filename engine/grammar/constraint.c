@@ -36,16 +36,23 @@ struct ember_constraint {
     ember_grammar *own; /* parsed at create; handed to the set, or dropped, when bound */
     entry *shared;      /* once bound */
     ember_gmatch *m;
-    uint32_t *bits;     /* the last mask */
-    uint32_t n_allowed, n_vocab;
+    uint32_t positions;      /* masks it can hold: 1, or 1 + drafts */
+    uint32_t *bits;          /* mask i (after i drafts) at bits + i * words */
+    uint32_t words, valid;   /* per mask; masks made (0 .. valid - 1) */
+    uint32_t n_vocab;
     const ember_vtrie *trie; /* the set's, once bound */
-    bool failed;        /* the last mask could not be made: err says why */
+    uint32_t *saved;         /* the state before drafts (a matcher key) */
+    size_t n_saved, cap_saved;
+    uint32_t pos;            /* drafts taken since ember_constraint_try_begin */
+    bool failed;             /* a mask could not be made: err says why */
     ember_err err;
 };
 
-ember_status ember_constraint_create(const char *gbnf, const char *root, ember_constraint **out, ember_err *err)
+ember_status ember_constraint_create(const char *gbnf, const char *root, uint32_t positions,
+                                     ember_constraint **out, ember_err *err)
 {
     ember_constraint *c = *out = ember_calloc(1, sizeof *c);
+    if (c) c->positions = positions ? positions : 1;
     if (!c || !(c->text = ember_strdup(gbnf)) || !(c->root = ember_strdup(root ? root : "root"))) {
         ember_constraint_free(c);
         *out = NULL;
@@ -75,6 +82,7 @@ void ember_constraint_free(ember_constraint *c)
     ember_gmatch_free(c->m);
     ember_grammar_free(c->own);
     ember_free(c->bits);
+    ember_free(c->saved);
     ember_free(c->text);
     ember_free(c->root);
     ember_free(c);
@@ -145,7 +153,8 @@ static ember_status bind(ember_constraint *c, ember_grammars *gs, ember_err *err
     entry *e = find_or_add(gs, c, err);
     if (!e) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory for a grammar");
     if ((s = ember_gmatch_create(e->g, &c->m, err)) != EMBER_OK) return s;
-    if (!(c->bits = ember_malloc(sizeof *c->bits * ((gs->trie->n_vocab + 31) / 32 + 1))))
+    c->words = (gs->trie->n_vocab + 31) / 32 + 1;
+    if (!(c->bits = ember_malloc(sizeof *c->bits * c->words * c->positions)))
         return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory for a grammar");
     e->refs++;
     c->shared = e;
@@ -157,23 +166,81 @@ static ember_status bind(ember_constraint *c, ember_grammars *gs, ember_err *err
     return EMBER_OK;
 }
 
-static ember_status mask(ember_constraint *c, ember_grammars *gs)
+/* Mask pos from the matcher's state; c->valid becomes pos + 1 when it was made. */
+static ember_status mask(ember_constraint *c, ember_grammars *gs, uint32_t pos)
 {
     ember_status s = c->shared ? EMBER_OK : bind(c, gs, &c->err);
     if (s != EMBER_OK) return s;
     c->shared->last_used = ++gs->clock;
-    const uint32_t *bits = ember_gmask_get(c->shared->cache, c->m, &c->n_allowed);
+    uint32_t n_allowed;
+    const uint32_t *bits = ember_gmask_get(c->shared->cache, c->m, &n_allowed);
     if (!bits) return ember_fail(&c->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory for a grammar's mask");
-    memcpy(c->bits, bits, sizeof *bits * ((c->n_vocab + 31) / 32));
-    if (!c->n_allowed)
+    memcpy(c->bits + (size_t)pos * c->words, bits, sizeof *bits * ((c->n_vocab + 31) / 32));
+    if (!n_allowed)
         return ember_fail(&c->err, EMBER_ERR_INVALID_ARG,
                           "grammar: no token of the vocabulary can continue the text here");
+    c->valid = pos + 1;
     return EMBER_OK;
 }
 
 void ember_constraint_mask(ember_constraint *c, ember_grammars *gs)
 {
-    c->failed = mask(c, gs) != EMBER_OK;
+    c->valid = 0;
+    c->failed = mask(c, gs, 0) != EMBER_OK;
+}
+
+void ember_constraint_try_begin(ember_constraint *c, ember_grammars *gs)
+{
+    ember_constraint_mask(c, gs);
+    c->pos = 0;
+    c->n_saved = 0;
+    if (c->failed) return;
+    size_t n = ember_gmatch_key(c->m, c->saved, c->cap_saved);
+    if (n > c->cap_saved) {
+        uint32_t *k = ember_realloc(c->saved, sizeof *k * n);
+        if (!k) {
+            c->failed = true;
+            ember_fail(&c->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory for a grammar");
+            return;
+        }
+        c->saved = k, c->cap_saved = n;
+        ember_gmatch_key(c->m, c->saved, c->cap_saved);
+    }
+    c->n_saved = n;
+}
+
+/* token's bytes, into small when they fit (else allocated: *big, freed by the caller). */
+static size_t token_bytes(const ember_tokenizer *t, uint32_t token, char *small, size_t cap, char **big)
+{
+    size_t n = ember_tokenizer_decode(t, token, small, cap);
+    *big = NULL;
+    if (n > cap && (*big = ember_malloc(n))) ember_tokenizer_decode(t, token, *big, n);
+    return n > cap && !*big ? 0 : n;
+}
+
+int ember_constraint_try_take(ember_constraint *c, ember_grammars *gs, const ember_tokenizer *t, uint32_t token)
+{
+    if (!c->n_saved || c->pos + 1 >= c->positions || c->valid <= c->pos || ember_tokenizer_is_eog(t, token) ||
+        !ember_constraint_allows(c, c->pos, token))
+        return -1;
+    char small[256], *big;
+    size_t n = token_bytes(t, token, small, sizeof small, &big);
+    bool ok = n > 0 && ember_gmatch_accept(c->m, (const uint8_t *)(big ? big : small), n);
+    ember_free(big);
+    if (!ok) return -1;
+    c->pos++;
+    if (mask(c, gs, c->pos) != EMBER_OK) return 0; /* the verifier masks the row whole */
+    return ember_gmatch_complete(c->m) && !ember_gmatch_open(c->m) ? 0 : 1;
+}
+
+void ember_constraint_try_end(ember_constraint *c)
+{
+    if (c->pos && !ember_gmatch_set_key(c->m, c->saved, c->n_saved)) {
+        c->failed = true; /* out of memory: the next mask says so */
+        c->valid = 0;
+        ember_fail(&c->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory for a grammar");
+    }
+    c->pos = 0;
 }
 
 const char *ember_constraint_failure(const ember_constraint *c)
@@ -181,16 +248,22 @@ const char *ember_constraint_failure(const ember_constraint *c)
     return c->failed ? c->err.msg : NULL;
 }
 
-bool ember_constraint_allows(const ember_constraint *c, uint32_t token)
+bool ember_constraint_allows(const ember_constraint *c, uint32_t pos, uint32_t token)
 {
-    return c->bits && token < c->n_vocab && (c->bits[token / 32] >> (token % 32) & 1);
+    const uint32_t *bits = c->bits + (size_t)pos * c->words;
+    return pos < c->valid && token < c->n_vocab && (bits[token / 32] >> (token % 32) & 1);
 }
 
-void ember_constraint_apply(const ember_constraint *c, float *logits, bool eog)
+void ember_constraint_apply(const ember_constraint *c, uint32_t pos, float *logits, bool eog)
 {
+    const uint32_t *bits = c->bits + (size_t)pos * c->words;
+    if (pos >= c->valid) { /* no mask: nothing is allowed */
+        for (uint32_t t = 0; t < c->n_vocab; t++) logits[t] = -INFINITY;
+        return;
+    }
     for (uint32_t k = 0; !eog && k < c->trie->n_eog; k++) logits[c->trie->eog[k]] = -INFINITY;
     for (uint32_t w = 0; w < (c->n_vocab + 31) / 32; w++) {
-        uint32_t b = c->bits[w];
+        uint32_t b = bits[w];
         if (b == UINT32_MAX) continue; /* inside a string most words allow all 32 */
         uint32_t n = c->n_vocab - w * 32 < 32 ? c->n_vocab - w * 32 : 32;
         for (uint32_t k = 0; k < n; k++)
@@ -202,14 +275,10 @@ ember_constraint_after ember_constraint_accept(ember_constraint *c, const ember_
 {
     if (ember_tokenizer_is_eog(t, token))
         return ember_gmatch_complete(c->m) ? EMBER_CONSTRAINT_ENDED : EMBER_CONSTRAINT_REFUSED;
-    char small[256], *buf = small;
-    size_t n = ember_tokenizer_decode(t, token, small, sizeof small);
-    if (n > sizeof small) {
-        if (!(buf = ember_malloc(n))) return EMBER_CONSTRAINT_REFUSED;
-        ember_tokenizer_decode(t, token, buf, n);
-    }
-    bool ok = n > 0 && ember_gmatch_accept(c->m, (const uint8_t *)buf, n);
-    if (buf != small) ember_free(buf);
+    char small[256], *big;
+    size_t n = token_bytes(t, token, small, sizeof small, &big);
+    bool ok = n > 0 && ember_gmatch_accept(c->m, (const uint8_t *)(big ? big : small), n);
+    ember_free(big);
     if (!ok) return EMBER_CONSTRAINT_REFUSED;
     return ember_gmatch_complete(c->m) && !ember_gmatch_open(c->m) ? EMBER_CONSTRAINT_ENDED
                                                                     : EMBER_CONSTRAINT_GOES_ON;
