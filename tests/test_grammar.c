@@ -243,7 +243,8 @@ static void make_vocab(vocab *v)
                                   "\n  ", "}}", "]}", "[{", " [", "\"\"", "ab\"", "\xFF", "\x80" "a",
                                   /* lead bytes after which UTF-8 allows fewer continuations */
                                   "\xE0", "\xED", "\xF0", "\xF4", "\xE1", "\xF1", "\x80", "\x8F", "\x90", "\x9F",
-                                  "\xA0", "\xBF", "\xE0\xA0", "\xED\x9F\xBF", "\xF0\x90\x80"};
+                                  "\xA0", "\xBF", "\xE0\xA0", "\xED\x9F\xBF", "\xF0\x90\x80",
+                                  "\xE2\x82\xAC" "a", "\xC4\x80" "b!", "a\xC3\xA9\xC3\xA9", "!\xE2\x82\xAC!"};
     const char *alphabet = "{}[]\":, abe0129-.\\nu\xC3\xA9\xE0\xED\xF0\xF4\x80\x90\xA0\xBF";
     tu_rng rng = {1234};
     v->n = 0;
@@ -371,6 +372,15 @@ static void test_masks(void)
     CHECK(check_masks("root ::= [a-e]+ (\",\" [a-e]+)* \"!\"", 20, 30) > 0);
     CHECK(check_masks("root ::= \"é\" [^a-z]{1,3} \"€\" | \"null\"", 30, 20) > 0);
     CHECK(check_masks("root ::= p\np ::= \"[\" p \"]\" p | \"\"", 30, 40) > 0);
+    /* a bounded string: each count its own state, masked from plain tokens by length */
+    CHECK(check_masks("root ::= \"<\" [^<>]{0,7} \">\" [a-z]{2}", 40, 20) > 0);
+    /* plain ASCII where longer characters are refused, or lead elsewhere */
+    CHECK(check_masks("root ::= \"<\" [ -;=?-~]{0,9} \">\"", 40, 20) > 0);
+    CHECK(check_masks("root ::= \"<\" ([ -;=?-~] | [\\x80-\\U0010FFFF] \"!\"){0,4} \">\"", 40, 20) > 0);
+    /* longer characters plain at one step of the chain and not the next; some plain and
+     * others not */
+    CHECK(check_masks("root ::= \"<\" ([^<>] [^<>\\x80-\\U0010FFFF]){0,4} \">\"", 40, 20) > 0);
+    CHECK(check_masks("root ::= \"<\" ([^<>\\u0100-\\U0010FFFF] | [\\u0100-\\U0010FFFF] \"!\"){0,6} \">\"", 40, 20) > 0);
 }
 
 int main(void)

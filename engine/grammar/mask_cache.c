@@ -14,7 +14,26 @@ typedef struct state {
     uint32_t key_at, key_len; /* in keys */
     uint32_t mask;            /* its mask at masks[words * this], or NONE */
     uint32_t n_allowed;
+    uint32_t utf8_to;         /* the state every character of 2-4 bytes leads to; DEAD:
+                                 not one state; NONE: not known yet */
 } state;
+
+/* Plain tokens. Inside a string most bytes lead a state to one and the same next state,
+ * itself in a loop (x*) or the next count of a bounded repetition (x{0,200}); from there
+ * the same bytes lead on to one state again, and so on. A token made only of such bytes
+ * is then allowed as long as that chain lasts, whatever the bytes are: such states are
+ * masked from precomputed sets of plain tokens, by their length in characters, and
+ * every other token is checked on its own, instead of a walk of the trie. One set per
+ * pattern of plain bytes met. */
+typedef struct plain {
+    uint32_t ascii[4];        /* the plain ASCII bytes */
+    bool utf8;                /* every well-formed longer character is plain too */
+    uint32_t mask;            /* masks[words * (mask + l)]: the plain tokens of at most
+                                 l + 1 characters, l < PLAIN_CHARS */
+} plain;
+
+#define PLAIN_MIN_BYTES 32    /* fewer plain ASCII bytes: walk the trie */
+#define PLAIN_CHARS 16        /* longer tokens are checked on their own */
 
 typedef struct slot {
     uint64_t hash;
@@ -35,6 +54,7 @@ struct ember_gmask_cache {
     ARRAY(uint32_t) trans; /* 256 per state */
     ARRAY(uint32_t) masks; /* words per state that has one */
     ARRAY(uint32_t) key;   /* the key being looked up */
+    ARRAY(plain) plains;
     uint32_t *level;       /* a walk's state per trie depth */
     ember_gmask_counts counts;
     bool oom;
@@ -73,7 +93,7 @@ static size_t held(const ember_gmask_cache *c)
 static void clear(ember_gmask_cache *c)
 {
     for (uint32_t i = 0; i < c->n_slots; i++) c->slots[i].state = NONE;
-    c->states.n = c->keys.n = c->trans.n = c->masks.n = 0;
+    c->states.n = c->keys.n = c->trans.n = c->masks.n = c->plains.n = 0;
 }
 
 static bool rehash(ember_gmask_cache *c)
@@ -119,7 +139,7 @@ static uint32_t intern(ember_gmask_cache *c)
         !reserve(c, &c->trans, (size_t)c->trans.n + 256, sizeof *c->trans.p))
         return NONE;
     uint32_t id = c->states.n++;
-    c->states.p[id] = (state){c->keys.n, n, NONE, 0};
+    c->states.p[id] = (state){c->keys.n, n, NONE, 0, NONE};
     memset(c->trans.p + c->trans.n, 0xFF, 256 * sizeof *c->trans.p); /* UNSEEN */
     c->trans.n += 256;
     memcpy(c->keys.p + c->keys.n, k, sizeof *k * n);
@@ -152,14 +172,144 @@ static inline uint32_t next(ember_gmask_cache *c, uint32_t s, uint8_t b)
     return t;
 }
 
-/* The mask of state root into bits: a walk of the trie, one transition per node. */
-static uint32_t walk(ember_gmask_cache *c, uint32_t root, bool complete, uint32_t *bits)
+/* Whether every well-formed character whose bytes from state `at` on are still due (left
+ * of them, the next one in lo..hi) leads to one state, *to (NONE until the first
+ * character is finished). Pending states after different lead bytes are mostly one
+ * state (mask_cache.h), so this visits a few states, not every character. */
+static bool utf8_reach(ember_gmask_cache *c, uint32_t at, uint32_t left, uint8_t lo, uint8_t hi, uint32_t *to)
+{
+    uint32_t seen[64], n_seen = 0; /* states already followed from here */
+    for (uint32_t b = lo; b <= hi; b++) {
+        uint32_t t = next(c, at, (uint8_t)b), i = 0;
+        if (t == DEAD) return false;
+        if (left == 1) {
+            if (*to == NONE) *to = t;
+            if (t != *to) return false;
+            continue;
+        }
+        while (i < n_seen && seen[i] != t) i++;
+        if (i < n_seen) continue;
+        seen[n_seen++] = t;
+        if (!utf8_reach(c, t, left - 1, 0x80, 0xBF, to)) return false;
+    }
+    return true;
+}
+
+/* The state every well-formed character of 2-4 bytes leads s to, or DEAD. */
+static uint32_t utf8_to(ember_gmask_cache *c, uint32_t s)
+{
+    if (c->states.p[s].utf8_to != NONE) return c->states.p[s].utf8_to;
+    uint32_t to = NONE;
+    bool one = true;
+    for (uint32_t lead = 0xC2; one && lead <= 0xF4; lead++) {
+        uint32_t t = next(c, s, (uint8_t)lead), left = lead < 0xE0 ? 1 : lead < 0xF0 ? 2 : 3;
+        uint8_t lo = lead == 0xE0 ? 0xA0 : lead == 0xF0 ? 0x90 : 0x80; /* what UTF-8 allows second */
+        uint8_t hi = lead == 0xED ? 0x9F : lead == 0xF4 ? 0x8F : 0xBF;
+        one = t != DEAD && utf8_reach(c, t, left, lo, hi, &to);
+    }
+    return c->states.p[s].utf8_to = one && to != NONE ? to : DEAD;
+}
+
+/* From state s, the state most ASCII bytes lead to (DEAD: none), those bytes and their
+ * count. */
+static uint32_t plain_bytes(ember_gmask_cache *c, uint32_t s, uint32_t ascii[4], uint32_t *n)
+{
+    uint32_t to[128], best = DEAD, most = 0;
+    for (uint32_t b = 0; b < 128; b++) to[b] = next(c, s, (uint8_t)b);
+    for (uint32_t b = 0; b < 128; b++) {
+        uint32_t k = 0;
+        if (to[b] == DEAD || to[b] == best) continue;
+        for (uint32_t b2 = b; b2 < 128; b2++) k += to[b2] == to[b];
+        if (k > most) most = k, best = to[b];
+    }
+    memset(ascii, 0, 4 * sizeof *ascii);
+    for (uint32_t b = 0; best != DEAD && b < 128; b++)
+        if (to[b] == best) ascii[b / 32] |= 1u << (b % 32);
+    *n = most;
+    return best;
+}
+
+/* Whether the plain bytes (and characters) of p all lead s to one state, *t. */
+static bool plain_step(ember_gmask_cache *c, uint32_t s, const plain *p, uint32_t *t)
+{
+    *t = DEAD;
+    for (uint32_t b = 0; b < 128; b++) {
+        if (!(p->ascii[b / 32] >> (b % 32) & 1)) continue;
+        uint32_t u = next(c, s, (uint8_t)b);
+        if (*t == DEAD) *t = u;
+        if (u == DEAD || u != *t) return false;
+    }
+    return *t != DEAD && (!p->utf8 || utf8_to(c, s) == *t);
+}
+
+/* The plain-token sets of pattern (ascii, utf8), made when new; its index, or NONE. */
+static uint32_t plain_sets(ember_gmask_cache *c, const uint32_t ascii[4], bool utf8)
+{
+    for (uint32_t i = 0; i < c->plains.n; i++)
+        if (!memcmp(c->plains.p[i].ascii, ascii, 4 * sizeof *ascii) && c->plains.p[i].utf8 == utf8) return i;
+    if (!reserve(c, &c->plains, c->plains.n + 1, sizeof(plain)) ||
+        !reserve(c, &c->masks, (size_t)c->masks.n + PLAIN_CHARS * c->words, sizeof *c->masks.p))
+        return NONE;
+    const ember_vtrie *v = c->v;
+    uint32_t *sets = c->masks.p + c->masks.n;
+    memset(sets, 0, sizeof *sets * c->words * PLAIN_CHARS);
+    for (uint32_t t = 0; t < v->n_vocab; t++) {
+        uint32_t chars = 0;
+        bool ok = utf8 ? v->utf8_ok[t] : true;
+        for (uint32_t i = v->at[t]; ok && i < v->at[t + 1]; i++) {
+            uint8_t b = v->pool[i];
+            ok = b < 0x80 ? ascii[b / 32] >> (b % 32) & 1 : utf8;
+            chars += (b & 0xC0) != 0x80; /* a character starts: ASCII or a lead byte */
+        }
+        if (ok && chars && chars <= PLAIN_CHARS) sets[(size_t)(chars - 1) * c->words + t / 32] |= 1u << (t % 32);
+    }
+    for (uint32_t l = 1; l < PLAIN_CHARS; l++) /* at most l + 1 characters */
+        for (size_t w = 0; w < c->words; w++) sets[l * c->words + w] |= sets[(l - 1) * c->words + w];
+    uint32_t id = c->plains.n++;
+    c->plains.p[id] = (plain){{ascii[0], ascii[1], ascii[2], ascii[3]}, utf8, c->masks.n / (uint32_t)c->words};
+    c->masks.n += PLAIN_CHARS * (uint32_t)c->words;
+    return id;
+}
+
+/* The mask of state root into masks[at ..] from plain tokens (see plain), every other
+ * token run through the transitions on its own. False when root has too few plain
+ * bytes. */
+static bool from_plain(ember_gmask_cache *c, uint32_t root, uint32_t at, uint32_t *n)
+{
+    uint32_t ascii[4], n_plain, t, chain = 0;
+    uint32_t first = plain_bytes(c, root, ascii, &n_plain);
+    if (first == DEAD || n_plain < PLAIN_MIN_BYTES) return false;
+    uint32_t id = plain_sets(c, ascii, utf8_to(c, root) == first); /* it may move masks: bits after it */
+    if (id == NONE) return false;
+    for (uint32_t s = root; chain < PLAIN_CHARS && plain_step(c, s, &c->plains.p[id], &t); s = t) chain++;
+    if (!chain) return false;
+    const ember_vtrie *v = c->v;
+    uint32_t *bits = c->masks.p + at;
+    memcpy(bits, c->masks.p + ((size_t)c->plains.p[id].mask + chain - 1) * c->words, sizeof *bits * c->words);
+    for (uint32_t w = 0; w < (v->n_vocab + 31) / 32; w++) {
+        for (uint32_t tok = w * 32; bits[w] != UINT32_MAX && tok < w * 32 + 32 && tok < v->n_vocab; tok++) {
+            if (bits[w] >> (tok % 32) & 1 || v->at[tok + 1] == v->at[tok]) continue;
+            uint32_t s = root;
+            for (uint32_t i = v->at[tok]; s != DEAD && i < v->at[tok + 1]; i++) s = next(c, s, v->pool[i]);
+            if (s != DEAD) bits[w] |= 1u << (tok % 32);
+        }
+        *n += (uint32_t)__builtin_popcount(bits[w]);
+    }
+    return true;
+}
+
+/* The mask of state root into masks[at ..]: a walk of the trie, one transition per node
+ * (or, in a state most bytes lead back to, its plain tokens and a check of the rest). */
+static uint32_t walk(ember_gmask_cache *c, uint32_t root, bool complete, uint32_t at)
 {
     const ember_vtrie *v = c->v;
     uint32_t n = 0;
-    memset(bits, 0, sizeof *bits * c->words);
+    c->counts.masks_made++;
+    bool plain = from_plain(c, root, at, &n);
+    uint32_t *bits = c->masks.p + at;
+    if (!plain) memset(bits, 0, sizeof *bits * c->words);
     c->level[0] = root;
-    for (uint32_t i = 0; i < v->n_nodes;) {
+    for (uint32_t i = 0; !plain && i < v->n_nodes;) {
         uint32_t t = next(c, c->level[v->depth[i] - 1], v->byte[i]);
         if (t == DEAD) {
             i = v->end[i]; /* no token below this prefix can come next */
@@ -171,7 +321,6 @@ static uint32_t walk(ember_gmask_cache *c, uint32_t root, bool complete, uint32_
         i++;
     }
     for (uint32_t k = 0; complete && k < v->n_eog; k++, n++) bits[v->eog[k] / 32] |= 1u << (v->eog[k] % 32);
-    c->counts.masks_made++;
     return n;
 }
 
@@ -189,7 +338,7 @@ const uint32_t *ember_gmask_get(ember_gmask_cache *c, const ember_gmatch *m, uin
     if (!reserve(c, &c->masks, (size_t)c->masks.n + c->words, sizeof *c->masks.p)) return NULL;
     uint32_t at = c->masks.n;
     c->masks.n += (uint32_t)c->words;
-    uint32_t n = walk(c, s, ember_gmatch_complete(m), c->masks.p + at);
+    uint32_t n = walk(c, s, ember_gmatch_complete(m), at);
     if (c->oom) { /* a transition could not be worked out: the mask may lack tokens */
         clear(c);
         return NULL;
@@ -238,6 +387,7 @@ void ember_gmask_cache_free(ember_gmask_cache *c)
     ember_free(c->trans.p);
     ember_free(c->masks.p);
     ember_free(c->key.p);
+    ember_free(c->plains.p);
     ember_free(c->level);
     ember_free(c);
 }

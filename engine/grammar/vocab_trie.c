@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "engine/tokenizer/utf8.h"
 #include "vocab_trie.h"
 
 /* qsort has no context argument: the pieces travel in the keys. */
@@ -67,6 +68,38 @@ static void lay_out(ember_vtrie *v, const key *keys, uint32_t n, uint32_t *open)
     for (; path > 0; path--) v->end[open[path - 1]] = v->n_nodes;
 }
 
+/* Whether bytes[0..n) are well-formed UTF-8 from a character's start, the last character
+ * perhaps unfinished. */
+static bool well_formed(const uint8_t *bytes, uint32_t n)
+{
+    for (size_t i = 0, len; i < n; i += len) {
+        uint32_t cp;
+        ember_utf8_result r = ember_utf8_decode(bytes + i, n - i, &len, &cp);
+        if (r == EMBER_UTF8_INVALID) return false;
+        if (r == EMBER_UTF8_TRUNCATED) return true;
+    }
+    return true;
+}
+
+/* Each token's bytes by id, and whether they are well-formed. */
+static bool keep_pieces(ember_vtrie *v, const ember_vtrie_piece *pieces, size_t bytes)
+{
+    v->pool = ember_malloc(bytes + 1);
+    v->at = ember_malloc(sizeof *v->at * ((size_t)v->n_vocab + 1));
+    v->utf8_ok = ember_malloc((size_t)v->n_vocab + 1);
+    if (!v->pool || !v->at || !v->utf8_ok) return false;
+    uint32_t at = 0;
+    for (uint32_t i = 0; i < v->n_vocab; i++) {
+        uint32_t len = pieces[i].bytes ? pieces[i].len : 0;
+        v->at[i] = at;
+        if (len) memcpy(v->pool + at, pieces[i].bytes, len);
+        v->utf8_ok[i] = well_formed(v->pool + at, len);
+        at += len;
+    }
+    v->at[v->n_vocab] = at;
+    return true;
+}
+
 ember_status ember_vtrie_build(const ember_vtrie_piece *pieces, uint32_t n_vocab, ember_vtrie **out,
                                ember_err *err)
 {
@@ -94,7 +127,7 @@ ember_status ember_vtrie_build(const ember_vtrie_piece *pieces, uint32_t n_vocab
     uint32_t *open = ember_malloc(sizeof *open * (v->max_depth + 1));
     v->ids = ember_malloc(sizeof *v->ids * (n + 1));
     v->eog = ember_malloc(sizeof *v->eog * (n_eog + 1));
-    if (!open || !v->ids || !v->eog || !alloc_nodes(v, bytes + 1)) {
+    if (!open || !v->ids || !v->eog || !alloc_nodes(v, bytes + 1) || !keep_pieces(v, pieces, bytes)) {
         ember_free(open);
         goto oom;
     }
@@ -121,5 +154,8 @@ void ember_vtrie_free(ember_vtrie *v)
     ember_free(v->tok_n);
     ember_free(v->ids);
     ember_free(v->eog);
+    ember_free(v->pool);
+    ember_free(v->at);
+    ember_free(v->utf8_ok);
     ember_free(v);
 }

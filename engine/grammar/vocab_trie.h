@@ -26,6 +26,11 @@ typedef struct ember_vtrie {
     uint32_t *eog;       /* end-of-generation tokens: allowed where the grammar is complete */
     uint32_t n_eog;
     uint32_t max_depth;  /* the longest token's bytes */
+    /* each token's bytes, by id: pool[at[t] .. at[t + 1]) (empty: never generated) */
+    uint8_t *pool;
+    uint32_t *at;
+    uint8_t *utf8_ok;    /* [n_vocab] its bytes are well-formed UTF-8, maybe cut inside
+                            the last character */
 } ember_vtrie;
 
 /* The piece of each token: its bytes (NULL or len 0: never generated under a grammar,
