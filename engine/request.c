@@ -8,6 +8,7 @@
 #include "request.h"
 
 #include "engine/grammar/constraint.h"
+#include "engine/grammar/json_schema.h"
 #include "model_handle.h"
 #include "sampler.h"
 #include "text_out.h"
@@ -137,12 +138,26 @@ static bool changes_argmax(const ember_sampling *s)
            s->presence_penalty != 0 || s->n_logit_bias != 0;
 }
 
+/* The request's grammar: given, or made from its JSON Schema. */
+static ember_status constrain(const ember_request_desc *d, request *r, ember_err *err)
+{
+    uint32_t positions = d->spec.draft_k ? EMBER_MAX_DRAFT + 1 : 1; /* a mask per row a step checks */
+    if (d->grammar && d->json_schema) return ember_fail(err, EMBER_ERR_INVALID_ARG, "a grammar and a json_schema: give one");
+    if (d->grammar) return ember_constraint_create(d->grammar, d->grammar_root, positions, &r->constraint, err);
+    if (!d->json_schema) return EMBER_OK;
+    char *gbnf;
+    ember_status s = ember_json_schema_to_gbnf(d->json_schema, strlen(d->json_schema), &gbnf, err);
+    if (s == EMBER_OK) s = ember_constraint_create(gbnf, NULL, positions, &r->constraint, err);
+    ember_free(gbnf);
+    return s;
+}
+
 static ember_status build(const ember_request_env *env, const ember_request_desc *d, request *r, ember_err *err)
 {
     r->max_tokens = d->max_tokens ? d->max_tokens : 128;
     r->ignore_eos = d->ignore_eos != 0;
     /* a constrained request draws from its masked row, never from the step's arg-max */
-    r->greedy = d->sampling.temperature <= 0.0f && !changes_argmax(&d->sampling) && !d->grammar;
+    r->greedy = d->sampling.temperature <= 0.0f && !changes_argmax(&d->sampling) && !d->grammar && !d->json_schema;
     r->on_token = d->on_token;
     r->on_done = d->on_done;
     r->user = d->user;
@@ -154,9 +169,7 @@ static ember_status build(const ember_request_env *env, const ember_request_desc
     uint32_t V = env->model->llama.hp.n_vocab;
     ember_status s = ember_text_create(d->stop, &r->out, err);
     if (s == EMBER_OK) s = ember_sampler_create(&sp, V, &r->sampler, err);
-    uint32_t positions = d->spec.draft_k ? EMBER_MAX_DRAFT + 1 : 1; /* a mask per row a step checks */
-    if (s == EMBER_OK && d->grammar)
-        s = ember_constraint_create(d->grammar, d->grammar_root, positions, &r->constraint, err);
+    if (s == EMBER_OK) s = constrain(d, r, err);
     if (s == EMBER_OK) s = tokenize_prompt(env, d, r, err);
     if (s == EMBER_OK) truncate_prompt(r, d->truncate_prompt_tokens);
     if (s == EMBER_OK) s = check_fits(env, r, err);

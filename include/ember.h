@@ -523,6 +523,11 @@ typedef struct ember_request_desc {
      * line, the column and the reason). Copied. */
     const char *grammar;
     const char *grammar_root;    /* its start rule; NULL = "root" */
+    /* Or a JSON Schema (its text) that the generated text must be an instance of: it is
+     * turned into a grammar (the same rules then apply). Every keyword is enforced or
+     * refused by name at submit (EMBER_ERR_INVALID_ARG, "json schema: at /POINTER: ...");
+     * docs/grammar.md lists them. Not with grammar. Copied. */
+    const char *json_schema;
     ember_token_cb on_token;
     ember_done_cb on_done;
     void *user;
@@ -665,6 +670,32 @@ EMBER_API void ember_engine_reset_profile(ember_engine *engine);
  * -log p over the predicted tokens, *n_scored their count. */
 EMBER_API ember_status ember_score(ember_model *model, const uint32_t *tokens, size_t n, uint32_t ctx,
                                    double *nll, size_t *n_scored);
+
+/* ------------------------------------------------------------- grammars ---- */
+
+/* Requests follow a grammar with ember_request_desc.grammar or .json_schema
+ * (docs/grammar.md). These two calls need no model: they show what a JSON Schema becomes
+ * and check a text against a grammar, for tools and tests. Thread-safe. */
+
+/* Writes the GBNF grammar (start rule "root") that JSON Schema `schema` becomes into buf
+ * (cap bytes, NUL-terminated when cap > 0; buf may be NULL when cap is 0); *len receives
+ * its full length without the NUL (a call with cap too small says how much room is
+ * needed). EMBER_ERR_INVALID_ARG: the schema is not JSON or uses a keyword Ember cannot
+ * enforce; the message ("json schema: at /POINTER: ...") goes into err (err_cap bytes,
+ * may be 0). */
+EMBER_API ember_status ember_json_schema_to_grammar(const char *schema, char *buf, size_t cap, size_t *len,
+                                                    char *err, size_t err_cap);
+
+typedef struct ember_grammar_match {
+    int complete;    /* 1: the text is a whole sentence of the grammar */
+    size_t taken;    /* bytes the grammar takes before it refuses one (len when none) */
+} ember_grammar_match;
+
+/* Follows text[0..len) through GBNF `grammar` (start rule root; NULL = "root") into
+ * *match. EMBER_OK whether or not the grammar takes the text; EMBER_ERR_INVALID_ARG when
+ * the grammar has an error (its line, column and reason into err). */
+EMBER_API ember_status ember_grammar_check(const char *grammar, const char *root, const char *text, size_t len,
+                                           ember_grammar_match *match, char *err, size_t err_cap);
 
 /* ----------------------------------------------------------------- chat ---- */
 /* One message of a conversation. role: "system", "user" or "assistant". */

@@ -9,6 +9,8 @@ PACKAGES=(
   libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   glslc glslang-tools spirv-tools
   libpcre2-dev curl python3
+  # tests/test_json_schema.py: outputs of --json-schema validated by an independent validator
+  python3-jsonschema
   # ember serve (server/): HTTP, JSON; ember bench --url: an HTTP client
   libmicrohttpd-dev libcjson-dev libcurl4-openssl-dev
   # ember-chat (demo/) and examples/game_loop.c, and their tests under a virtual X server

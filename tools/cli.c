@@ -36,7 +36,7 @@ void cli_unknown(const char *cmd, const char *arg)
 const char *const cli_sampling_flags[] = {"--temp", "--top-p", "--min-p", "--repeat-penalty", "--frequency-penalty",
                                           "--presence-penalty", "--top-k", "--seed", "--logit-bias", NULL};
 const char *const cli_spec_flags[] = {"--draft", "--draft-k", "--ngram", NULL};
-const char *const cli_grammar_flags[] = {"--grammar", NULL};
+const char *const cli_grammar_flags[] = {"--grammar", "--json-schema", NULL};
 
 bool cli_int(const char *flag, const char *s, long lo, long hi, long *out)
 {
@@ -306,19 +306,28 @@ static char *read_all(FILE *f)
     return NULL;
 }
 
-int cli_grammar_flag(const char *cmd, const char *flag, const char *path, char **grammar)
+int cli_grammar_flag(const char *cmd, const char *flag, const char *path, cli_grammar *g)
 {
-    if (strcmp(flag, "--grammar") != 0) return 0;
+    bool schema = strcmp(flag, "--json-schema") == 0;
+    if (!schema && strcmp(flag, "--grammar") != 0) return 0;
     struct stat st;
     FILE *f = fopen(path, "rb");
     char *text = f && fstat(fileno(f), &st) == 0 && !S_ISDIR(st.st_mode) ? read_all(f) : NULL;
-    if (!text) fprintf(stderr, "ember %s: cannot read the grammar %s: %s\n", cmd, path,
+    if (!text) fprintf(stderr, "ember %s: cannot read the %s %s: %s\n", cmd, schema ? "JSON Schema" : "grammar", path,
                        f && S_ISDIR(st.st_mode) ? "it is a directory" : strerror(errno ? errno : EIO));
     if (f) fclose(f);
     if (!text) return -1;
-    free(*grammar);
-    *grammar = text;
+    char **to = schema ? &g->json_schema : &g->gbnf;
+    free(*to);
+    *to = text;
     return 1;
+}
+
+void cli_grammar_free(cli_grammar *g)
+{
+    free(g->gbnf);
+    free(g->json_schema);
+    *g = (cli_grammar){0};
 }
 
 bool cli_grow(void **p, size_t *cap, size_t need, size_t elem)

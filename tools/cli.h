@@ -72,10 +72,17 @@ bool cli_sampling_flag(const char *flag, const char *value, ember_sampling *s, e
 int cli_spec_flag(const char *flag, const char *value, ember_speculation *spec, const char **draft_path);
 /* The flags cli_grammar_flag takes (each with a value). */
 extern const char *const cli_grammar_flags[];
-/* Handles --grammar FILE (a GBNF grammar, docs/grammar.md): reads the file into *grammar
- * (malloc'd, the caller frees it; a previous one is freed). 1 when consumed, 0 when flag
- * is not one of them, -1 when the file cannot be read (with a message naming cmd). */
-int cli_grammar_flag(const char *cmd, const char *flag, const char *path, char **grammar);
+/* What --grammar FILE (GBNF) and --json-schema FILE read (docs/grammar.md): the files'
+ * text, malloc'd; zero-initialised is none. ember_request_desc.grammar and .json_schema
+ * take them as they are. */
+typedef struct cli_grammar {
+    char *gbnf, *json_schema;
+} cli_grammar;
+/* Handles --grammar FILE or --json-schema FILE: reads the file into g (a previous one is
+ * freed). 1 when consumed, 0 when flag is neither, -1 when the file cannot be read (with
+ * a message naming cmd). */
+int cli_grammar_flag(const char *cmd, const char *flag, const char *path, cli_grammar *g);
+void cli_grammar_free(cli_grammar *g);
 /* Parses the value of a --kv-type flag: "f32" or "q8_0" (false with a message). */
 bool cli_kv_type(const char *flag, const char *s, ember_kv_type *out);
 /* Parses the value of --sample-from: auto, candidates or rows (false with a message). */

@@ -170,7 +170,7 @@ static int usage(FILE *out, int code)
 {
     fprintf(out, "usage: ember batch -m MODEL.gguf -f PROMPTS [-n N] [--max-seqs S] [--kv-type f32|f16|q8_0] [--kv-blocks B]\n"
                  "                   [sampling] [--draft M2 --draft-k K | --ngram N] [--ignore-eos] [--json]\n"
-                 "                   [--grammar FILE.gbnf]  (every reply follows the grammar; docs/grammar.md)\n"
+                 "                   [--grammar FILE.gbnf | --json-schema FILE.json]  (every reply follows it)\n"
                  "PROMPTS: one prompt per line (empty lines skipped); all are served together.\n"
                  "sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --repeat-penalty R\n"
                  "          --frequency-penalty F --presence-penalty P --seed S\n"
@@ -179,9 +179,9 @@ static int usage(FILE *out, int code)
 }
 
 /* The usage on stderr, once what the flags read is freed. */
-static int batch_usage(char *grammar)
+static int batch_usage(cli_grammar *grammar)
 {
-    free(grammar);
+    cli_grammar_free(grammar);
     return usage(stderr, CLI_USAGE);
 }
 
@@ -194,7 +194,7 @@ int ember_cmd_batch(int argc, char **argv)
     ember_kv_type kv_type = EMBER_KV_F32;
     const char *draft_path = NULL;
     ember_request_desc base = {.on_token = on_token, .on_done = on_done};
-    char *grammar = NULL; /* --grammar: every request's */
+    cli_grammar grammar = {0}; /* --grammar, --json-schema: every request's */
     ember_logit_bias bias[CLI_MAX_BIAS]; /* base.sampling.logit_bias */
     for (int i = 1; i < argc; i++) {
         int r = cli_model_flag(argc, argv, &i, &ma);
@@ -207,9 +207,9 @@ int ember_cmd_batch(int argc, char **argv)
         if (!cli_flag_in(f, value_flags) && !cli_flag_in(f, cli_sampling_flags) && !cli_flag_in(f, cli_spec_flags) &&
             !cli_flag_in(f, cli_grammar_flags)) {
             cli_unknown("batch", f);
-            return batch_usage(grammar);
+            return batch_usage(&grammar);
         }
-        if (!(v = cli_value(argc, argv, &i))) return batch_usage(grammar);
+        if (!(v = cli_value(argc, argv, &i))) return batch_usage(&grammar);
         bool ok = true;
         if (strcmp(f, "-f") == 0) file = v;
         else if (strcmp(f, "-n") == 0) ok = cli_int(f, v, 1, 1 << 20, &n);
@@ -219,18 +219,18 @@ int ember_cmd_batch(int argc, char **argv)
         else if (!cli_sampling_flag(f, v, &base.sampling, bias, &r)) ok = false;
         else if (!r && (r = cli_grammar_flag("batch", f, v, &grammar)) < 0) ok = false;
         else if (!r) ok = cli_spec_flag(f, v, &base.spec, &draft_path) > 0;
-        if (!ok) return batch_usage(grammar);
+        if (!ok) return batch_usage(&grammar);
     }
     if (!ma.path || !file) {
         fprintf(stderr, "ember batch: %s\n", !ma.path ? "no model given (-m MODEL.gguf)" : "no prompts given (-f FILE)");
-        return batch_usage(grammar);
+        return batch_usage(&grammar);
     }
     base.max_tokens = (uint32_t)n;
-    base.grammar = grammar;
+    base.grammar = grammar.gbnf, base.json_schema = grammar.json_schema;
     slot *s;
     size_t count;
     if (!read_prompts(file, &s, &count)) {
-        free(grammar);
+        cli_grammar_free(&grammar);
         return CLI_FAILED;
     }
     ember_model *draft, *m = cli_load_with_draft(&ma, draft_path, &draft);
@@ -241,6 +241,6 @@ int ember_cmd_batch(int argc, char **argv)
         code = cli_free_with_draft(m, draft, serve(m, s, count, &base, eo, json));
     }
     free_slots(s, count);
-    free(grammar);
+    cli_grammar_free(&grammar);
     return code;
 }

@@ -30,7 +30,7 @@ typedef struct chat_args {
     ember_logit_bias bias[CLI_MAX_BIAS]; /* sampling.logit_bias */
     long kv_blocks;             /* 0 = the engine's default (a whole context at least) */
     ember_chat_overflow overflow;
-    char *grammar;              /* --grammar: every reply follows it (freed by ember_cmd_chat) */
+    cli_grammar grammar;        /* --grammar, --json-schema: every reply follows it */
     bool verbose, help;
 } chat_args;
 
@@ -81,13 +81,13 @@ static void catch_sigint(bool at_prompt)
 }
 
 static const char *const value_flags[] = {"--chat-template", "--system", "-n", "--kv-blocks", "--overflow", "--grammar",
-                                          NULL};
+                                          "--json-schema", NULL};
 
 static int usage(FILE *out, int code)
 {
     fprintf(out, "usage: ember chat -m MODEL.gguf [--chat-template NAME] [--system TEXT] [-n MAX_PER_TURN]\n"
                  "                  [--overflow drop|refuse] [sampling] [--kv-blocks N] [--backend vulkan|cpu]\n"
-                 "                  [--device N] [--verbose] [--grammar FILE.gbnf]\n"
+                 "                  [--device N] [--verbose] [--grammar FILE.gbnf | --json-schema FILE.json]\n"
                  "templates: chatml, llama2, llama3, llama3.1, mistral, zephyr, gemma, phi3\n"
                  "           (default: the model's own; see docs/chat.md)\n"
                  "sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --repeat-penalty R\n"
@@ -211,7 +211,7 @@ static ember_status generate(session *s, const uint32_t *ids, size_t n, turn *t,
 {
     ember_request_desc d = {.tokens = ids, .n_tokens = n, .max_tokens = (uint32_t)s->a->n,
                             .sampling = s->a->sampling, .on_token = on_token, .on_done = on_done, .user = t,
-                            .grammar = s->a->grammar};
+                            .grammar = s->a->grammar.gbnf, .json_schema = s->a->grammar.json_schema};
     ember_request_id id;
     catch_sigint(false);
     interrupted = 0;
@@ -402,6 +402,6 @@ int ember_cmd_chat(int argc, char **argv)
         ember_model *m = cli_load_model(&a.model);
         code = m ? cli_free_model(m, run(m, &a)) : 1;
     }
-    free(a.grammar);
+    cli_grammar_free(&a.grammar);
     return code;
 }

@@ -21,7 +21,7 @@ typedef struct gen_args {
     ember_kv_type kv_type;
     ember_sample_from sample_from;
     const char *draft;          /* --draft: path of a draft model */
-    char *grammar;              /* --grammar: the file's text (freed by ember_cmd_generate) */
+    cli_grammar grammar;        /* --grammar, --json-schema (freed by ember_cmd_generate) */
     ember_speculation spec;
 } gen_args;
 
@@ -51,7 +51,7 @@ static int usage(FILE *out, int code)
                     "          --frequency-penalty F --presence-penalty P --seed S\n"
                  "          --logit-bias ID=BIAS (repeatable; -inf bans the token)\n"
                     "speculation: --draft MODEL.gguf --draft-k K | --ngram N [--draft-k K] [--adaptive]\n"
-                    "constrained: --grammar FILE.gbnf  (the text follows the grammar; docs/grammar.md)\n"
+                    "constrained: --grammar FILE.gbnf | --json-schema FILE.json  (docs/grammar.md)\n"
                     "other: --memory auto|discrete --memory-budget MIB --kernels LIST  (see docs/cli.md)\n");
     return code;
 }
@@ -178,7 +178,7 @@ static int run(ember_model *model, ember_model *draft, const gen_args *a, double
     ember_request_desc d = {.prompt = a->prompt, .no_bos = a->no_bos, .max_tokens = (uint32_t)a->n,
                             .sampling = a->sampling, .ignore_eos = a->ignore_eos,
                             .on_token = on_token, .on_done = on_done, .user = &g, .spec = a->spec,
-                            .grammar = a->grammar};
+                            .grammar = a->grammar.gbnf, .json_schema = a->grammar.json_schema};
     memcpy(d.stop, a->stop, sizeof d.stop);
     ember_status s = ember_submit(e, &d, NULL);
     if (s == EMBER_OK && !a->json) fputs(a->prompt, stdout);
@@ -227,6 +227,6 @@ int ember_cmd_generate(int argc, char **argv)
         double load_ms = now_ms() - t0;
         code = m ? cli_free_with_draft(m, draft, run(m, draft, &a, load_ms)) : 1;
     }
-    free(a.grammar);
+    cli_grammar_free(&a.grammar);
     return code;
 }

@@ -17,6 +17,7 @@ static const command commands[] = {
     {"generate", ember_cmd_generate, "-m M -p TEXT -n N [sampling] [--draft M2 --draft-k K | --ngram N] [--backend vulkan|cpu] [--json]"},
     {"chat", ember_cmd_chat, "-m M [--chat-template NAME] [--system TEXT] [-n N] [sampling flags]"},
     {"tokenize", ember_cmd_tokenize, "-m M -p TEXT [--no-bos] [--json]"},
+    {"grammar", ember_cmd_grammar, "--json-schema S.json | (--grammar G.gbnf | --json-schema S.json) --check FILE..."},
     {"make-test-model", ember_cmd_make_test_model, "OUT.gguf [--dim --layers --heads --kv-heads --ffn --vocab --ctx --type TYPE|PRESET --seed --arch llama|qwen2 --rope-freqs --rope-scale F --tied]"},
     {"quantize", ember_cmd_quantize, "[--pure] IN.gguf OUT.gguf NAME (llama-quantize's names)"},
     {"batch", ember_cmd_batch, "-m M -f PROMPTS -n N [sampling flags] [--json]"},
