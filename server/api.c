@@ -315,7 +315,7 @@ bool api_parse_body(const api_limits *lim, api_kind kind, const char *body, size
     bool ok = cJSON_IsObject(o);
     if (!ok) api_fail(e, 400, "invalid_request_error", NULL, "invalid_json", "the body is not a JSON object");
     ok = ok && model_name(lim, o, e) && sampling(o, lim, out, e) && logit_bias(o, lim, out, e) && stops(o, out, e) &&
-         options(o, out, e) && truncation(o, lim, out, e);
+         options(o, out, e) && truncation(o, lim, out, e) && api_structured(o, out, e);
     if (ok && kind == API_CHAT) ok = chat_messages(field(o, "messages"), out, e);
     if (ok && kind == API_COMPLETION) ok = completion_prompt(lim, field(o, "prompt"), out, e);
     if (ok && kind == API_COMPLETION && !out->prompt && !out->tokens)
@@ -348,6 +348,8 @@ void api_request_free(api_request *r)
     free(r->messages);
     for (int i = 0; i < EMBER_MAX_STOP; i++) free(r->stop[i]);
     free(r->bias);
+    free(r->json_schema);
+    free(r->grammar);
     memset(r, 0, sizeof *r);
 }
 

@@ -37,6 +37,7 @@ typedef struct api_request {
     ember_logit_bias *bias;   /* desc.sampling.logit_bias */
     ember_chat_message *messages; /* a chat's messages (roles static, content owned) */
     size_t n_messages;
+    char *json_schema, *grammar;  /* structured output: desc.json_schema / desc.grammar */
 } api_request;
 
 /* Parses a request body: api_parse_body, then for a chat api_render_chat. false with
@@ -52,6 +53,10 @@ bool api_parse_body(const api_limits *lim, api_kind kind, const char *body, size
  * (a 500) r is left for api_request_free. */
 bool api_render_chat(ember_model *model, api_request *r, api_error *err);
 void api_request_free(api_request *r);
+/* Structured output fields of body o (api_structured.c): response_format, json_schema,
+ * grammar, checked and set on out->desc. false with *e filled (a 400). */
+struct cJSON;
+bool api_structured(const struct cJSON *o, api_request *out, api_error *e);
 
 /* Fills an error (printf-style message). */
 void api_fail(api_error *e, int status, const char *type, const char *param, const char *code, const char *fmt, ...);
