@@ -92,20 +92,23 @@ static char *slurp(const char *path)
     return buf;
 }
 
-/* One {"name", "system", "temperature"} entry; 0 with a message when it is not one. */
+/* One {"name", "system", "temperature", "schema"} entry; 0 with a message when it is not
+ * one. */
 static int parse_character(const cJSON *item, int i, character *c, const char *path, float default_temp)
 {
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(item, "name");
     const cJSON *sys = cJSON_GetObjectItemCaseSensitive(item, "system");
     const cJSON *temp = cJSON_GetObjectItemCaseSensitive(item, "temperature");
+    const cJSON *schema = cJSON_GetObjectItemCaseSensitive(item, "schema");
     if (!cJSON_IsObject(item) || !cJSON_IsString(name) || (sys && !cJSON_IsString(sys)) ||
-        (temp && !cJSON_IsNumber(temp))) {
+        (temp && !cJSON_IsNumber(temp)) || (schema && !cJSON_IsObject(schema))) {
         fprintf(stderr, "ember-chat: %s: entry %d must be {\"name\": TEXT, \"system\": TEXT, "
-                        "\"temperature\": NUMBER}\n", path, i);
+                        "\"temperature\": NUMBER, \"schema\": JSON SCHEMA}\n", path, i);
         return 0;
     }
     c->name = strdup(name->valuestring);
     c->system = sys ? strdup(sys->valuestring) : NULL;
+    c->schema = schema ? cJSON_PrintUnformatted(schema) : NULL;
     c->temperature = temp ? (float)temp->valuedouble : default_temp;
     if (c->temperature < 0 || c->temperature > 5) {
         fprintf(stderr, "ember-chat: %s: entry %d: temperature %g is outside 0..5\n", path, i, c->temperature);
@@ -271,6 +274,7 @@ void options_free(options *o)
     for (int i = 0; i < o->n_chars; i++) {
         free(o->chars[i].name);
         free(o->chars[i].system);
+        free(o->chars[i].schema);
     }
     free(o->chars);
     free(o->model);

@@ -11,6 +11,7 @@
 typedef struct character {
     char *name;
     char *system;        /* the system prompt; NULL = none */
+    char *schema;        /* a JSON Schema its replies follow (JSON text); NULL = free text */
     float temperature;
 } character;
 

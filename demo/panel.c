@@ -1,5 +1,6 @@
 /* panel.c — a conversation and the reply in flight (panel.h). */
 #include "panel.h"
+#include "reply_format.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -184,6 +185,7 @@ static ember_status submit(panel *p, ember_engine *e, const char *text, char *er
         .sampling = {.temperature = p->who->temperature, .top_p = 0.95f,
                      .seed = 1000u * (unsigned)p->index + (unsigned)p->n_asked + 1},
         .spec = ro->spec,
+        .json_schema = p->who->schema, /* a structured character: its replies follow it */
         .on_token = event_on_token,
         .on_done = event_on_done,
         .user = &p->slot,
@@ -265,6 +267,19 @@ static void log_done(const panel *p, const chat_event *ev)
             (unsigned long long)info.dropped_turns_total);
 }
 
+/* A structured reply shown as its tags and its line instead of its JSON (the JSON stays
+ * in the conversation the model sees); stderr says what it was, for scripts. */
+static void show_structured(panel *p, message *m)
+{
+    char *shown = m->text ? reply_format(m->text, m->len) : NULL;
+    fprintf(stderr, "ember-chat: panel %d reply %d: structured: %s\n", p->index + 1, p->n_asked,
+            shown ? shown : "(not a JSON object)");
+    if (!shown) return;
+    m->len = 0;
+    message_append(m, shown, strlen(shown));
+    free(shown);
+}
+
 /* A reply that ended without an error joins the conversation (a stopped one as far as
  * it got). */
 static void keep_reply(panel *p, const chat_event *ev, gen_stats *g)
@@ -281,6 +296,7 @@ static void keep_reply(panel *p, const chat_event *ev, gen_stats *g)
         return;
     }
     if (ev->why == EMBER_FINISH_CANCELLED) panel_note(p, "stopped after %u tokens", m->n_gen);
+    if (p->who->schema && p->reply_msg >= 0) show_structured(p, &p->msgs[p->reply_msg]);
     if (ev->why == EMBER_FINISH_CONTEXT) {
         ember_chat_info info;
         ember_chat_get_info(p->chat, &info);

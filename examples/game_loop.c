@@ -34,6 +34,7 @@ struct options {
 /* One NPC line being generated: its request's callbacks write here. */
 struct npc {
     const char *name, *prompt;
+    const char *schema; /* the JSON its reply must be (the merchant's); NULL = free text */
     struct world *world;
     char text[4096];
     size_t len;
@@ -57,6 +58,14 @@ static const char *const npc_prompts[] = {
     "The blacksmith wiped his hands and laughed:", "The innkeeper poured a drink and told a story:",
     "The bard tuned his lute and sang:", "The witch stirred the pot and warned:"};
 #define N_NPC_KINDS (sizeof npc_names / sizeof npc_names[0])
+
+/* The merchant answers with what the game can act on: an action from a fixed list and a
+ * short line to show (ember_request_desc.json_schema; docs/embedding.md). */
+static const char MERCHANT_SCHEMA[] =
+    "{\"type\": \"object\", \"properties\": {"
+    "\"action\": {\"enum\": [\"trade\", \"haggle\", \"refuse\"]},"
+    "\"line\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 24}},"
+    "\"required\": [\"action\", \"line\"], \"additionalProperties\": false}";
 
 static double now_ms(void)
 {
@@ -172,8 +181,8 @@ static void on_done(void *user, ember_request_id id, ember_finish why, const emb
     npc->world->t_last_done = now_ms();
     for (char *c = npc->text; *c; c++)
         if (*c == '\n' || *c == '\r') *c = ' '; /* one log line per NPC */
-    printf("[%s] %s%s (%u tokens, first after %.0f ms, %s)\n", npc->name, npc->prompt, npc->text, m->n_gen,
-           m->ttft_ms, ember_finish_name(why));
+    printf("[%s] %s%s (%u tokens, first after %.0f ms, %s)\n", npc->name, npc->schema ? "" : npc->prompt, npc->text,
+           m->n_gen, m->ttft_ms, ember_finish_name(why)); /* a structured reply alone: JSON the game parses */
     fflush(stdout);
 }
 
@@ -184,9 +193,11 @@ static int submit_npcs(ember_engine *engine, struct world *w, uint32_t max_token
         struct npc *npc = &w->npcs[i];
         npc->name = npc_names[i % N_NPC_KINDS];
         npc->prompt = npc_prompts[i % N_NPC_KINDS];
+        npc->schema = i % N_NPC_KINDS == 1 ? MERCHANT_SCHEMA : NULL;
         npc->world = w;
-        ember_request_desc req = {.prompt = npc->prompt, .max_tokens = max_tokens,
+        ember_request_desc req = {.prompt = npc->prompt, .max_tokens = npc->schema && max_tokens < 96 ? 96 : max_tokens,
                                   .sampling = {.temperature = 0.8f, .top_p = 0.95f, .seed = i + 1},
+                                  .json_schema = npc->schema, /* its reply ends when the JSON does */
                                   .on_token = on_token, .on_done = on_done, .user = npc};
         if (ember_submit(engine, &req, NULL) != EMBER_OK) {
             fprintf(stderr, "game_loop: submit: %s\n", ember_engine_error(engine));

@@ -198,6 +198,19 @@ def test_too_long(chat, model):
     check(json_line(p.stdout).get("replies") == 0, "over-long message: no replies")
 
 
+def test_structured_character(chat, model, source):
+    """The fourth character of demo/characters.json answers by its schema (mood, action,
+    line): the reply ends with the grammar and the panel shows its tags and its line."""
+    p = run([chat, "-m", model, "--panels", "4", "--characters", os.path.join(source, "demo", "characters.json"),
+             "--say", "Hello", "--quit-after-reply", "-n", "300"])
+    check(p.returncode == 0, "four panels: exit 0 (got %d)" % p.returncode)
+    shown = re.findall(r"panel 4 reply 1: structured: \(mood: (\w+), action: (\w+)\) (.*)", p.stderr)
+    ok = len(shown) == 1 and shown[0][0] in ("cheerful", "wary", "annoyed", "sly") and \
+        shown[0][1] in ("greet", "trade", "haggle", "refuse", "leave")
+    check(ok, "the structured character's reply is shown as its mood, action and line: %s" % shown)
+    check("panel 4 reply 1: grammar," in p.stderr, "its reply ended with its grammar")
+
+
 def main():
     chat = ember_chat()
     need_tool("xvfb-run", "xvfb")
@@ -206,6 +219,7 @@ def main():
     source = os.environ.get("EMBER_SOURCE_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     model = model_path(tmp)
     test_three_panels(chat, model, tmp, source)
+    test_structured_character(chat, model, source)
     test_missing_font(chat, model)
     test_missing_model(chat, tmp)
     test_old_device(chat, model, tmp)

@@ -27,12 +27,18 @@ check() {
   local re='^frames ([0-9]+)  frame_ms p50 ([0-9.]+) p90 ([0-9.]+) p99 ([0-9.]+) max ([0-9.]+)  tokens ([0-9]+)  tok_s ([0-9.]+)  validation ([0-9]+)$'
   local line
   line=$(grep -E "$re" <<<"$out" | tail -n 1)
+  # the merchant's reply follows its schema: JSON with an action of the list and a short line
+  local merchant
+  merchant=$(grep -E '^\[merchant\] ' <<<"$out" | head -n 1 | sed -E 's/^\[merchant\] //; s/ \([0-9]+ tokens, first after [0-9]+ ms, grammar\)$//')
+  python3 -c 'import json, sys; d = json.loads(sys.argv[1]); sys.exit(0 if set(d) == {"action", "line"} and
+d["action"] in ("trade", "haggle", "refuse") and 1 <= len(d["line"]) <= 24 else 1)' "$merchant" 2>/dev/null
+  local structured=$?
   if [ "$rc" -eq 0 ] && [[ $line =~ $re ]] && [ "${BASH_REMATCH[1]}" -gt 0 ] && [ "${BASH_REMATCH[6]}" -gt 0 ] &&
-     [ "${BASH_REMATCH[8]}" -eq 0 ]; then
+     [ "${BASH_REMATCH[8]}" -eq 0 ] && [ "$structured" -eq 0 ]; then
     echo "ok   $name: frames ${BASH_REMATCH[1]}, frame_ms p50 ${BASH_REMATCH[2]} p99 ${BASH_REMATCH[4]} max ${BASH_REMATCH[5]}, tokens ${BASH_REMATCH[6]}, tok_s ${BASH_REMATCH[7]}, validation ${BASH_REMATCH[8]}"
     passed=$((passed + 1))
   else
-    echo "FAIL $name: exit $rc, summary '${line:-none}' (want exit 0, frames > 0, tokens > 0, validation 0)"
+    echo "FAIL $name: exit $rc, summary '${line:-none}', merchant '$merchant' (want exit 0, frames > 0, tokens > 0, validation 0, the merchant's JSON ended by its grammar)"
     failed=$((failed + 1))
   fi
 }
