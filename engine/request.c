@@ -143,11 +143,15 @@ static ember_status constrain(const ember_request_desc *d, request *r, ember_err
 {
     uint32_t positions = d->spec.draft_k ? EMBER_MAX_DRAFT + 1 : 1; /* a mask per row a step checks */
     if (d->grammar && d->json_schema) return ember_fail(err, EMBER_ERR_INVALID_ARG, "a grammar and a json_schema: give one");
-    if (d->grammar) return ember_constraint_create(d->grammar, d->grammar_root, positions, &r->constraint, err);
-    if (!d->json_schema) return EMBER_OK;
-    char *gbnf;
-    ember_status s = ember_json_schema_to_gbnf(d->json_schema, strlen(d->json_schema), &gbnf, err);
-    if (s == EMBER_OK) s = ember_constraint_create(gbnf, NULL, positions, &r->constraint, err);
+    if (d->grammar_triggers[0] && !d->grammar && !d->json_schema)
+        return ember_fail(err, EMBER_ERR_INVALID_ARG, "grammar_triggers without a grammar or json_schema");
+    char *gbnf = NULL;
+    ember_status s = EMBER_OK;
+    if (d->json_schema) s = ember_json_schema_to_gbnf(d->json_schema, strlen(d->json_schema), &gbnf, err);
+    if (s == EMBER_OK && (d->grammar || gbnf))
+        s = ember_constraint_create(d->grammar ? d->grammar : gbnf, d->grammar ? d->grammar_root : NULL, positions,
+                                    &r->constraint, err);
+    if (s == EMBER_OK && r->constraint) s = ember_constraint_set_triggers(r->constraint, d->grammar_triggers, err);
     ember_free(gbnf);
     return s;
 }

@@ -528,6 +528,11 @@ typedef struct ember_request_desc {
      * refused by name at submit (EMBER_ERR_INVALID_ARG, "json schema: at /POINTER: ...");
      * docs/grammar.md lists them. Not with grammar. Copied. */
     const char *json_schema;
+    /* A lazy grammar (tool calls): with a trigger here, the text is free until one of
+     * them appears in it (control tokens count with their text, e.g. "[TOOL_CALLS]"),
+     * and from the trigger's first byte on it must follow the grammar (or json_schema),
+     * whose sentences therefore begin with a trigger. NULL-terminated; copied. */
+    const char *grammar_triggers[EMBER_MAX_STOP];
     ember_token_cb on_token;
     ember_done_cb on_done;
     void *user;

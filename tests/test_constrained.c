@@ -216,6 +216,39 @@ static void check_bias_and_stop(ember_engine *e, ember_model *m)
     free(ban);
 }
 
+/* A lazy grammar: free text until the trigger "e" appears, then "e" and three digits and
+ * "!" (a tool call's shape: free words, then a call that must parse). Every output is
+ * text without an "e", the trigger, the digits and "!"; with n-gram speculation too. The
+ * text may hold NUL bytes (the model's byte tokens): it is read by its length. */
+static void check_lazy(ember_engine *e)
+{
+    enum { N = 24 };
+    ef_result *r = calloc(N, sizeof *r);
+    int ended = 0, shaped = 0;
+    for (int i = 0; i < N; i++) {
+        ember_request_desc d = ef_desc(PROMPT, 5, 400, &r[i]);
+        d.grammar = "root ::= \"e\" [0-9]{3} \"!\"";
+        d.grammar_triggers[0] = "e";
+        d.sampling = (ember_sampling){.temperature = 1.0f, .seed = 50u + (uint64_t)i};
+        if (i % 2) d.spec = (ember_speculation){.draft_k = 3, .ngram = 1};
+        CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+    }
+    while (ember_engine_step(e) == EMBER_OK) {}
+    for (int i = 0; i < N; i++) {
+        const char *q = memchr(r[i].text, 'e', r[i].text_len);
+        bool ok = q && r[i].text + r[i].text_len - q == 5 && q[1] >= '0' && q[1] <= '9' && q[2] >= '0' &&
+                  q[2] <= '9' && q[3] >= '0' && q[3] <= '9' && q[4] == '!';
+        ended += r[i].why == EMBER_FINISH_GRAMMAR;
+        shaped += ok;
+        if (!ok || r[i].why != EMBER_FINISH_GRAMMAR)
+            fprintf(stderr, "lazy %d: %s: '%s' (%s)\n", i, ember_finish_name(r[i].why), r[i].text, r[i].error);
+    }
+    printf("lazy grammar: %d of %d outputs free text then the call, %d ended by it; e.g. %s\n", shaped, N, ended,
+           r[0].text);
+    CHECK(shaped == N && ended == N);
+    free(r);
+}
+
 /* A grammar with an error never becomes a request; the message says where and why. */
 static void check_refused(ember_engine *e)
 {
@@ -248,6 +281,7 @@ int main(void)
         check_greedy(e);
         check_bias_and_stop(e, m);
         check_refused(e);
+        check_lazy(e);
     }
     ember_engine_destroy(e);
     /* a draft model with the same vocabulary (another seed, one layer) */

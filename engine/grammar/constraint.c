@@ -46,6 +46,16 @@ struct ember_constraint {
     uint32_t pos;            /* drafts taken since ember_constraint_try_begin */
     bool failed;             /* a mask could not be made: err says why */
     ember_err err;
+    /* a lazy grammar: the text is free until a trigger appears in it */
+    char **triggers;         /* NULL-terminated; NULL: not lazy */
+    size_t longest;          /* the longest trigger's length */
+    bool waiting;            /* no trigger seen yet: nothing is masked */
+    char *tail;              /* the last bytes of the text, to find a trigger across tokens */
+    size_t n_tail;
+    char *saved_tail;        /* the tail before drafts */
+    size_t n_saved_tail;
+    uint32_t *bad_start;     /* tokens holding a trigger whose text after it the grammar
+                                refuses: never drawn while waiting */
 };
 
 ember_status ember_constraint_create(const char *gbnf, const char *root, uint32_t positions,
@@ -83,6 +93,11 @@ void ember_constraint_free(ember_constraint *c)
     ember_grammar_free(c->own);
     ember_free(c->bits);
     ember_free(c->saved);
+    for (char **t = c->triggers; t && *t; t++) ember_free(*t);
+    ember_free(c->triggers);
+    ember_free(c->tail);
+    ember_free(c->saved_tail);
+    ember_free(c->bad_start);
     ember_free(c->text);
     ember_free(c->root);
     ember_free(c);
@@ -146,6 +161,28 @@ static ember_status trie_of(const ember_tokenizer *t, ember_vtrie **out, ember_e
     return s;
 }
 
+static size_t find_trigger(const ember_constraint *c, const char *s, size_t n);
+static size_t token_bytes(const ember_tokenizer *t, uint32_t token, bool control, char *small, size_t cap, char **big);
+
+/* The tokens a lazy grammar must not draw while it waits: those whose own text holds a
+ * trigger followed by text the grammar refuses (drawn freely, they would start a call
+ * that breaks at once). The matcher is at its start. */
+static ember_status mark_bad_starts(ember_constraint *c, const ember_tokenizer *t, ember_err *err)
+{
+    if (!(c->bad_start = ember_calloc(c->words, sizeof *c->bad_start)))
+        return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory for a grammar");
+    for (uint32_t id = 0; id < c->n_vocab; id++) {
+        char small[256], *big;
+        size_t n = token_bytes(t, id, true, small, sizeof small, &big);
+        const char *s = big ? big : small;
+        size_t at = n ? find_trigger(c, s, n) : n;
+        if (at < n && !ember_gmatch_allows(c->m, (const uint8_t *)s + at, n - at))
+            c->bad_start[id / 32] |= 1u << (id % 32);
+        ember_free(big);
+    }
+    return EMBER_OK;
+}
+
 static ember_status bind(ember_constraint *c, ember_grammars *gs, ember_err *err)
 {
     ember_status s = gs->trie ? EMBER_OK : trie_of(gs->t, &gs->trie, err);
@@ -163,14 +200,15 @@ static ember_status bind(ember_constraint *c, ember_grammars *gs, ember_err *err
     ember_grammar_free(c->own); /* an equal grammar was there already */
     c->own = NULL;
     trim(gs);
-    return EMBER_OK;
+    return c->triggers ? mark_bad_starts(c, gs->t, err) : EMBER_OK;
 }
 
-/* Mask pos from the matcher's state; c->valid becomes pos + 1 when it was made. */
+/* Mask pos from the matcher's state; c->valid becomes pos + 1 when it was made. A lazy
+ * grammar still waiting for its trigger is only bound (its matcher made). */
 static ember_status mask(ember_constraint *c, ember_grammars *gs, uint32_t pos)
 {
     ember_status s = c->shared ? EMBER_OK : bind(c, gs, &c->err);
-    if (s != EMBER_OK) return s;
+    if (s != EMBER_OK || c->waiting) return s;
     c->shared->last_used = ++gs->clock;
     uint32_t n_allowed;
     const uint32_t *bits = ember_gmask_get(c->shared->cache, c->m, &n_allowed);
@@ -189,12 +227,73 @@ void ember_constraint_mask(ember_constraint *c, ember_grammars *gs)
     c->failed = mask(c, gs, 0) != EMBER_OK;
 }
 
+ember_status ember_constraint_set_triggers(ember_constraint *c, const char *const *triggers, ember_err *err)
+{
+    size_t n = 0;
+    while (triggers[n]) n++;
+    if (!n) return EMBER_OK;
+    if (!(c->triggers = ember_calloc(n + 1, sizeof *c->triggers))) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        if (!triggers[i][0]) return ember_fail(err, EMBER_ERR_INVALID_ARG, "grammar_triggers: an empty trigger");
+        if (!(c->triggers[i] = ember_strdup(triggers[i]))) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+        if (strlen(triggers[i]) > c->longest) c->longest = strlen(triggers[i]);
+    }
+    if (!(c->tail = ember_malloc(c->longest)) || !(c->saved_tail = ember_malloc(c->longest)))
+        return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    c->waiting = true;
+    return EMBER_OK;
+}
+
+bool ember_constraint_waiting(const ember_constraint *c) { return c->waiting; }
+
+/* Where the first trigger begins in s[0..n), or n when none is there. */
+static size_t find_trigger(const ember_constraint *c, const char *s, size_t n)
+{
+    size_t first = n;
+    for (char **t = c->triggers; *t; t++) {
+        size_t len = strlen(*t);
+        for (size_t i = 0; i + len <= n && i < first; i++)
+            if (!memcmp(s + i, *t, len)) first = i;
+    }
+    return first;
+}
+
+/* The tail of the text with piece[0..len) appended, into buf (room for longest - 1 + len). */
+static size_t with_tail(const ember_constraint *c, const char *piece, size_t len, char *buf)
+{
+    memcpy(buf, c->tail, c->n_tail);
+    memcpy(buf + c->n_tail, piece, len);
+    return c->n_tail + len;
+}
+
+/* A waiting constraint takes a token's text: the grammar starts where a trigger does, fed
+ * from there (its own text first); else the tail is kept for a trigger across tokens. */
+static ember_constraint_after wait_for_trigger(ember_constraint *c, const char *piece, size_t len)
+{
+    char *buf = ember_malloc(c->longest + len + 1);
+    if (!buf) return EMBER_CONSTRAINT_REFUSED;
+    size_t n = with_tail(c, piece, len, buf), at = find_trigger(c, buf, n);
+    ember_constraint_after after = EMBER_CONSTRAINT_GOES_ON;
+    if (at < n) {
+        c->waiting = false;
+        if (!ember_gmatch_accept(c->m, (const uint8_t *)buf + at, n - at)) after = EMBER_CONSTRAINT_REFUSED;
+        else if (ember_gmatch_complete(c->m) && !ember_gmatch_open(c->m)) after = EMBER_CONSTRAINT_ENDED;
+    } else {
+        size_t keep = c->longest - 1 < n ? c->longest - 1 : n;
+        memcpy(c->tail, buf + n - keep, keep);
+        c->n_tail = keep;
+    }
+    ember_free(buf);
+    return after;
+}
+
 void ember_constraint_try_begin(ember_constraint *c, ember_grammars *gs)
 {
     ember_constraint_mask(c, gs);
     c->pos = 0;
     c->n_saved = 0;
-    if (c->failed) return;
+    if (c->waiting) memcpy(c->saved_tail, c->tail, c->n_tail), c->n_saved_tail = c->n_tail;
+    if (c->failed || c->waiting) return;
     size_t n = ember_gmatch_key(c->m, c->saved, c->cap_saved);
     if (n > c->cap_saved) {
         uint32_t *k = ember_realloc(c->saved, sizeof *k * n);
@@ -209,22 +308,45 @@ void ember_constraint_try_begin(ember_constraint *c, ember_grammars *gs)
     c->n_saved = n;
 }
 
-/* token's bytes, into small when they fit (else allocated: *big, freed by the caller). */
-static size_t token_bytes(const ember_tokenizer *t, uint32_t token, char *small, size_t cap, char **big)
+/* token's bytes (control tokens' pieces too when control), into small when they fit
+ * (else allocated: *big, freed by the caller). */
+static size_t token_bytes(const ember_tokenizer *t, uint32_t token, bool control, char *small, size_t cap, char **big)
 {
-    size_t n = ember_tokenizer_decode(t, token, small, cap);
+    size_t (*text)(const ember_tokenizer *, uint32_t, char *, size_t) =
+        control ? ember_tokenizer_text : ember_tokenizer_decode;
+    size_t n = text(t, token, small, cap);
     *big = NULL;
-    if (n > cap && (*big = ember_malloc(n))) ember_tokenizer_decode(t, token, *big, n);
+    if (n > cap && (*big = ember_malloc(n))) text(t, token, *big, n);
     return n > cap && !*big ? 0 : n;
+}
+
+/* While waiting: whether a draft leaves the text without a trigger (the tail goes on);
+ * a draft that brings one is not taken (the target writes it, and the grammar starts). */
+static int try_waiting(ember_constraint *c, const ember_tokenizer *t, uint32_t token)
+{
+    char small[256], *big;
+    size_t n = token_bytes(t, token, true, small, sizeof small, &big);
+    char *buf = ember_malloc(c->longest + n + 1);
+    size_t len = buf ? with_tail(c, big ? big : small, n, buf) : 0;
+    bool trigger = !buf || find_trigger(c, buf, len) < len;
+    if (!trigger) {
+        size_t keep = c->longest - 1 < len ? c->longest - 1 : len;
+        memcpy(c->tail, buf + len - keep, keep);
+        c->n_tail = keep;
+    }
+    ember_free(buf);
+    ember_free(big);
+    return trigger ? -1 : 1;
 }
 
 int ember_constraint_try_take(ember_constraint *c, ember_grammars *gs, const ember_tokenizer *t, uint32_t token)
 {
+    if (c->waiting) return c->pos + 1 < c->positions ? (c->pos++, try_waiting(c, t, token)) : -1;
     if (!c->n_saved || c->pos + 1 >= c->positions || c->valid <= c->pos || ember_tokenizer_is_eog(t, token) ||
         !ember_constraint_allows(c, c->pos, token))
         return -1;
     char small[256], *big;
-    size_t n = token_bytes(t, token, small, sizeof small, &big);
+    size_t n = token_bytes(t, token, false, small, sizeof small, &big);
     bool ok = n > 0 && ember_gmatch_accept(c->m, (const uint8_t *)(big ? big : small), n);
     ember_free(big);
     if (!ok) return -1;
@@ -235,6 +357,11 @@ int ember_constraint_try_take(ember_constraint *c, ember_grammars *gs, const emb
 
 void ember_constraint_try_end(ember_constraint *c)
 {
+    if (c->waiting) {
+        memcpy(c->tail, c->saved_tail, c->n_saved_tail), c->n_tail = c->n_saved_tail;
+        c->pos = 0;
+        return;
+    }
     if (c->pos && !ember_gmatch_set_key(c->m, c->saved, c->n_saved)) {
         c->failed = true; /* out of memory: the next mask says so */
         c->valid = 0;
@@ -256,6 +383,11 @@ bool ember_constraint_allows(const ember_constraint *c, uint32_t pos, uint32_t t
 
 void ember_constraint_apply(const ember_constraint *c, uint32_t pos, float *logits, bool eog)
 {
+    if (c->waiting) { /* free text until the trigger, but no trigger that breaks at once */
+        for (uint32_t id = 0; id < c->n_vocab; id++)
+            if (c->bad_start[id / 32] >> (id % 32) & 1) logits[id] = -INFINITY;
+        return;
+    }
     const uint32_t *bits = c->bits + (size_t)pos * c->words;
     if (pos >= c->valid) { /* no mask: nothing is allowed */
         for (uint32_t t = 0; t < c->n_vocab; t++) logits[t] = -INFINITY;
@@ -273,10 +405,16 @@ void ember_constraint_apply(const ember_constraint *c, uint32_t pos, float *logi
 
 ember_constraint_after ember_constraint_accept(ember_constraint *c, const ember_tokenizer *t, uint32_t token)
 {
+    if (c->waiting && ember_tokenizer_is_eog(t, token)) return EMBER_CONSTRAINT_GOES_ON; /* free text ends */
     if (ember_tokenizer_is_eog(t, token))
         return ember_gmatch_complete(c->m) ? EMBER_CONSTRAINT_ENDED : EMBER_CONSTRAINT_REFUSED;
     char small[256], *big;
-    size_t n = token_bytes(t, token, small, sizeof small, &big);
+    size_t n = token_bytes(t, token, c->waiting, small, sizeof small, &big);
+    if (c->waiting) {
+        ember_constraint_after after = n ? wait_for_trigger(c, big ? big : small, n) : EMBER_CONSTRAINT_GOES_ON;
+        ember_free(big);
+        return after;
+    }
     bool ok = n > 0 && ember_gmatch_accept(c->m, (const uint8_t *)(big ? big : small), n);
     ember_free(big);
     if (!ok) return EMBER_CONSTRAINT_REFUSED;

@@ -33,6 +33,13 @@ ember_status ember_constraint_create(const char *gbnf, const char *root, uint32_
 /* Frees c; a bound constraint on the thread that steps its grammar set. */
 void ember_constraint_free(ember_constraint *c);
 
+/* Makes the grammar lazy: the text is free until one of the NULL-terminated triggers
+ * (copied) appears in it, control tokens' pieces included; from the trigger's first byte
+ * on it must follow the grammar, whose sentences begin with a trigger. */
+ember_status ember_constraint_set_triggers(ember_constraint *c, const char *const *triggers, ember_err *err);
+/* Whether a lazy grammar still waits for its trigger (nothing is masked meanwhile). */
+bool ember_constraint_waiting(const ember_constraint *c);
+
 /* Makes mask 0, that of the next token: what c's grammar allows after the tokens accepted
  * so far (end-of-generation tokens where the text is complete). Binds c to gs on its
  * first call. On failure (out of memory, or no token of the vocabulary can continue the

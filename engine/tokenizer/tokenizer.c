@@ -311,6 +311,14 @@ ember_status ember_tokenizer_encode(const ember_tokenizer *t, const char *text, 
                                      cap, n_out, err);
 }
 
+size_t ember_tokenizer_text(const ember_tokenizer *t, uint32_t id, char *buf, size_t cap)
+{
+    if (id >= t->n_vocab || t->types[id] != TOK_CONTROL) return ember_tokenizer_decode(t, id, buf, cap);
+    size_t n = (size_t)(t->off[id + 1] - t->off[id]);
+    if (buf && cap) memcpy(buf, t->text + t->off[id], n < cap ? n : cap);
+    return n;
+}
+
 size_t ember_tokenizer_decode(const ember_tokenizer *t, uint32_t id, char *buf, size_t cap)
 {
     if (!buf)

@@ -67,5 +67,8 @@ ember_status ember_tokenizer_encode_ex(const ember_tokenizer *t, const char *tex
  * UTF-8 character: use ember_detok (detok.h) to stream text. Writes at most cap bytes; returns
  * the full length. */
 size_t ember_tokenizer_decode(const ember_tokenizer *t, uint32_t id, char *buf, size_t cap);
+/* The same, except that a control token gives its piece ("<|im_end|>", "[TOOL_CALLS]"):
+ * the text as a chat template writes it, for finding a lazy grammar's trigger. */
+size_t ember_tokenizer_text(const ember_tokenizer *t, uint32_t id, char *buf, size_t cap);
 
 #endif
