@@ -702,6 +702,39 @@ typedef struct ember_grammar_match {
 EMBER_API ember_status ember_grammar_check(const char *grammar, const char *root, const char *text, size_t len,
                                            ember_grammar_match *match, char *err, size_t err_cap);
 
+/* Tool calls. A model learns from its chat template how to write a call; Ember knows four
+ * ways. ember_tool_calls_grammar gives the GBNF that keeps a reply's calls to the tools'
+ * JSON Schemas (its sentences begin with ember_tool_syntax_trigger: give that as a
+ * grammar_trigger when the model may also just answer); ember_tool_calls_parse reads
+ * the calls back out of the reply. ember serve uses them for OpenAI's tools. */
+typedef enum ember_tool_syntax {
+    EMBER_TOOLS_JSON = 0, /* {"tool_calls": [{"name", "arguments"}]}: a template without its own */
+    EMBER_TOOLS_HERMES,   /* <tool_call>{"name", "arguments"}</tool_call>: Hermes 2 Pro, Qwen 2.5 and 3 */
+    EMBER_TOOLS_MISTRAL,  /* [TOOL_CALLS][{"name", "arguments"}]: Mistral */
+    EMBER_TOOLS_LLAMA3,   /* {"name", "parameters"}: Llama 3.1 and 3.2 */
+} ember_tool_syntax;
+
+/* The syntax the model's chat template (tokenizer.chat_template) teaches. */
+EMBER_API ember_tool_syntax ember_model_tool_syntax(const ember_model *model);
+/* What a call begins with in syntax s ("<tool_call>", "[TOOL_CALLS]", ...). */
+EMBER_API const char *ember_tool_syntax_trigger(ember_tool_syntax s);
+/* The grammar of a reply's calls to the tools of tools_json (OpenAI's "tools" array);
+ * only: the one function allowed (NULL = any); parallel: several calls. Writes the GBNF
+ * into buf as ember_json_schema_to_grammar does (*len its full length).
+ * EMBER_ERR_INVALID_ARG with the reason in err: tools that are not an array of named
+ * functions, a parameters schema Ember cannot enforce, no function named `only`. */
+EMBER_API ember_status ember_tool_calls_grammar(ember_tool_syntax s, const char *tools_json, const char *only,
+                                                int parallel, char *buf, size_t cap, size_t *len, char *err,
+                                                size_t err_cap);
+/* Reads the calls out of a reply text[0..len): *content_len gets the length of the text
+ * before them (len when it makes none) and calls (cap bytes) a JSON array
+ * [{"name", "arguments"}], "arguments" holding the arguments' JSON as the model wrote
+ * them; *calls_len its full length, 0 when the reply makes no call. EMBER_ERR_INVALID_ARG:
+ * calls that do not parse. */
+EMBER_API ember_status ember_tool_calls_parse(ember_tool_syntax s, const char *text, size_t len,
+                                              size_t *content_len, char *calls, size_t cap, size_t *calls_len,
+                                              char *err, size_t err_cap);
+
 /* ----------------------------------------------------------------- chat ---- */
 /* One message of a conversation. role: "system", "user" or "assistant". */
 typedef struct ember_chat_message {

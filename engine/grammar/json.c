@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/strbuf.h"
 #include "engine/tokenizer/utf8.h"
 #include "json.h"
 
@@ -218,13 +219,8 @@ static bool collect(parser *p, ember_json *v, bool object, int depth)
     return true;
 }
 
-static bool value(parser *p, ember_json *v, int depth)
+static bool one_value(parser *p, ember_json *v, int depth)
 {
-    if (depth > MAX_DEPTH) return fail(p, "nested more than 256 deep");
-    skip_ws(p);
-    memset(v, 0, sizeof *v);
-    v->line = p->line, v->col = (uint32_t)(p->at - p->line_start + 1);
-    if (p->at >= p->len) return fail(p, "a value is missing");
     switch (p->s[p->at]) {
     case '{': return collect(p, v, true, depth);
     case '[': return collect(p, v, false, depth);
@@ -234,6 +230,19 @@ static bool value(parser *p, ember_json *v, int depth)
     case 'n': v->kind = EJ_NULL; return literal(p, "null");
     default: return number(p, v);
     }
+}
+
+static bool value(parser *p, ember_json *v, int depth)
+{
+    if (depth > MAX_DEPTH) return fail(p, "nested more than 256 deep");
+    skip_ws(p);
+    memset(v, 0, sizeof *v);
+    v->line = p->line, v->col = (uint32_t)(p->at - p->line_start + 1);
+    if (p->at >= p->len) return fail(p, "a value is missing");
+    v->at = p->at;
+    bool ok = one_value(p, v, depth);
+    v->span = p->at - v->at;
+    return ok;
 }
 
 ember_status ember_json_parse(const char *text, size_t len, ember_json_doc **doc, const ember_json **root,
@@ -260,6 +269,22 @@ void ember_json_free(ember_json_doc *doc)
         ember_free(b);
     }
     ember_free(doc);
+}
+
+void ember_json_quote(ember_sbuf *out, const char *s, size_t n)
+{
+    static const char HEX[] = "0123456789abcdef";
+    ember_sbuf_puts(out, "\"");
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') ember_sbuf_printf(out, "\\%c", c);
+        else if (c == '\n') ember_sbuf_puts(out, "\\n");
+        else if (c == '\r') ember_sbuf_puts(out, "\\r");
+        else if (c == '\t') ember_sbuf_puts(out, "\\t");
+        else if (c < 0x20) ember_sbuf_printf(out, "\\u00%c%c", HEX[c >> 4], HEX[c & 15]);
+        else ember_sbuf_add(out, (const char *)&c, 1);
+    }
+    ember_sbuf_puts(out, "\"");
 }
 
 const ember_json *ember_json_get(const ember_json *o, const char *key)

@@ -21,6 +21,7 @@ typedef struct ember_json {
     const char **keys;        /* EJ_OBJECT: the members' names (decoded, NUL-terminated) */
     uint32_t n;               /* items or members */
     uint32_t line, col;       /* where the value starts in the text */
+    size_t at, span;          /* its text: text[at .. at + span) */
 } ember_json;
 
 typedef struct ember_json_doc ember_json_doc;
@@ -33,5 +34,9 @@ void ember_json_free(ember_json_doc *doc);
 
 /* The value of member key of object o, or NULL (also when o is not an object). */
 const ember_json *ember_json_get(const ember_json *o, const char *key);
+
+/* Appends s[0..n) (UTF-8) as a JSON string, quotes included, to out. */
+struct ember_sbuf;
+void ember_json_quote(struct ember_sbuf *out, const char *s, size_t n);
 
 #endif

@@ -39,6 +39,7 @@ typedef struct ref {
 
 typedef struct conv {
     const ember_json *root;
+    const char *top;     /* the top rule's name: every rule made from a $ref is named after it */
     rule *rules;
     uint32_t n_rules, cap_rules;
     ref *refs;
@@ -957,7 +958,9 @@ static const char *schema_rule(conv *c, const view *v, const char *hint)
     if (!name && target) { /* reserve its name, then make its body: references inside find it */
         const ember_json *r = ember_json_get(v->layer[0], "$ref");
         const char *slash = strrchr(r->str, '/');
-        char *n = (char *)add_rule(c, slash ? slash + 1 : "ref", NULL);
+        char *h = hint2(c->top, slash ? slash + 1 : "ref");
+        char *n = h ? (char *)add_rule(c, h, NULL) : NULL;
+        ember_free(h);
         if (!n || !grow(c, (void **)&c->refs, &c->cap_refs, c->n_refs + 1, sizeof *c->refs)) return NULL;
         c->refs[c->n_refs++] = (ref){target, n};
         view tv = {.layer = {target}, .n = 1};
@@ -989,7 +992,11 @@ static void free_conv(conv *c)
     ember_free(c->refs);
 }
 
-ember_status ember_json_schema_to_gbnf(const char *text, size_t len, char **gbnf, ember_err *err)
+/* The rules of schema text, the top one named top (made unique when the schema's own
+ * rules take that name), as GBNF lines into *gbnf; with the alias "root ::= TOP" first
+ * when alias and TOP is not "root". */
+static ember_status convert(const char *text, size_t len, const char *top_name, bool alias, char **gbnf,
+                            ember_err *err)
 {
     *gbnf = NULL;
     ember_json_doc *doc = NULL;
@@ -999,12 +1006,17 @@ ember_status ember_json_schema_to_gbnf(const char *text, size_t len, char **gbnf
         ember_json_free(doc);
         return ember_fail(err, EMBER_ERR_INVALID_ARG, "json schema: not JSON: %s", jerr.msg);
     }
-    conv c = {.root = root, .err = err};
+    conv c = {.root = root, .top = top_name, .err = err};
     view v = {.n = 0};
     prim(&c, "ws"); /* between the tokens of objects and arrays */
-    const char *top = view_add(&c, &v, root, 0) ? schema_rule(&c, &v, "root") : NULL;
+    const char *top = view_add(&c, &v, root, 0) ? schema_rule(&c, &v, top_name) : NULL;
     ember_sbuf out = {0};
-    if (top && strcmp(top, "root")) ember_sbuf_printf(&out, "root ::= %s\n", top);
+    if (top && strcmp(top, top_name) && !alias) { /* the schema's top rule was shared: name it */
+        char *line = ember_malloc(strlen(top_name) + strlen(top) + 8);
+        if (line) sprintf(line, "%s ::= %s", top_name, top), ember_sbuf_printf(&out, "%s\n", line);
+        ember_free(line);
+    }
+    if (top && alias && strcmp(top, "root")) ember_sbuf_printf(&out, "root ::= %s\n", top);
     for (uint32_t i = 0; top && i < c.n_rules; i++)
         ember_sbuf_printf(&out, "%s ::= %s\n", c.rules[i].name, c.rules[i].body ? c.rules[i].body : "\"\"");
     free_conv(&c);
@@ -1014,4 +1026,14 @@ ember_status ember_json_schema_to_gbnf(const char *text, size_t len, char **gbnf
     if (!s) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "json schema: out of memory");
     *gbnf = s;
     return EMBER_OK;
+}
+
+ember_status ember_json_schema_to_gbnf(const char *text, size_t len, char **gbnf, ember_err *err)
+{
+    return convert(text, len, "root", true, gbnf, err);
+}
+
+ember_status ember_json_schema_rules(const char *text, size_t len, const char *top, char **gbnf, ember_err *err)
+{
+    return convert(text, len, top, false, gbnf, err);
 }

@@ -17,4 +17,10 @@
  * when the text is not JSON). On success *gbnf is the caller's (ember_free). */
 ember_status ember_json_schema_to_gbnf(const char *text, size_t len, char **gbnf, ember_err *err);
 
+/* The same rules with the top one named top (a rule name: letters, digits, '-') instead
+ * of root, and every rule the schema's $defs become named after it, so that the rules of
+ * several schemas (a tool's arguments each) can go into one grammar. Rules they share
+ * (ws, char, string, number, ...) have the same name and body in each: keep one. */
+ember_status ember_json_schema_rules(const char *text, size_t len, const char *top, char **gbnf, ember_err *err);
+
 #endif
