@@ -755,6 +755,20 @@ EMBER_API ember_status ember_chat_apply(ember_model *model, const char *template
                                         const ember_chat_message *msgs, size_t n, int add_generation_prompt,
                                         char *buf, size_t cap, size_t *len);
 
+/* An OpenAI-style conversation as a prompt: messages_json is an array of {"role",
+ * "content", "tool_calls", "tool_call_id", "name"} (roles system or developer, user,
+ * assistant, tool; content a string, an array of text parts, or null), tools_json
+ * OpenAI's "tools" array (NULL or "": none). The model's own Jinja template renders it
+ * where Ember can run that template (docs/chat.md); otherwise the built-in family does,
+ * with the tools described in a system message and the calls written as
+ * {"tool_calls": [...]}. *syntax (may be NULL) gets the tool-call syntax the prompt
+ * teaches, for ember_tool_calls_grammar and ember_tool_calls_parse. Output and
+ * template_name as ember_chat_apply; a message that is not of that shape is
+ * EMBER_ERR_INVALID_ARG (ember_model_error says which). */
+EMBER_API ember_status ember_chat_apply_json(ember_model *model, const char *template_name, const char *messages_json,
+                                             const char *tools_json, int add_generation_prompt, char *buf, size_t cap,
+                                             size_t *len, ember_tool_syntax *syntax);
+
 /* A conversation kept as token ids, so that each turn's prompt extends the previous one
  * and the engine's prefix cache serves the earlier turns:
  *     ember_chat_create(model, NULL, &c);  ember_chat_add(c, "system", "...");

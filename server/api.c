@@ -125,8 +125,54 @@ static bool chat_messages(const cJSON *msgs, api_request *out, api_error *e)
     return true;
 }
 
+/* Whether a chat needs ember_chat_apply_json: tools, a tool's result, an assistant's
+ * calls (the plain path stays as it was for every other chat). */
+static bool needs_json(const cJSON *o)
+{
+    const cJSON *m, *tools = field(o, "tools");
+    if (tools && !cJSON_IsNull(tools)) return true;
+    cJSON_ArrayForEach(m, field(o, "messages")) {
+        const cJSON *r = cJSON_GetObjectItemCaseSensitive(m, "role");
+        if ((cJSON_IsString(r) && !strcmp(r->valuestring, "tool")) || field(m, "tool_calls")) return true;
+    }
+    return false;
+}
+
+/* The messages as the body gave them, for ember_chat_apply_json (which checks them). */
+static bool json_messages(const cJSON *msgs, api_request *out, api_error *e)
+{
+    if (!cJSON_IsArray(msgs) || !cJSON_GetArraySize(msgs))
+        return bad(e, "messages", "'%s' must be a non-empty array of {role, content}", "messages", 0, 0);
+    if (!(out->messages_json = cJSON_PrintUnformatted(msgs))) {
+        api_fail(e, 500, "server_error", NULL, NULL, "out of memory");
+        return false;
+    }
+    return true;
+}
+
+/* A chat with tools (or their results): through ember_chat_apply_json, then the grammar
+ * of the calls in the syntax the prompt taught. */
+static bool render_json(ember_model *model, api_request *r, api_error *e)
+{
+    size_t len = 0;
+    ember_tool_syntax syntax;
+    const char *tools = r->tool_mode == API_TOOLS_NONE ? NULL : r->tools_json;
+    ember_status s = ember_chat_apply_json(model, NULL, r->messages_json, tools, 1, NULL, 0, &len, &syntax);
+    if (s == EMBER_OK && !(r->prompt = malloc(len + 1))) s = EMBER_ERR_OUT_OF_MEMORY;
+    if (s == EMBER_OK) s = ember_chat_apply_json(model, NULL, r->messages_json, tools, 1, r->prompt, len + 1, &len, &syntax);
+    if (s != EMBER_OK) {
+        if (s == EMBER_ERR_INVALID_ARG) api_fail(e, 400, "invalid_request_error", "messages", NULL, "%s", ember_model_error(model));
+        else api_fail(e, 500, "server_error", NULL, NULL, "the chat template failed");
+        return false;
+    }
+    r->desc.prompt = r->prompt;
+    r->desc.parse_special = 1;
+    return api_tool_grammar(r, syntax, e);
+}
+
 bool api_render_chat(ember_model *model, api_request *r, api_error *e)
 {
+    if (r->messages_json) return render_json(model, r, e);
     size_t len = 0;
     bool ok = ember_chat_apply(model, NULL, r->messages, r->n_messages, 1, NULL, 0, &len) == EMBER_OK &&
               (r->prompt = malloc(len + 1)) &&
@@ -316,7 +362,9 @@ bool api_parse_body(const api_limits *lim, api_kind kind, const char *body, size
     if (!ok) api_fail(e, 400, "invalid_request_error", NULL, "invalid_json", "the body is not a JSON object");
     ok = ok && model_name(lim, o, e) && sampling(o, lim, out, e) && logit_bias(o, lim, out, e) && stops(o, out, e) &&
          options(o, out, e) && truncation(o, lim, out, e) && api_structured(o, out, e);
-    if (ok && kind == API_CHAT) ok = chat_messages(field(o, "messages"), out, e);
+    if (ok && kind == API_CHAT) ok = api_tools(o, out, e);
+    if (ok && kind == API_CHAT && needs_json(o)) ok = json_messages(field(o, "messages"), out, e);
+    else if (ok && kind == API_CHAT) ok = chat_messages(field(o, "messages"), out, e);
     if (ok && kind == API_COMPLETION) ok = completion_prompt(lim, field(o, "prompt"), out, e);
     if (ok && kind == API_COMPLETION && !out->prompt && !out->tokens)
         ok = false, api_fail(e, 500, "server_error", NULL, NULL, "out of memory");
@@ -350,6 +398,9 @@ void api_request_free(api_request *r)
     free(r->bias);
     free(r->json_schema);
     free(r->grammar);
+    free(r->messages_json);
+    free(r->tools_json);
+    free(r->tool_only);
     memset(r, 0, sizeof *r);
 }
 
@@ -428,15 +479,20 @@ char *api_response(const api_format *f, const char *text, size_t len, ember_fini
     cJSON *o = head(f, chat ? "chat.completion" : "text_completion");
     cJSON *c = cJSON_CreateObject();
     cJSON_AddNumberToObject(c, "index", 0);
+    cJSON *calls = NULL;
     if (chat) {
         cJSON *m = cJSON_AddObjectToObject(c, "message");
         cJSON_AddStringToObject(m, "role", "assistant");
-        add_text(m, "content", text, len);
+        size_t content = len;
+        calls = why != EMBER_FINISH_ERROR ? api_tool_calls(f, text, len, &content) : NULL;
+        if (calls && !content) cJSON_AddNullToObject(m, "content");
+        else add_text(m, "content", text, content);
+        if (calls) cJSON_AddItemToObject(m, "tool_calls", calls);
     } else {
         add_text(c, "text", text, len);
     }
     cJSON_AddNullToObject(c, "logprobs");
-    cJSON_AddStringToObject(c, "finish_reason", api_finish_reason(why));
+    cJSON_AddStringToObject(c, "finish_reason", calls ? "tool_calls" : api_finish_reason(why));
     cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"), c);
     usage(o, f, n_gen);
     if (err) add_error(o, err);

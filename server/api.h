@@ -38,7 +38,16 @@ typedef struct api_request {
     ember_chat_message *messages; /* a chat's messages (roles static, content owned) */
     size_t n_messages;
     char *json_schema, *grammar;  /* structured output: desc.json_schema / desc.grammar */
+    /* tools (api_tools.c): the chat then goes through ember_chat_apply_json */
+    char *messages_json;          /* a chat's messages as the body gave them */
+    char *tools_json, *tool_only; /* the tools; tool_choice's function, or NULL */
+    int tool_mode;                /* API_TOOLS_* (tool_choice) */
+    bool tool_parallel;           /* parallel_tool_calls */
+    bool calls;                   /* the reply may make tool calls (then: in syntax) */
+    ember_tool_syntax syntax;
 } api_request;
+
+enum { API_TOOLS_AUTO, API_TOOLS_NONE, API_TOOLS_REQUIRED };
 
 /* Parses a request body: api_parse_body, then for a chat api_render_chat. false with
  * *err filled (a 4xx, or a 500 when the template or memory fails) when it is refused. */
@@ -57,6 +66,11 @@ void api_request_free(api_request *r);
  * grammar, checked and set on out->desc. false with *e filled (a 400). */
 struct cJSON;
 bool api_structured(const struct cJSON *o, api_request *out, api_error *e);
+/* tools, tool_choice and parallel_tool_calls of body o (api_tools.c), checked into out. */
+bool api_tools(const struct cJSON *o, api_request *out, api_error *e);
+/* The grammar (desc.grammar, and its trigger when tool_choice is auto) of the calls a
+ * reply to r may make, in the syntax its prompt teaches. */
+bool api_tool_grammar(api_request *r, ember_tool_syntax syntax, api_error *e);
 
 /* Fills an error (printf-style message). */
 void api_fail(api_error *e, int status, const char *type, const char *param, const char *code, const char *fmt, ...);
@@ -73,10 +87,22 @@ typedef struct api_format {
     long long created;        /* Unix seconds */
     const char *model;
     uint32_t n_prompt;
+    bool tools;               /* the reply may hold tool calls, in this syntax */
+    ember_tool_syntax syntax;
 } api_format;
 
 /* "stop", "length" (also a full KV pool) or "error" (cancelled requests are "stop"). */
 const char *api_finish_reason(ember_finish why);
+
+/* A reply's tool calls (f->tools): the length of its text before them (len when it makes
+ * none) and, when it makes some, OpenAI's "tool_calls" array (the caller's, cJSON);
+ * calls that do not parse count as text. */
+struct cJSON *api_tool_calls(const api_format *f, const char *text, size_t len, size_t *content_len);
+/* How much of text[0..len) a stream may send as content while the reply may still turn
+ * into tool calls: up to the syntax's trigger, less any end that could begin one. */
+size_t api_tool_safe_len(const api_format *f, const char *text, size_t len);
+/* The stream event holding a reply's tool calls as deltas (index, id, type, function). */
+char *api_tool_calls_chunk(const api_format *f, struct cJSON *calls);
 /* The whole non-streamed response; malloc'ed. With err (a request that failed after its
  * 200 was sent) it also holds an "error" object saying why. */
 char *api_response(const api_format *f, const char *text, size_t len, ember_finish why, uint32_t n_gen,

@@ -113,7 +113,8 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, api_kind 
     api_error err;
     if (!api_parse(&h->cfg.limits, h->model, kind, cn->body ? cn->body : "", cn->len, &rq, &err))
         return send_error(h, c, &err);
-    api_format f = {.kind = kind, .created = (long long)time(NULL), .model = h->cfg.limits.model_id};
+    api_format f = {.kind = kind, .created = (long long)time(NULL), .model = h->cfg.limits.model_id,
+                    .tools = rq.calls, .syntax = rq.syntax};
     pthread_mutex_lock(&h->id_mu);
     snprintf(f.id, sizeof f.id, "%s-%llu", kind == API_CHAT ? "chatcmpl" : "cmpl", ++h->next_id);
     pthread_mutex_unlock(&h->id_mu);

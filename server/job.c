@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <cjson/cJSON.h>
+
 #include "job.h"
 
 #define KEEPALIVE_MS 500
@@ -32,6 +34,7 @@ struct job {
     api_error err;                /* why, when why is EMBER_FINISH_ERROR */
     /* to the connection */
     size_t sent;                  /* text bytes already in chunks */
+    bool calls_sent;              /* a stream's tool calls went out (fmt.tools) */
     phase ph;
     char *out;                    /* prepared bytes not yet read, from out_off */
     size_t out_len, out_off;
@@ -173,11 +176,25 @@ static char *next_event(job *j)
         j->ph = PH_TEXT;
         return api_chunk(&j->fmt, true, "", 0, NULL);
     }
-    if (j->ph == PH_TEXT && j->sent < j->len) {
-        size_t n = j->len - j->sent;
+    /* with tools, content goes out only up to where a call may begin; once the reply is
+     * done the calls are read out of it and sent after the content before them */
+    size_t limit = j->done ? j->len : api_tool_safe_len(&j->fmt, j->text, j->len);
+    cJSON *calls = NULL;
+    if (j->done && j->fmt.tools && !j->calls_sent && j->why != EMBER_FINISH_ERROR)
+        calls = api_tool_calls(&j->fmt, j->text, j->len, &limit);
+    if (j->ph == PH_TEXT && j->sent < limit) {
+        cJSON_Delete(calls);
+        size_t n = limit - j->sent;
         if (n > PIECE_MAX) n = utf8_cut(j->text + j->sent, PIECE_MAX);
         char *e = api_chunk(&j->fmt, false, j->text + j->sent, n, NULL);
         j->sent += n;
+        return e;
+    }
+    if (j->ph == PH_TEXT && calls) {
+        j->calls_sent = true;
+        j->sent = j->len; /* the calls' text is in the tool_calls delta */
+        char *e = api_tool_calls_chunk(&j->fmt, calls);
+        cJSON_Delete(calls);
         return e;
     }
     if (j->ph == PH_TEXT && j->done && j->why == EMBER_FINISH_ERROR) {
@@ -186,7 +203,7 @@ static char *next_event(job *j)
     }
     if (j->ph == PH_TEXT && j->done) {
         j->ph = j->include_usage ? PH_USAGE : PH_DONE;
-        return api_chunk(&j->fmt, false, "", 0, api_finish_reason(j->why));
+        return api_chunk(&j->fmt, false, "", 0, j->calls_sent ? "tool_calls" : api_finish_reason(j->why));
     }
     if (j->ph == PH_USAGE) {
         j->ph = PH_DONE;

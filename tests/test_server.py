@@ -427,6 +427,79 @@ def test_structured(s):
                                                      "response_format": {"type": "json_object"}}, 400)
 
 
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city.",
+                                          "parameters": {"type": "object", "properties": {
+                                              "city": {"type": "string", "maxLength": 12}, "unit": {"enum": ["C", "F"]}},
+                                              "required": ["city"], "additionalProperties": False}}},
+         {"type": "function", "function": {"name": "add", "parameters": {
+             "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+             "required": ["a", "b"], "additionalProperties": False}}}]
+
+
+def valid_call(call):
+    """A tool call in OpenAI's shape whose arguments follow its tool's schema."""
+    fn = call.get("function", {})
+    try:
+        args = json.loads(fn.get("arguments", ""))
+    except ValueError:
+        return False
+    if call.get("type") != "function" or not call.get("id"):
+        return False
+    if fn.get("name") == "get_weather":
+        return set(args) <= {"city", "unit"} and isinstance(args.get("city"), str) and len(args["city"]) <= 12 and \
+            args.get("unit", "C") in ("C", "F")
+    return fn.get("name") == "add" and set(args) == {"a", "b"} and all(isinstance(args[k], int) for k in args)
+
+
+def test_tools(model):
+    """OpenAI's tools on a model with room for them (a random model: the calls' shape comes
+    from the grammar): tool_choice required and a named function give valid tool_calls with
+    finish_reason tool_calls, streamed as a tool_calls delta too; auto gives an answer or
+    valid calls; none gives text; a tool's result in the conversation is taken; bad tools
+    and tools beside response_format are 400s."""
+    s = Server(model, "--model-name", "tools-model")
+    try:
+        msgs = [{"role": "user", "content": "weather in Oslo?"}]
+        for i, choice in enumerate(["required", {"type": "function", "function": {"name": "add"}}]):
+            body = {"messages": msgs, "max_tokens": 200, "temperature": 1, "seed": 11 + i, "tools": TOOLS,
+                    "tool_choice": choice}
+            status, _, r = s.post(CHAT, body)
+            msg = r["choices"][0]["message"] if status == 200 else {}
+            calls = msg.get("tool_calls") or []
+            check(status == 200 and calls and all(valid_call(c) for c in calls) and msg.get("content") is None and
+                  r["choices"][0]["finish_reason"] == "tool_calls" and
+                  (choice == "required" or all(c["function"]["name"] == "add" for c in calls)),
+                  f"tool_choice {choice}: {calls}")
+            status, chunks, done = s.stream(CHAT, body)
+            deltas = [c["choices"][0]["delta"]["tool_calls"] for c in chunks if c.get("choices") and
+                      "tool_calls" in c["choices"][0]["delta"]]
+            streamed = [{k: v for k, v in c.items() if k != "index"} for d in deltas for c in d]
+            check(status == 200 and done and streamed and all(valid_call(c) for c in streamed) and
+                  [c["function"] for c in streamed] == [c["function"] for c in calls] and
+                  chunks[-1]["choices"][0]["finish_reason"] == "tool_calls",
+                  f"tool_choice {choice}, streamed: the same calls as a tool_calls delta")
+        status, _, r = s.post(CHAT, {"messages": msgs, "max_tokens": 60, "temperature": 1, "seed": 3, "tools": TOOLS})
+        msg = r["choices"][0]["message"]
+        check(status == 200 and ((msg.get("tool_calls") and all(valid_call(c) for c in msg["tool_calls"])) or
+                                 isinstance(msg.get("content"), str)),
+              f"tool_choice auto: an answer or valid calls ({r['choices'][0]['finish_reason']})")
+        status, _, r = s.post(CHAT, {"messages": msgs, "max_tokens": 20, "temperature": 1, "tools": TOOLS,
+                                     "tool_choice": "none"})
+        check(status == 200 and "tool_calls" not in r["choices"][0]["message"], "tool_choice none: text")
+        history = msgs + [{"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "12 C and rain"}]
+        status, _, r = s.post(CHAT, {"messages": history, "max_tokens": 20, "temperature": 0, "tools": TOOLS})
+        check(status == 200, f"a conversation with a call and its result: {status}")
+        bad(s, "tools that are not functions", {"messages": msgs, "tools": [{"type": "retrieval"}]}, 400, "tools")
+        bad(s, "tool_choice naming no tool", {"messages": msgs, "tools": TOOLS, "tool_choice": {
+            "type": "function", "function": {"name": "nope"}}}, 400, "tools")
+        bad(s, "tools beside response_format", {"messages": msgs, "tools": TOOLS,
+                                                "response_format": {"type": "json_object"}}, 400, "tools")
+    finally:
+        check(s.stop() == 0, "the tools server exits 0")
+
+
 def test_api_key(model):
     s = Server(model, "--model-name", "test-model", "--api-key", "sk-secret")
     req = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
@@ -593,6 +666,7 @@ def main():
                     "--kv-heads", "2", "--ffn", "128", "--vocab", "512", "--ctx", "4096"],
                    check=True, stdout=subprocess.DEVNULL)
     test_queue_full(long_model)
+    test_tools(long_model)
     print(f"test_server: {'all checks passed' if failures == 0 else f'{failures} check(s) failed'}")
     return 1 if failures else 0
 
