@@ -6,7 +6,9 @@
 # context_length_exceeded for a prompt longer than the context). The checks
 # are tests/openai_client/check.mjs; then tests/openai_client/check_lost.mjs against a
 # second server whose GPU is lost mid-reply (EMBER_FAULTS): the stream raises APIError
-# device_lost after some text, the next request 503. The package is installed once into
+# device_lost after some text, the next request 503; then check_tools.mjs against a third
+# (a random model with a 4096-token context): the structured-output and tool-calling
+# helpers (beta.chat.completions.parse, .stream with tools). The package is installed once into
 # $EMBER_BUILD_DIR/npm (ignored by git) and reused; without npm, or without the npm
 # registry, the test skips. The model is stories260K when ../shared has it (real text),
 # else a small random test model.
@@ -76,6 +78,22 @@ else
 fi
 kill -KILL "$lost_pid" 2>/dev/null || true
 wait "$lost_pid" 2>/dev/null || true
+
+# ---- a third server, with room for tools in its prompts: the structured-output and ---------
+# ---- tool-calling helpers (check_tools.mjs) ------------------------------------------------
+tools_model=$tmp/tools.gguf
+"$EMBER_BIN" make-test-model "$tools_model" --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 512 \
+  --ctx 4096 >/dev/null
+"$EMBER_BIN" serve -m "$tools_model" --port 0 --api-key sk-test >"$tmp/tools.out" 2>"$tmp/tools.err" &
+tools_pid=$!
+if tools_port=$(serve_port "$tools_pid" "$tmp/tools.err"); then
+  NODE_PATH=$npm_dir/node_modules timeout 120 node "$here/openai_client/check_tools.mjs" \
+    "http://127.0.0.1:$tools_port/v1" sk-test tools || rc=1
+else
+  echo "$tools_port"; rc=1
+fi
+kill -TERM "$tools_pid" 2>/dev/null || true
+wait "$tools_pid" 2>/dev/null || true
 
 # ---- stop: SIGTERM, exit 0 (which also says the validation layer was silent) -------------
 kill -TERM "$server_pid"

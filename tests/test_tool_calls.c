@@ -82,6 +82,11 @@ static void test_grammars(void)
             CHECKF(follows(single, S[i].two) == 0, "syntax %zu: two calls where one is allowed", i);
         }
         CHECKF(follows(only, S[i].one) == (strstr(S[i].one, "\"add\"") ? 1 : 0), "syntax %zu: only add", i);
+        /* only the second tool: no empty call sneaks in where the first one was */
+        char empty[160];
+        snprintf(empty, sizeof empty, "%s%s", trig, S[i].s == EMBER_TOOLS_HERMES ? "</tool_call>" :
+                 S[i].s == EMBER_TOOLS_MISTRAL ? "[]" : S[i].s == EMBER_TOOLS_JSON ? ": []}" : "");
+        CHECKF(follows(only, empty) == 0, "syntax %zu: only add takes an empty call", i);
         for (int k = 0; k < 4 && S[i].bad[k]; k++)
             CHECKF(follows(par, S[i].bad[k]) == 0, "syntax %zu takes '%s'", i, S[i].bad[k]);
         free(par), free(single), free(only);

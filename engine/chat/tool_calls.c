@@ -60,8 +60,8 @@ static void add_lines(ember_sbuf *out, const char *rules)
 
 /* Tool i's call object as an alternative of rule "call": {"name": "NAME", "ARGS": tool-i}
  * (Llama's written with the trigger's exact text first), its schema's rules into rules. */
-static ember_status one_tool(ember_tool_syntax s, const char *json, const ember_json *tool, int i, ember_sbuf *alt,
-                             ember_sbuf *rules, ember_err *err)
+static ember_status one_tool(ember_tool_syntax s, const char *json, const ember_json *tool, int i, bool first,
+                             ember_sbuf *alt, ember_sbuf *rules, ember_err *err)
 {
     const ember_json *fn = ember_json_get(tool, "function");
     const ember_json *name = ember_json_get(fn, "name"), *params = ember_json_get(fn, "parameters");
@@ -75,7 +75,7 @@ static ember_status one_tool(ember_tool_syntax s, const char *json, const ember_
     if (st != EMBER_OK) return ember_fail_ctx(err, st, "tools[%d] (%s): parameters", i, name->str);
     add_lines(rules, gbnf);
     ember_free(gbnf);
-    ember_sbuf_printf(alt, "%s(\"{\\\"name\\\"\" ws \":\" ws \"\\\"", i ? " | " : "");
+    ember_sbuf_printf(alt, "%s(\"{\\\"name\\\"\" ws \":\" ws \"\\\"", first ? "" : " | ");
     ember_jtext_string_content(alt, name->str, name->len);
     ember_sbuf_printf(alt, "\\\"\" ws \",\" ws \"\\\"%s\\\"\" ws \":\" ws %s ws", SYNTAX[s].args, top);
     if (s == EMBER_TOOLS_MISTRAL) /* Mistral Nemo adds a call id of 9 letters and digits */
@@ -103,7 +103,7 @@ ember_status ember_tool_grammar(ember_tool_syntax s, const char *tools_json, siz
     for (uint32_t i = 0; st == EMBER_OK && i < tools->n; i++) {
         const ember_json *name = ember_json_get(ember_json_get(&tools->items[i], "function"), "name");
         if (only && !(name && name->kind == EJ_STRING && !strcmp(name->str, only))) continue;
-        st = one_tool(s, tools_json, &tools->items[i], (int)i, &alt, &rules, err);
+        st = one_tool(s, tools_json, &tools->items[i], (int)i, n == 0, &alt, &rules, err);
         n += st == EMBER_OK;
     }
     if (st == EMBER_OK && !n) st = ember_fail(err, EMBER_ERR_INVALID_ARG, "tool_choice: no tool named '%s'", only);
