@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "engine/chat/chat_template.h"
 #include "server/api.h"
 #include "util.h"
@@ -44,7 +45,9 @@ static void check_request(const api_limits *lim, api_kind kind, const api_reques
         for (size_t i = 0; i < r->n_tokens; i++) FUZZ_CHECK(r->tokens[i] < lim->n_vocab, "token %u", r->tokens[i]);
         return;
     }
-    FUZZ_CHECK(r->n_messages >= 1 && !r->prompt, "messages");
+    /* a chat with tools or their results keeps its messages as JSON (ember_chat_apply_json) */
+    FUZZ_CHECK((r->n_messages >= 1) != (r->messages_json != NULL) && !r->prompt, "messages");
+    FUZZ_CHECK(!r->tools_json || r->messages_json, "tools without JSON messages");
     for (size_t i = 0; i < r->n_messages; i++) {
         const char *role = r->messages[i].role;
         FUZZ_CHECK(role && r->messages[i].content, "message %zu", i);
@@ -75,12 +78,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(ember_chat_template_init(&t, tmpl, NULL, 0, NULL, NULL, &err) == EMBER_OK, "%s", err.msg);
         char *out = NULL;
         size_t len = 0;
-        if (ember_chat_render(&t, r.messages, r.n_messages, 0, true, &out, &len, &err) == EMBER_OK)
-            FUZZ_CHECK(strlen(out) == len, "rendered length");
+        ember_status s = r.messages_json ? ember_chat_render_json(&t, r.messages_json, strlen(r.messages_json),
+                                                                  r.tools_json, r.tools_json ? strlen(r.tools_json) : 0,
+                                                                  true, &out, &len, &err)
+                                         : ember_chat_render(&t, r.messages, r.n_messages, 0, true, &out, &len, &err);
+        if (s == EMBER_OK) FUZZ_CHECK(strlen(out) <= len, "rendered length");
         else FUZZ_CHECK(err.msg[0], "refused without a message");
-        free(out);
+        ember_free(out);
         ember_chat_template_free(&t);
-        text = r.messages[0].content;
+        text = r.messages_json ? "" : r.messages[0].content;
     }
     api_format f = {.kind = kind, .id = "cmpl-1", .created = 1, .model = lim.model_id, .n_prompt = 3};
     if (fuzz_valid_utf8(text, strlen(text))) /* generated text always is (detok.h) */

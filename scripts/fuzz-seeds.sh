@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 out=$1
 shared=${EMBER_SHARED:-../shared}
 rm -rf "$out"
-mkdir -p "$out"/{gguf,tokenizer_spm,tokenizer_bpe,chat_template,server_request}
+mkdir -p "$out"/{gguf,tokenizer_spm,tokenizer_bpe,chat_template,server_request,jinja}
 
 # ---- texts for both tokenizers: a mode byte, then the text (util.c, fuzz_tokenizer_*.c) ----
 texts=(
@@ -90,6 +90,15 @@ for name in ('chatml', 'llama2', 'llama3', 'llama3.1', 'mistral', 'zephyr', 'gem
     fields = [name.encode(), b'<|begin_of_text|>', b'<|end_of_text|>', b'\0sys', b'\1user', b'\2reply']
     open(f'{out}/name-{name}', 'wb').write(bytes([3, 1]) + b'\0'.join(fields))
 PY
+
+# ---- Jinja templates: the real chat templates of tests/data, and small constructs ----
+cp tests/data/chat_templates/*.jinja "$out/jinja/"
+jt() { printf '%s' "$2" > "$out/jinja/$1"; }
+jt loops '{% for m in messages if m.content %}{{ loop.index }}{{ m.role | upper }}{% else %}-{% endfor %}'
+jt macro '{% macro f(a, b=2) %}{{ a ~ b }}{{ caller() if caller }}{% endmacro %}{% call f(1) %}x{% endcall %}{{ f(3, b=4) }}'
+jt filters "{{ tools | tojson(indent=2) }}{{ messages | selectattr('role', 'equalto', 'user') | map(attribute='content') | join(', ') }}"
+jt slices "{{ messages[::-1] | length }}{{ 'abc'[1:] }}{{ range(10)[2:8:3] }}{% set ns = namespace(x=1) %}{% set ns.x = ns.x * 2 %}{{ ns.x }}"
+jt ws $'  {%- if true -%}\n  a  {#- c -#}\n{{- " b " -}}\n{% endif %}\n'
 
 # ---- request bodies: kind byte (bit 0 completion; bits 1-3 template), then the JSON ----
 req() { printf "\\x$1%s" "$3" > "$out/server_request/$2"; }

@@ -27,6 +27,7 @@ import time
 
 EMBER = os.environ.get("EMBER_BIN", "build/ember")
 TMP = os.environ.get("EMBER_TEST_TMP", "/tmp")
+SRC = os.environ.get("EMBER_SOURCE_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 failures = 0
 
 
@@ -451,22 +452,25 @@ def valid_call(call):
     return fn.get("name") == "add" and set(args) == {"a", "b"} and all(isinstance(args[k], int) for k in args)
 
 
-def test_tools(model):
+def test_tools(model, label):
     """OpenAI's tools on a model with room for them (a random model: the calls' shape comes
     from the grammar): tool_choice required and a named function give valid tool_calls with
     finish_reason tool_calls, streamed as a tool_calls delta too; auto gives an answer or
     valid calls; none gives text; a tool's result in the conversation is taken; bad tools
-    and tools beside response_format are 400s."""
+    and tools beside response_format are 400s. Run on a model without a chat template (the
+    built-in way: {"tool_calls": [...]}) and on one with Qwen 2.5's (<tool_call> tags)."""
+    print(f"-- tools on {label}")
     s = Server(model, "--model-name", "tools-model")
     try:
         msgs = [{"role": "user", "content": "weather in Oslo?"}]
         for i, choice in enumerate(["required", {"type": "function", "function": {"name": "add"}}]):
+            # one call: a random model would go on making calls until max_tokens
             body = {"messages": msgs, "max_tokens": 200, "temperature": 1, "seed": 11 + i, "tools": TOOLS,
-                    "tool_choice": choice}
+                    "tool_choice": choice, "parallel_tool_calls": False}
             status, _, r = s.post(CHAT, body)
             msg = r["choices"][0]["message"] if status == 200 else {}
             calls = msg.get("tool_calls") or []
-            check(status == 200 and calls and all(valid_call(c) for c in calls) and msg.get("content") is None and
+            check(status == 200 and len(calls) == 1 and valid_call(calls[0]) and msg.get("content") is None and
                   r["choices"][0]["finish_reason"] == "tool_calls" and
                   (choice == "required" or all(c["function"]["name"] == "add" for c in calls)),
                   f"tool_choice {choice}: {calls}")
@@ -666,7 +670,13 @@ def main():
                     "--kv-heads", "2", "--ffn", "128", "--vocab", "512", "--ctx", "4096"],
                    check=True, stdout=subprocess.DEVNULL)
     test_queue_full(long_model)
-    test_tools(long_model)
+    test_tools(long_model, "a model without a chat template")
+    qwen_model = os.path.join(TMP, "server_model_qwen.gguf")
+    subprocess.run([EMBER, "make-test-model", qwen_model, "--dim", "64", "--layers", "2", "--heads", "4",
+                    "--kv-heads", "2", "--ffn", "128", "--vocab", "512", "--ctx", "4096", "--chat-template",
+                    os.path.join(SRC, "tests", "data", "chat_templates", "Qwen-Qwen2.5-7B-Instruct.jinja")],
+                   check=True, stdout=subprocess.DEVNULL)
+    test_tools(qwen_model, "a model with Qwen 2.5's template")
     print(f"test_server: {'all checks passed' if failures == 0 else f'{failures} check(s) failed'}")
     return 1 if failures else 0
 

@@ -306,16 +306,22 @@ static char *read_all(FILE *f)
     return NULL;
 }
 
+char *cli_read_file(const char *cmd, const char *path)
+{
+    struct stat st;
+    FILE *f = fopen(path, "rb");
+    char *text = f && fstat(fileno(f), &st) == 0 && !S_ISDIR(st.st_mode) ? read_all(f) : NULL;
+    if (!text) fprintf(stderr, "ember %s: cannot read %s: %s\n", cmd, path,
+                       f && S_ISDIR(st.st_mode) ? "it is a directory" : strerror(errno ? errno : EIO));
+    if (f) fclose(f);
+    return text;
+}
+
 int cli_grammar_flag(const char *cmd, const char *flag, const char *path, cli_grammar *g)
 {
     bool schema = strcmp(flag, "--json-schema") == 0;
     if (!schema && strcmp(flag, "--grammar") != 0) return 0;
-    struct stat st;
-    FILE *f = fopen(path, "rb");
-    char *text = f && fstat(fileno(f), &st) == 0 && !S_ISDIR(st.st_mode) ? read_all(f) : NULL;
-    if (!text) fprintf(stderr, "ember %s: cannot read the %s %s: %s\n", cmd, schema ? "JSON Schema" : "grammar", path,
-                       f && S_ISDIR(st.st_mode) ? "it is a directory" : strerror(errno ? errno : EIO));
-    if (f) fclose(f);
+    char *text = cli_read_file(cmd, path);
     if (!text) return -1;
     char **to = schema ? &g->json_schema : &g->gbnf;
     free(*to);

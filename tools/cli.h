@@ -70,6 +70,9 @@ bool cli_sampling_flag(const char *flag, const char *value, ember_sampling *s, e
 /* Handles --draft PATH, --draft-k K, --ngram N: 1 when consumed, 0 when not one of
  * them, -1 on a bad value. --ngram or --draft without --draft-k means k = 4. */
 int cli_spec_flag(const char *flag, const char *value, ember_speculation *spec, const char **draft_path);
+/* The whole of the file at path, NUL-terminated (malloc'd); NULL with a message naming
+ * cmd and the reason when it cannot be read (a directory, a missing file). */
+char *cli_read_file(const char *cmd, const char *path);
 /* The flags cli_grammar_flag takes (each with a value). */
 extern const char *const cli_grammar_flags[];
 /* What --grammar FILE (GBNF) and --json-schema FILE read (docs/grammar.md): the files'

@@ -38,6 +38,7 @@ typedef struct tm_args {
     const char *arch;     /* "llama" or "qwen2": the key prefix; qwen2 adds Q/K/V biases */
     bool rope_freqs;      /* write rope_freqs.weight (Llama 3.1-style frequency factors) */
     float rope_scale;     /* linear RoPE scaling factor; 0 = no scaling keys */
+    char *chat_template;  /* --chat-template FILE: tokenizer.chat_template (malloc'd), or NULL */
 } tm_args;
 
 /* ---- vocabulary ------------------------------------------------------------------ */
@@ -509,6 +510,7 @@ static ember_status add_hparams(ember_gguf_writer *w, const tm_args *a)
 {
     ember_status st;
     char k[96];
+    if (a->chat_template && (st = ember_gguf_add_str(w, "tokenizer.chat_template", a->chat_template))) return st;
     (void)((st = ember_gguf_add_str(w, "general.architecture", a->arch)) ||
            (st = ember_gguf_add_str(w, "general.name", "ember-test-model")) ||
            (st = ember_gguf_add_u32(w, "general.file_type", file_type(a))) ||
@@ -552,6 +554,7 @@ static int usage(FILE *out, int code)
         "  --arch A       llama or qwen2 (llama); qwen2 adds Q/K/V biases, NeoX RoPE\n"
         "  --rope-freqs   write rope_freqs.weight (Llama 3.1-style factors 1..8)\n"
         "  --rope-scale F linear RoPE scaling factor (none)\n"
+        "  --chat-template FILE  its tokenizer.chat_template (Jinja), for chat tests (none)\n"
         "Tensors are made one at a time as the file is written, so a model larger than\n"
         "memory can be made (an 8B shape: --dim 4096 --layers 32 --heads 32 --kv-heads 8\n"
         "--ffn 14336 --vocab 128256 --type q4_k_m).\n",
@@ -614,6 +617,10 @@ static int parse_flag(int argc, char **argv, int *i, tm_args *a)
     }
     if (strcmp(f, "--arch") == 0)
         return (v = cli_value(argc, argv, i)) && parse_arch(v, &a->arch) ? 1 : -1;
+    if (strcmp(f, "--chat-template") == 0) {
+        free(a->chat_template);
+        return (v = cli_value(argc, argv, i)) && (a->chat_template = cli_read_file("make-test-model", v)) ? 1 : -1;
+    }
     if (strcmp(f, "--rope-scale") == 0) {
         if (!(v = cli_value(argc, argv, i)) || !cli_float(f, v, &a->rope_scale))
             return -1;
@@ -743,5 +750,7 @@ int ember_cmd_make_test_model(int argc, char **argv)
         return CLI_USAGE;
     if (!check_size(&a))
         return CLI_FAILED;
-    return write_model(&a);
+    int code = write_model(&a);
+    free(a.chat_template);
+    return code;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "chat.h"
 #include "chat_fit.h"
 #include "chat_template.h"
 #include "engine/model_handle.h"
@@ -29,17 +30,18 @@ static char *piece_text(const ember_gguf *g, uint32_t id)
     return p;
 }
 
-/* The template named (or, for NULL, the model's tokenizer.chat_template), with the
- * vocabulary's BOS and EOS text as bos_token / eos_token. */
-static ember_status model_template(const ember_model *m, const char *name, ember_chat_template *t, ember_err *err)
+/* chat.h: the named template or the model's, with its BOS and EOS text. */
+ember_status ember_chat_model_template(const ember_model *m, const char *name, ember_chat_template *t,
+                                       const char **source, size_t *source_len, ember_err *err)
 {
     if (!m || !m->gguf || !m->tok) return ember_fail(err, EMBER_ERR_INVALID_ARG, "model not loaded");
     const ember_gguf_kv *kv = ember_gguf_find(m->gguf, "tokenizer.chat_template");
     bool found = kv && kv->type == EMBER_GGUF_STRING;
+    if (source) *source = found ? kv->v.str.ptr : NULL, *source_len = found ? kv->v.str.len : 0;
     char *bos = piece_text(m->gguf, ember_tokenizer_bos(m->tok));
     char *eos = piece_text(m->gguf, ember_tokenizer_eos(m->tok));
-    ember_status s = ember_chat_template_init(t, name, found ? kv->v.str.ptr : NULL, found ? kv->v.str.len : 0,
-                                              bos, eos, err);
+    ember_status s = ember_chat_template_init_model(t, name, found ? kv->v.str.ptr : NULL,
+                                                    found ? kv->v.str.len : 0, bos, eos, err);
     ember_free(bos);
     ember_free(eos);
     return s;
@@ -50,7 +52,7 @@ ember_status ember_chat_apply(ember_model *model, const char *template_name, con
 {
     if (!model) return EMBER_ERR_INVALID_ARG;
     ember_chat_template t;
-    ember_status s = model_template(model, template_name, &t, &model->err);
+    ember_status s = ember_chat_model_template(model, template_name, &t, NULL, NULL, &model->err);
     if (s != EMBER_OK) return s;
     char *text = NULL;
     size_t n_text = 0;
@@ -97,7 +99,7 @@ ember_status ember_chat_create(ember_model *model, const char *template_name, em
     *out = c;
     if (!c) return EMBER_ERR_OUT_OF_MEMORY;
     c->model = model;
-    ember_status s = model_template(model, template_name, &c->tmpl, &c->err);
+    ember_status s = ember_chat_model_template(model, template_name, &c->tmpl, NULL, NULL, &c->err);
     c->tmpl_ok = s == EMBER_OK;
     return s;
 }

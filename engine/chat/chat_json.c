@@ -9,6 +9,7 @@
 #include "common/alloc.h"
 #include "common/strbuf.h"
 #include "engine/grammar/json.h"
+#include "chat.h"
 #include "engine/model_handle.h"
 #include "tool_calls.h"
 
@@ -95,6 +96,47 @@ static ember_status as_messages(ember_model *model, const char *json, const embe
     return EMBER_OK;
 }
 
+/* Whether the template's text names s (its Jinja reads that variable). */
+static bool mentions(const char *src, size_t len, const char *s)
+{
+    size_t n = strlen(s);
+    for (size_t i = 0; src && i + n <= len; i++)
+        if (!memcmp(src + i, s, n)) return true;
+    return false;
+}
+
+/* The model's own template with the conversation as it is: tools, calls and results
+ * reach its Jinja (a template that reads no tools is left to the fallback). */
+static ember_status render_native(const ember_chat_template *t, const char *src, size_t src_len,
+                                  const char *messages_json, const char *tools, bool agp, char **out, size_t *n,
+                                  ember_tool_syntax *syntax, ember_err *err)
+{
+    if (!t->jinja || (tools && !mentions(src, src_len, "tools"))) return EMBER_ERR_UNSUPPORTED;
+    ember_status s = ember_chat_render_json(t, messages_json, strlen(messages_json), tools, tools ? strlen(tools) : 0,
+                                            agp, out, n, err);
+    *syntax = ember_tool_syntax_of(src, src_len);
+    return s;
+}
+
+/* The built-in way: the tools in a system message, calls and results as text, rendered
+ * by the template (its Jinja or its family) as plain messages. */
+static ember_status render_plain(ember_model *model, const ember_chat_template *t, const char *messages_json,
+                                 const ember_json *msgs, const char *tools, bool agp, char **out, size_t *n)
+{
+    size_t cap = msgs->n + 2, count = 0;
+    ember_chat_message *m = ember_calloc(cap, sizeof *m);
+    ember_sbuf *texts = ember_calloc(cap, sizeof *texts);
+    ember_status s = m && texts ? as_messages(model, messages_json, msgs, tools, m, texts, &count)
+                                : ember_fail(&model->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    for (size_t k = 0; s == EMBER_OK && k < count; k++)
+        if (texts[k].oom) s = ember_fail(&model->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    if (s == EMBER_OK) s = ember_chat_render(t, m, count, 0, agp, out, n, &model->err);
+    for (size_t k = 0; texts && k < cap; k++) ember_free(texts[k].s);
+    ember_free(texts);
+    ember_free(m);
+    return s;
+}
+
 ember_status ember_chat_apply_json(ember_model *model, const char *template_name, const char *messages_json,
                                    const char *tools_json, int add_generation_prompt, char *buf, size_t cap,
                                    size_t *len, ember_tool_syntax *syntax)
@@ -108,18 +150,28 @@ ember_status ember_chat_apply_json(ember_model *model, const char *template_name
         return ember_fail(&model->err, EMBER_ERR_INVALID_ARG, "messages: a JSON array is needed%s%s",
                           jerr.msg[0] ? ": " : "", jerr.msg);
     }
-    const char *tools = tools_json && tools_json[0] ? tools_json : NULL;
-    size_t cap_msgs = msgs->n + 2, n = 0;
-    ember_chat_message *out = ember_calloc(cap_msgs, sizeof *out);
-    ember_sbuf *texts = ember_calloc(cap_msgs, sizeof *texts);
-    ember_status s = out && texts ? as_messages(model, messages_json, msgs, tools, out, texts, &n)
-                                  : ember_fail(&model->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
-    for (size_t k = 0; s == EMBER_OK && k < n; k++)
-        if (texts[k].oom) s = ember_fail(&model->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
-    if (s == EMBER_OK) s = ember_chat_apply(model, template_name, out, n, add_generation_prompt, buf, cap, len);
-    if (syntax) *syntax = EMBER_TOOLS_JSON;
-    for (size_t k = 0; texts && k < cap_msgs; k++) ember_free(texts[k].s);
-    ember_free(texts);
+    const char *tools = tools_json && tools_json[0] ? tools_json : NULL, *src = NULL;
+    size_t src_len = 0, n = 0;
+    ember_chat_template t;
+    ember_tool_syntax syn = EMBER_TOOLS_JSON;
+    char *out = NULL;
+    ember_err nerr = {{0}};
+    ember_status s = ember_chat_model_template(model, template_name, &t, &src, &src_len, &model->err);
+    if (s == EMBER_OK) {
+        bool agp = add_generation_prompt != 0;
+        if (template_name || render_native(&t, src, src_len, messages_json, tools, agp, &out, &n, &syn, &nerr) != EMBER_OK) {
+            ember_free(out), out = NULL, syn = EMBER_TOOLS_JSON; /* a template that cannot: the built-in way */
+            s = render_plain(model, &t, messages_json, msgs, tools, agp, &out, &n);
+        }
+        ember_chat_template_free(&t);
+    }
+    if (s == EMBER_OK) {
+        size_t k = n < cap ? n : cap; /* as ember_chat_apply: a NUL when there is room */
+        if (buf && cap) memcpy(buf, out, k);
+        if (buf && k < cap) buf[k] = 0;
+        if (len) *len = n;
+        if (syntax) *syntax = syn;
+    }
     ember_free(out);
     ember_json_free(doc);
     return s;

@@ -1,7 +1,9 @@
 /* chat_template.c — recognising a chat template's family and rendering messages the way
  * its Jinja would (see chat_template.h and docs/chat.md). */
 #include "common/alloc.h"
+#include "chat_jinja.h"
 #include "chat_template.h"
+#include "engine/grammar/json.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +64,7 @@ const char *ember_chat_template_names(void)
 
 const char *ember_chat_template_family(const ember_chat_template *t)
 {
+    if (t->jinja && !t->family_ok) return "jinja";
     for (size_t i = 0; i < N_NAMES; i++)
         if (NAMES[i].family == t->family && NAMES[i].dated == t->dated) return NAMES[i].name;
     return "?";
@@ -194,11 +197,35 @@ ember_status ember_chat_template_init(ember_chat_template *t, const char *name, 
         ember_chat_template_free(t);
         return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     }
+    t->family_ok = true;
+    return EMBER_OK;
+}
+
+ember_status ember_chat_template_init_model(ember_chat_template *t, const char *name, const char *jinja,
+                                            size_t jinja_len, const char *bos, const char *eos, ember_err *err)
+{
+    ember_status s = ember_chat_template_init(t, name, jinja, jinja_len, bos, eos, err);
+    if (name || !jinja) return s;
+    ember_jinja *j = NULL;
+    ember_err jerr;
+    if (ember_jinja_parse(jinja, jinja_len, &j, &jerr) != EMBER_OK) return s; /* the family alone, or its refusal */
+    if (s != EMBER_OK) { /* no family: the interpreter alone */
+        memset(t, 0, sizeof *t);
+        t->bos = dup_str(bos ? bos : "<s>");
+        t->eos = dup_str(eos ? eos : "</s>");
+        if (!t->bos || !t->eos) {
+            ember_jinja_free(j);
+            ember_chat_template_free(t);
+            return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+    }
+    t->jinja = j;
     return EMBER_OK;
 }
 
 void ember_chat_template_free(ember_chat_template *t)
 {
+    ember_jinja_free(t->jinja);
     ember_free(t->bos);
     ember_free(t->eos);
     ember_free(t->default_system);
@@ -463,6 +490,11 @@ ember_status ember_chat_render(const ember_chat_template *t, const ember_chat_me
     *out = NULL;
     *out_len = 0;
     if (from > n) return ember_fail(err, EMBER_ERR_INVALID_ARG, "render from message %zu of %zu", from, n);
+    if (t->jinja) { /* the model's own template first; its family when it fails */
+        ember_status s = ember_chat_jinja_render(t->jinja, t->bos, t->eos, msgs, n, from, add_generation_prompt, out,
+                                                 out_len, err);
+        if (s == EMBER_OK || !t->family_ok) return s;
+    }
     enum role *roles = ember_malloc((n ? n : 1) * sizeof *roles);
     if (!roles) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     ember_status s = parse_roles(t, msgs, n, roles, err);
@@ -490,9 +522,49 @@ ember_status ember_chat_render(const ember_chat_template *t, const ember_chat_me
 
 char *ember_chat_render_end(const ember_chat_template *t)
 {
+    char *end = t->jinja ? ember_chat_jinja_end(t->jinja, t->bos, t->eos) : NULL;
+    if (end || !t->family_ok) return end ? end : dup_str("");
     strbuf b = {0};
     put_end(&b, t);
     sb_put(&b, "", 0);
     if (b.oom) ember_free(b.s);
     return b.oom ? NULL : b.s;
+}
+
+/* ---- conversations as JSON (tools) -------------------------------------------------- */
+
+/* The role and content of each message (content null: ""), for the families. */
+static ember_status family_json(const ember_chat_template *t, const char *messages_json, size_t len, bool gen,
+                                char **out, size_t *out_len, ember_err *err)
+{
+    ember_json_doc *doc = NULL;
+    const ember_json *root = NULL;
+    ember_status s = ember_json_parse(messages_json, len, &doc, &root, err);
+    if (s == EMBER_OK && root->kind != EJ_ARRAY) s = ember_fail(err, EMBER_ERR_INVALID_ARG, "the messages must be a JSON array");
+    ember_chat_message *m = s == EMBER_OK ? ember_malloc((root->n ? root->n : 1) * sizeof *m) : NULL;
+    if (s == EMBER_OK && !m) s = ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    for (uint32_t i = 0; s == EMBER_OK && i < root->n; i++) {
+        const ember_json *r = ember_json_get(&root->items[i], "role"), *c = ember_json_get(&root->items[i], "content");
+        if (!r || r->kind != EJ_STRING || (c && c->kind != EJ_STRING && c->kind != EJ_NULL))
+            s = ember_fail(err, EMBER_ERR_INVALID_ARG, "chat message %u needs a role and a string content", i);
+        else m[i] = (ember_chat_message){r->str, c && c->kind == EJ_STRING ? c->str : ""};
+    }
+    if (s == EMBER_OK) s = ember_chat_render(t, m, root->n, 0, gen, out, out_len, err);
+    ember_free(m);
+    ember_json_free(doc);
+    return s;
+}
+
+ember_status ember_chat_render_json(const ember_chat_template *t, const char *messages_json, size_t messages_len,
+                                    const char *tools_json, size_t tools_len, bool add_generation_prompt, char **out,
+                                    size_t *out_len, ember_err *err)
+{
+    *out = NULL;
+    *out_len = 0;
+    if (t->jinja) {
+        ember_status s = ember_chat_jinja_render_json(t->jinja, t->bos, t->eos, messages_json, messages_len, tools_json,
+                                                      tools_len, add_generation_prompt, out, out_len, err);
+        if (s == EMBER_OK || !t->family_ok) return s;
+    }
+    return family_json(t, messages_json, messages_len, add_generation_prompt, out, out_len, err);
 }

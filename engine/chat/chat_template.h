@@ -41,6 +41,8 @@ typedef struct ember_chat_template {
     bool dated;            /* Llama 3.1+: a system turn with "Cutting Knowledge Date" always */
     char *bos, *eos;       /* the template's bos_token / eos_token text (owned) */
     char *default_system;  /* ChatML: system message used when none is given (owned; may be NULL) */
+    struct ember_jinja *jinja; /* the model's own template, parsed (owned; NULL: the family renders) */
+    bool family_ok;        /* a built-in family was recognised: the fallback when the template fails */
 } ember_chat_template;
 
 /* Sets up t (zeroed first). name, when not NULL, wins: a known name, or Jinja source
@@ -51,8 +53,16 @@ typedef struct ember_chat_template {
 ember_status ember_chat_template_init(ember_chat_template *t, const char *name, const char *jinja,
                                       size_t jinja_len, const char *bos, const char *eos,
                                       ember_err *err);
+/* As ember_chat_template_init, for a model's template (chat.c): when name is NULL and the
+ * Jinja source parses, the interpreter (jinja.h) renders it, and the family detected
+ * from it (if any) renders when the template fails; a template of no known family is
+ * then accepted too (its family's name is "jinja"). A name still picks a built-in
+ * family. */
+ember_status ember_chat_template_init_model(ember_chat_template *t, const char *name, const char *jinja,
+                                            size_t jinja_len, const char *bos, const char *eos, ember_err *err);
 void ember_chat_template_free(ember_chat_template *t);
-/* "chatml", "llama2", "llama3", "llama3.1", "mistral", "zephyr", "gemma" or "phi3". */
+/* "chatml", "llama2", "llama3", "llama3.1", "mistral", "zephyr", "gemma" or "phi3"
+ * ("jinja" for a model's template of none of them). */
 const char *ember_chat_template_family(const ember_chat_template *t);
 /* The known names, comma-separated (for messages and usage text). */
 const char *ember_chat_template_names(void);
@@ -70,5 +80,15 @@ ember_status ember_chat_render(const ember_chat_template *t, const ember_chat_me
 /* The text that closes an assistant message (e.g. "<|im_end|>\n", " </s>", "<|eot_id|>"),
  * malloc'd; NULL when memory runs out. */
 char *ember_chat_render_end(const ember_chat_template *t);
+
+/* Renders a conversation given as JSON (for the server, with tools): messages_json an
+ * array of OpenAI chat messages, every member handed to the template as it is
+ * (tool_calls, tool_call_id, name, ...), tools_json an array of OpenAI tool
+ * definitions (NULL: none). Through the model's template when it has one (chat_jinja.h);
+ * otherwise, or when it fails, the family renders the messages' roles and contents
+ * (content null is ""), refusing what it cannot (tool roles). *out: ember_free. */
+ember_status ember_chat_render_json(const ember_chat_template *t, const char *messages_json, size_t messages_len,
+                                    const char *tools_json, size_t tools_len, bool add_generation_prompt, char **out,
+                                    size_t *out_len, ember_err *err);
 
 #endif
