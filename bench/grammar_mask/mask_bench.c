@@ -2,8 +2,9 @@
  * (bench/grammar-mask.sh). A walk follows each target document the way a model would
  * write it: at every step the mask is made, then the allowed token that covers the
  * longest next piece of the document is taken. Prints p50/p99/max of the mask time, cold
- * (the first document: nothing cached) and warm (the rest), as one JSON line.
- *   mask_bench VOCAB GRAMMAR.gbnf DOC... */
+ * (the first document: nothing cached) and warm (the rest), as one JSON line. A grammar
+ * file ending in .json is a JSON Schema, turned into its grammar first.
+ *   mask_bench VOCAB GRAMMAR.gbnf|SCHEMA.json DOC... */
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "engine/grammar/grammar.h"
 #include "engine/grammar/grammar_match.h"
+#include "engine/grammar/json_schema.h"
 #include "engine/grammar/mask_cache.h"
 
 static double now_us(void)
@@ -78,6 +80,16 @@ int main(int argc, char **argv)
     ember_grammar *g = NULL;
     ember_gmask_cache *c = NULL;
     ember_err err = {{0}};
+    size_t n = strlen(argv[2]);
+    if (gtext && n > 5 && !strcmp(argv[2] + n - 5, ".json")) { /* a JSON Schema: its grammar */
+        char *gbnf = NULL;
+        if (ember_json_schema_to_gbnf(gtext, glen, &gbnf, &err) != EMBER_OK) {
+            fprintf(stderr, "mask_bench: %s\n", err.msg);
+            return 1;
+        }
+        free(gtext);
+        gtext = gbnf, glen = strlen(gbnf);
+    }
     double t0 = now_us();
     if (!pieces || !gtext || ember_vtrie_build(pieces, n_vocab, &v, &err) != EMBER_OK ||
         ember_grammar_parse(gtext, glen, NULL, &g, &err) != EMBER_OK ||

@@ -10,6 +10,7 @@
 
 #include "common/alloc.h"
 #include "common/strbuf.h"
+#include "decimal_range.h"
 #include "json.h"
 #include "json_schema.h"
 #include "json_text.h"
@@ -418,69 +419,8 @@ static bool string_body(conv *c, const view *v, ember_sbuf *b)
 
 /* ---- numbers ---------------------------------------------------------------------- */
 
-/* The decimal numbers a..b whose digits (a, b: n of them) run alike. */
-static void same_length(ember_sbuf *o, const char *a, const char *b, int n)
-{
-    if (n == 0) return;
-    if (a[0] == b[0]) {
-        ember_sbuf_printf(o, "\"%c\" ", a[0]);
-        same_length(o, a + 1, b + 1, n - 1);
-        return;
-    }
-    bool a_low = strspn(a + 1, "0") == (size_t)(n - 1), b_high = strspn(b + 1, "9") == (size_t)(n - 1);
-    char lo = a_low ? a[0] : (char)(a[0] + 1), hi = b_high ? b[0] : (char)(b[0] - 1);
-    const char *sep = "";
-    ember_sbuf_puts(o, "(");
-    if (!a_low) {
-        char nines[24];
-        memset(nines, '9', (size_t)n - 1), nines[n - 1] = 0;
-        ember_sbuf_printf(o, "\"%c\" ", a[0]);
-        same_length(o, a + 1, nines, n - 1);
-        sep = "| ";
-    }
-    if (lo <= hi) {
-        ember_sbuf_printf(o, "%s[%c-%c]", sep, lo, hi);
-        if (n > 1) ember_sbuf_printf(o, " [0-9]{%d}", n - 1);
-        ember_sbuf_puts(o, " ");
-        sep = "| ";
-    }
-    if (!b_high) {
-        char zeros[24];
-        memset(zeros, '0', (size_t)n - 1), zeros[n - 1] = 0;
-        ember_sbuf_printf(o, "%s\"%c\" ", sep, b[0]);
-        same_length(o, zeros, b + 1, n - 1);
-    }
-    ember_sbuf_puts(o, ") ");
-}
-
-/* The natural numbers lo..hi (hi UINT64_MAX: up to MAX_DIGITS digits) without leading
- * zeros, as alternatives. */
-static void naturals(ember_sbuf *o, uint64_t lo, uint64_t hi)
-{
-    char a[24], b[24];
-    int la = snprintf(a, sizeof a, "%llu", (unsigned long long)lo);
-    int lb = hi == UINT64_MAX ? MAX_DIGITS : snprintf(b, sizeof b, "%llu", (unsigned long long)hi);
-    const char *sep = "";
-    ember_sbuf_puts(o, "(");
-    for (int len = la; len <= lb; len++) {
-        char x[24], y[24];
-        if (len == la) memcpy(x, a, (size_t)la + 1);
-        else memset(x, '0', (size_t)len), x[0] = '1', x[len] = 0;
-        if (len == lb && hi != UINT64_MAX) memcpy(y, b, (size_t)lb + 1);
-        else memset(y, '9', (size_t)len), y[len] = 0;
-        if (hi == UINT64_MAX && len > la) { /* every longer number at once */
-            ember_sbuf_printf(o, "%s[1-9] [0-9]{%d,%d} ", sep, len - 1, MAX_DIGITS - 1);
-            break;
-        }
-        ember_sbuf_puts(o, sep);
-        same_length(o, x, y, len);
-        sep = "| ";
-    }
-    ember_sbuf_puts(o, ")");
-}
-
-/* A bound of the view: an inclusive integer (rounded inward), as long as it is one. */
-static bool int_bound(conv *c, const view *v, bool upper, bool integer, bool *has, long long *out)
+/* A bound of an integer: inclusive, rounded inward. */
+static bool int_bound(conv *c, const view *v, bool upper, bool *has, long long *out)
 {
     const ember_json *inc = kw(c, v, upper ? "maximum" : "minimum"), *exc = kw(c, v, upper ? "exclusiveMaximum"
                                                                                            : "exclusiveMinimum");
@@ -495,9 +435,6 @@ static bool int_bound(conv *c, const view *v, bool upper, bool integer, bool *ha
     double d = strtod(x->str, NULL);
     if (d > 9e15 || d < -9e15) return fail(c, "%s", "bounds beyond 15 digits are not supported");
     double r = upper ? __builtin_floor(d) : __builtin_ceil(d);
-    if (!integer && (r != d || exclusive))
-        return fail(c, "%s", "bounds on a number must be inclusive integers (use minimum/maximum, or an integer "
-                             "type)");
     long long k = (long long)r;
     if (exclusive && r == d) k += upper ? -1 : 1;
     *has = true, *out = k;
@@ -512,51 +449,50 @@ static void integer_range(ember_sbuf *o, bool has_lo, long long lo, bool has_hi,
     if (!has_lo || lo < 0) { /* the negatives: magnitudes max(1, -hi) .. -lo */
         uint64_t from = has_hi && hi < 0 ? (uint64_t)(-hi) : 1, to = has_lo ? (uint64_t)(-lo) : UINT64_MAX;
         ember_sbuf_puts(o, "\"-\" ");
-        naturals(o, from, to);
+        ember_naturals(o, from, to);
         sep = " | ";
     }
     if (!has_hi || hi >= 0) {
         ember_sbuf_puts(o, sep);
-        naturals(o, has_lo && lo > 0 ? (uint64_t)lo : 0, has_hi ? (uint64_t)hi : UINT64_MAX);
+        ember_naturals(o, has_lo && lo > 0 ? (uint64_t)lo : 0, has_hi ? (uint64_t)hi : UINT64_MAX);
     }
     ember_sbuf_puts(o, ")");
 }
 
-/* Numbers of magnitude p..q (q open when !has_q) without an exponent: any fraction below
- * q, none (or zeros) at q. */
-static void magnitudes(ember_sbuf *o, uint64_t p, bool has_q, uint64_t q)
+/* A bound of a number (not an integer) as an exact decimal: the inclusive keyword's, or
+ * the exclusive one's (draft 4: a boolean beside the inclusive). false: a failure. */
+static bool decimal_bound(conv *c, const view *v, bool upper, bool *has, ember_decimal *d)
 {
-    const char *frac = "(\".\" [0-9]{1,16})?";
-    if (!has_q || q > p) {
-        ember_sbuf_puts(o, "(");
-        naturals(o, p, has_q ? q - 1 : UINT64_MAX);
-        ember_sbuf_printf(o, " %s)", frac);
-    }
-    if (has_q) ember_sbuf_printf(o, "%s(\"%llu\" (\".\" \"0\"{1,16})?)", !has_q || q > p ? " | " : "",
-                                 (unsigned long long)q);
+    const ember_json *inc = kw(c, v, upper ? "maximum" : "minimum");
+    const ember_json *exc = kw(c, v, upper ? "exclusiveMaximum" : "exclusiveMinimum");
+    *has = false;
+    if (c->failed) return false;
+    if (exc && exc->kind == EJ_NUMBER && inc)
+        return fail(c, "%s", "both an inclusive and an exclusive bound on one side is not supported");
+    const ember_json *x = exc && exc->kind == EJ_NUMBER ? exc : inc;
+    if (!x) return true;
+    if (x->kind != EJ_NUMBER || !ember_decimal_parse(x->str, d))
+        return fail(c, "%s", "a bound must be a number of at most 15 integer and 31 fraction digits");
+    d->inclusive = !((exc && exc->kind == EJ_NUMBER) || (exc && exc->kind == EJ_TRUE));
+    *has = true;
+    return true;
 }
 
 static bool number_body(conv *c, const view *v, bool integer, ember_sbuf *b)
 {
     bool has_lo, has_hi;
     long long lo, hi;
-    if (!int_bound(c, v, false, integer, &has_lo, &lo) || !int_bound(c, v, true, integer, &has_hi, &hi)) return false;
-    if (has_lo && has_hi && hi < lo) return fail(c, "%s", "maximum is below minimum");
-    if (!has_lo && !has_hi) return ember_sbuf_puts(b, prim(c, integer ? "integer" : "number")), true;
-    if (integer) return integer_range(b, has_lo, lo, has_hi, hi), true;
-    const char *sep = "";
-    ember_sbuf_puts(b, "(");
-    if (!has_hi || hi >= 0) { /* v >= 0 */
-        magnitudes(b, has_lo && lo > 0 ? (uint64_t)lo : 0, has_hi, has_hi ? (uint64_t)hi : 0);
-        sep = " | ";
+    if (integer) {
+        if (!int_bound(c, v, false, &has_lo, &lo) || !int_bound(c, v, true, &has_hi, &hi)) return false;
+        if (has_lo && has_hi && hi < lo) return fail(c, "%s", "maximum is below minimum");
+        if (!has_lo && !has_hi) return ember_sbuf_puts(b, prim(c, "integer")), true;
+        return integer_range(b, has_lo, lo, has_hi, hi), true;
     }
-    if (!has_lo || lo < 0) { /* v <= 0, as "-" and its magnitude */
-        ember_sbuf_printf(b, "%s\"-\" (", sep);
-        magnitudes(b, has_hi && hi < 0 ? (uint64_t)(-hi) : 0, has_lo, has_lo ? (uint64_t)(-lo) : 0);
-        ember_sbuf_puts(b, ")");
-    }
-    ember_sbuf_puts(b, ")");
-    return true;
+    ember_decimal dlo, dhi;
+    if (!decimal_bound(c, v, false, &has_lo, &dlo) || !decimal_bound(c, v, true, &has_hi, &dhi)) return false;
+    if (!has_lo && !has_hi) return ember_sbuf_puts(b, prim(c, "number")), true;
+    return ember_decimal_range(b, has_lo ? &dlo : NULL, has_hi ? &dhi : NULL) ||
+           fail(c, "%s", "the bounds leave no number");
 }
 
 /* ---- arrays ----------------------------------------------------------------------- */
