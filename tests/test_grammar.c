@@ -244,7 +244,8 @@ static void make_vocab(vocab *v)
                                   /* lead bytes after which UTF-8 allows fewer continuations */
                                   "\xE0", "\xED", "\xF0", "\xF4", "\xE1", "\xF1", "\x80", "\x8F", "\x90", "\x9F",
                                   "\xA0", "\xBF", "\xE0\xA0", "\xED\x9F\xBF", "\xF0\x90\x80",
-                                  "\xE2\x82\xAC" "a", "\xC4\x80" "b!", "a\xC3\xA9\xC3\xA9", "!\xE2\x82\xAC!"};
+                                  "\xE2\x82\xAC" "a", "\xC4\x80" "b!", "a\xC3\xA9\xC3\xA9", "!\xE2\x82\xAC!",
+                                  "\xD0", "\xD0\x90", "\xD0\x90" "1", "\xC3\xA9" "2"};
     const char *alphabet = "{}[]\":, abe0129-.\\nu\xC3\xA9\xE0\xED\xF0\xF4\x80\x90\xA0\xBF";
     tu_rng rng = {1234};
     v->n = 0;
@@ -381,6 +382,9 @@ static void test_masks(void)
      * others not */
     CHECK(check_masks("root ::= \"<\" ([^<>] [^<>\\x80-\\U0010FFFF]){0,4} \">\"", 40, 20) > 0);
     CHECK(check_masks("root ::= \"<\" ([^<>\\u0100-\\U0010FFFF] | [\\u0100-\\U0010FFFF] \"!\"){0,6} \">\"", 40, 20) > 0);
+    /* a lead byte that one stack's class covers and another's misses (C3: U+00C0-U+00FF)
+     * and one both cover (D0): the cache must tell their pending states apart */
+    CHECK(check_masks("root ::= ([\\u0400-\\u04FF] \"1\" | [\\u0080-\\u04FF] \"2\")+", 60, 12) > 0);
 }
 
 int main(void)

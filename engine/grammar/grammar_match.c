@@ -312,9 +312,8 @@ bool ember_gmatch_mask(ember_gmatch *m, const ember_vtrie *v, uint32_t *bits, ui
  * which stacks hold it is all that matters (the continuation bytes UTF-8 allows give a
  * character they all agree on), so pending characters with the same pattern are one
  * state. Else the bits themselves. */
-static uint32_t pending_class(const ember_gmatch *m)
+static uint32_t pending_class(const ember_gmatch *m, const list *stacks, const pending *p)
 {
-    const pending *p = &m->pend;
     uint32_t lo, hi, pattern = 0;
     if (!p->left) return 0;
     /* after E0, ED, F0 or F4 alone fewer continuation bytes are UTF-8 than after the
@@ -322,30 +321,80 @@ static uint32_t pending_class(const ember_gmatch *m)
     bool lead_only = p->left == p->len - 1;
     if (lead_only && ((p->len == 3 && (p->cp == 0x0 || p->cp == 0xD)) || (p->len == 4 && (p->cp == 0 || p->cp == 4))))
         return p->cp;
-    if (m->cur.n > 31 || !char_range(p, &lo, &hi)) return p->cp;
-    for (uint32_t i = 0; i < m->cur.n; i++) {
-        if (m->cur.v[i] == NONE) continue;
-        uint32_t c = m->g->elems[m->nodes[m->cur.v[i]].pos].value;
+    if (stacks->n > 31 || !char_range(p, &lo, &hi)) return p->cp;
+    for (uint32_t i = 0; i < stacks->n; i++) {
+        if (stacks->v[i] == NONE) continue;
+        uint32_t c = m->g->elems[m->nodes[stacks->v[i]].pos].value;
         if (ember_grammar_class_covers(m->g, c, lo, hi)) pattern |= 1u << i;
         else if (ember_grammar_class_meets(m->g, c, lo, hi)) return p->cp;
     }
     return 0x80000000u | pattern; /* above every code point */
 }
 
-size_t ember_gmatch_key(const ember_gmatch *m, uint32_t *key, size_t cap)
+/* The key of the state the stacks and the pending character p make. */
+static size_t key_of(const ember_gmatch *m, const list *stacks, const pending *p, uint32_t *key, size_t cap)
 {
     size_t n = 0;
-    for (uint32_t i = 0; i < m->cur.n; i++) {
-        for (uint32_t k = m->cur.v[i]; k != NONE; k = m->nodes[k].parent, n++)
+    for (uint32_t i = 0; i < stacks->n; i++) {
+        for (uint32_t k = stacks->v[i]; k != NONE; k = m->nodes[k].parent, n++)
             if (n < cap) key[n] = m->nodes[k].pos;
         if (n < cap) key[n] = NONE;
         n++;
     }
     if (n + 3 <= cap) {
-        key[n] = pending_class(m), key[n + 1] = m->pend.left ? m->pend.left | m->pend.len << 8 : 0;
-        key[n + 2] = m->pend.left ? m->pend.cp : 0;
+        key[n] = pending_class(m, stacks, p), key[n + 1] = p->left ? p->left | p->len << 8 : 0;
+        key[n + 2] = p->left ? p->cp : 0;
     }
     return n + 3;
+}
+
+size_t ember_gmatch_key(const ember_gmatch *m, uint32_t *key, size_t cap)
+{
+    return key_of(m, &m->cur, &m->pend, key, cap);
+}
+
+size_t ember_gmatch_key_after(ember_gmatch *m, uint8_t byte, uint32_t *key, size_t cap)
+{
+    uint32_t mark = m->n_nodes;
+    pending p;
+    list *res;
+    size_t n = run(m, &byte, 1, &res, &p) ? key_of(m, res, &p, key, cap) : m->oom ? SIZE_MAX : 0;
+    m->n_nodes = mark;
+    m->oom = false;
+    return n;
+}
+
+/* Equal numbers for bytes that lead to one state: a whole character by the stacks that
+ * take it, a pending one by its pattern and the bytes still due (pending_class). */
+static uint64_t byte_class(const ember_gmatch *m, uint8_t byte)
+{
+    pending p = m->pend;
+    int fed = feed(&p, byte);
+    if (fed < 0) return 0;
+    if (fed == 0) {
+        uint32_t c = pending_class(m, &m->cur, &p);
+        if (c == 0x80000000u) return 0; /* no stack can take a character it begins */
+        return c & 0x80000000u ? 2ull << 62 | (uint64_t)(p.left | p.len << 8) << 32 | (c & 0x7FFFFFFF) : 3ull << 62 | byte;
+    }
+    if (m->cur.n > 62) return 3ull << 62 | byte;
+    uint64_t took = 0;
+    for (uint32_t i = 0; i < m->cur.n; i++)
+        if (m->cur.v[i] != NONE && ember_grammar_class_has(m->g, m->g->elems[m->nodes[m->cur.v[i]].pos].value, p.cp))
+            took |= 1ull << i;
+    return took ? 1ull << 62 | took : 0;
+}
+
+void ember_gmatch_byte_classes(const ember_gmatch *m, uint8_t lo, uint8_t hi, uint64_t *out)
+{
+    /* a pending character that each stack takes or refuses whatever its last bytes are
+     * (its class a pattern): every continuation byte leads to one state */
+    bool alike = m->pend.left && pending_class(m, &m->cur, &m->pend) & 0x80000000u;
+    uint64_t same = 0;
+    for (uint32_t b = lo; b <= hi; b++) {
+        bool cont = (b & 0xC0) == 0x80;
+        out[b - lo] = alike && cont && same ? same : byte_class(m, (uint8_t)b);
+        if (alike && cont) same = out[b - lo];
+    }
 }
 
 bool ember_gmatch_set_key(ember_gmatch *m, const uint32_t *key, size_t n)
@@ -357,11 +406,8 @@ bool ember_gmatch_set_key(ember_gmatch *m, const uint32_t *key, size_t n)
             if (key[end] >= m->g->n_elems) return false;
         if (end == n - 3) return false; /* a stack without its end mark */
         uint32_t top = NONE;
-        for (size_t k = end; k > i; k--) {
-            uint32_t same = 0; /* share the nodes of equal stack bottoms, as matching does */
-            while (same < m->n_nodes && (m->nodes[same].pos != key[k - 1] || m->nodes[same].parent != top)) same++;
-            if ((top = same < m->n_nodes ? same : new_node(m, key[k - 1], top)) == NONE) return false;
-        }
+        for (size_t k = end; k > i; k--) /* stacks are compared by content: no sharing needed */
+            if ((top = new_node(m, key[k - 1], top)) == NONE) return false;
         if (!grow(m, (void **)&m->cur.v, &m->cur.cap, m->cur.n + 1, sizeof *m->cur.v)) return false;
         m->cur.v[m->cur.n++] = top;
     }

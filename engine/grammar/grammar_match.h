@@ -49,6 +49,14 @@ bool ember_gmatch_mask(ember_gmatch *m, const ember_vtrie *v, uint32_t *bits, ui
  * the last number; ember_gmatch_set_key takes the whole key. Writes at most cap numbers;
  * returns the key's full length. */
 size_t ember_gmatch_key(const ember_gmatch *m, uint32_t *key, size_t cap);
+/* The key of the state byte leads m to, as ember_gmatch_key writes it, leaving m as it
+ * was: 0 when no stack takes the byte, SIZE_MAX when memory ran out. */
+size_t ember_gmatch_key_after(ember_gmatch *m, uint8_t byte, uint32_t *key, size_t cap);
+/* The class of each byte lo..hi from m's state, in out[0 .. hi - lo]: bytes of one class
+ * lead to states whose keys are equal but for their last number (one state of a cache);
+ * bytes of different classes may still meet. 0: the bytes no stack takes. Lets a cache
+ * work out a row of transitions with one matcher run per class instead of per byte. */
+void ember_gmatch_byte_classes(const ember_gmatch *m, uint8_t lo, uint8_t hi, uint64_t *out);
 /* Puts m in the state key[0..n) describes (a key ember_gmatch_key gave for a matcher of
  * the same grammar). False when the key is not one or memory ran out. */
 bool ember_gmatch_set_key(ember_gmatch *m, const uint32_t *key, size_t n);

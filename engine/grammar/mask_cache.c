@@ -12,7 +12,7 @@
 
 typedef struct state {
     uint32_t key_at, key_len; /* in keys */
-    uint32_t mask;            /* its mask at masks[words * this], or NONE */
+    uint32_t mask;            /* its mask, row(&masks, this), or NONE */
     uint32_t n_allowed;
     uint32_t utf8_to;         /* the state every character of 2-4 bytes leads to; DEAD:
                                  not one state; NONE: not known yet */
@@ -28,7 +28,7 @@ typedef struct state {
 typedef struct plain {
     uint32_t ascii[4];        /* the plain ASCII bytes */
     bool utf8;                /* every well-formed longer character is plain too */
-    uint32_t mask;            /* masks[words * (mask + l)]: the plain tokens of at most
+    uint32_t mask;            /* row(&masks, mask + l): the plain tokens of at most
                                  l + 1 characters, l < PLAIN_CHARS */
 } plain;
 
@@ -43,6 +43,19 @@ typedef struct slot {
 /* a growable array of T: p, n, cap */
 #define ARRAY(T) struct { T *p; uint32_t n, cap; }
 
+/* Rows of len numbers in chunks that never move: growing copies nothing (a grammar's
+ * first request would pay for copying megabytes of masks) and a row stays where it is
+ * while more are made. */
+typedef struct rows {
+    uint32_t **chunk;     /* CHUNK_ROWS rows each */
+    uint32_t n_chunks, cap_chunks;
+    uint32_t n;           /* rows handed out */
+    size_t len;
+} rows;
+
+#define CHUNK_ROWS 64
+_Static_assert(PLAIN_CHARS <= CHUNK_ROWS, "a plain pattern's sets are rows of one chunk");
+
 struct ember_gmask_cache {
     const ember_vtrie *v;
     ember_gmatch *m;       /* works out transitions */
@@ -51,11 +64,12 @@ struct ember_gmask_cache {
     uint32_t n_slots;
     ARRAY(state) states;
     ARRAY(uint32_t) keys;  /* every state's key */
-    ARRAY(uint32_t) trans; /* 256 per state */
-    ARRAY(uint32_t) masks; /* words per state that has one */
+    rows trans;            /* 256 per state */
+    rows masks;            /* one per state that has one, PLAIN_CHARS per plain pattern */
     ARRAY(uint32_t) key;   /* the key being looked up */
     ARRAY(plain) plains;
     uint32_t *level;       /* a walk's state per trie depth */
+    uint32_t loaded;       /* the state matcher m is in; NONE: not known */
     ember_gmask_counts counts;
     bool oom;
 };
@@ -72,6 +86,37 @@ static bool reserve(ember_gmask_cache *c, void *array, size_t need, size_t size)
     return true;
 }
 
+static uint32_t *row(const rows *r, uint32_t i)
+{
+    return r->chunk[i / CHUNK_ROWS] + (size_t)(i % CHUNK_ROWS) * r->len;
+}
+
+/* k rows (k <= CHUNK_ROWS) one after another in one chunk: the first one's index, or
+ * NONE when memory ran out. */
+static uint32_t add_rows(ember_gmask_cache *c, rows *r, uint32_t k)
+{
+    uint32_t at = r->n;
+    if (at / CHUNK_ROWS != (at + k - 1) / CHUNK_ROWS) at = (at / CHUNK_ROWS + 1) * CHUNK_ROWS;
+    while (r->n_chunks <= (at + k - 1) / CHUNK_ROWS) {
+        if (r->n_chunks == r->cap_chunks) {
+            uint32_t cap = r->cap_chunks ? r->cap_chunks * 2 : 16;
+            uint32_t **p = ember_realloc(r->chunk, sizeof *p * cap);
+            if (!p) return (c->oom = true), NONE;
+            r->chunk = p, r->cap_chunks = cap;
+        }
+        if (!(r->chunk[r->n_chunks] = ember_malloc(sizeof(uint32_t) * CHUNK_ROWS * r->len))) return (c->oom = true), NONE;
+        r->n_chunks++;
+    }
+    r->n = at + k;
+    return at;
+}
+
+static void free_rows(rows *r)
+{
+    for (uint32_t i = 0; i < r->n_chunks; i++) ember_free(r->chunk[i]);
+    ember_free(r->chunk);
+}
+
 static uint64_t hash_key(const uint32_t *k, size_t n)
 {
     uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
@@ -86,7 +131,8 @@ static uint64_t hash_key(const uint32_t *k, size_t n)
 static size_t held(const ember_gmask_cache *c)
 {
     return (size_t)c->n_slots * sizeof(slot) + (size_t)c->states.cap * sizeof(state) +
-           ((size_t)c->keys.cap + c->trans.cap + c->masks.cap + c->key.cap) * sizeof(uint32_t);
+           ((size_t)c->keys.cap + c->key.cap) * sizeof(uint32_t) +
+           ((size_t)c->trans.n_chunks * c->trans.len + (size_t)c->masks.n_chunks * c->masks.len) * CHUNK_ROWS * sizeof(uint32_t);
 }
 
 /* Forgets every state (the arrays keep their memory until the cache is freed). */
@@ -94,6 +140,7 @@ static void clear(ember_gmask_cache *c)
 {
     for (uint32_t i = 0; i < c->n_slots; i++) c->slots[i].state = NONE;
     c->states.n = c->keys.n = c->trans.n = c->masks.n = c->plains.n = 0;
+    c->loaded = NONE;
 }
 
 static bool rehash(ember_gmask_cache *c)
@@ -136,12 +183,11 @@ static uint32_t intern(ember_gmask_cache *c)
             return c->slots[j].state;
     }
     if (!reserve(c, &c->states, c->states.n + 1, sizeof(state)) || !reserve(c, &c->keys, c->keys.n + n, sizeof *k) ||
-        !reserve(c, &c->trans, (size_t)c->trans.n + 256, sizeof *c->trans.p))
+        add_rows(c, &c->trans, 1) == NONE)
         return NONE;
-    uint32_t id = c->states.n++;
+    uint32_t id = c->states.n++; /* its row of transitions: row(&c->trans, id) */
     c->states.p[id] = (state){c->keys.n, n, NONE, 0, NONE};
-    memset(c->trans.p + c->trans.n, 0xFF, 256 * sizeof *c->trans.p); /* UNSEEN */
-    c->trans.n += 256;
+    memset(row(&c->trans, id), 0xFF, 256 * sizeof(uint32_t)); /* UNSEEN */
     memcpy(c->keys.p + c->keys.n, k, sizeof *k * n);
     c->keys.n += n;
     c->slots[j] = (slot){h, id};
@@ -149,27 +195,61 @@ static uint32_t intern(ember_gmask_cache *c)
     return id;
 }
 
+/* Puts the matcher in state s (it stays there while transitions from s are worked out). */
+static bool load(ember_gmask_cache *c, uint32_t s)
+{
+    if (c->loaded == s) return true;
+    const state *st = &c->states.p[s];
+    c->loaded = NONE;
+    if (!ember_gmatch_set_key(c->m, c->keys.p + st->key_at, st->key_len)) return !(c->oom = true);
+    c->loaded = s;
+    return true;
+}
+
 /* Works out where byte b leads from state s with the matcher. */
 static uint32_t work_out(ember_gmask_cache *c, uint32_t s, uint8_t b)
 {
     c->counts.transitions++;
-    const state *st = &c->states.p[s];
-    if (!ember_gmatch_set_key(c->m, c->keys.p + st->key_at, st->key_len)) return (c->oom = true), DEAD;
-    if (!ember_gmatch_accept(c->m, &b, 1)) return DEAD;
-    if (!take_key(c, c->m)) return DEAD;
+    if (!load(c, s)) return DEAD;
+    size_t n = ember_gmatch_key_after(c->m, b, c->key.p, c->key.cap);
+    if (n != SIZE_MAX && n > c->key.cap) {
+        if (!reserve(c, &c->key, n, sizeof *c->key.p)) return DEAD;
+        n = ember_gmatch_key_after(c->m, b, c->key.p, c->key.cap);
+    }
+    if (n == SIZE_MAX) return (c->oom = true), DEAD;
+    if (!n) return DEAD;
+    c->key.n = (uint32_t)n;
     uint32_t t = intern(c);
     return t == NONE ? DEAD : t;
+}
+
+/* Works out the transitions of state s for bytes lo..hi, one matcher run per class of
+ * bytes (ember_gmatch_byte_classes): the loops over byte ranges below would otherwise run
+ * the matcher for every byte. */
+static void work_out_range(ember_gmask_cache *c, uint32_t s, uint32_t lo, uint32_t hi)
+{
+    uint64_t cls[256], seen[16];
+    uint32_t to[16], n_seen = 0, *r = row(&c->trans, s);
+    while (lo <= hi && r[lo] != UNSEEN) lo++;
+    if (lo > hi || !load(c, s)) return;
+    ember_gmatch_byte_classes(c->m, (uint8_t)lo, (uint8_t)hi, cls);
+    for (uint32_t b = lo; b <= hi; b++) {
+        uint64_t k = cls[b - lo];
+        uint32_t i = 0;
+        if (r[b] != UNSEEN) continue;
+        while (i < n_seen && seen[i] != k) i++;
+        if (!k) r[b] = DEAD;
+        else if (i < n_seen) r[b] = to[i];
+        else if ((r[b] = work_out(c, s, (uint8_t)b)) != DEAD && n_seen < 16) seen[n_seen] = k, to[n_seen++] = r[b];
+    }
 }
 
 /* Where byte b leads from state s: a state or DEAD. */
 static inline uint32_t next(ember_gmask_cache *c, uint32_t s, uint8_t b)
 {
-    uint32_t t = c->trans.p[(size_t)s * 256 + b];
-    if (t == UNSEEN) {
-        t = work_out(c, s, b);
-        c->trans.p[(size_t)s * 256 + b] = t; /* after work_out: it may move trans */
-    }
-    return t;
+    uint32_t *to = &row(&c->trans, s)[b];
+    if (*to == UNSEEN) *to = work_out(c, s, b);
+    return *to;
 }
 
 /* Whether every well-formed character whose bytes from state `at` on are still due (left
@@ -179,6 +259,7 @@ static inline uint32_t next(ember_gmask_cache *c, uint32_t s, uint8_t b)
 static bool utf8_reach(ember_gmask_cache *c, uint32_t at, uint32_t left, uint8_t lo, uint8_t hi, uint32_t *to)
 {
     uint32_t seen[64], n_seen = 0; /* states already followed from here */
+    work_out_range(c, at, lo, hi);
     for (uint32_t b = lo; b <= hi; b++) {
         uint32_t t = next(c, at, (uint8_t)b), i = 0;
         if (t == DEAD) return false;
@@ -201,6 +282,7 @@ static uint32_t utf8_to(ember_gmask_cache *c, uint32_t s)
     if (c->states.p[s].utf8_to != NONE) return c->states.p[s].utf8_to;
     uint32_t to = NONE;
     bool one = true;
+    work_out_range(c, s, 0xC2, 0xF4);
     for (uint32_t lead = 0xC2; one && lead <= 0xF4; lead++) {
         uint32_t t = next(c, s, (uint8_t)lead), left = lead < 0xE0 ? 1 : lead < 0xF0 ? 2 : 3;
         uint8_t lo = lead == 0xE0 ? 0xA0 : lead == 0xF0 ? 0x90 : 0x80; /* what UTF-8 allows second */
@@ -215,6 +297,7 @@ static uint32_t utf8_to(ember_gmask_cache *c, uint32_t s)
 static uint32_t plain_bytes(ember_gmask_cache *c, uint32_t s, uint32_t ascii[4], uint32_t *n)
 {
     uint32_t to[128], best = DEAD, most = 0;
+    work_out_range(c, s, 0, 127);
     for (uint32_t b = 0; b < 128; b++) to[b] = next(c, s, (uint8_t)b);
     for (uint32_t b = 0; b < 128; b++) {
         uint32_t k = 0;
@@ -233,6 +316,7 @@ static uint32_t plain_bytes(ember_gmask_cache *c, uint32_t s, uint32_t ascii[4],
 static bool plain_step(ember_gmask_cache *c, uint32_t s, const plain *p, uint32_t *t)
 {
     *t = DEAD;
+    work_out_range(c, s, 0, 127);
     for (uint32_t b = 0; b < 128; b++) {
         if (!(p->ascii[b / 32] >> (b % 32) & 1)) continue;
         uint32_t u = next(c, s, (uint8_t)b);
@@ -247,45 +331,38 @@ static uint32_t plain_sets(ember_gmask_cache *c, const uint32_t ascii[4], bool u
 {
     for (uint32_t i = 0; i < c->plains.n; i++)
         if (!memcmp(c->plains.p[i].ascii, ascii, 4 * sizeof *ascii) && c->plains.p[i].utf8 == utf8) return i;
-    if (!reserve(c, &c->plains, c->plains.n + 1, sizeof(plain)) ||
-        !reserve(c, &c->masks, (size_t)c->masks.n + PLAIN_CHARS * c->words, sizeof *c->masks.p))
-        return NONE;
+    uint32_t first = reserve(c, &c->plains, c->plains.n + 1, sizeof(plain)) ? add_rows(c, &c->masks, PLAIN_CHARS) : NONE;
+    if (first == NONE) return NONE;
     const ember_vtrie *v = c->v;
-    uint32_t *sets = c->masks.p + c->masks.n;
+    uint32_t *sets = row(&c->masks, first);
     memset(sets, 0, sizeof *sets * c->words * PLAIN_CHARS);
+    uint64_t other[2] = {~((uint64_t)ascii[1] << 32 | ascii[0]), ~((uint64_t)ascii[3] << 32 | ascii[2])};
     for (uint32_t t = 0; t < v->n_vocab; t++) {
-        uint32_t chars = 0;
-        bool ok = utf8 ? v->utf8_ok[t] : true;
-        for (uint32_t i = v->at[t]; ok && i < v->at[t + 1]; i++) {
-            uint8_t b = v->pool[i];
-            ok = b < 0x80 ? ascii[b / 32] >> (b % 32) & 1 : utf8;
-            chars += (b & 0xC0) != 0x80; /* a character starts: ASCII or a lead byte */
-        }
+        uint32_t chars = v->chars[t];
+        bool ok = !(v->ascii[2 * t] & other[0]) && !(v->ascii[2 * t + 1] & other[1]) && (!v->high[t] || (utf8 && v->utf8_ok[t]));
         if (ok && chars && chars <= PLAIN_CHARS) sets[(size_t)(chars - 1) * c->words + t / 32] |= 1u << (t % 32);
     }
     for (uint32_t l = 1; l < PLAIN_CHARS; l++) /* at most l + 1 characters */
         for (size_t w = 0; w < c->words; w++) sets[l * c->words + w] |= sets[(l - 1) * c->words + w];
     uint32_t id = c->plains.n++;
-    c->plains.p[id] = (plain){{ascii[0], ascii[1], ascii[2], ascii[3]}, utf8, c->masks.n / (uint32_t)c->words};
-    c->masks.n += PLAIN_CHARS * (uint32_t)c->words;
+    c->plains.p[id] = (plain){{ascii[0], ascii[1], ascii[2], ascii[3]}, utf8, first};
     return id;
 }
 
-/* The mask of state root into masks[at ..] from plain tokens (see plain), every other
+/* The mask of state root into bits from plain tokens (see plain), every other
  * token run through the transitions on its own. False when root has too few plain
  * bytes. */
-static bool from_plain(ember_gmask_cache *c, uint32_t root, uint32_t at, uint32_t *n)
+static bool from_plain(ember_gmask_cache *c, uint32_t root, uint32_t *bits, uint32_t *n)
 {
     uint32_t ascii[4], n_plain, t, chain = 0;
     uint32_t first = plain_bytes(c, root, ascii, &n_plain);
     if (first == DEAD || n_plain < PLAIN_MIN_BYTES) return false;
-    uint32_t id = plain_sets(c, ascii, utf8_to(c, root) == first); /* it may move masks: bits after it */
+    uint32_t id = plain_sets(c, ascii, utf8_to(c, root) == first);
     if (id == NONE) return false;
     for (uint32_t s = root; chain < PLAIN_CHARS && plain_step(c, s, &c->plains.p[id], &t); s = t) chain++;
     if (!chain) return false;
     const ember_vtrie *v = c->v;
-    uint32_t *bits = c->masks.p + at;
-    memcpy(bits, c->masks.p + ((size_t)c->plains.p[id].mask + chain - 1) * c->words, sizeof *bits * c->words);
+    memcpy(bits, row(&c->masks, c->plains.p[id].mask + chain - 1), sizeof *bits * c->words);
     for (uint32_t w = 0; w < (v->n_vocab + 31) / 32; w++) {
         for (uint32_t tok = w * 32; bits[w] != UINT32_MAX && tok < w * 32 + 32 && tok < v->n_vocab; tok++) {
             if (bits[w] >> (tok % 32) & 1 || v->at[tok + 1] == v->at[tok]) continue;
@@ -298,16 +375,15 @@ static bool from_plain(ember_gmask_cache *c, uint32_t root, uint32_t at, uint32_
     return true;
 }
 
-/* The mask of state root into masks[at ..]: a walk of the trie, one transition per node
+/* The mask of state root into bits: a walk of the trie, one transition per node
  * (or, in a state most bytes lead back to, its plain tokens and a check of the rest). */
-static uint32_t walk(ember_gmask_cache *c, uint32_t root, bool complete, uint32_t at)
+static uint32_t walk(ember_gmask_cache *c, uint32_t root, bool complete, uint32_t *bits)
 {
     const ember_vtrie *v = c->v;
     uint32_t n = 0;
     c->counts.masks_made++;
-    bool plain = from_plain(c, root, at, &n);
-    uint32_t *bits = c->masks.p + at;
-    if (!plain) memset(bits, 0, sizeof *bits * c->words);
+    bool plain = from_plain(c, root, bits, &n);
+    if (!plain) memset(bits, 0, sizeof *bits * c->words), work_out_range(c, root, 0, 255);
     c->level[0] = root;
     for (uint32_t i = 0; !plain && i < v->n_nodes;) {
         uint32_t t = next(c, c->level[v->depth[i] - 1], v->byte[i]);
@@ -333,19 +409,18 @@ const uint32_t *ember_gmask_get(ember_gmask_cache *c, const ember_gmatch *m, uin
     if (c->states.p[s].mask != NONE) {
         c->counts.masks_found++;
         *n_allowed = c->states.p[s].n_allowed;
-        return c->masks.p + (size_t)c->states.p[s].mask * c->words;
+        return row(&c->masks, c->states.p[s].mask);
     }
-    if (!reserve(c, &c->masks, (size_t)c->masks.n + c->words, sizeof *c->masks.p)) return NULL;
-    uint32_t at = c->masks.n;
-    c->masks.n += (uint32_t)c->words;
-    uint32_t n = walk(c, s, ember_gmatch_complete(m), at);
+    uint32_t at = add_rows(c, &c->masks, 1);
+    if (at == NONE) return NULL;
+    uint32_t n = walk(c, s, ember_gmatch_complete(m), row(&c->masks, at));
     if (c->oom) { /* a transition could not be worked out: the mask may lack tokens */
         clear(c);
         return NULL;
     }
-    c->states.p[s].mask = at / (uint32_t)c->words;
+    c->states.p[s].mask = at;
     c->states.p[s].n_allowed = *n_allowed = n;
-    return c->masks.p + at;
+    return row(&c->masks, at);
 }
 
 ember_gmask_counts ember_gmask_cache_counts(const ember_gmask_cache *c)
@@ -363,6 +438,7 @@ ember_status ember_gmask_cache_create(const ember_grammar *g, const ember_vtrie 
     if (c) {
         c->v = v;
         c->words = v->n_vocab ? (v->n_vocab + 31) / 32 : 1;
+        c->trans.len = 256, c->masks.len = c->words;
         c->max_bytes = max_bytes ? max_bytes : (size_t)64 << 20;
         c->n_slots = 64;
         c->slots = ember_malloc(sizeof *c->slots * c->n_slots);
@@ -384,8 +460,8 @@ void ember_gmask_cache_free(ember_gmask_cache *c)
     ember_free(c->slots);
     ember_free(c->states.p);
     ember_free(c->keys.p);
-    ember_free(c->trans.p);
-    ember_free(c->masks.p);
+    free_rows(&c->trans);
+    free_rows(&c->masks);
     ember_free(c->key.p);
     ember_free(c->plains.p);
     ember_free(c->level);

@@ -81,19 +81,38 @@ static bool well_formed(const uint8_t *bytes, uint32_t n)
     return true;
 }
 
-/* Each token's bytes by id, and whether they are well-formed. */
+/* Token t's ASCII bytes, whether it has others, and its characters. */
+static void summarise(ember_vtrie *v, uint32_t t, const uint8_t *bytes, uint32_t len)
+{
+    uint32_t chars = 0;
+    v->ascii[2 * t] = v->ascii[2 * t + 1] = 0;
+    v->high[t] = 0;
+    for (uint32_t i = 0; i < len; i++) {
+        if (bytes[i] < 0x80) v->ascii[2 * t + bytes[i] / 64] |= 1ull << (bytes[i] % 64);
+        else v->high[t] = 1;
+        chars += (bytes[i] & 0xC0) != 0x80; /* a character starts: ASCII or a lead byte */
+    }
+    v->chars[t] = (uint8_t)(chars < 255 ? chars : 255);
+}
+
+/* Each token's bytes by id, whether they are well-formed, and their summary. */
 static bool keep_pieces(ember_vtrie *v, const ember_vtrie_piece *pieces, size_t bytes)
 {
+    size_t n = (size_t)v->n_vocab + 1;
     v->pool = ember_malloc(bytes + 1);
-    v->at = ember_malloc(sizeof *v->at * ((size_t)v->n_vocab + 1));
-    v->utf8_ok = ember_malloc((size_t)v->n_vocab + 1);
-    if (!v->pool || !v->at || !v->utf8_ok) return false;
+    v->at = ember_malloc(sizeof *v->at * n);
+    v->utf8_ok = ember_malloc(n);
+    v->ascii = ember_malloc(sizeof *v->ascii * 2 * n);
+    v->high = ember_malloc(n);
+    v->chars = ember_malloc(n);
+    if (!v->pool || !v->at || !v->utf8_ok || !v->ascii || !v->high || !v->chars) return false;
     uint32_t at = 0;
     for (uint32_t i = 0; i < v->n_vocab; i++) {
         uint32_t len = pieces[i].bytes ? pieces[i].len : 0;
         v->at[i] = at;
         if (len) memcpy(v->pool + at, pieces[i].bytes, len);
         v->utf8_ok[i] = well_formed(v->pool + at, len);
+        summarise(v, i, v->pool + at, len);
         at += len;
     }
     v->at[v->n_vocab] = at;
@@ -157,5 +176,8 @@ void ember_vtrie_free(ember_vtrie *v)
     ember_free(v->pool);
     ember_free(v->at);
     ember_free(v->utf8_ok);
+    ember_free(v->ascii);
+    ember_free(v->high);
+    ember_free(v->chars);
     ember_free(v);
 }

@@ -31,6 +31,12 @@ typedef struct ember_vtrie {
     uint32_t *at;
     uint8_t *utf8_ok;    /* [n_vocab] its bytes are well-formed UTF-8, maybe cut inside
                             the last character */
+    /* what a mask of plain tokens asks of each token (mask_cache.c) without reading its
+     * bytes: the ASCII bytes it holds, bit b of ascii[2 t + b / 64]; whether it holds a
+     * byte above 0x7F; its characters (ASCII and lead bytes), at most 255 */
+    uint64_t *ascii;
+    uint8_t *high;
+    uint8_t *chars;
 } ember_vtrie;
 
 /* The piece of each token: its bytes (NULL or len 0: never generated under a grammar,
