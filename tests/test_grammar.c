@@ -385,6 +385,8 @@ static void test_masks(void)
     /* a lead byte that one stack's class covers and another's misses (C3: U+00C0-U+00FF)
      * and one both cover (D0): the cache must tell their pending states apart */
     CHECK(check_masks("root ::= ([\\u0400-\\u04FF] \"1\" | [\\u0080-\\u04FF] \"2\")+", 60, 12) > 0);
+    /* every longer character alike for one stack, only those from U+E000 for another */
+    CHECK(check_masks("root ::= \"<\" ([^<>!] | [\\uE000-\\U0010FFFF] \"!\"){0,6} \">\"", 60, 20) > 0);
 }
 
 int main(void)

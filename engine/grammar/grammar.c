@@ -483,6 +483,12 @@ static ember_grammar *flatten(parser *ps, uint32_t root)
     g->classes = ps->classes, ps->classes = NULL;
     g->n_classes = ps->n_classes;
     g->root = root;
+    for (uint32_t c = 0; c < g->n_classes; c++) {
+        ember_gclass *k = &g->classes[c];
+        k->ascii[0] = k->ascii[1] = 0;
+        for (uint32_t cp = 0; cp < 128; cp++)
+            if (ember_grammar_class_meets(g, c, cp, cp)) k->ascii[cp / 64] |= 1ull << (cp % 64);
+    }
     return g;
 }
 
@@ -568,5 +574,6 @@ bool ember_grammar_class_covers(const ember_grammar *g, uint32_t c, uint32_t lo,
 
 bool ember_grammar_class_has(const ember_grammar *g, uint32_t c, uint32_t cp)
 {
+    if (cp < 128) return g->classes[c].ascii[cp / 64] >> (cp % 64) & 1;
     return ember_grammar_class_meets(g, c, cp, cp);
 }

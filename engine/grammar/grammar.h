@@ -21,10 +21,12 @@ typedef struct ember_gelem {
 } ember_gelem;
 
 /* A set of code points: n sorted, disjoint ranges lo..hi (ranges[first ..]), or their
- * complement when negated. */
+ * complement when negated; its ASCII members also as bits (cp of ascii[cp / 64]), as
+ * masks ask about them for every byte. */
 typedef struct ember_gclass {
     uint32_t first, n;
     bool negated;
+    uint64_t ascii[2];
 } ember_gclass;
 
 typedef struct ember_grammar {

@@ -384,6 +384,20 @@ static uint64_t byte_class(const ember_gmatch *m, uint8_t byte)
     return took ? 1ull << 62 | took : 0;
 }
 
+bool ember_gmatch_multibyte_alike(const ember_gmatch *m)
+{
+    if (m->pend.left) return false;
+    for (uint32_t i = 0; i < m->cur.n; i++) {
+        if (m->cur.v[i] == NONE) continue;
+        const ember_grammar *g = m->g;
+        uint32_t c = g->elems[m->nodes[m->cur.v[i]].pos].value;
+        bool all = ember_grammar_class_covers(g, c, 0x80, 0xD7FF) && ember_grammar_class_covers(g, c, 0xE000, 0x10FFFF);
+        if (!all && (ember_grammar_class_meets(g, c, 0x80, 0xD7FF) || ember_grammar_class_meets(g, c, 0xE000, 0x10FFFF)))
+            return false;
+    }
+    return true;
+}
+
 void ember_gmatch_byte_classes(const ember_gmatch *m, uint8_t lo, uint8_t hi, uint64_t *out)
 {
     /* a pending character that each stack takes or refuses whatever its last bytes are

@@ -57,6 +57,9 @@ size_t ember_gmatch_key_after(ember_gmatch *m, uint8_t byte, uint32_t *key, size
  * bytes of different classes may still meet. 0: the bytes no stack takes. Lets a cache
  * work out a row of transitions with one matcher run per class instead of per byte. */
 void ember_gmatch_byte_classes(const ember_gmatch *m, uint8_t lo, uint8_t hi, uint64_t *out);
+/* Whether every character of 2-4 bytes leads m's state (no character pending) to one
+ * state: each open stack's class holds all of them (surrogates aside) or none. */
+bool ember_gmatch_multibyte_alike(const ember_gmatch *m);
 /* Puts m in the state key[0..n) describes (a key ember_gmatch_key gave for a matcher of
  * the same grammar). False when the key is not one or memory ran out. */
 bool ember_gmatch_set_key(ember_gmatch *m, const uint32_t *key, size_t n);

@@ -280,6 +280,10 @@ static bool utf8_reach(ember_gmask_cache *c, uint32_t at, uint32_t left, uint8_t
 static uint32_t utf8_to(ember_gmask_cache *c, uint32_t s)
 {
     if (c->states.p[s].utf8_to != NONE) return c->states.p[s].utf8_to;
+    if (load(c, s) && ember_gmatch_multibyte_alike(c->m)) { /* U+0080 goes where all go */
+        uint32_t t = next(c, s, 0xC2);
+        return c->states.p[s].utf8_to = t == DEAD ? DEAD : next(c, t, 0x80);
+    }
     uint32_t to = NONE;
     bool one = true;
     work_out_range(c, s, 0xC2, 0xF4);
