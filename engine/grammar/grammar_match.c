@@ -230,15 +230,18 @@ bool ember_gmatch_allows(ember_gmatch *m, const uint8_t *bytes, size_t n)
     return ok;
 }
 
-bool ember_gmatch_accept(ember_gmatch *m, const uint8_t *bytes, size_t n)
+/* Runs bytes and keeps the result: 1; 0 when they are refused, -1 when memory ran out
+ * (the matcher then as it was). */
+static int step(ember_gmatch *m, const uint8_t *bytes, size_t n)
 {
     uint32_t mark = m->n_nodes;
     pending p;
     list *res;
     if (!run(m, bytes, n, &res, &p)) {
+        int r = m->oom ? -1 : 0;
         m->n_nodes = mark;
         m->oom = false;
-        return false;
+        return r;
     }
     if (res != &m->cur) {
         list t = m->cur;
@@ -247,7 +250,17 @@ bool ember_gmatch_accept(ember_gmatch *m, const uint8_t *bytes, size_t n)
     }
     m->pend = p;
     compact(m);
-    return true;
+    return 1;
+}
+
+bool ember_gmatch_accept(ember_gmatch *m, const uint8_t *bytes, size_t n)
+{
+    return step(m, bytes, n) > 0;
+}
+
+int ember_gmatch_step(ember_gmatch *m, uint8_t byte)
+{
+    return step(m, &byte, 1);
 }
 
 /* The set after byte c from *in, as *out (its tops appended to m->walk, its nodes after

@@ -28,6 +28,10 @@ bool ember_gmatch_allows(ember_gmatch *m, const uint8_t *bytes, size_t n);
  * and leaves the matcher as it was. False too when memory runs out. */
 bool ember_gmatch_accept(ember_gmatch *m, const uint8_t *bytes, size_t n);
 
+/* Advances past one byte: 1; 0 when it may not come next, -1 when memory ran out (the
+ * matcher then as it was). */
+int ember_gmatch_step(ember_gmatch *m, uint8_t byte);
+
 /* Whether the text so far is a whole sentence of the grammar (no character pending):
  * where an end-of-generation token is allowed. */
 bool ember_gmatch_complete(const ember_gmatch *m);

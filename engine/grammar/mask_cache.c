@@ -30,6 +30,7 @@ typedef struct plain {
     bool utf8;                /* every well-formed longer character is plain too */
     uint32_t mask;            /* row(&masks, mask + l): the plain tokens of at most
                                  l + 1 characters, l < PLAIN_CHARS */
+    uint32_t others_at, n_others; /* the rest (not empty): others[others_at ..] */
 } plain;
 
 #define PLAIN_MIN_BYTES 32    /* fewer plain ASCII bytes: walk the trie */
@@ -68,6 +69,7 @@ struct ember_gmask_cache {
     rows masks;            /* one per state that has one, PLAIN_CHARS per plain pattern */
     ARRAY(uint32_t) key;   /* the key being looked up */
     ARRAY(plain) plains;
+    ARRAY(uint32_t) others; /* tokens outside plain sets, checked on their own */
     uint32_t *level;       /* a walk's state per trie depth */
     uint32_t loaded;       /* the state matcher m is in; NONE: not known */
     ember_gmask_counts counts;
@@ -131,7 +133,7 @@ static uint64_t hash_key(const uint32_t *k, size_t n)
 static size_t held(const ember_gmask_cache *c)
 {
     return (size_t)c->n_slots * sizeof(slot) + (size_t)c->states.cap * sizeof(state) +
-           ((size_t)c->keys.cap + c->key.cap) * sizeof(uint32_t) +
+           ((size_t)c->keys.cap + c->key.cap + c->others.cap) * sizeof(uint32_t) +
            ((size_t)c->trans.n_chunks * c->trans.len + (size_t)c->masks.n_chunks * c->masks.len) * CHUNK_ROWS * sizeof(uint32_t);
 }
 
@@ -139,7 +141,7 @@ static size_t held(const ember_gmask_cache *c)
 static void clear(ember_gmask_cache *c)
 {
     for (uint32_t i = 0; i < c->n_slots; i++) c->slots[i].state = NONE;
-    c->states.n = c->keys.n = c->trans.n = c->masks.n = c->plains.n = 0;
+    c->states.n = c->keys.n = c->trans.n = c->masks.n = c->plains.n = c->others.n = 0;
     c->loaded = NONE;
 }
 
@@ -206,21 +208,31 @@ static bool load(ember_gmask_cache *c, uint32_t s)
     return true;
 }
 
-/* Works out where byte b leads from state s with the matcher. */
-static uint32_t work_out(ember_gmask_cache *c, uint32_t s, uint8_t b)
+/* Works out where byte b leads from state s with the matcher, which then stays in s
+ * (for more bytes from s) or moves on to where b leads (for a walk going deeper). */
+static uint32_t work_out(ember_gmask_cache *c, uint32_t s, uint8_t b, bool move)
 {
     c->counts.transitions++;
     if (!load(c, s)) return DEAD;
-    size_t n = ember_gmatch_key_after(c->m, b, c->key.p, c->key.cap);
-    if (n != SIZE_MAX && n > c->key.cap) {
-        if (!reserve(c, &c->key, n, sizeof *c->key.p)) return DEAD;
-        n = ember_gmatch_key_after(c->m, b, c->key.p, c->key.cap);
+    if (move) {
+        int r = ember_gmatch_step(c->m, b);
+        if (r <= 0) return (c->oom = c->oom || r < 0), DEAD;
+        c->loaded = NONE;
+        if (!take_key(c, c->m)) return (c->oom = true), DEAD;
+    } else {
+        size_t n = ember_gmatch_key_after(c->m, b, c->key.p, c->key.cap);
+        if (n != SIZE_MAX && n > c->key.cap) {
+            if (!reserve(c, &c->key, n, sizeof *c->key.p)) return DEAD;
+            n = ember_gmatch_key_after(c->m, b, c->key.p, c->key.cap);
+        }
+        if (n == SIZE_MAX) return (c->oom = true), DEAD;
+        if (!n) return DEAD;
+        c->key.n = (uint32_t)n;
     }
-    if (n == SIZE_MAX) return (c->oom = true), DEAD;
-    if (!n) return DEAD;
-    c->key.n = (uint32_t)n;
     uint32_t t = intern(c);
-    return t == NONE ? DEAD : t;
+    if (t == NONE) return DEAD;
+    if (move) c->loaded = t;
+    return t;
 }
 
 /* Works out the transitions of state s for bytes lo..hi, one matcher run per class of
@@ -240,7 +252,7 @@ static void work_out_range(ember_gmask_cache *c, uint32_t s, uint32_t lo, uint32
         while (i < n_seen && seen[i] != k) i++;
         if (!k) r[b] = DEAD;
         else if (i < n_seen) r[b] = to[i];
-        else if ((r[b] = work_out(c, s, (uint8_t)b)) != DEAD && n_seen < 16) seen[n_seen] = k, to[n_seen++] = r[b];
+        else if ((r[b] = work_out(c, s, (uint8_t)b, false)) != DEAD && n_seen < 16) seen[n_seen] = k, to[n_seen++] = r[b];
     }
 }
 
@@ -248,7 +260,7 @@ static void work_out_range(ember_gmask_cache *c, uint32_t s, uint32_t lo, uint32
 static inline uint32_t next(ember_gmask_cache *c, uint32_t s, uint8_t b)
 {
     uint32_t *to = &row(&c->trans, s)[b];
-    if (*to == UNSEEN) *to = work_out(c, s, b);
+    if (*to == UNSEEN) *to = work_out(c, s, b, true);
     return *to;
 }
 
@@ -348,9 +360,25 @@ static uint32_t plain_sets(ember_gmask_cache *c, const uint32_t ascii[4], bool u
     }
     for (uint32_t l = 1; l < PLAIN_CHARS; l++) /* at most l + 1 characters */
         for (size_t w = 0; w < c->words; w++) sets[l * c->words + w] |= sets[(l - 1) * c->words + w];
+    const uint32_t *all = sets + (size_t)(PLAIN_CHARS - 1) * c->words;
+    uint32_t at = c->others.n;
+    for (uint32_t t = 0; t < v->n_vocab; t++) {
+        if (all[t / 32] >> (t % 32) & 1 || v->at[t + 1] == v->at[t]) continue;
+        if (!reserve(c, &c->others, c->others.n + 1, sizeof *c->others.p)) return NONE;
+        c->others.p[c->others.n++] = t;
+    }
     uint32_t id = c->plains.n++;
-    c->plains.p[id] = (plain){{ascii[0], ascii[1], ascii[2], ascii[3]}, utf8, first};
+    c->plains.p[id] = (plain){{ascii[0], ascii[1], ascii[2], ascii[3]}, utf8, first, at, c->others.n - at};
     return id;
+}
+
+/* Sets token tok's bit when its bytes lead from state root to a state. */
+static void check(ember_gmask_cache *c, uint32_t root, uint32_t tok, uint32_t *bits)
+{
+    const ember_vtrie *v = c->v;
+    uint32_t s = root;
+    for (uint32_t i = v->at[tok]; s != DEAD && i < v->at[tok + 1]; i++) s = next(c, s, v->pool[i]);
+    if (s != DEAD) bits[tok / 32] |= 1u << (tok % 32);
 }
 
 /* The mask of state root into bits from plain tokens (see plain), every other
@@ -365,17 +393,13 @@ static bool from_plain(ember_gmask_cache *c, uint32_t root, uint32_t *bits, uint
     if (id == NONE) return false;
     for (uint32_t s = root; chain < PLAIN_CHARS && plain_step(c, s, &c->plains.p[id], &t); s = t) chain++;
     if (!chain) return false;
-    const ember_vtrie *v = c->v;
-    memcpy(bits, row(&c->masks, c->plains.p[id].mask + chain - 1), sizeof *bits * c->words);
-    for (uint32_t w = 0; w < (v->n_vocab + 31) / 32; w++) {
-        for (uint32_t tok = w * 32; bits[w] != UINT32_MAX && tok < w * 32 + 32 && tok < v->n_vocab; tok++) {
-            if (bits[w] >> (tok % 32) & 1 || v->at[tok + 1] == v->at[tok]) continue;
-            uint32_t s = root;
-            for (uint32_t i = v->at[tok]; s != DEAD && i < v->at[tok + 1]; i++) s = next(c, s, v->pool[i]);
-            if (s != DEAD) bits[w] |= 1u << (tok % 32);
-        }
-        *n += (uint32_t)__builtin_popcount(bits[w]);
-    }
+    const plain *p = &c->plains.p[id];
+    const uint32_t *all = row(&c->masks, p->mask + PLAIN_CHARS - 1);
+    memcpy(bits, row(&c->masks, p->mask + chain - 1), sizeof *bits * c->words);
+    for (uint32_t i = 0; i < p->n_others; i++) check(c, root, c->others.p[p->others_at + i], bits);
+    for (uint32_t w = 0; chain < PLAIN_CHARS && w < c->words; w++) /* plain, but longer than the chain */
+        for (uint32_t more = all[w] & ~bits[w]; more; more &= more - 1) check(c, root, w * 32 + __builtin_ctz(more), bits);
+    for (uint32_t w = 0; w < c->words; w++) *n += (uint32_t)__builtin_popcount(bits[w]);
     return true;
 }
 
@@ -468,6 +492,7 @@ void ember_gmask_cache_free(ember_gmask_cache *c)
     free_rows(&c->masks);
     ember_free(c->key.p);
     ember_free(c->plains.p);
+    ember_free(c->others.p);
     ember_free(c->level);
     ember_free(c);
 }
