@@ -5,6 +5,7 @@
 
 #include "common/alloc.h"
 #include "model_handle.h"
+#include "engine/tokenizer/detok.h"
 
 #include "engine/gpu/kernels_attention.h"
 #include "platform/vk_pipeline_cache.h"
@@ -118,17 +119,40 @@ uint32_t ember_model_validation_messages(const ember_model *m, char *first, size
     return 0;
 }
 
-ember_status ember_tokenize(ember_model *m, const char *text, size_t len, int add_bos, uint32_t *tokens,
+ember_status ember_tokenize(ember_model *m, const char *text, size_t len, int flags, uint32_t *tokens,
                             size_t cap, size_t *n_tokens)
 {
     if (!m->tok) return ember_fail(&m->err, EMBER_ERR_INVALID_ARG, "model not loaded");
-    bool bos = add_bos && ember_tokenizer_add_bos(m->tok);
-    return ember_tokenizer_encode(m->tok, text, len, bos, tokens, cap, n_tokens, &m->err);
+    unsigned f = (unsigned)flags & EMBER_TOKENIZE_PARSE_SPECIAL;
+    if (flags & EMBER_TOKENIZE_ADD_BOS && ember_tokenizer_add_bos(m->tok)) f |= EMBER_TOKENIZE_ADD_BOS;
+    return ember_tokenizer_encode_ex(m->tok, text, len, f, tokens, cap, n_tokens, &m->err);
 }
 
 size_t ember_token_to_text(const ember_model *m, uint32_t token, char *buf, size_t cap)
 {
     return m->tok ? ember_tokenizer_decode(m->tok, token, buf, cap) : 0;
+}
+
+size_t ember_token_to_piece(const ember_model *m, uint32_t token, char *buf, size_t cap)
+{
+    return m->tok ? ember_tokenizer_text(m->tok, token, buf, cap) : 0;
+}
+
+size_t ember_detokenize(const ember_model *m, const uint32_t *tokens, size_t n, int special, char *buf,
+                        size_t cap)
+{
+    if (!m->tok) return 0;
+    ember_detok d = {.special = special != 0};
+    size_t o = 0, max = ember_detok_max(m->tok);
+    char *piece = ember_malloc(max);
+    if (!piece) return 0;
+    for (size_t i = 0; i <= n; i++) { /* i == n: what is held back */
+        size_t k = i < n ? ember_detok_push(&d, m->tok, tokens[i], piece, max) : ember_detok_flush(&d, piece, max);
+        if (buf && o < cap) memcpy(buf + o, piece, k < cap - o ? k : cap - o);
+        o += k;
+    }
+    ember_free(piece);
+    return o;
 }
 
 ember_status ember_model_set_memory_budget(ember_model *m, uint32_t mib)

@@ -280,17 +280,35 @@ EMBER_API void ember_model_inject_faults(ember_model *model, const ember_faults 
 EMBER_API uint32_t ember_model_validation_messages(const ember_model *model, char *first,
                                                    size_t cap);
 
-/* Tokenizes UTF-8 text (control-token text is not parsed: it stays plain text). add_bos:
- * 1 = prepend BOS when the vocabulary asks for it (tokenizer.ggml.add_bos_token), 0 =
- * never. Writes at most cap ids; *n_tokens receives the full count
- * (so a call with cap too small tells how much room is needed). */
-EMBER_API ember_status ember_tokenize(ember_model *model, const char *text, size_t len, int add_bos,
+/* ember_tokenize's flags. */
+enum {
+    EMBER_TOKENIZE_ADD_BOS = 1,       /* prepend BOS (ember_tokenize: when the vocabulary
+                                         asks for it, tokenizer.ggml.add_bos_token) */
+    EMBER_TOKENIZE_PARSE_SPECIAL = 2, /* text like "<|im_start|>" becomes that control
+                                         token: for chat templates, never for user text */
+};
+
+/* Tokenizes UTF-8 text. flags: EMBER_TOKENIZE_* (0: plain text, no BOS; control-token
+ * text stays plain text unless PARSE_SPECIAL; 1 is ADD_BOS). Writes at most cap ids;
+ * *n_tokens receives the full count (so a call with cap too small tells how much room is
+ * needed). */
+EMBER_API ember_status ember_tokenize(ember_model *model, const char *text, size_t len, int flags,
                                       uint32_t *tokens, size_t cap, size_t *n_tokens);
 /* The bytes of one token (SentencePiece space marker and GPT-2 byte mapping undone; may
  * be part of a UTF-8 character; control tokens give "").
  * Writes at most cap bytes; returns the full length. */
 EMBER_API size_t ember_token_to_text(const ember_model *model, uint32_t token, char *buf,
                                      size_t cap);
+/* The same, except that a control token gives its text ("<|im_end|>", "</s>"), as
+ * llama.cpp's token_to_piece with special on. */
+EMBER_API size_t ember_token_to_piece(const ember_model *model, uint32_t token, char *buf,
+                                      size_t cap);
+/* The text of tokens[0..n): their bytes joined into valid UTF-8 (U+FFFD for each
+ * ill-formed part, a character cut short at the end too); control tokens as their text
+ * when special is 1, left out when 0; ids past the vocabulary left out. Writes at most
+ * cap bytes (no terminating NUL); returns the full length (0 also when memory ran out). */
+EMBER_API size_t ember_detokenize(const ember_model *model, const uint32_t *tokens, size_t n, int special,
+                                  char *buf, size_t cap);
 
 /* --------------------------------------------------------------- engine ---- */
 

@@ -347,20 +347,31 @@ static bool has_nul_escape(const char *body, size_t len)
     return false;
 }
 
+cJSON *api_parse_object(const api_limits *lim, const char *body, size_t len, api_error *e)
+{
+    if (has_nul_escape(body, len)) {
+        api_fail(e, 400, "invalid_request_error", NULL, NULL,
+                 "a string in the body holds \\u0000 (NUL); prompts, messages and stop strings cannot");
+        return NULL;
+    }
+    cJSON *o = cJSON_ParseWithLength(body, len);
+    if (!cJSON_IsObject(o)) {
+        api_fail(e, 400, "invalid_request_error", NULL, "invalid_json", "the body is not a JSON object");
+    } else if (model_name(lim, o, e)) {
+        return o;
+    }
+    cJSON_Delete(o);
+    return NULL;
+}
+
 bool api_parse_body(const api_limits *lim, api_kind kind, const char *body, size_t len, api_request *out,
                     api_error *e)
 {
     memset(out, 0, sizeof *out);
     out->kind = kind;
-    if (has_nul_escape(body, len)) {
-        api_fail(e, 400, "invalid_request_error", NULL, NULL,
-                 "a string in the body holds \\u0000 (NUL); prompts, messages and stop strings cannot");
-        return false;
-    }
-    cJSON *o = cJSON_ParseWithLength(body, len);
-    bool ok = cJSON_IsObject(o);
-    if (!ok) api_fail(e, 400, "invalid_request_error", NULL, "invalid_json", "the body is not a JSON object");
-    ok = ok && model_name(lim, o, e) && sampling(o, lim, out, e) && logit_bias(o, lim, out, e) && stops(o, out, e) &&
+    cJSON *o = api_parse_object(lim, body, len, e);
+    bool ok = o != NULL;
+    ok = ok && sampling(o, lim, out, e) && logit_bias(o, lim, out, e) && stops(o, out, e) &&
          options(o, out, e) && truncation(o, lim, out, e) && api_structured(o, out, e);
     if (ok && kind == API_CHAT) ok = api_tools(o, out, e);
     if (ok && kind == API_CHAT && needs_json(o)) ok = json_messages(field(o, "messages"), out, e);

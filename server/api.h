@@ -49,6 +49,12 @@ typedef struct api_request {
 
 enum { API_TOOLS_AUTO, API_TOOLS_NONE, API_TOOLS_REQUIRED };
 
+struct cJSON;
+/* A body as a JSON object whose "model", when given, is the one served; NULL with *err
+ * filled (400: not JSON, not an object, a string holding \u0000; 404: another model).
+ * The object is the caller's (cJSON_Delete). */
+struct cJSON *api_parse_object(const api_limits *lim, const char *body, size_t len, api_error *err);
+
 /* Parses a request body: api_parse_body, then for a chat api_render_chat. false with
  * *err filled (a 4xx, or a 500 when the template or memory fails) when it is refused. */
 bool api_parse(const api_limits *lim, ember_model *model, api_kind kind, const char *body, size_t len,
@@ -114,5 +120,10 @@ char *api_chunk(const api_format *f, bool role, const char *text, size_t len, co
 char *api_usage_chunk(const api_format *f, uint32_t n_gen);
 /* {"object": "list", "data": [model]} with its context length and vocabulary; malloc'ed. */
 char *api_models(const api_limits *lim, long long created);
+
+/* POST /tokenize and /detokenize (api_tokens.c): the response body (malloc'ed), or NULL
+ * with *err filled. */
+char *api_tokenize(const api_limits *lim, ember_model *model, const char *body, size_t len, api_error *err);
+char *api_detokenize(const api_limits *lim, ember_model *model, const char *body, size_t len, api_error *err);
 
 #endif

@@ -154,6 +154,16 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, api_kind 
     return ok;
 }
 
+/* /tokenize or /detokenize: answered at once, the engine untouched. */
+static enum MHD_Result tokens(srv_http *h, struct MHD_Connection *c, bool tokenize, const conn *cn)
+{
+    api_error err;
+    const char *body = cn->body ? cn->body : "";
+    char *out = tokenize ? api_tokenize(&h->cfg.limits, h->model, body, cn->len, &err)
+                         : api_detokenize(&h->cfg.limits, h->model, body, cn->len, &err);
+    return out ? send_json(c, 200, out) : send_error(h, c, &err);
+}
+
 /* ---- routing ------------------------------------------------------------------------------------ */
 
 /* 200 while the server can serve; 503 once its GPU was lost (it never serves again:
@@ -189,12 +199,12 @@ static enum MHD_Result route(srv_http *h, struct MHD_Connection *c, const char *
     if (get && strcmp(url, "/v1/models") == 0)
         return send_json(c, 200, api_models(&h->cfg.limits, h->started));
     bool chat = strcmp(url, "/v1/chat/completions") == 0, completion = strcmp(url, "/v1/completions") == 0;
-    if ((chat || completion) && post) {
-        if (cn->too_big)
-            return fail(h, c, 413, "invalid_request_error", "request_too_large", "the request body is too large");
-        return generate(h, c, chat ? API_CHAT : API_COMPLETION, cn);
-    }
-    if (chat || completion || strcmp(url, "/v1/models") == 0)
+    bool tokenize = strcmp(url, "/tokenize") == 0, detokenize = strcmp(url, "/detokenize") == 0;
+    if ((chat || completion || tokenize || detokenize) && post && cn->too_big)
+        return fail(h, c, 413, "invalid_request_error", "request_too_large", "the request body is too large");
+    if ((chat || completion) && post) return generate(h, c, chat ? API_CHAT : API_COMPLETION, cn);
+    if ((tokenize || detokenize) && post) return tokens(h, c, tokenize, cn);
+    if (chat || completion || tokenize || detokenize || strcmp(url, "/v1/models") == 0)
         return fail(h, c, 405, "invalid_request_error", "method_not_allowed", "method not allowed");
     return fail(h, c, 404, "invalid_request_error", "not_found", "no such endpoint");
 }

@@ -27,7 +27,8 @@ static int usage(FILE *out, int code)
             "                   [--max-queue N] [--max-body BYTES] [--max-seqs N] [--max-batch-tokens N]\n"
             "                   [--kv-blocks N] [--kv-type f32|f16|q8_0] [--draft M2 [--draft-k K] | --ngram N]\n"
             "                   [--device N] [--backend vulkan|cpu] [--memory auto|discrete] [--memory-budget MIB]\n"
-            "Serves /v1/chat/completions, /v1/completions, /v1/models, /health and /metrics on\n"
+            "Serves /v1/chat/completions, /v1/completions, /v1/models, /tokenize, /detokenize, /health\n"
+            "and /metrics on "
             "127.0.0.1:8080 unless --host/--port say otherwise (--port 0: any free port).\n"
             "--max-queue N: requests waiting beyond N get 503 (default 256; 0 refuses all: draining).\n");
     return code;

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """test_server.py — `ember serve` on loopback, driven with the standard library only:
- - /health, /v1/models; chat and completion requests, non-streamed and streamed (the
+ - /health, /v1/models; /tokenize and /detokenize (llama.cpp's and vLLM's shapes, against
+   `ember tokenize`); chat and completion requests, non-streamed and streamed (the
    streamed text equals the non-streamed one at temperature 0; chunks end in [DONE]);
  - a client that disconnects mid-stream: its request is cancelled and its KV blocks freed
    (ember_kv_blocks_used back to 0);
@@ -142,6 +143,61 @@ def test_basic(s):
                                  "user": "someone", "temperature": 0.7})
     check(status == 200 and c["usage"]["prompt_tokens"] == 4,
           "a prompt of token ids, vLLM's extra fields, unknown fields ignored")
+
+
+def cli_tokens(model, text, bos):
+    """The ids `ember tokenize` gives (the library's tokenizer, no server)."""
+    out = subprocess.run([EMBER, "tokenize", "-m", model, "-p", text, "--json"] + ([] if bos else ["--no-bos"]),
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)["tokens"]
+
+
+def test_tokens(s, model, ctx):
+    """/tokenize and /detokenize in llama.cpp's and vLLM's shapes."""
+    text = "hello world, once upon a time"
+    status, _, r = s.post("/tokenize", {"content": text})
+    check(status == 200 and r["tokens"] == cli_tokens(model, text, False) and r["count"] == len(r["tokens"]) and
+          r["max_model_len"] == ctx, "/tokenize content: the library's ids, no BOS (llama.cpp's default), count")
+    status, _, v = s.post("/tokenize", {"model": "test-model", "prompt": text})
+    check(status == 200 and v["tokens"] == cli_tokens(model, text, True) and v["tokens"][0] == 1,
+          "/tokenize prompt: with BOS (vLLM's add_special_tokens default)")
+    _, _, a = s.post("/tokenize", {"content": text, "add_special": True})
+    _, _, b = s.post("/tokenize", {"prompt": text, "add_special_tokens": False})
+    check(a["tokens"] == v["tokens"] and b["tokens"] == r["tokens"], "add_special / add_special_tokens both ways")
+    _, _, sp = s.post("/tokenize", {"content": "a</s>b"})
+    _, _, pl = s.post("/tokenize", {"content": "a</s>b", "parse_special": False})
+    check(2 in sp["tokens"] and 2 not in pl["tokens"] and len(pl["tokens"]) > len(sp["tokens"]),
+          "control-token text parsed by default, plain with parse_special false")
+    _, _, mixed = s.post("/tokenize", {"content": ["hello", 7, " world"], "add_special": True})
+    check(mixed["tokens"] == [1] + cli_tokens(model, "hello", False) + [7] + cli_tokens(model, " world", False),
+          "content as a list of strings and ids: BOS only before the first")
+    _, _, wp = s.post("/tokenize", {"content": text + "</s>", "with_pieces": True})
+    pieces = "".join(p["piece"] for p in wp["tokens"])
+    _, _, d = s.post("/detokenize", {"tokens": [p["id"] for p in wp["tokens"]]})
+    check(all(set(p) == {"id", "piece"} for p in wp["tokens"]) and pieces.endswith("</s>") and
+          d["content"] == pieces and d["prompt"] == pieces and d["content"].strip() == text + "</s>",
+          f"with_pieces: id and piece; /detokenize joins them, control text kept: {d['content']!r}")
+    _, _, e = s.post("/tokenize", {"content": "\u00e9", "with_pieces": True})
+    byte_pieces = [p["piece"] for p in e["tokens"] if isinstance(p["piece"], list)]
+    check(any(bp == [0xC3] for bp in byte_pieces) and any(bp == [0xA9] for bp in byte_pieces),
+          f"a piece that is part of a character comes as its bytes: {e['tokens']}")
+    _, _, cut = s.post("/detokenize", {"tokens": [p["id"] for p in e["tokens"]][:-1]})
+    check(cut["content"].endswith("\ufffd"), "a character cut short detokenizes to U+FFFD")
+    for path, body, param, what in [
+            ("/tokenize", {"messages": [{"role": "user", "content": "x"}]}, "messages", "vLLM's chat form"),
+            ("/tokenize", {"prompt": "x", "return_token_strs": True}, "return_token_strs", "token strings"),
+            ("/tokenize", {"content": "x", "prompt": "y"}, "prompt", "both inputs"),
+            ("/tokenize", {}, "content", "no input"),
+            ("/tokenize", {"content": ["x", 512]}, "content", "an id past the vocabulary"),
+            ("/tokenize", {"content": "x", "with_pieces": 1}, "with_pieces", "a non-boolean flag"),
+            ("/detokenize", {"tokens": [1, -2]}, "tokens", "a negative id"),
+            ("/detokenize", {"tokens": "1 2"}, "tokens", "tokens not a list")]:
+        status, _, r = s.post(path, body)
+        check(status == 400 and r["error"]["param"] == param, f"{path} refuses {what} naming '{param}'")
+    status, _, r = s.post("/detokenize", {"model": "other", "tokens": [1]})
+    check(status == 404 and r["error"]["code"] == "model_not_found", "/detokenize: another model is a 404")
+    status, _, _ = s.request("GET", "/tokenize")
+    check(status == 405, "GET /tokenize is a 405")
 
 
 METRICS = ["ember_requests_running", "ember_requests_waiting", "ember_kv_blocks_used", "ember_kv_blocks_total",
@@ -649,6 +705,7 @@ def main():
     s = Server(model, "--model-name", "test-model", "--max-body", "65536")
     try:
         test_basic(s)
+        test_tokens(s, model, ctx)
         test_stop_and_seed(s)
         test_logit_bias(s)
         test_metric_names(s)

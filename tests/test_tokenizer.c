@@ -224,6 +224,54 @@ static void check_reachable(const ember_gguf *g)
     free(all), free(sorted);
 }
 
+/* The text calls of ember.h on the generated model (vocab_only): tokenize's flags,
+ * pieces with and without control text, and ember_detokenize. */
+static void check_public_text_api(const char *path)
+{
+    ember_model *m = NULL;
+    ember_model_opts o = {.backend = EMBER_BACKEND_CPU, .vocab_only = 1};
+    CHECK(ember_model_load(path, &o, &m) == EMBER_OK);
+    if (!m) return;
+    const char *text = "hi</s>there";
+    uint32_t plain[64], special[64], bos[64];
+    size_t n_plain = 0, n_special = 0, n_bos = 0;
+    CHECK(ember_tokenize(m, text, strlen(text), 0, plain, 64, &n_plain) == EMBER_OK);
+    CHECK(ember_tokenize(m, text, strlen(text), EMBER_TOKENIZE_PARSE_SPECIAL, special, 64, &n_special) == EMBER_OK);
+    CHECK(ember_tokenize(m, text, strlen(text), EMBER_TOKENIZE_ADD_BOS | EMBER_TOKENIZE_PARSE_SPECIAL, bos, 64,
+                         &n_bos) == EMBER_OK);
+    size_t eos_at = n_special;
+    for (size_t i = 0; i < n_plain; i++) CHECKF(plain[i] != 2, "plain text made </s> at %zu", i);
+    for (size_t i = 0; i < n_special; i++) if (special[i] == 2) eos_at = i;
+    CHECK(eos_at < n_special);
+    CHECK(n_bos == n_special + 1 && bos[0] == 1 && memcmp(bos + 1, special, n_special * sizeof *special) == 0);
+    char a[64], b[64];
+    CHECK(ember_token_to_text(m, 2, a, sizeof a) == 0);
+    CHECK(ember_token_to_piece(m, 2, b, sizeof b) == 4 && memcmp(b, "</s>", 4) == 0);
+    /* the whole list: pieces joined, control text only when asked */
+    char want[2][256], got[256];
+    size_t w[2] = {0, 0};
+    for (size_t i = 0; i < n_bos; i++) {
+        w[0] += ember_token_to_text(m, bos[i], want[0] + w[0], sizeof want[0] - w[0]);
+        w[1] += ember_token_to_piece(m, bos[i], want[1] + w[1], sizeof want[1] - w[1]);
+    }
+    for (int sp = 0; sp < 2; sp++) {
+        size_t k = ember_detokenize(m, bos, n_bos, sp, got, sizeof got);
+        CHECKF(k == w[sp] && memcmp(got, want[sp], k) == 0, "detokenize (special %d): '%.*s'", sp, (int)k, got);
+    }
+    CHECK(w[1] == w[0] + 3 + 4 && strstr(want[0], "hi") && strstr(want[0], "there")); /* "<s>", "</s>" */
+    /* a character cut short ends in U+FFFD; a small buffer gets the start, the length is whole */
+    const char *llama = "\xf0\x9f\xa6\x99";
+    uint32_t ids[16];
+    size_t n = 0, full;
+    CHECK(ember_tokenize(m, llama, 4, 0, ids, 16, &n) == EMBER_OK && n >= 2);
+    full = ember_detokenize(m, ids, n - 1, 0, got, sizeof got);
+    CHECKF(full >= 3 && memcmp(got + full - 3, "\xef\xbf\xbd", 3) == 0, "cut character: '%.*s'", (int)full, got);
+    CHECK(ember_detokenize(m, ids, n, 0, got, sizeof got) == 5 && memcmp(got, " \xf0\x9f\xa6\x99", 5) == 0);
+    memset(got, 'x', sizeof got);
+    CHECK(ember_detokenize(m, ids, n, 0, got, 2) == 5 && got[2] == 'x');
+    ember_model_free(m);
+}
+
 static void test_generated_vocab(void)
 {
     char path[512], cmd[1400];
@@ -272,6 +320,7 @@ static void test_generated_vocab(void)
     CHECK(vf_encode(t, "the", ids, 512) == 1);
     CHECK(vf_encode(t, "Once upon a time", ids, 512) <= 6);
     vf_close(t, g);
+    check_public_text_api(path);
     remove(path);
 }
 

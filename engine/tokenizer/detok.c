@@ -68,10 +68,12 @@ size_t ember_detok_push(ember_detok *d, const ember_tokenizer *t, uint32_t id, c
     if (!buf)
         cap = 0;
     char small[512], *piece = small;
-    size_t n = ember_tokenizer_decode(t, id, NULL, 0);
+    size_t (*bytes)(const ember_tokenizer *, uint32_t, char *, size_t) =
+        d->special ? ember_tokenizer_text : ember_tokenizer_decode;
+    size_t n = bytes(t, id, NULL, 0);
     if (n > sizeof small && !(piece = ember_malloc(n)))
         return 0; /* documented: a long piece is dropped when memory runs out */
-    ember_tokenizer_decode(t, id, piece, n);
+    bytes(t, id, piece, n);
     ember_detok next = *d; /* committed only when the result fits */
     size_t o = feed(&next, piece, n, buf, cap, 0);
     if (o <= cap)

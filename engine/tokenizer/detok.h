@@ -13,6 +13,7 @@
 #ifndef EMBER_DETOK_H
 #define EMBER_DETOK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,6 +22,7 @@
 typedef struct ember_detok {
     uint8_t pending[4];  /* the start of an unfinished character */
     uint8_t n_pending;
+    bool special;        /* control tokens give their text ("<|im_end|>"), not "" */
 } ember_detok;
 
 void ember_detok_init(ember_detok *d);

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ember.h"
 #include "engine/model/gguf.h"
 #include "token.h"
 
@@ -53,11 +54,8 @@ ember_status ember_tokenizer_encode(const ember_tokenizer *t, const char *text, 
                                     bool add_bos, uint32_t *out, size_t cap, size_t *n_out,
                                     ember_err *err);
 
-enum {
-    EMBER_TOKENIZE_ADD_BOS = 1,       /* prepend BOS (when the vocabulary has one) */
-    EMBER_TOKENIZE_PARSE_SPECIAL = 2, /* text like "<|im_start|>" becomes that control
-                                         token: for chat templates, never for user text */
-};
+/* flags: ember.h's EMBER_TOKENIZE_*; ADD_BOS here prepends BOS whenever the vocabulary
+ * has one (ember_tokenize asks ember_tokenizer_add_bos first). */
 ember_status ember_tokenizer_encode_ex(const ember_tokenizer *t, const char *text, size_t len,
                                        unsigned flags, uint32_t *out, size_t cap, size_t *n_out,
                                        ember_err *err);
