@@ -371,7 +371,7 @@ bool api_parse_body(const api_limits *lim, api_kind kind, const char *body, size
     out->kind = kind;
     cJSON *o = api_parse_object(lim, body, len, e);
     bool ok = o != NULL;
-    ok = ok && sampling(o, lim, out, e) && logit_bias(o, lim, out, e) && stops(o, out, e) &&
+    ok = ok && api_unsupported(o, kind, e) && sampling(o, lim, out, e) && logit_bias(o, lim, out, e) && stops(o, out, e) &&
          options(o, out, e) && truncation(o, lim, out, e) && api_structured(o, out, e);
     if (ok && kind == API_CHAT) ok = api_tools(o, out, e);
     if (ok && kind == API_CHAT && needs_json(o)) ok = json_messages(field(o, "messages"), out, e);

@@ -72,6 +72,9 @@ void api_request_free(api_request *r);
  * grammar, checked and set on out->desc. false with *e filled (a 400). */
 struct cJSON;
 bool api_structured(const struct cJSON *o, api_request *out, api_error *e);
+/* The OpenAI fields of body o that Ember knows and does not honour (api_fields.c): false
+ * with *e filled (a 400 naming the first) when one asks for something. */
+bool api_unsupported(const struct cJSON *o, api_kind kind, api_error *e);
 /* tools, tool_choice and parallel_tool_calls of body o (api_tools.c), checked into out. */
 bool api_tools(const struct cJSON *o, api_request *out, api_error *e);
 /* The grammar (desc.grammar, and its trigger when tool_choice is auto) of the calls a

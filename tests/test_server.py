@@ -145,21 +145,14 @@ def test_basic(s):
           "a prompt of token ids, vLLM's extra fields, unknown fields ignored")
 
 
-def cli_tokens(model, text, bos):
-    """The ids `ember tokenize` gives (the library's tokenizer, no server)."""
-    out = subprocess.run([EMBER, "tokenize", "-m", model, "-p", text, "--json"] + ([] if bos else ["--no-bos"]),
-                         check=True, capture_output=True, text=True).stdout
-    return json.loads(out)["tokens"]
-
-
 def test_tokens(s, model, ctx):
     """/tokenize and /detokenize in llama.cpp's and vLLM's shapes."""
     text = "hello world, once upon a time"
     status, _, r = s.post("/tokenize", {"content": text})
-    check(status == 200 and r["tokens"] == cli_tokens(model, text, False) and r["count"] == len(r["tokens"]) and
+    check(status == 200 and r["tokens"] == tokenize(model, text, False) and r["count"] == len(r["tokens"]) and
           r["max_model_len"] == ctx, "/tokenize content: the library's ids, no BOS (llama.cpp's default), count")
     status, _, v = s.post("/tokenize", {"model": "test-model", "prompt": text})
-    check(status == 200 and v["tokens"] == cli_tokens(model, text, True) and v["tokens"][0] == 1,
+    check(status == 200 and v["tokens"] == tokenize(model, text) and v["tokens"][0] == 1,
           "/tokenize prompt: with BOS (vLLM's add_special_tokens default)")
     _, _, a = s.post("/tokenize", {"content": text, "add_special": True})
     _, _, b = s.post("/tokenize", {"prompt": text, "add_special_tokens": False})
@@ -169,7 +162,7 @@ def test_tokens(s, model, ctx):
     check(2 in sp["tokens"] and 2 not in pl["tokens"] and len(pl["tokens"]) > len(sp["tokens"]),
           "control-token text parsed by default, plain with parse_special false")
     _, _, mixed = s.post("/tokenize", {"content": ["hello", 7, " world"], "add_special": True})
-    check(mixed["tokens"] == [1] + cli_tokens(model, "hello", False) + [7] + cli_tokens(model, " world", False),
+    check(mixed["tokens"] == [1] + tokenize(model, "hello", False) + [7] + tokenize(model, " world", False),
           "content as a list of strings and ids: BOS only before the first")
     _, _, wp = s.post("/tokenize", {"content": text + "</s>", "with_pieces": True})
     pieces = "".join(p["piece"] for p in wp["tokens"])
@@ -312,8 +305,8 @@ def refused(m, status):
     return m.get(f'ember_requests_refused_total{{status="{status}"}}', -1)
 
 
-def bad(s, what, body, status, param=None, code=None, raw=None, headers=None):
-    got, _, r = s.post(CHAT, body, raw=raw, headers=headers)
+def bad(s, what, body, status, param=None, code=None, raw=None, headers=None, path=CHAT):
+    got, _, r = s.post(path, body, raw=raw, headers=headers)
     REFUSED[got] = REFUSED.get(got, 0) + 1
     err = r.get("error", {}) if isinstance(r, dict) else {}
     shape = set(err) == {"message", "type", "param", "code"} and err["message"]
@@ -335,6 +328,25 @@ def test_bad_input(s, ctx):
         bad(s, f"truncate_prompt_tokens {t!r}", {"messages": msgs, "truncate_prompt_tokens": t}, 400,
             "truncate_prompt_tokens")
     bad(s, "n = 2", {"messages": msgs, "n": 2}, 400, "n")
+    # OpenAI fields Ember knows and does not honour: refused by name when they ask for something
+    for path, field, value in [(CHAT, "logprobs", True), (CHAT, "top_logprobs", 2), (CMPL, "logprobs", 0),
+                               (CMPL, "logprobs", 3), (CMPL, "echo", True), (CMPL, "best_of", 2),
+                               (CMPL, "suffix", "end"), (CHAT, "functions", [{"name": "f"}]),
+                               (CHAT, "function_call", "auto"), (CHAT, "audio", {"voice": "x"}),
+                               (CHAT, "modalities", ["text", "audio"]), (CHAT, "prediction", {"type": "content"}),
+                               (CHAT, "web_search_options", {}), (CHAT, "store", True),
+                               (CHAT, "reasoning_effort", "low"), (CHAT, "verbosity", "low")]:
+        body = {"messages": msgs} if path == CHAT else {"prompt": "hi"}
+        bad(s, f"{path} {field} {value!r}", dict(body, **{field: value}), 400, field, "unsupported_parameter",
+            path=path)
+    quiet = [(CHAT, {"logprobs": False, "top_logprobs": 0, "modalities": ["text"], "store": False,
+                     "functions": None, "audio": None, "service_tier": "auto", "user": "u", "metadata": {"a": "b"},
+                     "prompt_cache_key": "k", "safety_identifier": "s"}),
+             (CMPL, {"logprobs": None, "echo": False, "best_of": 1, "suffix": "", "user": "u"})]
+    for path, extra in quiet:
+        body = dict({"messages": msgs} if path == CHAT else {"prompt": "hi"}, max_tokens=2, **extra)
+        got, _, r = s.post(path, body)
+        check(got == 200, f"{path}: the same fields asking for nothing are served: {got} {r if got != 200 else ''}")
     bad(s, "messages missing", {"max_tokens": 4}, 400, "messages")
     bad(s, "a message without a role", {"messages": [{"content": "x"}]}, 400, "messages")
     bad(s, "stop of the wrong type", {"messages": msgs, "stop": 5}, 400, "stop")
@@ -364,10 +376,11 @@ def test_bad_input(s, ctx):
           f"/metrics counts the refused requests by status: {counted}, sent {REFUSED}")
 
 
-def tokenize(model, text):
-    """The prompt's tokens as the server makes them (BOS first), from `ember tokenize`."""
-    out = subprocess.run([EMBER, "tokenize", "-m", model, "-p", text, "--json"], check=True,
-                         capture_output=True, text=True).stdout
+def tokenize(model, text, bos=True):
+    """The prompt's tokens as the server makes them (BOS first unless bos is False), from
+    `ember tokenize` (the library's tokenizer, no server)."""
+    out = subprocess.run([EMBER, "tokenize", "-m", model, "-p", text, "--json"] + ([] if bos else ["--no-bos"]),
+                         check=True, capture_output=True, text=True).stdout
     return json.loads(out)["tokens"]
 
 
