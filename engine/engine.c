@@ -31,6 +31,7 @@
 #include "engine/grammar/constraint.h"
 #include "engine_opts.h"
 #include "kv_layout.h"
+#include "logprobs.h"
 #include "model_handle.h"
 #include "profile.h"
 #include "sampler.h"
@@ -485,7 +486,9 @@ static ember_batch build_batch(ember_engine *e, uint32_t n_items)
  * uses them (e->cands); every other sampler, and speculation's verifier, reads whole rows. */
 static bool reads_candidates(const ember_engine *e, const request *r)
 {
-    return !r->greedy && !r->n_draft && !r->constraint && e->cands && ember_sampler_candidates_may_decide(r->sampler);
+    if (r->n_draft || r->constraint || !e->cands) return false;
+    /* a greedy request's log-probabilities come from its row's candidates */
+    return r->greedy ? r->on_logprobs != NULL : ember_sampler_candidates_may_decide(r->sampler);
 }
 
 static ember_status submit_items(ember_engine *e, uint32_t n_items)
@@ -495,9 +498,10 @@ static ember_status submit_items(ember_engine *e, uint32_t n_items)
     for (uint32_t i = 0; i < n_items; i++) {
         const request *r = e->items[i].r;
         uint32_t n = logits_rows(&e->items[i]);
-        bool cands = r && n && reads_candidates(e, r), full = r && n && !r->greedy && !cands;
+        bool cands = r && n && reads_candidates(e, r), full = r && n && (!r->greedy || r->on_logprobs) && !cands;
         memset(e->buf.want + e->row_of[i], cands ? EMBER_WANT_CANDS : full ? EMBER_WANT_ROW : EMBER_WANT_ARGMAX, n);
-        for (uint32_t j = 0; cands && j < n; j++) e->buf.temp[e->row_of[i] + j] = ember_sampler_temperature(r->sampler);
+        for (uint32_t j = 0; cands && j < n; j++)
+            e->buf.temp[e->row_of[i] + j] = r->greedy ? 1.0f : ember_sampler_temperature(r->sampler);
         n_full += full ? n : 0;
         n_cands += cands ? n : 0;
     }
@@ -588,7 +592,7 @@ static void draw_candidates(ember_engine *e, uint32_t n_items)
     for (uint32_t i = 0; i < n_items; i++) {
         const ember_sched_item *it = &e->items[i];
         uint32_t row = e->row_of[i];
-        if (!it->r || !it->logits || want[row] != EMBER_WANT_CANDS) continue;
+        if (!it->r || !it->logits || want[row] != EMBER_WANT_CANDS || it->r->greedy) continue;
         bool drawn = ember_sampler_sample_candidates(it->r->sampler, &e->buf.cands[row], NULL, &e->buf.drawn[row]);
         want[row] = drawn ? ROW_DRAWN : ROW_FETCHED;
         if (!drawn) fetch[n++] = row;
@@ -618,13 +622,41 @@ static ember_status sample_row(ember_engine *e, request *r, uint32_t row, uint32
     return EMBER_OK;
 }
 
+/* What row `row` says of r's tokens, before a grammar's mask touches it: from its
+ * candidates where it has them, else from the whole row. */
+static void row_logprobs(ember_engine *e, const request *r, uint32_t row, ember_row_logprobs *lp)
+{
+    uint8_t want = e->buf.want[row];
+    if (want == EMBER_WANT_CANDS || want == ROW_DRAWN)
+        ember_logprobs_of_cands(&e->buf.cands[row], r->top_logprobs, lp);
+    else
+        ember_logprobs_of_row(e->buf.logits + (size_t)row * e->model->llama.hp.n_vocab, e->model->llama.hp.n_vocab,
+                              r->top_logprobs, lp);
+}
+
+/* Hands r the log-probabilities of tok, drawn from row `row` (lp from row_logprobs). A
+ * grammar's mask leaves the logit of a token it allows, as tok is, unchanged. */
+static void give_logprobs(ember_engine *e, request *r, uint32_t row, ember_row_logprobs *lp, uint32_t tok)
+{
+    uint8_t want = e->buf.want[row];
+    float logit = NAN;
+    if (want == EMBER_WANT_CANDS || want == ROW_DRAWN) ember_logprobs_cand_logit(&e->buf.cands[row], tok, &logit);
+    else logit = e->buf.logits[(size_t)row * e->model->llama.hp.n_vocab + tok];
+    ember_logprobs_pick(lp, tok, logit);
+    r->on_logprobs(r->user, r->id, &lp->lp);
+}
+
 /* Verifies a speculative item and delivers what was kept. */
 static void finish_speculation(ember_engine *e, request *r, uint32_t row, double t)
 {
     uint32_t out[EMBER_MAX_DRAFT + 1];
+    ember_row_logprobs lp[EMBER_MAX_DRAFT + 1];
+    for (uint32_t j = 0; r->on_logprobs && j <= r->n_draft; j++) row_logprobs(e, r, row + j, &lp[j]);
     uint32_t n_out = ember_spec_verify(e->spec, e->sched, r, &e->buf, row, out);
-    for (uint32_t j = 0; j < n_out; j++)
+    for (uint32_t j = 0; j < n_out; j++) {
+        if (r->on_logprobs) give_logprobs(e, r, row + j, &lp[j], out[j]);
         if (emit(e, r, out[j], t)) return; /* finished: r is gone */
+    }
 }
 
 static void after_step(ember_engine *e, uint32_t n_items, double t0, double t1)
@@ -650,11 +682,14 @@ static void after_step(ember_engine *e, uint32_t n_items, double t0, double t1)
         ember_sched_advance(e->sched, r, it->n);
         if (!it->logits) continue;
         uint32_t tok = e->buf.argmax[row];
+        ember_row_logprobs lp;
+        if (r->on_logprobs && e->buf.want[row] != ROW_UNREAD) row_logprobs(e, r, row, &lp);
         if (!r->greedy && sample_row(e, r, row, &tok) != EMBER_OK) {
             if (r->constraint) r->m.error = ember_constraint_failure(r->constraint);
             finish(e, r, EMBER_FINISH_ERROR); /* its error: the grammar's, else step_err's */
             continue;
         }
+        if (r->on_logprobs) give_logprobs(e, r, row, &lp, tok);
         emit(e, r, tok, t1);
     }
 }

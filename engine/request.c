@@ -164,6 +164,8 @@ static ember_status build(const ember_request_env *env, const ember_request_desc
     r->greedy = d->sampling.temperature <= 0.0f && !changes_argmax(&d->sampling) && !d->grammar && !d->json_schema;
     r->on_token = d->on_token;
     r->on_done = d->on_done;
+    r->on_logprobs = d->on_logprobs;
+    r->top_logprobs = d->top_logprobs;
     r->user = d->user;
     ember_sampling_params sp = {d->sampling.temperature, d->sampling.top_k, d->sampling.top_p,
                                 d->sampling.min_p, d->sampling.repetition_penalty,
@@ -193,6 +195,8 @@ ember_status ember_request_build(const ember_request_env *env, const ember_reque
 {
     *out = NULL;
     if (!d) return ember_fail(err, EMBER_ERR_INVALID_ARG, "no request");
+    if (d->top_logprobs > EMBER_MAX_TOP_LOGPROBS)
+        return ember_fail(err, EMBER_ERR_INVALID_ARG, "top_logprobs %u exceeds %d", d->top_logprobs, EMBER_MAX_TOP_LOGPROBS);
     request *r = ember_calloc(1, sizeof *r);
     if (!r) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     ember_status s = build(env, d, r, err);

@@ -25,6 +25,8 @@ typedef struct request {
     bool greedy;                /* takes the step's arg-max: temperature 0 and no penalty */
     ember_token_cb on_token;
     ember_done_cb on_done;
+    ember_logprobs_cb on_logprobs; /* NULL: no log-probabilities */
+    uint32_t top_logprobs;
     void *user;
     struct ember_sampler *sampler;  /* draws its tokens (sampler.h) */
     struct ember_text_out *out;     /* the text it produced (text_out.h) */

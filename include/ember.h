@@ -478,6 +478,25 @@ typedef int (*ember_token_cb)(void *user, ember_request_id id, uint32_t token,
 typedef void (*ember_done_cb)(void *user, ember_request_id id, ember_finish why,
                               const ember_request_metrics *m);
 
+/* Log-probabilities of a generated token (ember_request_desc.on_logprobs), under the
+ * model's own distribution: its raw logits at temperature 1, before the logit bias,
+ * penalties, a grammar's mask and the filters (vLLM's default "raw" log-probabilities);
+ * with speculation, the target model's. */
+#define EMBER_MAX_TOP_LOGPROBS 20
+typedef struct ember_token_logprob {
+    uint32_t token;
+    float logprob;            /* natural log; -INFINITY for a token the model rules out */
+} ember_token_logprob;
+typedef struct ember_logprobs {
+    ember_token_logprob chosen;                    /* the generated token's */
+    uint32_t n_top;                                /* desc.top_logprobs */
+    ember_token_logprob top[EMBER_MAX_TOP_LOGPROBS]; /* the most likely tokens, most likely
+                                                      first (ties: lower id first) */
+} ember_logprobs;
+/* Called once per generated token, just before its ember_token_cb, on the same thread;
+ * lp is valid during the call. */
+typedef void (*ember_logprobs_cb)(void *user, ember_request_id id, const ember_logprobs *lp);
+
 /* One entry of a logit bias: added to the token's logit before anything else of the
  * chain (as llama.cpp); -INFINITY bans the token. */
 typedef struct ember_logit_bias {
@@ -553,6 +572,12 @@ typedef struct ember_request_desc {
     const char *grammar_triggers[EMBER_MAX_STOP];
     ember_token_cb on_token;
     ember_done_cb on_done;
+    /* Log-probabilities of each generated token and of the top_logprobs (0..20) most likely
+     * ones (NULL: none are computed, at no cost). On the GPU backend they come from the
+     * row's best candidates and normaliser the step computes anyway (no whole row is read
+     * for them); a speculating request reads its verified rows whole. */
+    ember_logprobs_cb on_logprobs;
+    uint32_t top_logprobs;
     void *user;
 } ember_request_desc;
 

@@ -1,10 +1,12 @@
 /* test_generate.c — `ember generate` end to end, through the command line:
  *  - 48 greedy tokens identical between --backend cpu and --backend vulkan for an F32 and
  *    a Q8_0 grouped-query-attention model, with a prompt of 48+ tokens;
- *  - --json carries the fields docs/architecture.md names;
+ *  - --json carries the fields docs/architecture.md names, and with --logprobs K each
+ *    token's log-probability with K alternatives;
  *  - a model whose 300 MB embedding table exceeds one storage binding loads and runs
  *    (bound in parts), giving the CPU's tokens;
  *  - the stories260K model from ../shared gives the expected greedy story on the GPU. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +22,28 @@ static int generate(const char *model, const char *backend, const char *prompt, 
     snprintf(cmd, sizeof cmd, "%s generate -m %s -p '%s' -n %d --backend %s --ignore-eos --json %s",
              tu_ember_bin(), model, prompt, n, backend, extra);
     return tu_run(cmd, out, cap);
+}
+
+/* --logprobs 3 on 8 greedy tokens: an entry per token, its token the generated one (the
+ * same as without the flag), 3 alternatives, the first the token itself, logprobs <= 0. */
+static void check_logprobs(const char *path, const uint32_t *want)
+{
+    static char out[65536];
+    CHECK(generate(path, "vulkan", PROMPT, 8, "--logprobs 3", out, sizeof out) == 0);
+    const char *p = strstr(out, "\"logprobs\": [");
+    int entries = 0;
+    for (const char *q = p; q && (q = strstr(q, "\"top\": [")); q++) entries++;
+    CHECKF(p && entries == 8, "--logprobs: %d entries in %s", entries, out);
+    for (int i = 0; p && i < 8; i++) {
+        unsigned tok, top0;
+        double lp, lp0;
+        p = strstr(p + 1, "{\"token\": ");
+        int got = p ? sscanf(p, "{\"token\": %u, \"logprob\": %lf, \"top\": [{\"token\": %u, \"logprob\": %lf",
+                             &tok, &lp, &top0, &lp0) : 0;
+        CHECKF(got == 4 && tok == want[i] && top0 == tok && lp == lp0 && lp <= 0, "--logprobs entry %d: %.120s", i,
+               p ? p : "(none)");
+        p = p ? strstr(p, "]}") : NULL; /* past this entry's top list */
+    }
 }
 
 static void compare_backends(const char *type)
@@ -44,6 +68,7 @@ static void compare_backends(const char *type)
     const char *keys[] = {"n_gen", "ttft_ms", "prefill_tok_s", "decode_tok_s"};
     for (int i = 0; i < 4; i++) CHECKF(tu_json_num(gpu, keys[i]) > 0, "%s missing or zero", keys[i]);
     CHECK(strstr(gpu, "\"text\": \"") != NULL);
+    check_logprobs(path, a);
 }
 
 static void big_embedding(void)

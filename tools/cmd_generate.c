@@ -23,6 +23,7 @@ typedef struct gen_args {
     const char *draft;          /* --draft: path of a draft model */
     cli_grammar grammar;        /* --grammar, --json-schema (freed by ember_cmd_generate) */
     ember_speculation spec;
+    long logprobs;              /* --logprobs K: -1 = off, else 0..20 alternatives */
 } gen_args;
 
 typedef struct gen_state {
@@ -35,11 +36,14 @@ typedef struct gen_state {
     uint64_t weight_bytes;      /* device memory once the model was loaded: its weights */
     uint64_t device_bytes;      /* ... and once the engine was made: weights, KV, activations */
     const ember_profile *prof;  /* --profile: the engine's, read once the request ended */
+    bool logprobs;              /* --logprobs given */
+    ember_logprobs *lp;         /* one per generated token */
+    size_t n_lp, cap_lp;
 } gen_state;
 
 /* The options that take a value, besides the model's, sampling's and speculation's. */
 static const char *const value_flags[] = {"-p", "--prompt", "-n", "--stop", "--max-batch-tokens", "--kv-type",
-                                          "--kv-blocks", "--sample-from", NULL};
+                                          "--kv-blocks", "--sample-from", "--logprobs", NULL};
 
 static int usage(FILE *out, int code)
 {
@@ -47,6 +51,8 @@ static int usage(FILE *out, int code)
                     "                      [--backend vulkan|cpu] [--device N] [--no-bos] [--ignore-eos]\n"
                     "                      [--max-batch-tokens T] [--kv-type f32|f16|q8_0] [--kv-blocks N]\n"
                     "                      [--profile] [--json] [--sample-from auto|candidates|rows]\n"
+                    "                      [--logprobs K]  (with --json: each token's log-probability and the K\n"
+                    "                                       most likely, K 0..20, under the model's own distribution)\n"
                     "sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --repeat-penalty R\n"
                     "          --frequency-penalty F --presence-penalty P --seed S\n"
                  "          --logit-bias ID=BIAS (repeatable; -inf bans the token)\n"
@@ -58,7 +64,7 @@ static int usage(FILE *out, int code)
 
 static bool parse(int argc, char **argv, gen_args *a)
 {
-    *a = (gen_args){.prompt = "", .n = 64};
+    *a = (gen_args){.prompt = "", .n = 64, .logprobs = -1};
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v;
         int r = cli_model_flag(argc, argv, &i, &a->model);
@@ -95,6 +101,7 @@ static bool parse(int argc, char **argv, gen_args *a)
         else if (strcmp(f, "--kv-type") == 0) { if (!cli_kv_type(f, v, &a->kv_type)) return false; }
         else if (strcmp(f, "--kv-blocks") == 0) { if (!cli_int(f, v, 1, 1 << 24, &a->kv_blocks)) return false; }
         else if (strcmp(f, "--sample-from") == 0) { if (!cli_sample_from(f, v, &a->sample_from)) return false; }
+        else if (strcmp(f, "--logprobs") == 0) { if (!cli_int(f, v, 0, EMBER_MAX_TOP_LOGPROBS, &a->logprobs)) return false; }
     }
     if (!a->model.path) fprintf(stderr, "ember generate: no model given (-m MODEL.gguf)\n");
     return a->model.path != NULL;
@@ -109,6 +116,32 @@ static int on_token(void *user, ember_request_id id, uint32_t token, const char 
         fflush(stdout);
     }
     return 0;
+}
+
+static void on_logprobs(void *user, ember_request_id id, const ember_logprobs *lp)
+{
+    gen_state *g = user;
+    if (g->n_lp == g->cap_lp) {
+        size_t cap = g->cap_lp ? 2 * g->cap_lp : 64;
+        ember_logprobs *p = realloc(g->lp, cap * sizeof *p);
+        if (!p) return; /* reported as fewer entries than tokens */
+        g->lp = p, g->cap_lp = cap;
+    }
+    g->lp[g->n_lp++] = *lp;
+}
+
+/* "logprobs": [{"token", "logprob", "top": [{"token", "logprob"}...]}...] */
+static void print_logprobs(const gen_state *g)
+{
+    printf(", \"logprobs\": [");
+    for (size_t i = 0; i < g->n_lp; i++) {
+        const ember_logprobs *lp = &g->lp[i];
+        printf("%s{\"token\": %u, \"logprob\": %.9g, \"top\": [", i ? ", " : "", lp->chosen.token, lp->chosen.logprob);
+        for (uint32_t j = 0; j < lp->n_top; j++)
+            printf("%s{\"token\": %u, \"logprob\": %.9g}", j ? ", " : "", lp->top[j].token, lp->top[j].logprob);
+        printf("]}");
+    }
+    printf("]");
 }
 
 static void on_done(void *user, ember_request_id id, ember_finish why, const ember_request_metrics *m)
@@ -151,6 +184,7 @@ static void report(const gen_state *g)
                m->n_gen > 1 ? (m->n_gen - 1) / steps : 0.0);
     }
     if (g->prof) printf(", \"profile\": "), cli_profile_json(stdout, g->prof);
+    if (g->logprobs) print_logprobs(g);
     printf("}\n");
 }
 
@@ -174,12 +208,13 @@ static int run(ember_model *model, ember_model *draft, const gen_args *a, double
         return 1;
     }
     gen_state g = {.json = a->json, .spec = a->spec.draft_k > 0, .load_ms = load_ms, .weight_bytes = weights,
-                   .device_bytes = device_bytes(model)};
+                   .device_bytes = device_bytes(model), .logprobs = a->logprobs >= 0};
     ember_request_desc d = {.prompt = a->prompt, .no_bos = a->no_bos, .max_tokens = (uint32_t)a->n,
                             .sampling = a->sampling, .ignore_eos = a->ignore_eos,
                             .on_token = on_token, .on_done = on_done, .user = &g, .spec = a->spec,
                             .grammar = a->grammar.gbnf, .json_schema = a->grammar.json_schema};
     memcpy(d.stop, a->stop, sizeof d.stop);
+    if (g.logprobs) d.on_logprobs = on_logprobs, d.top_logprobs = (uint32_t)a->logprobs;
     ember_status s = ember_submit(e, &d, NULL);
     if (s == EMBER_OK && !a->json) fputs(a->prompt, stdout);
     while (s == EMBER_OK && !g.done) s = ember_engine_step(e);
@@ -205,6 +240,7 @@ static int run(ember_model *model, ember_model *draft, const gen_args *a, double
     }
     ember_engine_destroy(e);
     cli_output_free(&g.out);
+    free(g.lp);
     return code;
 }
 
