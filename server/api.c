@@ -322,6 +322,23 @@ static bool options(const cJSON *o, api_request *out, api_error *e)
     return !so || boolean(so, "include_usage", &out->include_usage, e);
 }
 
+/* chat: logprobs (true/false) and top_logprobs (0..20, with logprobs); completions:
+ * logprobs (0..20: the sampled token's and that many more). */
+static bool logprobs(const cJSON *o, api_kind kind, api_request *out, api_error *e)
+{
+    double k = -1;
+    if (kind == API_COMPLETION) {
+        if (!integer(o, "logprobs", 0, EMBER_MAX_TOP_LOGPROBS, &k, e)) return false;
+        out->logprobs = k >= 0, out->top_logprobs = k >= 0 ? (uint32_t)k : 0;
+        return true;
+    }
+    if (!boolean(o, "logprobs", &out->logprobs, e) || !integer(o, "top_logprobs", 0, EMBER_MAX_TOP_LOGPROBS, &k, e))
+        return false;
+    if (k > 0 && !out->logprobs) return bad(e, "top_logprobs", "'%s' needs 'logprobs': true", "top_logprobs", 0, 0);
+    out->top_logprobs = k > 0 ? (uint32_t)k : 0;
+    return true;
+}
+
 static bool model_name(const api_limits *lim, const cJSON *o, api_error *e)
 {
     cJSON *m = field(o, "model");
@@ -371,7 +388,7 @@ bool api_parse_body(const api_limits *lim, api_kind kind, const char *body, size
     out->kind = kind;
     cJSON *o = api_parse_object(lim, body, len, e);
     bool ok = o != NULL;
-    ok = ok && api_unsupported(o, kind, e) && sampling(o, lim, out, e) && logit_bias(o, lim, out, e) && stops(o, out, e) &&
+    ok = ok && api_unsupported(o, kind, e) && logprobs(o, kind, out, e) && sampling(o, lim, out, e) && logit_bias(o, lim, out, e) && stops(o, out, e) &&
          options(o, out, e) && truncation(o, lim, out, e) && api_structured(o, out, e);
     if (ok && kind == API_CHAT) ok = api_tools(o, out, e);
     if (ok && kind == API_CHAT && needs_json(o)) ok = json_messages(field(o, "messages"), out, e);
@@ -483,8 +500,15 @@ static cJSON *add_text(cJSON *o, const char *key, const char *text, size_t len)
     return it;
 }
 
+/* A choice's "logprobs": the object given (owned from here on), else null. */
+static void add_logprobs(cJSON *choice, cJSON *logprobs)
+{
+    if (logprobs) cJSON_AddItemToObject(choice, "logprobs", logprobs);
+    else cJSON_AddNullToObject(choice, "logprobs");
+}
+
 char *api_response(const api_format *f, const char *text, size_t len, ember_finish why, uint32_t n_gen,
-                   const api_error *err)
+                   const api_error *err, cJSON *logprobs)
 {
     bool chat = f->kind == API_CHAT;
     cJSON *o = head(f, chat ? "chat.completion" : "text_completion");
@@ -502,7 +526,7 @@ char *api_response(const api_format *f, const char *text, size_t len, ember_fini
     } else {
         add_text(c, "text", text, len);
     }
-    cJSON_AddNullToObject(c, "logprobs");
+    add_logprobs(c, logprobs);
     cJSON_AddStringToObject(c, "finish_reason", calls ? "tool_calls" : api_finish_reason(why));
     cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"), c);
     usage(o, f, n_gen);
@@ -523,7 +547,7 @@ static char *event(char *json)
 
 char *api_error_event(const api_error *e) { return event(api_error_json(e)); }
 
-char *api_chunk(const api_format *f, bool role, const char *text, size_t len, const char *finish)
+char *api_chunk(const api_format *f, bool role, const char *text, size_t len, const char *finish, cJSON *logprobs)
 {
     bool chat = f->kind == API_CHAT;
     cJSON *o = head(f, chat ? "chat.completion.chunk" : "text_completion");
@@ -536,7 +560,7 @@ char *api_chunk(const api_format *f, bool role, const char *text, size_t len, co
     } else {
         add_text(c, "text", text, len);
     }
-    cJSON_AddNullToObject(c, "logprobs");
+    add_logprobs(c, logprobs);
     if (finish) cJSON_AddStringToObject(c, "finish_reason", finish);
     else cJSON_AddNullToObject(c, "finish_reason");
     cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"), c);

@@ -45,6 +45,8 @@ typedef struct api_request {
     bool tool_parallel;           /* parallel_tool_calls */
     bool calls;                   /* the reply may make tool calls (then: in syntax) */
     ember_tool_syntax syntax;
+    bool logprobs;                /* chat's logprobs, or completions' logprobs given */
+    uint32_t top_logprobs;        /* chat's top_logprobs, completions' logprobs (0..20) */
 } api_request;
 
 enum { API_TOOLS_AUTO, API_TOOLS_NONE, API_TOOLS_REQUIRED };
@@ -115,11 +117,18 @@ char *api_tool_calls_chunk(const api_format *f, struct cJSON *calls);
 /* The whole non-streamed response; malloc'ed. With err (a request that failed after its
  * 200 was sent) it also holds an "error" object saying why. */
 char *api_response(const api_format *f, const char *text, size_t len, ember_finish why, uint32_t n_gen,
-                   const api_error *err);
+                   const api_error *err, struct cJSON *logprobs);
 /* One Server-Sent Event "data: {...}\n\n" of a stream: role (chat's first chunk), text
- * (may be empty) and finish (NULL until the last chunk); with usage, the chunk of
- * stream_options.include_usage (no choices). malloc'ed. */
-char *api_chunk(const api_format *f, bool role, const char *text, size_t len, const char *finish);
+ * (may be empty), finish (NULL until the last chunk) and the log-probabilities of the
+ * tokens it covers (NULL: null); with usage, the chunk of stream_options.include_usage
+ * (no choices). malloc'ed. */
+char *api_chunk(const api_format *f, bool role, const char *text, size_t len, const char *finish,
+                struct cJSON *logprobs);
+/* The "logprobs" object of a choice (api_logprobs.c) for the tokens lp[0..n), in the
+ * kind's shape; *offset is the text_offset of lp[0] (completions) and advances past
+ * them. NULL when memory ran out. api_response and api_chunk take it (NULL: null) and
+ * own it from then on. */
+struct cJSON *api_logprobs(api_kind kind, ember_model *model, const ember_logprobs *lp, size_t n, size_t *offset);
 char *api_usage_chunk(const api_format *f, uint32_t n_gen);
 /* {"object": "list", "data": [model]} with its context length and vocabulary; malloc'ed. */
 char *api_models(const api_limits *lim, long long created);

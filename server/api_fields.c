@@ -21,9 +21,6 @@ static const struct {
     int kinds, allowed;
     const char *why;
 } REFUSED[] = {
-    {"logprobs", CHAT, OFF, "log-probabilities are not computed yet"},
-    {"logprobs", COMPLETION, NUL, "log-probabilities are not computed yet"}, /* 0: the sampled token's */
-    {"top_logprobs", CHAT, OFF, "log-probabilities are not computed yet"},
     {"echo", COMPLETION, OFF, "echoing the prompt is not supported yet"},
     {"best_of", COMPLETION, ONE, "only one sample per request is supported yet"},
     {"suffix", COMPLETION, OFF, "insertion (a suffix after the completion) is not supported"},

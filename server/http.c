@@ -125,7 +125,8 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, api_kind 
         api_request_free(&rq);
         return fail(h, c, 500, "server_error", NULL, "out of memory");
     }
-    job_attach(j, &rq.desc, h->engine);
+    rq.desc.top_logprobs = rq.top_logprobs;
+    job_attach(j, &rq.desc, h->engine, h->model, rq.logprobs);
     ember_request_id id = 0;
     ember_status s = ember_submit(h->engine, &rq.desc, &id);
     bool stream = rq.stream;

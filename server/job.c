@@ -32,8 +32,13 @@ struct job {
     bool done;
     ember_finish why;
     api_error err;                /* why, when why is EMBER_FINISH_ERROR */
+    ember_model *model;           /* for the tokens' text in log-probabilities */
+    bool want_lp;                 /* the request asked for them */
+    ember_logprobs *lp;           /* one per token, when the request asked for them */
+    size_t n_lp, cap_lp;
     /* to the connection */
     size_t sent;                  /* text bytes already in chunks */
+    size_t lp_sent, lp_offset;    /* log-probabilities already in chunks; text_offset next */
     bool calls_sent;              /* a stream's tool calls went out (fmt.tools) */
     phase ph;
     char *out;                    /* prepared bytes not yet read, from out_off */
@@ -72,6 +77,7 @@ static void release(job *j)
     pthread_cond_destroy(&j->cv);
     free(j->text);
     free(j->out);
+    free(j->lp);
     free(j);
 }
 
@@ -97,6 +103,19 @@ static int on_token(void *user, ember_request_id id, uint32_t tok, const char *t
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
     return 0;
+}
+
+static void on_logprobs(void *user, ember_request_id id, const ember_logprobs *lp)
+{
+    job *j = user;
+    pthread_mutex_lock(&j->mu);
+    if (j->n_lp == j->cap_lp) {
+        size_t cap = j->cap_lp ? 2 * j->cap_lp : 64;
+        ember_logprobs *p = realloc(j->lp, cap * sizeof *p);
+        if (p) j->lp = p, j->cap_lp = cap;
+    }
+    if (j->n_lp < j->cap_lp) j->lp[j->n_lp++] = *lp; /* else lost: never fail the engine's thread */
+    pthread_mutex_unlock(&j->mu);
 }
 
 /* A request that failed after its 200 went out: the client is told why in the body (a
@@ -125,11 +144,14 @@ static void on_done(void *user, ember_request_id id, ember_finish why, const emb
     release(j);
 }
 
-void job_attach(job *j, ember_request_desc *desc, ember_engine *e)
+void job_attach(job *j, ember_request_desc *desc, ember_engine *e, ember_model *model, bool logprobs)
 {
     j->engine = e;
+    j->model = model;
+    j->want_lp = logprobs;
     desc->on_token = on_token;
     desc->on_done = on_done;
+    desc->on_logprobs = logprobs ? on_logprobs : NULL;
     desc->user = j;
     pthread_mutex_lock(&j->mu);
     j->owners++;
@@ -169,12 +191,24 @@ static size_t utf8_cut(const char *s, size_t n)
     return n - (k - 1) >= need ? n : k - 1;
 }
 
+/* The log-probabilities of the tokens delivered and not yet sent (NULL: none asked, or
+ * none new for a stream's chunk). A token's entry comes just before its text does, so
+ * only those whose token callback ran go (n_gen of them). */
+static cJSON *pending_logprobs(job *j)
+{
+    size_t upto = j->n_lp < j->n_gen ? j->n_lp : j->n_gen;
+    if (!j->want_lp || (j->stream && upto == j->lp_sent)) return NULL;
+    cJSON *o = api_logprobs(j->fmt.kind, j->model, j->lp + j->lp_sent, upto - j->lp_sent, &j->lp_offset);
+    j->lp_sent = upto;
+    return o;
+}
+
 /* The next stream event, or NULL when there is none yet (or none left: ph == PH_END). */
 static char *next_event(job *j)
 {
     if (j->ph == PH_ROLE) {
         j->ph = PH_TEXT;
-        return api_chunk(&j->fmt, true, "", 0, NULL);
+        return api_chunk(&j->fmt, true, "", 0, NULL, NULL);
     }
     /* with tools, content goes out only up to where a call may begin; once the reply is
      * done the calls are read out of it and sent after the content before them */
@@ -186,7 +220,7 @@ static char *next_event(job *j)
         cJSON_Delete(calls);
         size_t n = limit - j->sent;
         if (n > PIECE_MAX) n = utf8_cut(j->text + j->sent, PIECE_MAX);
-        char *e = api_chunk(&j->fmt, false, j->text + j->sent, n, NULL);
+        char *e = api_chunk(&j->fmt, false, j->text + j->sent, n, NULL, pending_logprobs(j));
         j->sent += n;
         return e;
     }
@@ -203,7 +237,8 @@ static char *next_event(job *j)
     }
     if (j->ph == PH_TEXT && j->done) {
         j->ph = j->include_usage ? PH_USAGE : PH_DONE;
-        return api_chunk(&j->fmt, false, "", 0, j->calls_sent ? "tool_calls" : api_finish_reason(j->why));
+        return api_chunk(&j->fmt, false, "", 0, j->calls_sent ? "tool_calls" : api_finish_reason(j->why),
+                         pending_logprobs(j));
     }
     if (j->ph == PH_USAGE) {
         j->ph = PH_DONE;
@@ -224,7 +259,7 @@ static bool prepare(job *j)
         s = next_event(j);
     } else if (j->done && j->ph != PH_END) {
         s = api_response(&j->fmt, j->text ? j->text : "", j->len, j->why, j->n_gen,
-                         j->why == EMBER_FINISH_ERROR ? &j->err : NULL);
+                         j->why == EMBER_FINISH_ERROR ? &j->err : NULL, pending_logprobs(j));
         j->ph = PH_END;
     }
     if (!s) return false;

@@ -193,6 +193,56 @@ def test_tokens(s, model, ctx):
     check(status == 405, "GET /tokenize is a 405")
 
 
+def generate_logprobs(model, prompt, n, k):
+    """`ember generate --logprobs K --json`: the library's tokens and log-probabilities."""
+    out = subprocess.run([EMBER, "generate", "-m", model, "-p", prompt, "-n", str(n), "--ignore-eos", "--json",
+                          "--logprobs", str(k)], check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def test_logprobs(s, model):
+    """logprobs on both endpoints, streamed and not, against `ember generate --logprobs`."""
+    ref = generate_logprobs(model, "hello there", 6, 2)
+    status, _, c = s.post(CMPL, {"prompt": "hello there", "max_tokens": 6, "temperature": 0, "ignore_eos": True,
+                                 "logprobs": 2})
+    lp = c["choices"][0]["logprobs"] if status == 200 else {}
+    check(status == 200 and len(lp["tokens"]) == 6 and len(lp["token_logprobs"]) == 6 and
+          len(lp["top_logprobs"]) == 6 and len(lp["text_offset"]) == 6,
+          "completions logprobs: tokens, token_logprobs, top_logprobs, text_offset for each token")
+    check(all(abs(a - b["logprob"]) < 1e-5 for a, b in zip(lp["token_logprobs"], ref["logprobs"])),
+          f"completions logprobs: the values `ember generate --logprobs` gives: {lp['token_logprobs']}")
+    check(all(t in top and abs(top[t] - v) < 1e-9 and len(top) in (2, 3)
+              for t, v, top in zip(lp["tokens"], lp["token_logprobs"], lp["top_logprobs"])),
+          "each position's top list holds the two best and the chosen token")
+    whole = all(not t.startswith("bytes:") for t in lp["tokens"])
+    check(all(lp["text_offset"][i + 1] == lp["text_offset"][i] + len(lp["tokens"][i]) for i in range(5)) and
+          (not whole or "".join(lp["tokens"]) == c["choices"][0]["text"]),
+          f"text_offset counts the tokens' characters: {lp['text_offset']}")
+    status, chunks, done = s.stream(CMPL, {"prompt": "hello there", "max_tokens": 6, "temperature": 0,
+                                           "ignore_eos": True, "logprobs": 2})
+    streamed = {"tokens": [], "token_logprobs": [], "text_offset": []}
+    for ch in chunks:
+        for k in streamed:
+            streamed[k] += (ch["choices"][0].get("logprobs") or {}).get(k, []) if ch.get("choices") else []
+    check(done and streamed["tokens"] == lp["tokens"] and streamed["text_offset"] == lp["text_offset"] and
+          streamed["token_logprobs"] == lp["token_logprobs"], "streamed completions: the same entries, in order")
+    req = {"messages": [{"role": "user", "content": "hello"}], "max_tokens": 5, "temperature": 0,
+           "ignore_eos": True, "logprobs": True, "top_logprobs": 3}
+    status, _, r = s.post(CHAT, req)
+    content = r["choices"][0]["logprobs"]["content"] if status == 200 else []
+    check(len(content) == 5 and all(set(e) == {"token", "logprob", "bytes", "top_logprobs"} and
+                                    len(e["top_logprobs"]) == 3 and e["top_logprobs"][0]["logprob"] >= e["logprob"] and
+                                    bytes(e["bytes"]).decode("utf-8", "replace") == e["token"] for e in content),
+          "chat logprobs: token, logprob, bytes, top 3 for each token")
+    check(b"".join(bytes(e["bytes"]) for e in content).decode("utf-8", "replace") ==
+          r["choices"][0]["message"]["content"], "chat logprobs: the tokens' bytes make the reply")
+    status, chunks, done = s.stream(CHAT, req)
+    got = [e for ch in chunks if ch.get("choices") for e in ((ch["choices"][0].get("logprobs") or {}).get("content") or [])]
+    check(done and got == content, "streamed chat: the same entries, in order")
+    status, _, r = s.post(CHAT, dict(req, logprobs=False, top_logprobs=None))
+    check(status == 200 and r["choices"][0]["logprobs"] is None, "no logprobs asked: null")
+
+
 METRICS = ["ember_requests_running", "ember_requests_waiting", "ember_kv_blocks_used", "ember_kv_blocks_total",
            "ember_time_to_first_token_seconds_count", "ember_inter_token_latency_seconds_count",
            "ember_e2e_request_latency_seconds_count", "ember_prompt_tokens_total", "ember_generation_tokens_total",
@@ -328,9 +378,12 @@ def test_bad_input(s, ctx):
         bad(s, f"truncate_prompt_tokens {t!r}", {"messages": msgs, "truncate_prompt_tokens": t}, 400,
             "truncate_prompt_tokens")
     bad(s, "n = 2", {"messages": msgs, "n": 2}, 400, "n")
+    bad(s, "top_logprobs 21", {"messages": msgs, "logprobs": True, "top_logprobs": 21}, 400, "top_logprobs")
+    bad(s, "top_logprobs without logprobs", {"messages": msgs, "top_logprobs": 2}, 400, "top_logprobs")
+    bad(s, "logprobs not a boolean", {"messages": msgs, "logprobs": 2}, 400, "logprobs")
+    bad(s, "completions' logprobs 21", {"prompt": "hi", "logprobs": 21}, 400, "logprobs", path=CMPL)
     # OpenAI fields Ember knows and does not honour: refused by name when they ask for something
-    for path, field, value in [(CHAT, "logprobs", True), (CHAT, "top_logprobs", 2), (CMPL, "logprobs", 0),
-                               (CMPL, "logprobs", 3), (CMPL, "echo", True), (CMPL, "best_of", 2),
+    for path, field, value in [(CMPL, "echo", True), (CMPL, "best_of", 2),
                                (CMPL, "suffix", "end"), (CHAT, "functions", [{"name": "f"}]),
                                (CHAT, "function_call", "auto"), (CHAT, "audio", {"voice": "x"}),
                                (CHAT, "modalities", ["text", "audio"]), (CHAT, "prediction", {"type": "content"}),
@@ -719,6 +772,7 @@ def main():
     try:
         test_basic(s)
         test_tokens(s, model, ctx)
+        test_logprobs(s, model)
         test_stop_and_seed(s)
         test_logit_bias(s)
         test_metric_names(s)

@@ -150,6 +150,30 @@ await check('completions.create (legacy) stream: true', async () => {
   return `${n} chunks, ${show(text)}, finish_reason ${last.finish_reason}`;
 });
 
+await check('chat.completions.create logprobs: true, top_logprobs: 3', async () => {
+  const r = await client.chat.completions.create({ model: modelId, messages: chatMessages, temperature: 0,
+    max_tokens: MAX, logprobs: true, top_logprobs: 3 });
+  const c = r.choices[0], content = c.logprobs && c.logprobs.content;
+  expect(Array.isArray(content) && content.length === r.usage.completion_tokens, `logprobs ${show(c.logprobs)}`);
+  for (const e of content) {
+    expect(typeof e.token === 'string' && e.logprob <= 0 && Array.isArray(e.bytes), `entry ${show(e)}`);
+    expect(e.top_logprobs.length === 3 && e.top_logprobs[0].logprob >= e.logprob, `top ${show(e.top_logprobs)}`);
+  }
+  const bytes = Buffer.from(content.flatMap((e) => e.bytes)).toString('utf8');
+  expect(bytes === c.message.content, `the tokens' bytes ${show(bytes)} != the reply ${show(c.message.content)}`);
+  return `${content.length} tokens, first ${show(content[0])}`;
+});
+
+await check('completions.create (legacy) logprobs: 2', async () => {
+  const r = await client.completions.create({ model: modelId, prompt, temperature: 0, max_tokens: MAX, logprobs: 2 });
+  const lp = r.choices[0].logprobs, n = r.usage.completion_tokens;
+  expect(lp && lp.tokens.length === n && lp.token_logprobs.length === n && lp.top_logprobs.length === n &&
+    lp.text_offset.length === n, `logprobs ${show(lp)}`);
+  expect(lp.top_logprobs.every((top, i) => top[lp.tokens[i]] === lp.token_logprobs[i]),
+    `each top list holds the chosen token ${show(lp.top_logprobs)}`);
+  return `${n} tokens, ${show(lp.tokens.slice(0, 4))}`;
+});
+
 await check('a wrong API key: AuthenticationError 401', () => {
   const bad = new OpenAI({ baseURL, apiKey: 'sk-wrong', maxRetries: 0, timeout: 30_000 });
   return expectError(() => bad.chat.completions.create({ model: modelId, messages: chatMessages, max_tokens: 4 }),
