@@ -453,9 +453,17 @@ static void drop_cancelled(ember_engine *e)
 
 /* Rows of logits an item needs: every token of a speculative item (each scores the next
  * draft), else the last token when its chunk ends the known tokens. */
+/* Whether item it computes prompt tokens whose log-probabilities its request wants: then
+ * each of its tokens has a row (the last one, at the end of the prompt, is also the
+ * first reply token's). */
+static bool prompt_rows(const ember_sched_item *it)
+{
+    return it->r && it->r->on_prompt_logprobs && it->r->n_computed < it->r->n_prompt;
+}
+
 static uint32_t logits_rows(const ember_sched_item *it)
 {
-    return it->r && it->r->n_draft ? it->n : it->logits ? 1 : 0;
+    return it->r && (it->r->n_draft || prompt_rows(it)) ? it->n : it->logits ? 1 : 0;
 }
 
 /* Lays the items out as one ragged batch: a request's rows are its tokens from
@@ -498,7 +506,9 @@ static ember_status submit_items(ember_engine *e, uint32_t n_items)
     for (uint32_t i = 0; i < n_items; i++) {
         const request *r = e->items[i].r;
         uint32_t n = logits_rows(&e->items[i]);
-        bool cands = r && n && reads_candidates(e, r), full = r && n && (!r->greedy || r->on_logprobs) && !cands;
+        bool prompt = prompt_rows(&e->items[i]);
+        bool cands = r && n && !prompt && reads_candidates(e, r);
+        bool full = r && n && (!r->greedy || r->on_logprobs || prompt) && !cands;
         memset(e->buf.want + e->row_of[i], cands ? EMBER_WANT_CANDS : full ? EMBER_WANT_ROW : EMBER_WANT_ARGMAX, n);
         for (uint32_t j = 0; cands && j < n; j++)
             e->buf.temp[e->row_of[i] + j] = r->greedy ? 1.0f : ember_sampler_temperature(r->sampler);
@@ -659,6 +669,28 @@ static void finish_speculation(ember_engine *e, request *r, uint32_t row, double
     }
 }
 
+/* The log-probabilities of the prompt tokens item it computed (rows row.. on, a row per
+ * token: row j predicts the token after it), in order from the first still due. */
+static void give_prompt_logprobs(ember_engine *e, request *r, const ember_sched_item *it, uint32_t row)
+{
+    ember_row_logprobs lp = {0};
+    uint32_t pos0 = r->n_computed, V = e->model->llama.hp.n_vocab;
+    if (r->prompt_lp_next == 0) { /* nothing predicts the first */
+        lp.lp.chosen = (ember_token_logprob){r->tokens[0], NAN};
+        r->on_prompt_logprobs(r->user, r->id, &lp.lp);
+        r->prompt_lp_next = 1;
+    }
+    for (uint32_t j = 0; j < it->n; j++) {
+        uint32_t q = pos0 + j + 1; /* the position row j predicts */
+        if (q >= r->n_prompt || q != r->prompt_lp_next) continue;
+        const float *logits = e->buf.logits + (size_t)(row + j) * V;
+        ember_logprobs_of_row(logits, V, r->top_logprobs, &lp);
+        ember_logprobs_pick(&lp, r->tokens[q], logits[r->tokens[q]]);
+        r->on_prompt_logprobs(r->user, r->id, &lp.lp);
+        r->prompt_lp_next++;
+    }
+}
+
 static void after_step(ember_engine *e, uint32_t n_items, double t0, double t1)
 {
     draw_candidates(e, n_items);
@@ -679,7 +711,14 @@ static void after_step(ember_engine *e, uint32_t n_items, double t0, double t1)
             finish_speculation(e, r, row, t1);
             continue;
         }
+        bool prompt = prompt_rows(it);
+        if (prompt) give_prompt_logprobs(e, r, it, row), row += it->n - 1; /* the last row: the reply's */
         ember_sched_advance(e->sched, r, it->n);
+        if (prompt && r->prompt_only && r->n_computed >= r->n_prompt) {
+            ember_text_finish(r->out);
+            finish(e, r, EMBER_FINISH_LENGTH);
+            continue;
+        }
         if (!it->logits) continue;
         uint32_t tok = e->buf.argmax[row];
         ember_row_logprobs lp;

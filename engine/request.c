@@ -166,6 +166,8 @@ static ember_status build(const ember_request_env *env, const ember_request_desc
     r->on_done = d->on_done;
     r->on_logprobs = d->on_logprobs;
     r->top_logprobs = d->top_logprobs;
+    r->on_prompt_logprobs = d->on_prompt_logprobs;
+    r->prompt_only = d->prompt_only != 0;
     r->user = d->user;
     ember_sampling_params sp = {d->sampling.temperature, d->sampling.top_k, d->sampling.top_p,
                                 d->sampling.min_p, d->sampling.repetition_penalty,

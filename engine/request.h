@@ -27,6 +27,10 @@ typedef struct request {
     ember_done_cb on_done;
     ember_logprobs_cb on_logprobs; /* NULL: no log-probabilities */
     uint32_t top_logprobs;
+    ember_logprobs_cb on_prompt_logprobs; /* NULL: none for the prompt */
+    uint32_t prompt_lp_next;    /* the next prompt position whose log-probability is due (a
+                                   preempted request computes its prompt again) */
+    bool prompt_only;
     void *user;
     struct ember_sampler *sampler;  /* draws its tokens (sampler.h) */
     struct ember_text_out *out;     /* the text it produced (text_out.h) */

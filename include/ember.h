@@ -578,6 +578,14 @@ typedef struct ember_request_desc {
      * for them); a speculating request reads its verified rows whole. */
     ember_logprobs_cb on_logprobs;
     uint32_t top_logprobs;
+    /* The prompt's log-probabilities (OpenAI's echo, scoring): called for each prompt token
+     * in order, before anything of the reply: the first has logprob NAN and no
+     * alternatives (nothing predicts it), each other its log-probability after the tokens
+     * before it and top_logprobs alternatives. Such a request reads a whole row of logits
+     * per prompt token and does not reuse cached prefix blocks. */
+    ember_logprobs_cb on_prompt_logprobs;
+    int prompt_only;             /* 1 = end once the prompt is computed, generating nothing
+                                    (EMBER_FINISH_LENGTH, n_gen 0): score a text */
     void *user;
 } ember_request_desc;
 

@@ -7,7 +7,9 @@
  * grammar's mask, with n-gram speculation (greedy and sampled). The top list is sorted,
  * starts with the greedy token, holds the chosen token's value when it is in it, and its
  * probabilities sum to at most 1; the device's list (from candidates) equals the CPU
- * backend's (from whole rows). top_logprobs past 20 is refused at submit. */
+ * backend's (from whole rows). top_logprobs past 20 is refused at submit. The prompt's
+ * log-probabilities (on_prompt_logprobs) equal ember_score's too, computed in one step or
+ * in chunks, with the prompt's blocks cached or not, with and without prompt_only. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,12 +22,21 @@ typedef struct lp_result {
     ef_result r;
     ember_logprobs lp[EF_MAX_TOKENS];
     uint32_t n_lp;
+    ember_logprobs prompt[EF_MAX_TOKENS]; /* on_prompt_logprobs */
+    uint32_t n_prompt;
 } lp_result;
 
 static void on_logprobs(void *user, ember_request_id id, const ember_logprobs *lp)
 {
     lp_result *x = user; /* ef_result first: the fixture's callbacks take the same pointer */
     if (x->n_lp < EF_MAX_TOKENS) x->lp[x->n_lp++] = *lp;
+}
+
+static void on_prompt_logprobs(void *user, ember_request_id id, const ember_logprobs *lp)
+{
+    lp_result *x = user;
+    CHECK(x->n_lp == 0); /* before anything of the reply */
+    if (x->n_prompt < EF_MAX_TOKENS) x->prompt[x->n_prompt++] = *lp;
 }
 
 static const uint32_t PROMPT[] = {1, 30, 31, 32, 33, 30, 31, 32, 33, 30, 31};
@@ -138,6 +149,44 @@ static void check_backends_agree(ember_engine *gpu, ember_engine *cpu)
     free(x);
 }
 
+/* The prompt's log-probabilities: the first NAN, every other ember_score's for it after
+ * the tokens before it, whether the prompt is computed in one step or in chunks and
+ * whether its blocks are cached already (the second request of the same prompt); with
+ * prompt_only nothing is generated. */
+static void check_prompt(ember_engine *e, ember_model *m, const char *name)
+{
+    enum { N = 40 }; /* more than two KV blocks: a later request finds them cached */
+    uint32_t prompt[N];
+    for (uint32_t k = 0; k < N; k++) prompt[k] = k ? 30 + (k * 7) % 50 : 1;
+    lp_result *x = calloc(3, sizeof *x);
+    for (int i = 0; i < 3; i++) {
+        ember_request_desc d = desc(&x[i], 4, 3);
+        d.tokens = prompt, d.n_tokens = N;
+        d.on_prompt_logprobs = on_prompt_logprobs;
+        d.prompt_only = i < 2;
+        CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+        run(e); /* one after the other: the later ones find the prompt's blocks cached */
+    }
+    double worst = 0;
+    for (int i = 0; i < 3; i++) {
+        CHECKF(x[i].n_prompt == N && x[i].r.done == 1, "%s: %u prompt entries, done %d", name, x[i].n_prompt,
+               x[i].r.done);
+        CHECK(i < 2 ? x[i].r.n == 0 && x[i].r.why == EMBER_FINISH_LENGTH && x[i].r.m.n_gen == 0 : x[i].r.n == 4);
+        CHECK(x[i].prompt[0].chosen.token == prompt[0] && isnan(x[i].prompt[0].chosen.logprob) &&
+              x[i].prompt[0].n_top == 0);
+        for (uint32_t k = 1; k < x[i].n_prompt; k++) {
+            const ember_logprobs *lp = &x[i].prompt[k];
+            double want = -score_last(m, prompt, k + 1), diff = fabs(lp->chosen.logprob - want);
+            if (diff > worst) worst = diff;
+            CHECKF(lp->chosen.token == prompt[k] && diff < 2e-3 && lp->n_top == 3 &&
+                   lp->top[0].logprob >= lp->chosen.logprob, "%s request %d, prompt token %u: %.6f, score %.6f", name,
+                   i, k, lp->chosen.logprob, want);
+        }
+    }
+    printf("%s: prompt log-probabilities of 3 requests, largest difference from ember_score %.2e\n", name, worst);
+    free(x);
+}
+
 static void check_refused(ember_engine *e)
 {
     lp_result x;
@@ -163,6 +212,11 @@ int main(void)
     if (ce) check_all(ce, c, "CPU backend");
     if (e && ce) check_backends_agree(e, ce);
     if (e) check_refused(e);
+    if (e) check_prompt(e, m, "device");
+    if (ce) check_prompt(ce, c, "CPU backend");
+    ember_engine *small = ef_engine(m, (ember_engine_opts){.max_seqs = 8, .max_batch_tokens = 4});
+    if (small) check_prompt(small, m, "device, prompt in chunks of 4");
+    ember_engine_destroy(small);
     ember_engine_destroy(ce);
     ember_engine_destroy(re);
     ember_engine_destroy(e);
