@@ -237,7 +237,7 @@ static bool sampling(const cJSON *o, const api_limits *lim, api_request *out, ap
               number(o, "repetition_penalty", 0.01, 10, &rep, e) && number(o, "presence_penalty", -2, 2, &pres, e) &&
               number(o, "frequency_penalty", -2, 2, &freq, e) && integer(o, "seed", -9.2e18, 9.2e18, &seed, e) &&
               integer(o, "n", 1, 1e9, &n, e) && integer(o, "max_completion_tokens", 1, lim->ctx_len, &max, e) &&
-              integer(o, "max_tokens", 1, lim->ctx_len, &max, e);
+              integer(o, "max_tokens", out->echo ? 0 : 1, lim->ctx_len, &max, e); /* 0: only the echo */
     if (!ok) return false;
     if (n != 1) return bad(e, "n", "only %s = 1 is supported", "n", 0, 0);
     ember_sampling *s = &out->desc.sampling;
@@ -246,6 +246,7 @@ static bool sampling(const cJSON *o, const api_limits *lim, api_request *out, ap
                           .presence_penalty = (float)pres, .frequency_penalty = (float)freq,
                           .seed = (uint64_t)(long long)seed};
     out->desc.max_tokens = (uint32_t)max;
+    out->desc.prompt_only = max == 0;
     return true;
 }
 
@@ -323,12 +324,12 @@ static bool options(const cJSON *o, api_request *out, api_error *e)
 }
 
 /* chat: logprobs (true/false) and top_logprobs (0..20, with logprobs); completions:
- * logprobs (0..20: the sampled token's and that many more). */
+ * logprobs (0..20: the sampled token's and that many more) and echo. */
 static bool logprobs(const cJSON *o, api_kind kind, api_request *out, api_error *e)
 {
     double k = -1;
     if (kind == API_COMPLETION) {
-        if (!integer(o, "logprobs", 0, EMBER_MAX_TOP_LOGPROBS, &k, e)) return false;
+        if (!integer(o, "logprobs", 0, EMBER_MAX_TOP_LOGPROBS, &k, e) || !boolean(o, "echo", &out->echo, e)) return false;
         out->logprobs = k >= 0, out->top_logprobs = k >= 0 ? (uint32_t)k : 0;
         return true;
     }

@@ -46,6 +46,7 @@ typedef struct api_request {
     bool calls;                   /* the reply may make tool calls (then: in syntax) */
     ember_tool_syntax syntax;
     bool logprobs;                /* chat's logprobs, or completions' logprobs given */
+    bool echo;                    /* completions: the prompt comes back before the reply */
     uint32_t top_logprobs;        /* chat's top_logprobs, completions' logprobs (0..20) */
 } api_request;
 

@@ -21,7 +21,6 @@ static const struct {
     int kinds, allowed;
     const char *why;
 } REFUSED[] = {
-    {"echo", COMPLETION, OFF, "echoing the prompt is not supported yet"},
     {"best_of", COMPLETION, ONE, "only one sample per request is supported yet"},
     {"suffix", COMPLETION, OFF, "insertion (a suffix after the completion) is not supported"},
     {"functions", CHAT, OFF, "the deprecated functions API is not supported: use 'tools'"},

@@ -4,6 +4,7 @@
  * "top_logprobs": [{token: logprob}], "text_offset"}. A token's string is its text when
  * that is whole UTF-8; else chat gives it with U+FFFD (its "bytes" are exact) and
  * completions, whose top lists key tokens by string, give "bytes:\xNN..." as vLLM does. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,15 +90,17 @@ static bool completion_token(ember_model *model, const ember_logprobs *lp, cJSON
     piece p;
     bool ok = piece_of(model, lp->chosen.token, &p);
     char *key = ok ? key_of(&p) : NULL;
+    bool first = isnan(lp->chosen.logprob); /* an echoed prompt's first token: nothing predicts it */
     if (key) {
         cJSON_AddItemToArray(cJSON_GetObjectItem(o, "tokens"), cJSON_CreateString(key));
-        cJSON_AddItemToArray(cJSON_GetObjectItem(o, "token_logprobs"), cJSON_CreateNumber(lp->chosen.logprob));
+        cJSON_AddItemToArray(cJSON_GetObjectItem(o, "token_logprobs"),
+                             first ? cJSON_CreateNull() : cJSON_CreateNumber(lp->chosen.logprob));
         cJSON_AddItemToArray(cJSON_GetObjectItem(o, "text_offset"), cJSON_CreateNumber((double)*offset));
         *offset += code_points(p.text);
     }
     /* the top ones and, as OpenAI always gives it, the chosen one */
-    cJSON *top = cJSON_CreateObject();
-    for (uint32_t j = 0; key && j <= lp->n_top; j++) {
+    cJSON *top = first ? cJSON_CreateNull() : cJSON_CreateObject();
+    for (uint32_t j = 0; key && !first && j <= lp->n_top; j++) {
         const ember_token_logprob *t = j < lp->n_top ? &lp->top[j] : &lp->chosen;
         piece q;
         char *k = piece_of(model, t->token, &q) ? key_of(&q) : NULL;

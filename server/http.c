@@ -103,6 +103,17 @@ static void submit_error(ember_status s, api_kind kind, ember_engine *e, api_err
         api_fail(err, 500, "server_error", NULL, NULL, "%s", why);
 }
 
+/* completions' echo: the prompt as given, or a prompt of token ids as their text. */
+static bool echo(job *j, ember_model *model, const api_request *rq)
+{
+    if (rq->prompt) return job_echo(j, rq->prompt, strlen(rq->prompt));
+    size_t n = ember_detokenize(model, rq->tokens, rq->n_tokens, 1, NULL, 0);
+    char *text = malloc(n + 1);
+    bool ok = text && (ember_detokenize(model, rq->tokens, rq->n_tokens, 1, text, n), job_echo(j, text, n));
+    free(text);
+    return ok;
+}
+
 static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, api_kind kind, const conn *cn)
 {
     ember_engine_stats st;
@@ -126,7 +137,13 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, api_kind 
         return fail(h, c, 500, "server_error", NULL, "out of memory");
     }
     rq.desc.top_logprobs = rq.top_logprobs;
-    job_attach(j, &rq.desc, h->engine, h->model, rq.logprobs);
+    if (rq.echo && !echo(j, h->model, &rq)) {
+        free(cl);
+        job_closed(j, h->engine); /* never attached: the connection's ownership only */
+        api_request_free(&rq);
+        return fail(h, c, 500, "server_error", NULL, "out of memory");
+    }
+    job_attach(j, &rq.desc, h->engine, h->model, rq.logprobs, rq.echo);
     ember_request_id id = 0;
     ember_status s = ember_submit(h->engine, &rq.desc, &id);
     bool stream = rq.stream;

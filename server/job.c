@@ -34,6 +34,7 @@ struct job {
     api_error err;                /* why, when why is EMBER_FINISH_ERROR */
     ember_model *model;           /* for the tokens' text in log-probabilities */
     bool want_lp;                 /* the request asked for them */
+    uint32_t n_prompt_lp;         /* entries of lp that are the echoed prompt's */
     ember_logprobs *lp;           /* one per token, when the request asked for them */
     size_t n_lp, cap_lp;
     /* to the connection */
@@ -105,9 +106,8 @@ static int on_token(void *user, ember_request_id id, uint32_t tok, const char *t
     return 0;
 }
 
-static void on_logprobs(void *user, ember_request_id id, const ember_logprobs *lp)
+static void add_logprobs(job *j, const ember_logprobs *lp, bool prompt)
 {
-    job *j = user;
     pthread_mutex_lock(&j->mu);
     if (j->n_lp == j->cap_lp) {
         size_t cap = j->cap_lp ? 2 * j->cap_lp : 64;
@@ -115,7 +115,18 @@ static void on_logprobs(void *user, ember_request_id id, const ember_logprobs *l
         if (p) j->lp = p, j->cap_lp = cap;
     }
     if (j->n_lp < j->cap_lp) j->lp[j->n_lp++] = *lp; /* else lost: never fail the engine's thread */
+    if (prompt) j->n_prompt_lp++;
     pthread_mutex_unlock(&j->mu);
+}
+
+static void on_logprobs(void *user, ember_request_id id, const ember_logprobs *lp)
+{
+    add_logprobs(user, lp, false);
+}
+
+static void on_prompt_logprobs(void *user, ember_request_id id, const ember_logprobs *lp)
+{
+    add_logprobs(user, lp, true);
 }
 
 /* A request that failed after its 200 went out: the client is told why in the body (a
@@ -144,7 +155,15 @@ static void on_done(void *user, ember_request_id id, ember_finish why, const emb
     release(j);
 }
 
-void job_attach(job *j, ember_request_desc *desc, ember_engine *e, ember_model *model, bool logprobs)
+bool job_echo(job *j, const char *text, size_t len)
+{
+    if (!(j->text = malloc(len + 1))) return false;
+    memcpy(j->text, text, len);
+    j->len = len, j->cap = len + 1;
+    return true;
+}
+
+void job_attach(job *j, ember_request_desc *desc, ember_engine *e, ember_model *model, bool logprobs, bool echo)
 {
     j->engine = e;
     j->model = model;
@@ -152,6 +171,7 @@ void job_attach(job *j, ember_request_desc *desc, ember_engine *e, ember_model *
     desc->on_token = on_token;
     desc->on_done = on_done;
     desc->on_logprobs = logprobs ? on_logprobs : NULL;
+    desc->on_prompt_logprobs = logprobs && echo ? on_prompt_logprobs : NULL;
     desc->user = j;
     pthread_mutex_lock(&j->mu);
     j->owners++;
@@ -196,7 +216,7 @@ static size_t utf8_cut(const char *s, size_t n)
  * only those whose token callback ran go (n_gen of them). */
 static cJSON *pending_logprobs(job *j)
 {
-    size_t upto = j->n_lp < j->n_gen ? j->n_lp : j->n_gen;
+    size_t ready = (size_t)j->n_prompt_lp + j->n_gen, upto = j->n_lp < ready ? j->n_lp : ready;
     if (!j->want_lp || (j->stream && upto == j->lp_sent)) return NULL;
     cJSON *o = api_logprobs(j->fmt.kind, j->model, j->lp + j->lp_sent, upto - j->lp_sent, &j->lp_offset);
     j->lp_sent = upto;

@@ -16,11 +16,13 @@ typedef struct job job;
 
 /* A job for the connection (one owner). */
 job *job_create(const api_format *f, bool stream, bool include_usage, srv_metrics *metrics);
-/* Points desc's callbacks at j (the log-probabilities' too when asked for; model gives
- * their tokens' text) and counts the engine e as an owner: call just before ember_submit,
+/* Points desc's callbacks at j (the log-probabilities' too when asked for, the prompt's
+ * with echo; model gives their tokens' text) and counts the engine e as an owner: call just before ember_submit,
  * and job_submitted after it (the request's id, or 0 when it failed, which gives the
  * engine's ownership back). */
-void job_attach(job *j, ember_request_desc *desc, ember_engine *e, ember_model *model, bool logprobs);
+void job_attach(job *j, ember_request_desc *desc, ember_engine *e, ember_model *model, bool logprobs, bool echo);
+/* The reply's text starts with text[0..len) (completions' echo); before job_attach. */
+bool job_echo(job *j, const char *text, size_t len);
 void job_submitted(job *j, ember_request_id id);
 /* The connection is closed (response sent, or the client went away): a request not yet
  * finished is cancelled, freeing its KV blocks; then the connection lets go. */

@@ -241,6 +241,46 @@ def test_logprobs(s, model):
     check(done and got == content, "streamed chat: the same entries, in order")
     status, _, r = s.post(CHAT, dict(req, logprobs=False, top_logprobs=None))
     check(status == 200 and r["choices"][0]["logprobs"] is None, "no logprobs asked: null")
+    test_echo(s, model)
+
+
+def test_echo(s, model):
+    """echo on /v1/completions, and a loglikelihood request as lm-evaluation-harness sends
+    it (token ids, echo, max_tokens 1, logprobs 1, temperature 0): the prompt's
+    log-probabilities sum to what `ember perplexity` computes for the same text."""
+    text = "once upon a time there was a little cat who liked to play in the garden with a ball"
+    path = os.path.join(TMP, "server_echo.txt")
+    with open(path, "w") as f:
+        f.write(text)
+    ppl = json.loads(subprocess.run([EMBER, "perplexity", "-m", model, "-f", path, "--json"], check=True,
+                                    capture_output=True, text=True).stdout)
+    ids = tokenize(model, text)
+    status, _, r = s.post(CMPL, {"model": "test-model", "prompt": ids, "echo": True, "max_tokens": 1, "logprobs": 1,
+                                 "temperature": 0, "seed": 1234})
+    lp = r["choices"][0]["logprobs"] if status == 200 else {}
+    scores = lp.get("token_logprobs", [])
+    total = -sum(scores[1:-1]) if len(scores) == len(ids) + 1 else None
+    check(status == 200 and scores[0] is None and lp["top_logprobs"][0] is None and len(scores) == len(ids) + 1 and
+          total is not None and abs(total - ppl["nll"]) < 1e-3 * ppl["scored"] and ppl["scored"] == len(ids) - 1,
+          f"lm-eval's loglikelihood request: -sum of the prompt's logprobs {total} = ember perplexity's nll {ppl['nll']}")
+    check(r["choices"][0]["text"].startswith("<s>") and lp["text_offset"][1] == 3,
+          "echo of token ids: their text, offsets counting it (<s> then the rest)")
+    status, _, r0 = s.post(CMPL, {"prompt": ids, "echo": True, "max_tokens": 0, "logprobs": 0})
+    check(status == 200 and r0["usage"]["completion_tokens"] == 0 and r0["choices"][0]["finish_reason"] == "length" and
+          r0["choices"][0]["logprobs"]["token_logprobs"] == scores[:-1],
+          "max_tokens 0 with echo: the prompt alone, the same values")
+    status, _, r1 = s.post(CMPL, {"prompt": text, "echo": True, "max_tokens": 3, "temperature": 0})
+    status2, _, r2 = s.post(CMPL, {"prompt": text, "max_tokens": 3, "temperature": 0})
+    check(status == 200 and r1["choices"][0]["text"] == text + r2["choices"][0]["text"] and
+          r1["choices"][0]["logprobs"] is None, "echo of a text prompt: the prompt as given, then the reply")
+    status, chunks, done = s.stream(CMPL, {"prompt": ids, "echo": True, "max_tokens": 1, "logprobs": 1,
+                                           "temperature": 0, "seed": 1234})
+    streamed = [v for ch in chunks if ch.get("choices")
+                for v in ((ch["choices"][0].get("logprobs") or {}).get("token_logprobs") or [])]
+    text_s = "".join(ch["choices"][0]["text"] for ch in chunks if ch.get("choices"))
+    check(done and streamed == scores and text_s == r["choices"][0]["text"], "streamed echo: the same text and values")
+    bad(s, "max_tokens 0 without echo", {"prompt": "hi", "max_tokens": 0}, 400, "max_tokens", path=CMPL)
+    bad(s, "echo not a boolean", {"prompt": "hi", "echo": 1}, 400, "echo", path=CMPL)
 
 
 METRICS = ["ember_requests_running", "ember_requests_waiting", "ember_kv_blocks_used", "ember_kv_blocks_total",
@@ -383,7 +423,7 @@ def test_bad_input(s, ctx):
     bad(s, "logprobs not a boolean", {"messages": msgs, "logprobs": 2}, 400, "logprobs")
     bad(s, "completions' logprobs 21", {"prompt": "hi", "logprobs": 21}, 400, "logprobs", path=CMPL)
     # OpenAI fields Ember knows and does not honour: refused by name when they ask for something
-    for path, field, value in [(CMPL, "echo", True), (CMPL, "best_of", 2),
+    for path, field, value in [(CMPL, "best_of", 2),
                                (CMPL, "suffix", "end"), (CHAT, "functions", [{"name": "f"}]),
                                (CHAT, "function_call", "auto"), (CHAT, "audio", {"voice": "x"}),
                                (CHAT, "modalities", ["text", "audio"]), (CHAT, "prediction", {"type": "content"}),
