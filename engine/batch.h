@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "candidates.h"
+#include "engine/sampling/candidates.h"
 #include "common/error.h"
 
 /* One step's input, in host memory. Token i is at position pos[i] of sequence slot

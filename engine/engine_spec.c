@@ -6,7 +6,7 @@
 #include "engine/grammar/constraint.h"
 #include "engine_spec.h"
 
-#include "sampler.h"
+#include "engine/sampling/sampler.h"
 #include "speculative.h"
 
 struct ember_spec {

@@ -10,7 +10,7 @@
 #include "engine/grammar/constraint.h"
 #include "engine/grammar/json_schema.h"
 #include "model_handle.h"
-#include "sampler.h"
+#include "engine/sampling/sampler.h"
 #include "text_out.h"
 
 const char *ember_finish_name(ember_finish why)

@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "sampler.h"
+#include "engine/sampling/sampler.h"
 
 /* Proposes up to k tokens: the continuation of the latest earlier occurrence of the
  * last n tokens of tokens[0..len). Returns how many were written to out. */

@@ -1,7 +1,7 @@
 #version 450
 // topk.comp — each logits row's K best (id, logit) pairs, best first, and the row's softmax
 // normaliser: what a sampler whose filters keep only the best tokens reads back instead of
-// the whole row (engine/candidates.h holds the layout and K).
+// the whole row (engine/sampling/candidates.h holds the layout and K).
 //
 // Output i is logits row rows[i]'s, K + 2 entries from o[i * (K + 2)]: entry 0 = (z, n),
 // entry 1 = (z_t, 0), then n = min(K, n_cols) entries (id, logit bits) in the sampler's

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/candidates.h"
+#include "engine/sampling/candidates.h"
 #include "kernel_fixture.h"
 
 typedef kt_ctx ctx;

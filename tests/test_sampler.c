@@ -1,4 +1,4 @@
-/* test_sampler.c — the sampling chain (engine/sampler.c) against a naive reference.
+/* test_sampler.c — the sampling chain (engine/sampling/sampler.c) against a naive reference.
  *
  * The reference applies the chain by definition (penalties from a count array, a full
  * sort, filters, softmax in double). The sampler's probability rows must equal it; the
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/sampler.h"
+#include "engine/sampling/sampler.h"
 #include "testutil.h"
 
 #define N_DRAWS 200000

@@ -10,7 +10,7 @@
 #include "common/alloc.h"
 #include "device_table.h"
 #include "ember_shaders.h"
-#include "engine/candidates.h"
+#include "engine/sampling/candidates.h"
 #include "kernels_internal.h"
 #include "platform/vk_pipeline_cache.h"
 

@@ -19,7 +19,7 @@ void ember_k_embed(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weig
 void ember_k_argmax(ember_vk_cmd *c, const ember_kernels *k, ember_vk_span logits,
                     ember_vk_span out, uint32_t n_rows, uint32_t n_cols);
 
-/* out[i] (an ember_cand_row, engine/candidates.h: EMBER_CANDIDATES + 2 pairs of uint32) =
+/* out[i] (an ember_cand_row, engine/sampling/candidates.h: EMBER_CANDIDATES + 2 pairs of uint32) =
  * the best candidates of logits row rows[i] (uint32), i < n_rows, and its normalisers at
  * temperature 1 and at 1 / inv_t[i] (float) (shaders/topk.comp). n_cols < 2^24. */
 void ember_k_topk(ember_vk_cmd *c, const ember_kernels *k, ember_vk_span logits, ember_vk_span rows,
