@@ -168,6 +168,7 @@ static ember_status build(const ember_request_env *env, const ember_request_desc
     r->top_logprobs = d->top_logprobs;
     r->on_prompt_logprobs = d->on_prompt_logprobs;
     r->prompt_only = d->prompt_only != 0;
+    r->group = d->prompt_group;
     r->user = d->user;
     ember_sampling_params sp = {d->sampling.temperature, d->sampling.top_k, d->sampling.top_p,
                                 d->sampling.min_p, d->sampling.repetition_penalty,

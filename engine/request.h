@@ -48,6 +48,8 @@ typedef struct request {
     uint32_t slot;              /* row in the step's block tables while running */
     uint64_t admitted;          /* admission counter (newest = largest) */
     uint64_t hash_seed;         /* first parent hash of its block chain (see engine.c) */
+    uint64_t group;             /* ember_request_desc.prompt_group: 0, or the samples of one
+                                   prompt that share its blocks (scheduler.c) */
     /* speculative decoding */
     uint32_t spec_k, spec_k_max, spec_ngram;
     bool spec_adaptive, spec_draft; /* spec_draft: proposals come from the draft model */

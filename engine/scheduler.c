@@ -242,6 +242,32 @@ static void match_prefix(ember_sched *s, request *r)
     match_partial(s, r, parent);
 }
 
+/* A sample of a group whose prompt another sample is computing: the one at the queue's
+ * head waits for it (and the queue with it, for the few steps of one prefill), so that
+ * the group's prompt is computed once. */
+static bool group_waits(const ember_sched *s, const request *r)
+{
+    for (uint32_t i = 0; r->group && i < s->n_running; i++) {
+        const request *q = s->running[i];
+        if (q->group == r->group && q->n_computed + 1 < q->n_prefill) return true;
+    }
+    return false;
+}
+
+/* A sample of a group has computed its prompt but for the last token: its blocks are
+ * published for the others up to there; each of them computes that last token itself
+ * (its logits are its own first draw). Full blocks are published already; this is the
+ * part of the last one, the entry match_partial looks for (published once: the call is
+ * a no-op for a published block). The owner goes on writing into that block past what
+ * was published: the others read only the published slots and copy the block before
+ * they write (own_block). */
+static void publish_for_group(ember_sched *s, request *r)
+{
+    uint32_t bs = ember_kv_block_size(s->kv), m = r->n_prefill - 1, j = m / bs, fill = m % bs;
+    if (!r->group || r->spec_draft || r->n_computed < m || !fill || j != r->n_published) return;
+    ember_kv_publish_n(s->kv, r->blocks[j], j ? r->hashes[j - 1] : r->hash_seed, r->tokens + (size_t)j * bs, fill);
+}
+
 void ember_sched_advance(ember_sched *s, request *r, uint32_t n)
 {
     uint32_t bs = ember_kv_block_size(s->kv);
@@ -255,6 +281,7 @@ void ember_sched_advance(ember_sched *s, request *r, uint32_t n)
         r->hashes[j] = ember_kv_hash(parent, t, bs);
         r->n_published++;
     }
+    publish_for_group(s, r);
 }
 
 /* ---- copy on write ------------------------------------------------------------------- */
@@ -394,6 +421,7 @@ static bool admit_one(ember_sched *s, ember_sched_item *items, uint32_t *n_items
 {
     request *r = s->head;
     uint32_t bs = ember_kv_block_size(s->kv);
+    if (s->o.prefix_cache && group_waits(s, r)) return false;
     if (s->o.prefix_cache && !r->on_prompt_logprobs) match_prefix(s, r); /* every prompt row is wanted */
     uint32_t n = chunk_rows(s, r->n_computed, r->n_tokens - r->n_computed, *budget);
     uint32_t want = s->o.contiguous_kv ? s->o.max_blocks_per_seq * bs : r->n_computed + n;

@@ -586,6 +586,14 @@ typedef struct ember_request_desc {
     ember_logprobs_cb on_prompt_logprobs;
     int prompt_only;             /* 1 = end once the prompt is computed, generating nothing
                                     (EMBER_FINISH_LENGTH, n_gen 0): score a text */
+    /* Several samples of one prompt (OpenAI's n, best_of): requests submitted with the
+     * same non-zero group and the same prompt share its KV blocks. The first admitted
+     * computes the prompt; the others wait in the queue until it has, then take its
+     * blocks (copy on write) and compute only the prompt's last token, whose logits are
+     * their own first draw. Give each its own sampling.seed. Needs the prefix cache
+     * (ember_engine_opts.no_prefix_cache 0); otherwise, or with different prompts, the
+     * requests simply run as separate ones. The caller picks the number (a counter). */
+    uint64_t prompt_group;
     void *user;
 } ember_request_desc;
 

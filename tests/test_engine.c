@@ -5,7 +5,8 @@
  *  - chunks sized by cost (chunk_ctx): a long prompt's chunks shrink as its positions grow,
  *    exactly as the rule says, with the same tokens;
  *  - prefix caching: a repeated prefix is served from the cache, same tokens; copy on
- *    write of shared blocks a request continues;
+ *    write of shared blocks a request continues; n samples of one prompt (a group) share
+ *    its blocks, with the tokens their seeds give alone;
  *  - seeded sampling, greedy on penalized logits, stop strings, cancellation (blocks freed
  *    at once); sampling from the GPU's candidates gives the tokens whole rows give, and
  *    each request takes the path its filters allow (the CPU backend: rows only);
@@ -242,6 +243,44 @@ static void test_copy_on_write(ember_model *m)
     CHECK(rb.n == 16 && memcmp(rb.tokens, rb_ref.tokens, 16 * 4) == 0);
     CHECK(rc.n == 16 && memcmp(rc.tokens, rc_ref.tokens, 16 * 4) == 0);
     ember_engine_destroy(e);
+}
+
+/* n = 8 samples of a 96-token prompt at temperature 1, each with its own seed, as one
+ * group and as 8 separate requests: the same tokens per seed, and the group computes the
+ * prompt once (the others take 95 tokens from the cache) and holds its 5 full blocks
+ * once: 5 + 8 x 2 blocks (block 5 copied by each, block 6 its own) against 8 x 7 when
+ * the separate requests are admitted together (one step's budget holds all 8 prompts;
+ * with a smaller one, the later ones find the first one's full blocks cached). */
+static uint32_t eight_samples(ember_model *m, uint64_t group, ef_result *res)
+{
+    ember_engine *e = ef_engine(m, (ember_engine_opts){.max_seqs = 8, .max_batch_tokens = 8 * 96});
+    if (!e) return 0;
+    for (int i = 0; i < 8; i++) {
+        ember_request_desc d = ef_desc(prompts[0], 96, 15, &res[i]);
+        d.sampling = (ember_sampling){.temperature = 1.0f, .seed = 100 + (uint64_t)i};
+        d.prompt_group = group;
+        CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
+    }
+    drain(e);
+    ember_engine_stats st;
+    ember_engine_get_stats(e, &st);
+    ember_engine_destroy(e);
+    return st.kv_peak_blocks_used;
+}
+
+static void test_prompt_group(ember_model *m)
+{
+    ef_result grouped[8], separate[8];
+    uint32_t peak_grouped = eight_samples(m, 42, grouped), peak_separate = eight_samples(m, 0, separate);
+    printf("n = 8 samples of a 96-token prompt: peak %u KV blocks as a group, %u as separate requests\n",
+           peak_grouped, peak_separate);
+    CHECKF(peak_grouped == 5 + 8 * 2 && peak_separate == 8 * 7, "peak blocks %u, %u", peak_grouped, peak_separate);
+    CHECK(ef_count_same(grouped, separate, 8, 15) == 8);
+    CHECK(grouped[0].m.n_cached == 0);
+    for (int i = 1; i < 8; i++) CHECKF(grouped[i].m.n_cached == 95, "sample %d: %u cached", i, grouped[i].m.n_cached);
+    int differ = 0; /* the seeds are the samples' own */
+    for (int i = 1; i < 8; i++) differ += memcmp(grouped[i].tokens, grouped[0].tokens, 15 * 4) != 0;
+    CHECK(differ == 7);
 }
 
 /* Temperature 0 is the arg-max of the penalized logits (docs/sampling.md): with frequency and
@@ -624,6 +663,7 @@ int main(void)
     test_chunk_ctx(m, alone);
     test_prefix_cache(m);
     test_copy_on_write(m);
+    test_prompt_group(m);
     test_sampling_and_stop(m);
     test_sampling_paths(m, true, EMBER_SAMPLE_CANDIDATES);
     test_sampling_paths(m, true, EMBER_SAMPLE_ROWS);
@@ -642,6 +682,7 @@ int main(void)
     if (cpu) {
         test_prefix_cache(cpu);
         test_copy_on_write(cpu);
+        test_prompt_group(cpu);
         test_sampling_paths(cpu, false, EMBER_SAMPLE_CANDIDATES);
     }
     ember_model_free(cpu);

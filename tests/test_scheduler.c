@@ -3,7 +3,7 @@
  * tokens gets the next token, 100 + its length), so that each case can assert exactly
  * which rows the rule plans: admission, chunked prefill, decoders before prompt chunks,
  * preemption and recomputation, a request that can never fit, prefix hits with copy on
- * write, and the static-batching hook's fixed-shape batch. */
+ * write, samples of one prompt sharing its blocks, and the static-batching hook's fixed-shape batch. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -263,6 +263,74 @@ static void test_prefix_hits(void)
     close_fixture(&f);
 }
 
+/* Peak blocks in use while three 10-token prompts each generate 3 tokens, as samples of
+ * one group or as separate requests. */
+static uint32_t three_samples(uint64_t group)
+{
+    fixture f;
+    open_fixture(&f, 4, 64, 16, true, 0);
+    request *r[3];
+    for (int i = 0; i < 3; i++) {
+        r[i] = make(1 + i, 10, 40, 3);
+        r[i]->group = group;
+        ember_sched_enqueue(f.s, r[i]);
+    }
+    plan(&f);
+    if (group) {
+        /* the first computes the prompt; the others wait for it */
+        CHECK(f.n_items == 1 && item_of(&f, r[0])->n == 10);
+        step(&f);
+        plan(&f);
+        /* then take its two full blocks and the part of the third before the last token,
+         * computing that token alone, each in a copy of the third block */
+        for (int i = 1; i < 3; i++) {
+            const ember_sched_item *it = item_of(&f, r[i]);
+            CHECKF(it && it->n == 1 && r[i]->n_computed == 9, "sample %d: %u rows", i, it ? it->n : 0);
+            CHECK(r[i]->blocks[0] == r[0]->blocks[0] && r[i]->blocks[1] == r[0]->blocks[1]);
+            CHECK(r[i]->blocks[2] != r[0]->blocks[2]);
+        }
+        CHECK(ember_kv_refcount(f.kv, r[0]->blocks[0]) == 3);
+        const uint32_t *src, *dst;
+        CHECK(ember_sched_copies(f.s, &src, &dst) == 2 && src[0] == r[0]->blocks[2] && src[1] == src[0]);
+        step(&f);
+    } else {
+        CHECK(f.n_items == 3); /* all at once, each computing the whole prompt */
+    }
+    run_to_end(&f);
+    plan(&f);
+    CHECK(f.n_finished == 3 && ember_kv_n_used(f.kv) == 0);
+    uint32_t peak = ember_sched_get_stats(f.s)->peak_blocks;
+    close_fixture(&f);
+    return peak;
+}
+
+/* A group's prompt is computed once: positions 0..11 are 2 shared blocks and one of its
+ * own per sample, against 3 per request. A long prompt in chunks keeps the others waiting throughout. */
+static void test_groups(void)
+{
+    uint32_t grouped = three_samples(7), separate = three_samples(0);
+    CHECKF(grouped == 2 + 3 * 1 && separate == 3 * 3, "peak blocks: %u grouped, %u separate", grouped, separate);
+
+    fixture f;
+    open_fixture(&f, 4, 4, 16, true, 0);
+    request *a = make(1, 10, 40, 1), *b = make(2, 10, 40, 1);
+    a->group = b->group = 3;
+    ember_sched_enqueue(f.s, a);
+    ember_sched_enqueue(f.s, b);
+    for (int chunk = 0; chunk < 2; chunk++) { /* rows 0..4, 4..8 */
+        plan(&f);
+        CHECK(f.n_items == 1 && item_of(&f, a)->n == 4);
+        step(&f);
+    }
+    plan(&f); /* a's last 2 rows; b still waits (a's row 8 is not computed) */
+    CHECK(f.n_items == 1 && item_of(&f, a)->n == 2);
+    step(&f); /* a finished (one token): its blocks stay cached */
+    plan(&f);
+    CHECKF(item_of(&f, b) && b->n_computed == 9, "b: %u cached", b->n_computed);
+    run_to_end(&f);
+    close_fixture(&f);
+}
+
 /* Static batching through the hook: the batch admits what fits when nothing runs, a
  * newcomer waits for the batch to end, and a finished member computes filler rows (its
  * padding) until the last member finishes. */
@@ -305,6 +373,7 @@ int main(void)
     test_preemption();
     test_stuck();
     test_prefix_hits();
+    test_groups();
     test_static_hook();
     return tu_finish("test_scheduler");
 }
