@@ -90,7 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     api_format f = {.kind = kind, .id = "cmpl-1", .created = 1, .model = lim.model_id, .n_prompt = 3};
     if (fuzz_valid_utf8(text, strlen(text))) /* generated text always is (detok.h) */
-        check_json(api_chunk(&f, kind == API_CHAT, text, strlen(text), NULL, NULL), "data: ");
+        check_json(api_chunk(&f, 0, kind == API_CHAT, text, strlen(text), NULL, NULL), "data: ");
     api_request_free(&r);
     return 0;
 }

@@ -230,16 +230,15 @@ static bool stops(const cJSON *o, api_request *out, api_error *e)
 
 static bool sampling(const cJSON *o, const api_limits *lim, api_request *out, api_error *e)
 {
-    double temp = 1.0, top_p = 1.0, top_k = 0, min_p = 0, rep = 1.0, pres = 0, freq = 0, seed = 0, n = 1;
+    double temp = 1.0, top_p = 1.0, top_k = 0, min_p = 0, rep = 1.0, pres = 0, freq = 0, seed = 0;
     double max = lim->ctx_len;
     bool ok = number(o, "temperature", 0, 2, &temp, e) && number(o, "top_p", 0, 1, &top_p, e) &&
               integer(o, "top_k", -1, 1 << 20, &top_k, e) && number(o, "min_p", 0, 1, &min_p, e) &&
               number(o, "repetition_penalty", 0.01, 10, &rep, e) && number(o, "presence_penalty", -2, 2, &pres, e) &&
               number(o, "frequency_penalty", -2, 2, &freq, e) && integer(o, "seed", -9.2e18, 9.2e18, &seed, e) &&
-              integer(o, "n", 1, 1e9, &n, e) && integer(o, "max_completion_tokens", 1, lim->ctx_len, &max, e) &&
+              integer(o, "max_completion_tokens", 1, lim->ctx_len, &max, e) &&
               integer(o, "max_tokens", out->echo ? 0 : 1, lim->ctx_len, &max, e); /* 0: only the echo */
     if (!ok) return false;
-    if (n != 1) return bad(e, "n", "only %s = 1 is supported", "n", 0, 0);
     ember_sampling *s = &out->desc.sampling;
     *s = (ember_sampling){.temperature = (float)temp, .top_k = top_k > 0 ? (uint32_t)top_k : 0,
                           .top_p = (float)top_p, .min_p = (float)min_p, .repetition_penalty = (float)rep,
@@ -382,6 +381,20 @@ cJSON *api_parse_object(const api_limits *lim, const char *body, size_t len, api
     return NULL;
 }
 
+/* n, and completions' best_of (at least n; not with stream, as OpenAI): samples of the
+ * prompt, which share its KV blocks (http.c). After options (stream). */
+static bool samples(const cJSON *o, api_kind kind, api_request *out, api_error *e)
+{
+    double n = 1, best = 0;
+    if (!integer(o, "n", 1, API_MAX_SAMPLES, &n, e)) return false;
+    if (kind == API_COMPLETION && !integer(o, "best_of", 1, API_MAX_SAMPLES, &best, e)) return false;
+    if (best && best < n) return bad(e, "best_of", "'%s' must be at least n (%g)", "best_of", n, 0);
+    if (best > n && out->stream) return bad(e, "best_of", "'%s' greater than n cannot be streamed", "best_of", 0, 0);
+    out->n = (uint32_t)n;
+    out->best_of = best ? (uint32_t)best : out->n;
+    return true;
+}
+
 bool api_parse_body(const api_limits *lim, api_kind kind, const char *body, size_t len, api_request *out,
                     api_error *e)
 {
@@ -390,7 +403,7 @@ bool api_parse_body(const api_limits *lim, api_kind kind, const char *body, size
     cJSON *o = api_parse_object(lim, body, len, e);
     bool ok = o != NULL;
     ok = ok && api_unsupported(o, kind, e) && logprobs(o, kind, out, e) && sampling(o, lim, out, e) && logit_bias(o, lim, out, e) && stops(o, out, e) &&
-         options(o, out, e) && truncation(o, lim, out, e) && api_structured(o, out, e);
+         options(o, out, e) && samples(o, kind, out, e) && truncation(o, lim, out, e) && api_structured(o, out, e);
     if (ok && kind == API_CHAT) ok = api_tools(o, out, e);
     if (ok && kind == API_CHAT && needs_json(o)) ok = json_messages(field(o, "messages"), out, e);
     else if (ok && kind == API_CHAT) ok = chat_messages(field(o, "messages"), out, e);
@@ -508,15 +521,16 @@ static void add_logprobs(cJSON *choice, cJSON *logprobs)
     else cJSON_AddNullToObject(choice, "logprobs");
 }
 
-char *api_response(const api_format *f, const char *text, size_t len, ember_finish why, uint32_t n_gen,
-                   const api_error *err, cJSON *logprobs)
+cJSON *api_choice(const api_format *f, uint32_t index, const char *text, size_t len, ember_finish why,
+                  cJSON *logprobs)
 {
-    bool chat = f->kind == API_CHAT;
-    cJSON *o = head(f, chat ? "chat.completion" : "text_completion");
-    cJSON *c = cJSON_CreateObject();
-    cJSON_AddNumberToObject(c, "index", 0);
-    cJSON *calls = NULL;
-    if (chat) {
+    cJSON *c = cJSON_CreateObject(), *calls = NULL;
+    if (!c) {
+        cJSON_Delete(logprobs);
+        return NULL;
+    }
+    cJSON_AddNumberToObject(c, "index", index);
+    if (f->kind == API_CHAT) {
         cJSON *m = cJSON_AddObjectToObject(c, "message");
         cJSON_AddStringToObject(m, "role", "assistant");
         size_t content = len;
@@ -529,7 +543,13 @@ char *api_response(const api_format *f, const char *text, size_t len, ember_fini
     }
     add_logprobs(c, logprobs);
     cJSON_AddStringToObject(c, "finish_reason", calls ? "tool_calls" : api_finish_reason(why));
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"), c);
+    return c;
+}
+
+char *api_response(const api_format *f, cJSON *choices, uint32_t n_gen, const api_error *err)
+{
+    cJSON *o = head(f, f->kind == API_CHAT ? "chat.completion" : "text_completion");
+    cJSON_AddItemToObject(o, "choices", choices ? choices : cJSON_CreateArray());
     usage(o, f, n_gen);
     if (err) add_error(o, err);
     return print(o);
@@ -548,12 +568,13 @@ static char *event(char *json)
 
 char *api_error_event(const api_error *e) { return event(api_error_json(e)); }
 
-char *api_chunk(const api_format *f, bool role, const char *text, size_t len, const char *finish, cJSON *logprobs)
+char *api_chunk(const api_format *f, uint32_t index, bool role, const char *text, size_t len, const char *finish,
+                cJSON *logprobs)
 {
     bool chat = f->kind == API_CHAT;
     cJSON *o = head(f, chat ? "chat.completion.chunk" : "text_completion");
     cJSON *c = cJSON_CreateObject();
-    cJSON_AddNumberToObject(c, "index", 0);
+    cJSON_AddNumberToObject(c, "index", index);
     if (chat) {
         cJSON *d = cJSON_AddObjectToObject(c, "delta");
         if (role) cJSON_AddStringToObject(d, "role", "assistant");

@@ -48,7 +48,10 @@ typedef struct api_request {
     bool logprobs;                /* chat's logprobs, or completions' logprobs given */
     bool echo;                    /* completions: the prompt comes back before the reply */
     uint32_t top_logprobs;        /* chat's top_logprobs, completions' logprobs (0..20) */
+    uint32_t n, best_of;          /* choices returned, samples drawn (best_of >= n) */
 } api_request;
+
+#define API_MAX_SAMPLES 128       /* n and best_of at most */
 
 enum { API_TOOLS_AUTO, API_TOOLS_NONE, API_TOOLS_REQUIRED };
 
@@ -114,16 +117,20 @@ struct cJSON *api_tool_calls(const api_format *f, const char *text, size_t len, 
  * into tool calls: up to the syntax's trigger, less any end that could begin one. */
 size_t api_tool_safe_len(const api_format *f, const char *text, size_t len);
 /* The stream event holding a reply's tool calls as deltas (index, id, type, function). */
-char *api_tool_calls_chunk(const api_format *f, struct cJSON *calls);
-/* The whole non-streamed response; malloc'ed. With err (a request that failed after its
- * 200 was sent) it also holds an "error" object saying why. */
-char *api_response(const api_format *f, const char *text, size_t len, ember_finish why, uint32_t n_gen,
-                   const api_error *err, struct cJSON *logprobs);
-/* One Server-Sent Event "data: {...}\n\n" of a stream: role (chat's first chunk), text
- * (may be empty), finish (NULL until the last chunk) and the log-probabilities of the
- * tokens it covers (NULL: null); with usage, the chunk of stream_options.include_usage
- * (no choices). malloc'ed. */
-char *api_chunk(const api_format *f, bool role, const char *text, size_t len, const char *finish,
+char *api_tool_calls_chunk(const api_format *f, uint32_t index, struct cJSON *calls);
+/* One choice of a non-streamed response: its text, why it ended and its "logprobs"
+ * (NULL: null; owned from here on). NULL when memory ran out. */
+struct cJSON *api_choice(const api_format *f, uint32_t index, const char *text, size_t len, ember_finish why,
+                         struct cJSON *logprobs);
+/* The whole non-streamed response around the array of its choices (owned from here on),
+ * with usage counting the prompt once and n_gen generated tokens; malloc'ed. With err (a
+ * request that failed after its 200 was sent) it also holds an "error" object saying why. */
+char *api_response(const api_format *f, struct cJSON *choices, uint32_t n_gen, const api_error *err);
+/* One Server-Sent Event "data: {...}\n\n" of a stream, for choice index: role (chat's
+ * first chunk), text (may be empty), finish (NULL until the last chunk) and the
+ * log-probabilities of the tokens it covers (NULL: null); with usage, the chunk of
+ * stream_options.include_usage (no choices). malloc'ed. */
+char *api_chunk(const api_format *f, uint32_t index, bool role, const char *text, size_t len, const char *finish,
                 struct cJSON *logprobs);
 /* The "logprobs" object of a choice (api_logprobs.c) for the tokens lp[0..n), in the
  * kind's shape; *offset is the text_offset of lp[0] (completions) and advances past

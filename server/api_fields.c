@@ -1,7 +1,7 @@
 /* api_fields.c — the OpenAI request fields Ember knows and does not honour. A client that
- * sends one and gets a 200 would take the answer for what it asked (log-probabilities,
- * an echoed prompt, several samples): each is refused with a 400 naming it, unless its
- * value asks for nothing (null, false, 0, "", or the one value that is the default).
+ * sends one and gets a 200 would take the answer for what it asked (an insertion, audio,
+ * a web search): each is refused with a 400 naming it, unless its value asks for nothing
+ * (null, false, 0, "", or the one value that is the default).
  * Fields Ember does not know at all are ignored, as vLLM does. The whole table, honoured
  * fields too, is in docs/server.md. */
 #include <string.h>
@@ -13,7 +13,6 @@
 enum { CHAT = 1, COMPLETION = 2, BOTH = 3 };
 enum { NUL,      /* null or false (an object there, even {}, asks for the feature) */
        OFF,      /* or 0, "", [] or {} */
-       ONE,      /* or the number 1 */
        TEXT };   /* or ["text"] */
 
 static const struct {
@@ -21,7 +20,6 @@ static const struct {
     int kinds, allowed;
     const char *why;
 } REFUSED[] = {
-    {"best_of", COMPLETION, ONE, "only one sample per request is supported yet"},
     {"suffix", COMPLETION, OFF, "insertion (a suffix after the completion) is not supported"},
     {"functions", CHAT, OFF, "the deprecated functions API is not supported: use 'tools'"},
     {"function_call", CHAT, OFF, "the deprecated functions API is not supported: use 'tool_choice'"},
@@ -39,7 +37,7 @@ static bool harmless(const cJSON *v, int allowed)
 {
     if (cJSON_IsNull(v) || cJSON_IsFalse(v)) return true;
     if (allowed == NUL) return false;
-    if (cJSON_IsNumber(v)) return v->valuedouble == 0 || (allowed == ONE && v->valuedouble == 1);
+    if (cJSON_IsNumber(v)) return v->valuedouble == 0;
     if (cJSON_IsString(v)) return !v->valuestring[0];
     if ((cJSON_IsArray(v) || cJSON_IsObject(v)) && !v->child) return true;
     const cJSON *first = cJSON_IsArray(v) ? v->child : NULL;

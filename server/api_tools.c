@@ -54,14 +54,14 @@ size_t api_tool_safe_len(const api_format *f, const char *text, size_t len)
     return len;
 }
 
-char *api_tool_calls_chunk(const api_format *f, cJSON *calls)
+char *api_tool_calls_chunk(const api_format *f, uint32_t index, cJSON *calls)
 {
     cJSON *o = cJSON_CreateObject(), *c = cJSON_CreateObject(), *d, *it;
     cJSON_AddStringToObject(o, "id", f->id);
     cJSON_AddStringToObject(o, "object", "chat.completion.chunk");
     cJSON_AddNumberToObject(o, "created", (double)f->created);
     cJSON_AddStringToObject(o, "model", f->model);
-    cJSON_AddNumberToObject(c, "index", 0);
+    cJSON_AddNumberToObject(c, "index", index);
     d = cJSON_AddObjectToObject(c, "delta");
     cJSON *list = cJSON_AddArrayToObject(d, "tool_calls");
     int i = 0;

@@ -114,6 +114,25 @@ static bool echo(job *j, ember_model *model, const api_request *rq)
     return ok;
 }
 
+/* Submits the samples of rq to j: sample i with the request's seed + i, all of one group
+ * (group) so that they share the prompt's KV blocks — except when each computes its own
+ * prompt log-probabilities (echo with logprobs), which needs every prompt row. On a
+ * failure the samples already submitted are cancelled by the caller (job_closed). */
+static ember_status submit_samples(srv_http *h, job *j, api_request *rq, uint64_t group)
+{
+    ember_status s = EMBER_OK;
+    for (uint32_t i = 0; s == EMBER_OK && i < rq->best_of; i++) {
+        ember_request_desc d = rq->desc;
+        d.sampling.seed += i;
+        d.prompt_group = rq->best_of > 1 && !(rq->echo && rq->logprobs) ? group : 0;
+        job_attach(j, i, &d, h->engine, h->model, rq->logprobs, rq->echo);
+        ember_request_id id = 0;
+        s = ember_submit(h->engine, &d, &id);
+        job_submitted(j, i, s == EMBER_OK ? id : 0);
+    }
+    return s;
+}
+
 static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, api_kind kind, const conn *cn)
 {
     ember_engine_stats st;
@@ -127,9 +146,10 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, api_kind 
     api_format f = {.kind = kind, .created = (long long)time(NULL), .model = h->cfg.limits.model_id,
                     .tools = rq.calls, .syntax = rq.syntax};
     pthread_mutex_lock(&h->id_mu);
-    snprintf(f.id, sizeof f.id, "%s-%llu", kind == API_CHAT ? "chatcmpl" : "cmpl", ++h->next_id);
+    unsigned long long number = ++h->next_id;
     pthread_mutex_unlock(&h->id_mu);
-    job *j = job_create(&f, rq.stream, rq.include_usage, h->metrics);
+    snprintf(f.id, sizeof f.id, "%s-%llu", kind == API_CHAT ? "chatcmpl" : "cmpl", number);
+    job *j = job_create(&f, rq.stream, rq.include_usage, rq.best_of, rq.n, h->metrics);
     closing *cl = malloc(sizeof *cl);
     if (!j || !cl) {
         free(cl);
@@ -143,12 +163,9 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, api_kind 
         api_request_free(&rq);
         return fail(h, c, 500, "server_error", NULL, "out of memory");
     }
-    job_attach(j, &rq.desc, h->engine, h->model, rq.logprobs, rq.echo);
-    ember_request_id id = 0;
-    ember_status s = ember_submit(h->engine, &rq.desc, &id);
+    ember_status s = submit_samples(h, j, &rq, number);
     bool stream = rq.stream;
     api_request_free(&rq);
-    job_submitted(j, s == EMBER_OK ? id : 0);
     if (s != EMBER_OK) {
         free(cl);
         job_closed(j, h->engine);

@@ -13,7 +13,32 @@
 #define KEEPALIVE_MS 500
 #define PIECE_MAX 1024 /* text bytes per chunk */
 
-typedef enum phase { PH_ROLE, PH_TEXT, PH_USAGE, PH_DONE, PH_END } phase;
+/* A sample's phases in a stream; then the job's own, once every sample has finished. */
+typedef enum phase { PH_ROLE, PH_TEXT, PH_FINISHED, PH_USAGE, PH_DONE, PH_END } phase;
+
+/* One sample of the prompt: one engine request. */
+typedef struct sample {
+    struct job *j;
+    uint32_t index;
+    ember_request_id id;
+    /* from the engine */
+    char *text;
+    size_t len, cap;
+    uint32_t n_gen;
+    double t_last;                /* the last token's time, for inter-token latency */
+    bool done;
+    ember_finish why;
+    api_error err;                /* why, when why is EMBER_FINISH_ERROR */
+    uint32_t n_prompt_lp;         /* entries of lp that are the echoed prompt's */
+    ember_logprobs *lp;           /* one per token, when the request asked for them */
+    size_t n_lp, cap_lp;
+    double sum_lp;                /* of its generated tokens: best_of's rank */
+    /* to the connection (a stream) */
+    size_t sent;                  /* text bytes already in chunks */
+    size_t lp_sent, lp_offset;    /* log-probabilities already in chunks; text_offset next */
+    bool calls_sent;              /* its tool calls went out (fmt.tools) */
+    phase ph;
+} sample;
 
 struct job {
     pthread_mutex_t mu;
@@ -22,26 +47,13 @@ struct job {
     api_format fmt;
     bool stream, include_usage;
     srv_metrics *metrics;
-    ember_request_id id;
-    /* from the engine */
-    char *text;
-    size_t len, cap;
-    uint32_t n_gen;
-    double t_last;                /* the last token's time, for inter-token latency */
     ember_engine *engine;
-    bool done;
-    ember_finish why;
-    api_error err;                /* why, when why is EMBER_FINISH_ERROR */
     ember_model *model;           /* for the tokens' text in log-probabilities */
     bool want_lp;                 /* the request asked for them */
-    uint32_t n_prompt_lp;         /* entries of lp that are the echoed prompt's */
-    ember_logprobs *lp;           /* one per token, when the request asked for them */
-    size_t n_lp, cap_lp;
-    /* to the connection */
-    size_t sent;                  /* text bytes already in chunks */
-    size_t lp_sent, lp_offset;    /* log-probabilities already in chunks; text_offset next */
-    bool calls_sent;              /* a stream's tool calls went out (fmt.tools) */
-    phase ph;
+    uint32_t n_samples, n_best;   /* best_of samples drawn, n returned */
+    uint32_t n_done;
+    sample *s;
+    phase ph;                     /* PH_TEXT while samples stream, then usage, [DONE] */
     char *out;                    /* prepared bytes not yet read, from out_off */
     size_t out_len, out_off;
 };
@@ -53,10 +65,15 @@ static double now_s(void)
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-job *job_create(const api_format *f, bool stream, bool include_usage, srv_metrics *metrics)
+job *job_create(const api_format *f, bool stream, bool include_usage, uint32_t n_samples, uint32_t n_best,
+                srv_metrics *metrics)
 {
     job *j = calloc(1, sizeof *j);
-    if (!j) return NULL;
+    if (j) j->s = calloc(n_samples, sizeof *j->s);
+    if (!j || !j->s) {
+        free(j);
+        return NULL;
+    }
     pthread_mutex_init(&j->mu, NULL);
     pthread_cond_init(&j->cv, NULL);
     j->owners = 1;
@@ -64,7 +81,11 @@ job *job_create(const api_format *f, bool stream, bool include_usage, srv_metric
     j->stream = stream;
     j->include_usage = include_usage;
     j->metrics = metrics;
-    j->ph = f->kind == API_CHAT ? PH_ROLE : PH_TEXT;
+    j->n_samples = n_samples;
+    j->n_best = n_best;
+    j->ph = PH_TEXT;
+    for (uint32_t i = 0; i < n_samples; i++)
+        j->s[i] = (sample){.j = j, .index = i, .ph = f->kind == API_CHAT ? PH_ROLE : PH_TEXT};
     return j;
 }
 
@@ -76,9 +97,12 @@ static void release(job *j)
     if (!last) return;
     pthread_mutex_destroy(&j->mu);
     pthread_cond_destroy(&j->cv);
-    free(j->text);
+    for (uint32_t i = 0; i < j->n_samples; i++) {
+        free(j->s[i].text);
+        free(j->s[i].lp);
+    }
+    free(j->s);
     free(j->out);
-    free(j->lp);
     free(j);
 }
 
@@ -86,37 +110,39 @@ static void release(job *j)
 
 static int on_token(void *user, ember_request_id id, uint32_t tok, const char *text, size_t len)
 {
-    job *j = user;
+    sample *x = user;
+    job *j = x->j;
     double t = now_s();
     pthread_mutex_lock(&j->mu);
-    if (j->n_gen++) srv_metrics_inter_token(j->metrics, t - j->t_last);
-    j->t_last = t;
-    if (j->len + len > j->cap) {
-        size_t cap = 2 * (j->len + len) + 64;
-        char *s = realloc(j->text, cap);
+    if (x->n_gen++) srv_metrics_inter_token(j->metrics, t - x->t_last);
+    x->t_last = t;
+    if (x->len + len > x->cap) {
+        size_t cap = 2 * (x->len + len) + 64;
+        char *s = realloc(x->text, cap);
         if (!s) len = 0; /* text lost, the request goes on: never fail the engine's thread */
-        else j->text = s, j->cap = cap;
+        else x->text = s, x->cap = cap;
     }
     if (len) { /* an empty piece (held back for a stop string) may come before any text: NULL */
-        memcpy(j->text + j->len, text, len);
-        j->len += len;
+        memcpy(x->text + x->len, text, len);
+        x->len += len;
     }
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
     return 0;
 }
 
-static void add_logprobs(job *j, const ember_logprobs *lp, bool prompt)
+static void add_logprobs(sample *x, const ember_logprobs *lp, bool prompt)
 {
-    pthread_mutex_lock(&j->mu);
-    if (j->n_lp == j->cap_lp) {
-        size_t cap = j->cap_lp ? 2 * j->cap_lp : 64;
-        ember_logprobs *p = realloc(j->lp, cap * sizeof *p);
-        if (p) j->lp = p, j->cap_lp = cap;
+    pthread_mutex_lock(&x->j->mu);
+    if (x->n_lp == x->cap_lp) {
+        size_t cap = x->cap_lp ? 2 * x->cap_lp : 64;
+        ember_logprobs *p = realloc(x->lp, cap * sizeof *p);
+        if (p) x->lp = p, x->cap_lp = cap;
     }
-    if (j->n_lp < j->cap_lp) j->lp[j->n_lp++] = *lp; /* else lost: never fail the engine's thread */
-    if (prompt) j->n_prompt_lp++;
-    pthread_mutex_unlock(&j->mu);
+    if (x->n_lp < x->cap_lp) x->lp[x->n_lp++] = *lp; /* else lost: never fail the engine's thread */
+    if (prompt) x->n_prompt_lp++;
+    else x->sum_lp += lp->chosen.logprob;
+    pthread_mutex_unlock(&x->j->mu);
 }
 
 static void on_logprobs(void *user, ember_request_id id, const ember_logprobs *lp)
@@ -141,14 +167,16 @@ static void failed(job *j, const char *why, api_error *err)
 
 static void on_done(void *user, ember_request_id id, ember_finish why, const ember_request_metrics *m)
 {
-    job *j = user;
+    sample *x = user;
+    job *j = x->j;
     srv_metrics_request_done(j->metrics, why, m);
     api_error err = {0};
     if (why == EMBER_FINISH_ERROR) failed(j, m->error, &err);
     pthread_mutex_lock(&j->mu);
-    j->done = true;
-    j->why = why;
-    j->err = err;
+    x->done = true;
+    x->why = why;
+    x->err = err;
+    j->n_done++;
     j->fmt.n_prompt = m->n_prompt;
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
@@ -157,44 +185,51 @@ static void on_done(void *user, ember_request_id id, ember_finish why, const emb
 
 bool job_echo(job *j, const char *text, size_t len)
 {
-    if (!(j->text = malloc(len + 1))) return false;
-    memcpy(j->text, text, len);
-    j->len = len, j->cap = len + 1;
+    for (uint32_t i = 0; i < j->n_samples; i++) {
+        sample *x = &j->s[i];
+        if (!(x->text = malloc(len + 1))) return false;
+        memcpy(x->text, text, len);
+        x->len = len, x->cap = len + 1;
+    }
     return true;
 }
 
-void job_attach(job *j, ember_request_desc *desc, ember_engine *e, ember_model *model, bool logprobs, bool echo)
+void job_attach(job *j, uint32_t i, ember_request_desc *desc, ember_engine *e, ember_model *model, bool logprobs,
+                bool echo)
 {
     j->engine = e;
     j->model = model;
     j->want_lp = logprobs;
+    bool rank = j->n_best < j->n_samples; /* best_of: every sample's tokens are scored */
     desc->on_token = on_token;
     desc->on_done = on_done;
-    desc->on_logprobs = logprobs ? on_logprobs : NULL;
+    desc->on_logprobs = logprobs || rank ? on_logprobs : NULL;
     desc->on_prompt_logprobs = logprobs && echo ? on_prompt_logprobs : NULL;
-    desc->user = j;
+    desc->user = &j->s[i];
     pthread_mutex_lock(&j->mu);
     j->owners++;
     pthread_mutex_unlock(&j->mu);
 }
 
-void job_submitted(job *j, ember_request_id id)
+void job_submitted(job *j, uint32_t i, ember_request_id id)
 {
     if (!id) {
         release(j);
         return;
     }
     pthread_mutex_lock(&j->mu);
-    j->id = id;
+    j->s[i].id = id;
     pthread_mutex_unlock(&j->mu);
 }
 
 void job_closed(job *j, ember_engine *e)
 {
-    pthread_mutex_lock(&j->mu);
-    ember_request_id id = j->done ? 0 : j->id;
-    pthread_mutex_unlock(&j->mu);
-    if (id) ember_cancel(e, id); /* NOT_FOUND when it finished meanwhile: fine */
+    for (uint32_t i = 0; i < j->n_samples; i++) {
+        pthread_mutex_lock(&j->mu);
+        ember_request_id id = j->s[i].done ? 0 : j->s[i].id;
+        pthread_mutex_unlock(&j->mu);
+        if (id) ember_cancel(e, id); /* NOT_FOUND when it finished meanwhile: fine */
+    }
     release(j);
 }
 
@@ -211,58 +246,88 @@ static size_t utf8_cut(const char *s, size_t n)
     return n - (k - 1) >= need ? n : k - 1;
 }
 
-/* The log-probabilities of the tokens delivered and not yet sent (NULL: none asked, or
+/* The log-probabilities of x's tokens delivered and not yet sent (NULL: none asked, or
  * none new for a stream's chunk). A token's entry comes just before its text does, so
  * only those whose token callback ran go (n_gen of them). */
-static cJSON *pending_logprobs(job *j)
+static cJSON *pending_logprobs(job *j, sample *x)
 {
-    size_t ready = (size_t)j->n_prompt_lp + j->n_gen, upto = j->n_lp < ready ? j->n_lp : ready;
-    if (!j->want_lp || (j->stream && upto == j->lp_sent)) return NULL;
-    cJSON *o = api_logprobs(j->fmt.kind, j->model, j->lp + j->lp_sent, upto - j->lp_sent, &j->lp_offset);
-    j->lp_sent = upto;
+    size_t ready = (size_t)x->n_prompt_lp + x->n_gen, upto = x->n_lp < ready ? x->n_lp : ready;
+    if (!j->want_lp || (j->stream && upto == x->lp_sent)) return NULL;
+    cJSON *o = api_logprobs(j->fmt.kind, j->model, x->lp + x->lp_sent, upto - x->lp_sent, &x->lp_offset);
+    x->lp_sent = upto;
     return o;
 }
 
-/* The next stream event, or NULL when there is none yet (or none left: ph == PH_END). */
-static char *next_event(job *j)
+/* x's next stream event, or NULL when it has none yet (or none left: PH_FINISHED). */
+static char *sample_event(job *j, sample *x)
 {
-    if (j->ph == PH_ROLE) {
-        j->ph = PH_TEXT;
-        return api_chunk(&j->fmt, true, "", 0, NULL, NULL);
+    if (x->ph == PH_ROLE) {
+        x->ph = PH_TEXT;
+        return api_chunk(&j->fmt, x->index, true, "", 0, NULL, NULL);
     }
+    if (x->ph != PH_TEXT) return NULL;
     /* with tools, content goes out only up to where a call may begin; once the reply is
      * done the calls are read out of it and sent after the content before them */
-    size_t limit = j->done ? j->len : api_tool_safe_len(&j->fmt, j->text, j->len);
+    size_t limit = x->done ? x->len : api_tool_safe_len(&j->fmt, x->text, x->len);
     cJSON *calls = NULL;
-    if (j->done && j->fmt.tools && !j->calls_sent && j->why != EMBER_FINISH_ERROR)
-        calls = api_tool_calls(&j->fmt, j->text, j->len, &limit);
-    if (j->ph == PH_TEXT && j->sent < limit) {
+    if (x->done && j->fmt.tools && !x->calls_sent && x->why != EMBER_FINISH_ERROR)
+        calls = api_tool_calls(&j->fmt, x->text, x->len, &limit);
+    if (x->sent < limit) {
         cJSON_Delete(calls);
-        size_t n = limit - j->sent;
-        if (n > PIECE_MAX) n = utf8_cut(j->text + j->sent, PIECE_MAX);
-        char *e = api_chunk(&j->fmt, false, j->text + j->sent, n, NULL, pending_logprobs(j));
-        j->sent += n;
+        size_t n = limit - x->sent;
+        if (n > PIECE_MAX) n = utf8_cut(x->text + x->sent, PIECE_MAX);
+        char *e = api_chunk(&j->fmt, x->index, false, x->text + x->sent, n, NULL, pending_logprobs(j, x));
+        x->sent += n;
         return e;
     }
-    if (j->ph == PH_TEXT && calls) {
-        j->calls_sent = true;
-        j->sent = j->len; /* the calls' text is in the tool_calls delta */
-        char *e = api_tool_calls_chunk(&j->fmt, calls);
+    if (calls) {
+        x->calls_sent = true;
+        x->sent = x->len; /* the calls' text is in the tool_calls delta */
+        char *e = api_tool_calls_chunk(&j->fmt, x->index, calls);
         cJSON_Delete(calls);
         return e;
     }
-    if (j->ph == PH_TEXT && j->done && j->why == EMBER_FINISH_ERROR) {
-        j->ph = PH_DONE; /* as vLLM: the error event, then [DONE] */
-        return api_error_event(&j->err);
-    }
-    if (j->ph == PH_TEXT && j->done) {
-        j->ph = j->include_usage ? PH_USAGE : PH_DONE;
-        return api_chunk(&j->fmt, false, "", 0, j->calls_sent ? "tool_calls" : api_finish_reason(j->why),
-                         pending_logprobs(j));
+    if (!x->done) return NULL;
+    x->ph = PH_FINISHED;
+    if (x->why == EMBER_FINISH_ERROR) return api_error_event(&x->err); /* as vLLM: then [DONE] */
+    return api_chunk(&j->fmt, x->index, false, "", 0, x->calls_sent ? "tool_calls" : api_finish_reason(x->why),
+                     pending_logprobs(j, x));
+}
+
+/* Generated tokens of all samples (usage counts each sample's, the prompt once). */
+static uint32_t total_gen(const job *j)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < j->n_samples; i++) n += j->s[i].n_gen;
+    return n;
+}
+
+/* The first failed sample's error, or NULL. */
+static const api_error *failure(const job *j)
+{
+    for (uint32_t i = 0; i < j->n_samples; i++)
+        if (j->s[i].why == EMBER_FINISH_ERROR) return &j->s[i].err;
+    return NULL;
+}
+
+/* The next stream event, or NULL when there is none yet (or none left: ph == PH_END).
+ * The samples' events go in index order as they are ready; usage and [DONE] once all
+ * have finished (no usage after an error, as vLLM). */
+static char *next_event(job *j)
+{
+    if (j->ph == PH_TEXT) {
+        bool all = true;
+        for (uint32_t i = 0; i < j->n_samples; i++) {
+            char *e = sample_event(j, &j->s[i]);
+            if (e) return e;
+            all = all && j->s[i].ph == PH_FINISHED;
+        }
+        if (!all) return NULL;
+        j->ph = j->include_usage && !failure(j) ? PH_USAGE : PH_DONE;
     }
     if (j->ph == PH_USAGE) {
         j->ph = PH_DONE;
-        return api_usage_chunk(&j->fmt, j->n_gen);
+        return api_usage_chunk(&j->fmt, total_gen(j));
     }
     if (j->ph == PH_DONE) {
         j->ph = PH_END;
@@ -271,15 +336,42 @@ static char *next_event(job *j)
     return NULL;
 }
 
+/* best_of: the n samples whose generated tokens are most likely (the sum of their
+ * log-probabilities), best first; else all of them in order. */
+static void rank(const job *j, uint32_t *order)
+{
+    for (uint32_t i = 0; i < j->n_samples; i++) order[i] = i;
+    if (j->n_best == j->n_samples) return;
+    for (uint32_t i = 1; i < j->n_samples; i++) /* insertion sort: stable, at most 128 */
+        for (uint32_t k = i; k > 0 && j->s[order[k]].sum_lp > j->s[order[k - 1]].sum_lp; k--) {
+            uint32_t t = order[k];
+            order[k] = order[k - 1];
+            order[k - 1] = t;
+        }
+}
+
+/* The whole response, once every sample is done. */
+static char *response(job *j)
+{
+    uint32_t order[API_MAX_SAMPLES];
+    rank(j, order);
+    cJSON *choices = cJSON_CreateArray();
+    for (uint32_t k = 0; choices && k < j->n_best; k++) {
+        sample *x = &j->s[order[k]];
+        cJSON *c = api_choice(&j->fmt, k, x->text ? x->text : "", x->len, x->why, pending_logprobs(j, x));
+        if (c) cJSON_AddItemToArray(choices, c);
+    }
+    return api_response(&j->fmt, choices, total_gen(j), failure(j));
+}
+
 /* Prepares the next bytes in j->out; false when there are none yet. */
 static bool prepare(job *j)
 {
     char *s = NULL;
     if (j->stream) {
         s = next_event(j);
-    } else if (j->done && j->ph != PH_END) {
-        s = api_response(&j->fmt, j->text ? j->text : "", j->len, j->why, j->n_gen,
-                         j->why == EMBER_FINISH_ERROR ? &j->err : NULL, pending_logprobs(j));
+    } else if (j->n_done == j->n_samples && j->ph != PH_END) {
+        s = response(j);
         j->ph = PH_END;
     }
     if (!s) return false;

@@ -6,8 +6,11 @@
  - a client that disconnects mid-stream: its request is cancelled and its KV blocks freed
    (ember_kv_blocks_used back to 0);
  - bad input: malformed JSON, wrong types, max_tokens or truncate_prompt_tokens out of range,
-   n > 1, a prompt longer than the context, an unknown model (404), a body over --max-body
+   n not an integer, a prompt longer than the context, an unknown model (404), a body over --max-body
    (413); unknown fields ignored; errors in OpenAI's shape;
+ - n and best_of: choice i is seed + i's text; usage counts the prompt once; the samples
+   share the prompt's blocks (prefix-cache hits); best_of keeps the most likely; streamed
+   choices carry their index;
  - vLLM's truncate_prompt_tokens: a prompt longer than the context is refused without it and
    served with it (its last N tokens, BOS lost; -1 = the context less one), on both
    endpoints, streamed and not;
@@ -344,6 +347,56 @@ def test_stop_and_seed(s):
     check(a == b and a != other, "seed 7 twice: the same text; seed 8: another")
 
 
+def test_samples(s):
+    """n and best_of: choice i is what seed + i gives alone; usage counts the prompt once
+    and every sample's tokens; the samples share the prompt's KV blocks (the prefix cache
+    served n - 1 of them the prompt but its last token); best_of returns the n samples of
+    highest summed log-probability, best first; a stream carries each choice's index."""
+    base = {"prompt": "the samples of one prompt share its blocks", "max_tokens": 12, "temperature": 1.0,
+            "seed": 40, "ignore_eos": True}
+    alone = [s.post(CMPL, dict(base, seed=40 + i))[2]["choices"][0]["text"] for i in range(4)]
+    hits = s.metrics()["ember_prefix_cache_hit_tokens_total"]
+    status, _, r = s.post(CMPL, dict(base, prompt=base["prompt"] + " again", n=4))
+    hits = s.metrics()["ember_prefix_cache_hit_tokens_total"] - hits
+    texts = [c["text"] for c in r["choices"]]
+    u = r["usage"]
+    check(status == 200 and [c["index"] for c in r["choices"]] == [0, 1, 2, 3] and len(set(texts)) > 1,
+          f"n = 4: four choices, indexed: {texts}")
+    p_tokens = s.post(CMPL, dict(base, prompt=base["prompt"] + " again", max_tokens=1))[2]["usage"]["prompt_tokens"]
+    check(u["prompt_tokens"] == p_tokens and u["completion_tokens"] == 4 * 12 and
+          u["total_tokens"] == p_tokens + 48, f"n = 4: usage counts the prompt once: {u}")
+    check(hits >= 3 * (p_tokens - 1), f"n = 4: {hits:.0f} prompt tokens from the prefix cache (at least 3 x "
+          f"{p_tokens - 1}: the samples share the prompt's blocks)")
+    r = s.post(CMPL, dict(base, n=4))[2]
+    check([c["text"] for c in r["choices"]] == alone, "n = 4: choice i is seed + i's text alone")
+    scored = s.post(CMPL, dict(base, n=4, logprobs=0))[2]["choices"]
+    sums = sorted(((sum(c["logprobs"]["token_logprobs"]), c["text"]) for c in scored), reverse=True)
+    status, _, r = s.post(CMPL, dict(base, n=2, best_of=4))
+    check(status == 200 and [c["text"] for c in r["choices"]] == [t for _, t in sums[:2]] and
+          r["usage"]["completion_tokens"] == 4 * 12,
+          f"best_of 4, n 2: the two most likely of the four samples, best first: {[c['text'] for c in r['choices']]}")
+    status, chunks, done = s.stream(CHAT, {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 6,
+                                           "temperature": 1.0, "seed": 3, "n": 3,
+                                           "stream_options": {"include_usage": True}})
+    plain = s.post(CHAT, {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 6, "temperature": 1.0,
+                          "seed": 3, "n": 3})[2]
+    got = {}
+    finished = set()
+    for ch in chunks:
+        for c in ch["choices"]:
+            got[c["index"]] = got.get(c["index"], "") + (c["delta"].get("content") or "")
+            if c["finish_reason"]:
+                finished.add(c["index"])
+    want = {c["index"]: c["message"]["content"] for c in plain["choices"]}
+    check(status == 200 and done and got == want and finished == {0, 1, 2} and
+          chunks[-1]["usage"]["completion_tokens"] == 18, f"n = 3 streamed: each index's text as not streamed: {got}")
+    bad(s, "best_of below n", {"prompt": "hi", "n": 3, "best_of": 2}, 400, "best_of", path=CMPL)
+    bad(s, "best_of > n streamed", {"prompt": "hi", "n": 1, "best_of": 2, "stream": True}, 400, "best_of",
+        path=CMPL)
+    bad(s, "n = 0", {"prompt": "hi", "n": 0}, 400, "n", path=CMPL)
+    bad(s, "n = 129", {"prompt": "hi", "n": 129}, 400, "n", path=CMPL)
+
+
 def test_loopback_only(s):
     """Without --host the listening socket is bound to 127.0.0.1 (/proc/net/tcp)."""
     local = set()
@@ -417,14 +470,13 @@ def test_bad_input(s, ctx):
     for t in (0, -2, 2.5, "10", True, ctx):  # ctx: a prompt of the whole context leaves no room for a reply
         bad(s, f"truncate_prompt_tokens {t!r}", {"messages": msgs, "truncate_prompt_tokens": t}, 400,
             "truncate_prompt_tokens")
-    bad(s, "n = 2", {"messages": msgs, "n": 2}, 400, "n")
+    bad(s, "n = 2.5", {"messages": msgs, "n": 2.5}, 400, "n")
     bad(s, "top_logprobs 21", {"messages": msgs, "logprobs": True, "top_logprobs": 21}, 400, "top_logprobs")
     bad(s, "top_logprobs without logprobs", {"messages": msgs, "top_logprobs": 2}, 400, "top_logprobs")
     bad(s, "logprobs not a boolean", {"messages": msgs, "logprobs": 2}, 400, "logprobs")
     bad(s, "completions' logprobs 21", {"prompt": "hi", "logprobs": 21}, 400, "logprobs", path=CMPL)
     # OpenAI fields Ember knows and does not honour: refused by name when they ask for something
-    for path, field, value in [(CMPL, "best_of", 2),
-                               (CMPL, "suffix", "end"), (CHAT, "functions", [{"name": "f"}]),
+    for path, field, value in [(CMPL, "suffix", "end"), (CHAT, "functions", [{"name": "f"}]),
                                (CHAT, "function_call", "auto"), (CHAT, "audio", {"voice": "x"}),
                                (CHAT, "modalities", ["text", "audio"]), (CHAT, "prediction", {"type": "content"}),
                                (CHAT, "web_search_options", {}), (CHAT, "store", True),
@@ -814,6 +866,7 @@ def main():
         test_tokens(s, model, ctx)
         test_logprobs(s, model)
         test_stop_and_seed(s)
+        test_samples(s)
         test_logit_bias(s)
         test_metric_names(s)
         test_loopback_only(s)

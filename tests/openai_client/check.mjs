@@ -174,6 +174,27 @@ await check('completions.create (legacy) logprobs: 2', async () => {
   return `${n} tokens, ${show(lp.tokens.slice(0, 4))}`;
 });
 
+await check('chat.completions.create n: 3 (the prompt once), and streamed by index', async () => {
+  const ask = { model: modelId, messages: chatMessages, temperature: 1, seed: 11, max_tokens: MAX, n: 3 };
+  const r = await client.chat.completions.create(ask);
+  expect(r.choices.length === 3 && r.choices.every((c, i) => c.index === i), `choices ${show(r.choices)}`);
+  const one = await client.chat.completions.create({ ...ask, n: 1, max_tokens: 1 });
+  expect(r.usage.prompt_tokens === one.usage.prompt_tokens, `usage ${show(r.usage)} vs n = 1 ${show(one.usage)}`);
+  const stream = await client.chat.completions.create({ ...ask, stream: true });
+  const text = ['', '', ''];
+  for await (const chunk of stream) for (const c of chunk.choices) text[c.index] += c.delta.content || '';
+  expect(text.every((t, i) => t === r.choices[i].message.content), `streamed ${show(text)}`);
+  return `${show(text)}`;
+});
+
+await check('completions.create best_of: 3, n: 2', async () => {
+  const r = await client.completions.create({ model: modelId, prompt, temperature: 1, seed: 5, max_tokens: MAX,
+    n: 2, best_of: 3, logprobs: 0 });
+  const sums = r.choices.map((c) => c.logprobs.token_logprobs.reduce((a, b) => a + b, 0));
+  expect(r.choices.length === 2 && sums[0] >= sums[1], `choices ${show(r.choices.map((c) => c.text))} ${show(sums)}`);
+  return `${show(r.choices.map((c) => c.text))}, summed log-probabilities ${show(sums)}`;
+});
+
 await check('a wrong API key: AuthenticationError 401', () => {
   const bad = new OpenAI({ baseURL, apiKey: 'sk-wrong', maxRetries: 0, timeout: 30_000 });
   return expectError(() => bad.chat.completions.create({ model: modelId, messages: chatMessages, max_tokens: 4 }),
