@@ -20,8 +20,10 @@ ember_status ember_batch_buf_init(ember_batch_buf *b, uint32_t max_tokens, uint3
     b->want = ember_calloc(max_tokens, sizeof *b->want);
     b->temp = ember_calloc(max_tokens, sizeof *b->temp);
     b->drawn = ember_calloc(max_tokens, sizeof *b->drawn);
+    b->hrows = ember_calloc(max_tokens, sizeof *b->hrows);
     b->block_tables = ember_calloc((size_t)max_seqs * max_blocks_per_seq, sizeof *b->block_tables);
-    if (!b->tokens || !b->pos || !b->seq || !b->rows || !b->argmax || !b->want || !b->temp || !b->drawn || !b->block_tables ||
+    if (!b->tokens || !b->pos || !b->seq || !b->rows || !b->argmax || !b->want || !b->temp || !b->drawn || !b->hrows ||
+        !b->block_tables ||
         !ember_batch_buf_logits(b, max_seqs))
         return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     return EMBER_OK;
@@ -40,6 +42,8 @@ void ember_batch_buf_free(ember_batch_buf *b)
     ember_free(b->temp);
     ember_free(b->drawn);
     ember_free(b->cands);
+    ember_free(b->hrows);
+    ember_free(b->hidden);
     memset(b, 0, sizeof *b);
 }
 
@@ -63,7 +67,17 @@ bool ember_batch_buf_cands(ember_batch_buf *b, uint32_t rows)
     return true;
 }
 
+bool ember_batch_buf_hidden(ember_batch_buf *b, uint32_t rows, uint32_t dim)
+{
+    if (rows <= b->hidden_rows) return true;
+    float *h = ember_realloc(b->hidden, (size_t)rows * dim * sizeof *h);
+    if (!h) return false;
+    b->hidden = h;
+    b->hidden_rows = rows;
+    return true;
+}
+
 ember_batch ember_batch_of(const ember_batch_buf *b, uint32_t n_tokens, uint32_t n_logits)
 {
-    return (ember_batch){n_tokens, b->tokens, b->pos, b->seq, b->block_tables, n_logits, b->rows};
+    return (ember_batch){n_tokens, b->tokens, b->pos, b->seq, b->block_tables, n_logits, b->rows, 0, b->hrows};
 }

@@ -13,13 +13,18 @@
 
 /* One step's input, in host memory. Token i is at position pos[i] of sequence slot
  * seq[i]; block_tables is [max_seqs][max_blocks_per_seq] (only the rows of slots used in
- * this batch are read); logits are produced for the token rows listed in logit_rows. */
+ * this batch are read); logits are produced for the token rows listed in logit_rows,
+ * hidden states for those in hidden_rows. */
 typedef struct ember_batch {
     uint32_t n_tokens;
     const uint32_t *tokens, *pos, *seq;
     const uint32_t *block_tables;
     uint32_t n_logits;
     const uint32_t *logit_rows;
+    /* rows whose hidden state (the final RMSNorm's output, dim floats) is delivered:
+     * embeddings pool them */
+    uint32_t n_hidden;
+    const uint32_t *hidden_rows;
 } ember_batch;
 
 /* What a step delivers for its logits rows (b->logit_rows, in order): every row's argmax,
@@ -35,6 +40,8 @@ typedef struct ember_step_out {
     uint32_t *argmax;
     ember_cand_row *cands;
     const float *temp;    /* per logits row: the temperature of cands' z_t (NULL: 1) */
+    float *hidden;        /* b->n_hidden x dim floats, in the order of b->hidden_rows (NULL
+                             when the batch lists none) */
 } ember_step_out;
 
 /* Whether logits row i is delivered whole / as candidates. */
@@ -58,7 +65,9 @@ typedef struct ember_batch_buf {
     ember_cand_row *cands;         /* cands_rows */
     float *temp;                   /* max_tokens: each logits row's sampling temperature */
     uint32_t *drawn;               /* max_tokens: tokens drawn from rows' candidates */
-    uint32_t max_tokens, max_blocks_per_seq, n_vocab, logits_rows, cands_rows;
+    uint32_t *hrows;               /* max_tokens: rows whose hidden state is wanted */
+    float *hidden;                 /* hidden_rows x dim */
+    uint32_t max_tokens, max_blocks_per_seq, n_vocab, logits_rows, cands_rows, hidden_rows;
 } ember_batch_buf;
 
 ember_status ember_batch_buf_init(ember_batch_buf *b, uint32_t max_tokens, uint32_t max_seqs,
@@ -68,7 +77,9 @@ void ember_batch_buf_free(ember_batch_buf *b);
 bool ember_batch_buf_logits(ember_batch_buf *b, uint32_t rows);
 /* Makes room for rows rows of candidates; false when out of memory. */
 bool ember_batch_buf_cands(ember_batch_buf *b, uint32_t rows);
-/* The batch of the first n_tokens rows and n_logits logits rows. */
+/* Makes room for rows hidden states of dim floats; false when out of memory. */
+bool ember_batch_buf_hidden(ember_batch_buf *b, uint32_t rows, uint32_t dim);
+/* The batch of the first n_tokens rows and n_logits logits rows (no hidden rows). */
 ember_batch ember_batch_of(const ember_batch_buf *b, uint32_t n_tokens, uint32_t n_logits);
 
 #endif

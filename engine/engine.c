@@ -466,12 +466,19 @@ static uint32_t logits_rows(const ember_sched_item *it)
     return it->r && (it->r->n_draft || prompt_rows(it)) ? it->n : it->logits ? 1 : 0;
 }
 
+/* Whether an embedding request r wants the hidden state of its prompt position pos. */
+static bool hidden_wanted(const request *r, uint32_t pos)
+{
+    if (!r || !r->on_embedding || pos >= r->n_prompt) return false;
+    return r->pooling == EMBER_POOLING_MEAN || pos == (r->pooling == EMBER_POOLING_CLS ? 0 : r->n_prompt - 1);
+}
+
 /* Lays the items out as one ragged batch: a request's rows are its tokens from
  * n_computed on, filler rows repeat their token. */
 static ember_batch build_batch(ember_engine *e, uint32_t n_items)
 {
     ember_batch_buf *b = &e->buf;
-    uint32_t T = 0, n_logits = 0, W = e->max_blocks_per_seq;
+    uint32_t T = 0, n_logits = 0, n_hidden = 0, W = e->max_blocks_per_seq;
     for (uint32_t i = 0; i < n_items; i++) {
         const ember_sched_item *it = &e->items[i];
         const request *r = it->r;
@@ -483,10 +490,13 @@ static ember_batch build_batch(ember_engine *e, uint32_t n_items)
             b->tokens[T] = r ? r->tokens[pos0 + j] : it->fill.token;
             b->pos[T] = pos0 + j;
             b->seq[T] = slot;
+            if (hidden_wanted(r, pos0 + j)) b->hrows[n_hidden++] = T;
         }
         for (uint32_t j = logits_rows(it); j > 0; j--) b->rows[n_logits++] = T - j;
     }
-    return ember_batch_of(b, T, n_logits);
+    ember_batch batch = ember_batch_of(b, T, n_logits);
+    batch.n_hidden = n_hidden;
+    return batch;
 }
 
 /* How a request's logits come back: greedy requests (and filler rows) take the argmax; a
@@ -520,13 +530,17 @@ static ember_status submit_items(ember_engine *e, uint32_t n_items)
         return ember_fail(&e->step_err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     if (n_cands && !ember_batch_buf_cands(&e->buf, b.n_logits))
         return ember_fail(&e->step_err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    uint32_t dim = e->model->llama.hp.dim;
+    if (b.n_hidden && !ember_batch_buf_hidden(&e->buf, b.n_hidden, dim))
+        return ember_fail(&e->step_err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     ember_step_out out = {n_full ? e->buf.logits : NULL, e->buf.want, e->buf.argmax,
-                          n_cands ? e->buf.cands : NULL, e->buf.temp};
+                          n_cands ? e->buf.cands : NULL, e->buf.temp, b.n_hidden ? e->buf.hidden : NULL};
     e->pstep.decode = b.n_logits == b.n_tokens;
     e->pstep.tokens = b.n_tokens;
     e->pstep.submissions++;
     e->pstep.readback_bytes = b.n_logits * sizeof(uint32_t) + n_cands * sizeof(ember_cand_row) +
-                              (uint64_t)n_full * e->model->llama.hp.n_vocab * sizeof(float);
+                              (uint64_t)n_full * e->model->llama.hp.n_vocab * sizeof(float) +
+                              (uint64_t)b.n_hidden * dim * sizeof(float);
     return ember_step_submit(e->step, &b, &out, &e->step_err);
 }
 
@@ -691,9 +705,38 @@ static void give_prompt_logprobs(ember_engine *e, request *r, const ember_sched_
     }
 }
 
+/* Pools the hidden states item it computed for r (from hidden row *h of the step on,
+ * advancing *h past them): mean sums, cls and last keep theirs. A position already
+ * pooled (recomputed after a preemption) is not pooled again. */
+static void pool_hidden(ember_engine *e, request *r, const ember_sched_item *it, uint32_t *h)
+{
+    uint32_t dim = e->model->llama.hp.dim, pos0 = r->n_computed;
+    for (uint32_t j = 0; j < it->n; j++) {
+        uint32_t pos = pos0 + j;
+        if (!hidden_wanted(r, pos)) continue;
+        const float *v = e->buf.hidden + (size_t)(*h)++ * dim;
+        if (pos < r->embed_next) continue;
+        r->embed_next = pos + 1;
+        for (uint32_t i = 0; i < dim; i++) r->embedding[i] = r->pooling == EMBER_POOLING_MEAN ? r->embedding[i] + v[i] : v[i];
+    }
+}
+
+/* r's embedding, once its whole prompt is pooled: the mean's sum divided, L2-normalised
+ * (a zero vector stays zero), handed over. */
+static void give_embedding(ember_engine *e, request *r)
+{
+    uint32_t dim = e->model->llama.hp.dim;
+    double norm = 0, scale = r->pooling == EMBER_POOLING_MEAN ? 1.0 / r->n_prompt : 1.0;
+    for (uint32_t i = 0; i < dim; i++) norm += (double)r->embedding[i] * scale * r->embedding[i] * scale;
+    double k = norm > 0 ? scale / sqrt(norm) : 0;
+    for (uint32_t i = 0; i < dim; i++) r->embedding[i] = (float)(r->embedding[i] * k);
+    r->on_embedding(r->user, r->id, r->embedding, dim);
+}
+
 static void after_step(ember_engine *e, uint32_t n_items, double t0, double t1)
 {
     draw_candidates(e, n_items);
+    uint32_t h = 0; /* the step's hidden rows, in item order */
     for (uint32_t i = 0; i < n_items; i++) {
         ember_sched_item *it = &e->items[i];
         request *r = it->r;
@@ -704,6 +747,7 @@ static void after_step(ember_engine *e, uint32_t n_items, double t0, double t1)
             if (it->logits) *it->fill.next = e->buf.argmax[row];
             continue;
         }
+        if (r->on_embedding) pool_hidden(e, r, it, &h);
         if (r->n_computed < r->n_prompt) r->m.prefill_ms += t1 - t0;
         else r->m.decode_ms += t1 - t0;
         if (r->m.n_gen) r->m.n_decode_steps++;
@@ -714,7 +758,8 @@ static void after_step(ember_engine *e, uint32_t n_items, double t0, double t1)
         bool prompt = prompt_rows(it);
         if (prompt) give_prompt_logprobs(e, r, it, row), row += it->n - 1; /* the last row: the reply's */
         ember_sched_advance(e->sched, r, it->n);
-        if (prompt && r->prompt_only && r->n_computed >= r->n_prompt) {
+        if (r->prompt_only && r->n_computed >= r->n_prompt) {
+            if (r->on_embedding) give_embedding(e, r);
             ember_text_finish(r->out);
             finish(e, r, EMBER_FINISH_LENGTH);
             continue;

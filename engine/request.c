@@ -29,6 +29,7 @@ void ember_request_free(request *r)
     ember_free(r->blocks);
     ember_free(r->hashes);
     ember_free(r->tokens);
+    ember_free(r->embedding);
     ember_free(r);
 }
 
@@ -156,6 +157,20 @@ static ember_status constrain(const ember_request_desc *d, request *r, ember_err
     return s;
 }
 
+/* An embedding request: its pooling (the model's by default) and its sum. */
+static ember_status embedding(const ember_request_env *env, const ember_request_desc *d, request *r, ember_err *err)
+{
+    if (!d->on_embedding) return EMBER_OK;
+    r->on_embedding = d->on_embedding;
+    r->pooling = d->pooling ? (uint32_t)d->pooling : ember_llama_pooling(&env->model->llama);
+    if (r->pooling == EMBER_POOLING_RANK)
+        return ember_fail(err, EMBER_ERR_UNSUPPORTED, "the model declares rank pooling (a reranker): no embeddings");
+    if (r->pooling > EMBER_POOLING_RANK) return ember_fail(err, EMBER_ERR_INVALID_ARG, "pooling %u", r->pooling);
+    r->prompt_only = r->every_row = true;
+    r->embedding = ember_calloc(env->model->llama.hp.dim, sizeof *r->embedding);
+    return r->embedding ? EMBER_OK : ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+}
+
 static ember_status build(const ember_request_env *env, const ember_request_desc *d, request *r, ember_err *err)
 {
     r->max_tokens = d->max_tokens ? d->max_tokens : 128;
@@ -168,6 +183,7 @@ static ember_status build(const ember_request_env *env, const ember_request_desc
     r->top_logprobs = d->top_logprobs;
     r->on_prompt_logprobs = d->on_prompt_logprobs;
     r->prompt_only = d->prompt_only != 0;
+    r->every_row = d->on_prompt_logprobs != NULL;
     r->group = d->prompt_group;
     r->user = d->user;
     ember_sampling_params sp = {d->sampling.temperature, d->sampling.top_k, d->sampling.top_p,
@@ -176,7 +192,8 @@ static ember_status build(const ember_request_env *env, const ember_request_desc
                                 d->sampling.penalty_last_n, d->sampling.seed, d->sampling.logit_bias,
                                 d->sampling.n_logit_bias};
     uint32_t V = env->model->llama.hp.n_vocab;
-    ember_status s = ember_text_create(d->stop, &r->out, err);
+    ember_status s = embedding(env, d, r, err);
+    if (s == EMBER_OK) s = ember_text_create(d->stop, &r->out, err);
     if (s == EMBER_OK) s = ember_sampler_create(&sp, V, &r->sampler, err);
     if (s == EMBER_OK) s = constrain(d, r, err);
     if (s == EMBER_OK) s = tokenize_prompt(env, d, r, err);

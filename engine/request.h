@@ -31,6 +31,12 @@ typedef struct request {
     uint32_t prompt_lp_next;    /* the next prompt position whose log-probability is due (a
                                    preempted request computes its prompt again) */
     bool prompt_only;
+    ember_embedding_cb on_embedding; /* NULL: a reply, not an embedding */
+    uint32_t pooling;           /* an embedding's ember_pooling: MEAN, CLS or LAST */
+    float *embedding;           /* dim floats: the pooled hidden states so far */
+    uint32_t embed_next;        /* the next prompt position whose hidden state is due */
+    bool every_row;             /* every prompt row is computed, none is taken from the
+                                   prefix cache (prompt log-probabilities, embeddings) */
     void *user;
     struct ember_sampler *sampler;  /* draws its tokens (sampler.h) */
     struct ember_text_out *out;     /* the text it produced (text_out.h) */

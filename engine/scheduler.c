@@ -422,7 +422,7 @@ static bool admit_one(ember_sched *s, ember_sched_item *items, uint32_t *n_items
     request *r = s->head;
     uint32_t bs = ember_kv_block_size(s->kv);
     if (s->o.prefix_cache && group_waits(s, r)) return false;
-    if (s->o.prefix_cache && !r->on_prompt_logprobs) match_prefix(s, r); /* every prompt row is wanted */
+    if (s->o.prefix_cache && !r->every_row) match_prefix(s, r);
     uint32_t n = chunk_rows(s, r->n_computed, r->n_tokens - r->n_computed, *budget);
     uint32_t want = s->o.contiguous_kv ? s->o.max_blocks_per_seq * bs : r->n_computed + n;
     bool stuck = !grow(s, r, want) && (s->o.contiguous_kv || r->n_blocks * bs <= r->n_computed);

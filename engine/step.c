@@ -56,7 +56,7 @@ static ember_status gpu_create(const ember_model *m, const ember_step_opts *o, v
 static ember_status cpu_submit(void *r, const ember_batch *b, const ember_step_out *out, ember_err *err)
 {
     if (out->cands) return ember_fail(err, EMBER_ERR_UNSUPPORTED, "the CPU backend reads whole rows of logits");
-    return ember_ref_run(r, b, out->logits, out->argmax, err);
+    return ember_ref_run(r, b, out->logits, out->argmax, out->hidden, err);
 }
 
 static ember_status cpu_wait(void *r, uint64_t timeout_ns, ember_err *err) { return EMBER_OK; }

@@ -252,12 +252,28 @@ EMBER_API void ember_model_free(ember_model *model);
 /* The message of the last failed call on this model; "" when none. Owned by the model. */
 EMBER_API const char *ember_model_error(const ember_model *model);
 
+/* How an embedding request pools its prompt's hidden states (the final RMSNorm's output,
+ * one vector of `dim` floats per token, as llama.cpp's embeddings take them) into one
+ * vector, which is then L2-normalised. DEFAULT: what the GGUF declares in
+ * `<arch>.pooling_type` (llama.cpp's numbering: 1 mean, 2 cls, 3 last), and LAST for a
+ * file that declares none (or "none"): in a causal model only the last token has seen
+ * the whole text, and it is vLLM's default for decoder models. */
+typedef enum ember_pooling {
+    EMBER_POOLING_DEFAULT = 0,
+    EMBER_POOLING_MEAN = 1,   /* the mean over every token of the prompt */
+    EMBER_POOLING_CLS = 2,    /* the first token's (BOS where the prompt has one) */
+    EMBER_POOLING_LAST = 3,   /* the last token's */
+    EMBER_POOLING_RANK = 4,   /* a reranker's (a file may declare it): not supported */
+} ember_pooling;
+
 typedef struct ember_model_info {
     const char *arch;       /* "llama" or "qwen2" */
     uint32_t n_vocab, dim, n_layers, n_heads, n_kv_heads, ffn_dim, ctx_len;
     const char *device_name; /* Vulkan device, or "cpu" */
     uint64_t device_bytes;   /* device memory Ember holds now for the model and its engines */
     uint64_t budget_bytes;   /* the memory budget; 0 = none */
+    ember_pooling pooling;   /* what embeddings use by default (never DEFAULT): the file's
+                                <arch>.pooling_type, else LAST (RANK: none served) */
 } ember_model_info;
 EMBER_API void ember_model_get_info(const ember_model *model, ember_model_info *info);
 
@@ -497,6 +513,10 @@ typedef struct ember_logprobs {
  * lp is valid during the call. */
 typedef void (*ember_logprobs_cb)(void *user, ember_request_id id, const ember_logprobs *lp);
 
+/* Called once for an embedding request, before its done callback, on the same thread:
+ * v holds dim floats of unit L2 norm, valid during the call. */
+typedef void (*ember_embedding_cb)(void *user, ember_request_id id, const float *v, uint32_t dim);
+
 /* One entry of a logit bias: added to the token's logit before anything else of the
  * chain (as llama.cpp); -INFINITY bans the token. */
 typedef struct ember_logit_bias {
@@ -594,6 +614,14 @@ typedef struct ember_request_desc {
      * (ember_engine_opts.no_prefix_cache 0); otherwise, or with different prompts, the
      * requests simply run as separate ones. The caller picks the number (a counter). */
     uint64_t prompt_group;
+    /* An embedding (retrieval, similarity) instead of a reply: the prompt is computed and
+     * its hidden states pooled (ember_pooling; DEFAULT = the model's), L2-normalised and
+     * handed to on_embedding; nothing is generated (the request ends EMBER_FINISH_LENGTH,
+     * n_gen 0; max_tokens and sampling are not used). Such a request reads every prompt
+     * row's hidden state and does not reuse cached prefix blocks. A model whose file
+     * declares rank pooling (a reranker) refuses it (EMBER_ERR_UNSUPPORTED). */
+    ember_embedding_cb on_embedding;
+    ember_pooling pooling;
     void *user;
 } ember_request_desc;
 

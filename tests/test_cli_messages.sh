@@ -99,6 +99,16 @@ expect 2 "^ember: -p needs a value" generate -m "$model" -p
 expect 2 "^ember generate: no model given \(-m MODEL.gguf\)" generate -p hi
 expect 2 "^ember chat: no model given" chat
 expect 2 "^ember tokenize: no model given" tokenize -p hi
+expect 2 "^ember embed: no text given \(-p TEXT\)" embed -m "$model"
+expect 2 "^ember embed: --pooling must be mean, cls or last, not 'max'" embed -m "$model" -p hi --pooling max
+# embed on the CPU backend: one JSON array a text, of the model's dim (64), unit norm
+emb=$("$ember" embed -m "$model" -p hi -p "there you are" --pooling mean --backend cpu 2>&1)
+python3 -c '
+import json, sys
+rows = [json.loads(l) for l in sys.stdin.read().splitlines()]
+assert len(rows) == 2 and all(len(r) == 64 and abs(sum(x * x for x in r) - 1) < 1e-5 for r in rows), rows
+assert rows[0] != rows[1]' <<<"$emb"
+check "embed: two texts, two unit vectors of 64 floats" $?
 expect 2 "^ember perplexity: no text given \(-f FILE\)" perplexity -m "$model"
 expect 2 "^ember batch: no prompts given \(-f FILE\)" batch -m "$model"
 expect 2 "^ember bench: -m MODEL.gguf \(or --url URL\) is required" bench

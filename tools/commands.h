@@ -10,6 +10,7 @@ int ember_cmd_info_usage(FILE *out, int code);
 int ember_cmd_generate(int argc, char **argv);
 int ember_cmd_chat(int argc, char **argv);
 int ember_cmd_tokenize(int argc, char **argv);
+int ember_cmd_embed(int argc, char **argv);
 int ember_cmd_grammar(int argc, char **argv);
 int ember_cmd_make_test_model(int argc, char **argv);
 int ember_cmd_quantize(int argc, char **argv);

@@ -39,6 +39,7 @@ typedef struct tm_args {
     bool rope_freqs;      /* write rope_freqs.weight (Llama 3.1-style frequency factors) */
     float rope_scale;     /* linear RoPE scaling factor; 0 = no scaling keys */
     char *chat_template;  /* --chat-template FILE: tokenizer.chat_template (malloc'd), or NULL */
+    long pooling;         /* <arch>.pooling_type to write (0..4), or -1: none */
 } tm_args;
 
 /* ---- vocabulary ------------------------------------------------------------------ */
@@ -527,6 +528,7 @@ static ember_status add_hparams(ember_gguf_writer *w, const tm_args *a)
     if (!st && a->rope_scale > 0) /* as llama.cpp's converter writes linear scaling */
         (void)((st = ember_gguf_add_str(w, akey(a, "rope.scaling.type", k), "linear")) ||
                (st = ember_gguf_add_f32(w, akey(a, "rope.scaling.factor", k), a->rope_scale)));
+    if (!st && a->pooling >= 0) st = ember_gguf_add_u32(w, akey(a, "pooling_type", k), (uint32_t)a->pooling);
     if (!st && ember_dtype_block(a->type) > 1)
         st = ember_gguf_add_u32(w, "general.quantization_version", 2);
     return st;
@@ -555,6 +557,8 @@ static int usage(FILE *out, int code)
         "  --rope-freqs   write rope_freqs.weight (Llama 3.1-style factors 1..8)\n"
         "  --rope-scale F linear RoPE scaling factor (none)\n"
         "  --chat-template FILE  its tokenizer.chat_template (Jinja), for chat tests (none)\n"
+        "  --pooling N    <arch>.pooling_type for embeddings: 0 none, 1 mean, 2 cls, 3 last,\n"
+        "                 4 rank (none written)\n"
         "Tensors are made one at a time as the file is written, so a model larger than\n"
         "memory can be made (an 8B shape: --dim 4096 --layers 32 --heads 32 --kv-heads 8\n"
         "--ffn 14336 --vocab 128256 --type q4_k_m).\n",
@@ -596,6 +600,7 @@ static int parse_flag(int argc, char **argv, int *i, tm_args *a)
         { "--vocab", offsetof(tm_args, vocab), VOCAB_MIN, VOCAB_MAX },
         { "--ctx", offsetof(tm_args, ctx), 1, 1 << 24 },
         { "--seed", offsetof(tm_args, seed), 0, 0x7fffffffL },
+        { "--pooling", offsetof(tm_args, pooling), 0, 4 },
     };
     const char *f = argv[*i], *v;
     if (strcmp(f, "--tied") == 0) {
@@ -727,7 +732,7 @@ static int write_model(const tm_args *a)
 int ember_cmd_make_test_model(int argc, char **argv)
 {
     tm_args a = { NULL, 64, 2, 4, 2, 128, 512, 256, 1, 10000.0f, EMBER_DTYPE_F32, NULL, false,
-                  "llama", false, 0.0f };
+                  "llama", false, 0.0f, NULL, -1 };
     for (int i = 1; i < argc; i++)
         if (cli_is_help(argv[i]))
             return usage(stdout, CLI_OK);

@@ -273,7 +273,15 @@ static ember_status check_row(const ember_ref *r, const ember_batch *b, uint32_t
     return EMBER_OK;
 }
 
-ember_status ember_ref_run(ember_ref *r, const ember_batch *b, float *logits, uint32_t *argmax,
+/* The rows of b->hidden_rows equal to i get row i's final norm (r->x is its state). */
+static void give_hidden(ember_ref *r, const ember_batch *b, uint32_t i, float *hidden)
+{
+    const ember_hparams *hp = &r->m->hp;
+    for (uint32_t j = 0; hidden && j < b->n_hidden; j++)
+        if (b->hidden_rows[j] == i) rmsnorm(hidden + (size_t)j * hp->dim, r->x, r->m->output_norm, hp->dim, hp->rms_eps);
+}
+
+ember_status ember_ref_run(ember_ref *r, const ember_batch *b, float *logits, uint32_t *argmax, float *hidden,
                            ember_err *err)
 {
     uint32_t V = r->m->hp.n_vocab;
@@ -283,6 +291,7 @@ ember_status ember_ref_run(ember_ref *r, const ember_batch *b, float *logits, ui
             return s;
         r->table = b->block_tables + (size_t)b->seq[i] * r->max_blocks_per_seq;
         token_pass(r, b->tokens[i], b->pos[i]);
+        give_hidden(r, b, i, hidden);
         for (uint32_t j = 0; j < b->n_logits; j++) {
             if (b->logit_rows[j] != i)
                 continue;

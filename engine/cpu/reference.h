@@ -29,8 +29,9 @@ ember_status ember_ref_create_paged(const ember_llama *m, uint32_t n_blocks, uin
                                     uint32_t max_blocks_per_seq, ember_ref **out, ember_err *err);
 /* Runs batch b over the pool, token by token in batch order (a sequence's tokens come in
  * order of position). logits (n_logits x n_vocab) and argmax (n_logits ids, lowest on
- * ties) are optional outputs for the rows b->logit_rows lists. */
-ember_status ember_ref_run(ember_ref *r, const ember_batch *b, float *logits, uint32_t *argmax,
+ * ties) are optional outputs for the rows b->logit_rows lists, hidden (n_hidden x dim:
+ * the final norm) for those b->hidden_rows lists. */
+ember_status ember_ref_run(ember_ref *r, const ember_batch *b, float *logits, uint32_t *argmax, float *hidden,
                            ember_err *err);
 /* Copies K and V of blocks src[i] -> dst[i] (all layers). */
 ember_status ember_ref_copy_blocks(ember_ref *r, const uint32_t *src, const uint32_t *dst, uint32_t n,

@@ -25,6 +25,7 @@
 
 typedef struct step_inputs {  /* host-visible, written by the CPU before each submit */
     ember_vk_span tokens, pos, seq, block_tables, logit_rows;
+    ember_vk_span hidden_rows; /* the rows whose hidden state is read back (embeddings) */
     ember_vk_span cand_rows;  /* the logits rows whose candidates are wanted */
     ember_vk_span cand_inv_t; /* and 1 / their temperature */
 } step_inputs;
@@ -42,6 +43,8 @@ struct ember_forward {
     ember_vk_span logits_out;                  /* where rows of it are copied for the host
                                                   when logits is not mapped (discrete GPUs) */
     ember_vk_span argmax, cands;               /* outputs (host-visible) */
+    ember_vk_span hidden;                      /* the final norm of hidden_rows (host-visible) */
+    uint32_t n_hidden_in_flight;
     ember_vk_cmd *fetch;                       /* copies a row of logits after the step */
     ember_vk_span *kcache, *vcache;            /* per layer */
     uint32_t max_logits;                       /* logits rows per step */
@@ -68,7 +71,7 @@ typedef struct buffer_plan {
     ember_vk_mem kind;
 } buffer_plan;
 
-enum { N_BUFFERS = 18 };
+enum { N_BUFFERS = 20 };
 
 /* Chunk states split-K attention can hold: every decode row's heads over the whole context
  * in chunks of the smallest size (tests use it), at most SPLIT_PAIR_CHUNKS (4 MiB for heads
@@ -108,6 +111,7 @@ static void plan_buffers(ember_forward *f, const ember_hparams *hp, const ember_
         {&f->logits, max_logits * hp->n_vocab * f4, D}, {&f->argmax, T * u4, H},
         {&f->cands, max_logits * sizeof(ember_cand_row), H},
         {&f->split.ml, pc * 2 * f4, D}, {&f->split.acc, pc * hd * f4, D},
+        {&f->in.hidden_rows, T * u4, H}, {&f->hidden, T * hp->dim * f4, H},
     };
     memcpy(want, plan, sizeof plan);
 }
@@ -282,6 +286,11 @@ static ember_status check_batch(const ember_forward *f, const ember_batch *b, em
     for (uint32_t i = 0; i < b->n_logits; i++)
         if (b->logit_rows[i] >= b->n_tokens)
             return ember_fail(err, EMBER_ERR_INVALID_ARG, "logits row %u outside the batch", b->logit_rows[i]);
+    if (b->n_hidden > b->n_tokens)
+        return ember_fail(err, EMBER_ERR_INVALID_ARG, "%u hidden rows of %u", b->n_hidden, b->n_tokens);
+    for (uint32_t i = 0; i < b->n_hidden; i++)
+        if (b->hidden_rows[i] >= b->n_tokens)
+            return ember_fail(err, EMBER_ERR_INVALID_ARG, "hidden row %u outside the batch", b->hidden_rows[i]);
     return EMBER_OK;
 }
 
@@ -308,9 +317,10 @@ static ember_status write_inputs(ember_forward *f, const ember_batch *b, ember_e
     memcpy(f->in.seq.host, b->seq, n);
     memcpy(f->in.block_tables.host, b->block_tables, f->in.block_tables.size);
     if (b->n_logits) memcpy(f->in.logit_rows.host, b->logit_rows, b->n_logits * sizeof(uint32_t));
-    ember_vk_span w[] = {f->in.tokens, f->in.pos,       f->in.seq,       f->in.block_tables,
-                         f->in.logit_rows, f->in.cand_rows, f->in.cand_inv_t};
-    return ember_vk_flush(f->g->vk, w, 7, err); /* where host memory is not coherent */
+    if (b->n_hidden) memcpy(f->in.hidden_rows.host, b->hidden_rows, b->n_hidden * sizeof(uint32_t));
+    ember_vk_span w[] = {f->in.tokens,     f->in.pos,       f->in.seq,        f->in.block_tables,
+                         f->in.logit_rows, f->in.cand_rows, f->in.cand_inv_t, f->in.hidden_rows};
+    return ember_vk_flush(f->g->vk, w, 8, err); /* where host memory is not coherent */
 }
 
 /* Attention's dispatches: batch rows cut where runs of one token (decodes) meet longer
@@ -451,6 +461,10 @@ static void record_step(ember_forward *f, const ember_batch *b, const ember_step
     att_seg seg[MAX_SEGS];
     uint32_t n_seg = attention_segments(b, seg);
     for (uint32_t l = 0; l < hp->n_layers; l++) record_layer(f, l, T, seg, n_seg);
+    if (b->n_hidden) { /* read by the host after the step: no barrier for the rest */
+        ember_k_rmsnorm(c, k, f->x, f->g->output_norm, f->hidden, &f->in.hidden_rows, b->n_hidden, hp->dim,
+                        hp->rms_eps);
+    }
     if (b->n_logits) {
         ember_k_rmsnorm(c, k, f->x, f->g->output_norm, f->xl, &f->in.logit_rows, b->n_logits, hp->dim,
                         hp->rms_eps);
@@ -473,6 +487,7 @@ ember_status ember_forward_submit(ember_forward *f, const ember_batch *b, const 
     if ((s = write_inputs(f, b, err)) != EMBER_OK) return s;
     record_step(f, b, out);
     f->n_logits_in_flight = b->n_logits;
+    f->n_hidden_in_flight = out->hidden ? b->n_hidden : 0;
     f->out = *out;
     /* Only the step itself is ordered against the application (not block copies). */
     if (f->sync) ember_vk_cmd_sync_next(f->cmd, f->sync, f->sync_wait, f->sync_signal, err);
@@ -488,10 +503,13 @@ ember_status ember_forward_collect(ember_forward *f, uint64_t timeout_ns, ember_
     uint32_t n = f->n_logits_in_flight;
     size_t row = (size_t)f->g->hp.n_vocab * sizeof(float);
     ember_vk_span l = host_logits(f);
+    size_t hidden = (size_t)f->n_hidden_in_flight * f->g->hp.dim * sizeof(float);
     ember_vk_span r[] = {ember_vk_span_sub(l, 0, o->logits ? n * row : 0),
                          ember_vk_span_sub(f->argmax, 0, o->argmax ? n * sizeof(uint32_t) : 0),
-                         ember_vk_span_sub(f->cands, 0, f->n_cands_in_flight * sizeof(ember_cand_row))};
-    if ((s = ember_vk_invalidate(f->g->vk, r, 3, err)) != EMBER_OK) return s; /* where not coherent */
+                         ember_vk_span_sub(f->cands, 0, f->n_cands_in_flight * sizeof(ember_cand_row)),
+                         ember_vk_span_sub(f->hidden, 0, hidden)};
+    if ((s = ember_vk_invalidate(f->g->vk, r, 4, err)) != EMBER_OK) return s; /* where not coherent */
+    if (hidden) memcpy(o->hidden, f->hidden.host, hidden);
     const ember_cand_row *cands = f->cands.host; /* compact, in the order of cand_rows */
     for (uint32_t i = 0; i < n; i++) {
         if (ember_out_row(o, i)) memcpy((char *)o->logits + i * row, (const char *)l.host + i * row, row);

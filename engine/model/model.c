@@ -318,8 +318,10 @@ static ember_status load(const ember_gguf *g, ember_llama *m, ember_err *err)
     const char *a = ember_arch_name(m->arch);
     hp->rope_style = m->arch == EMBER_ARCH_QWEN2 ? EMBER_ROPE_NEOX : EMBER_ROPE_NORM;
     if ((st = read_keys(g, a, hp, err)) || (st = check_hparams(g, a, hp, err)) ||
-        (st = read_rope_scaling(g, a, hp, err)))
+        (st = read_rope_scaling(g, a, hp, err)) || (st = ember_gguf_opt_u32(g, K(a, "pooling_type").s, &m->pooling, err)))
         return st;
+    if (m->pooling > 4)
+        return ember_fail(err, EMBER_ERR_FORMAT, "%s: %s.pooling_type %u is not one of 0..4", g->path, a, m->pooling);
     m->tok_embd = ember_gguf_find_tensor(g, "token_embd.weight");
     if (!m->tok_embd)
         return ember_fail(err, EMBER_ERR_FORMAT, "%s: missing tensor 'token_embd.weight'", g->path);
@@ -376,6 +378,11 @@ uint32_t ember_llama_features(const ember_llama *m)
     if (m->rope_freqs) f |= EMBER_FEAT_ROPE_FREQS;
     if (ember_rope_pos_scale(&m->hp) != 1.0f) f |= EMBER_FEAT_ROPE_SCALE;
     return f;
+}
+
+uint32_t ember_llama_pooling(const ember_llama *m)
+{
+    return m->pooling ? m->pooling : 3; /* ember_pooling's LAST */
 }
 
 void ember_llama_features_str(uint32_t features, char *buf, size_t cap)

@@ -63,6 +63,9 @@ typedef struct ember_llama {
     /* rope_freqs.weight: F32, rope_dim/2 finite positive values, theta_i is divided by
      * value i (Llama 3.1+ frequency scaling); NULL when absent. */
     const ember_gguf_tensor *rope_freqs;
+    uint32_t pooling;   /* <arch>.pooling_type as declared (llama.cpp's numbering, the
+                           values of ember_pooling: 0 none, 1 mean, 2 cls, 3 last, 4 rank);
+                           0 when absent. Embeddings use ember_llama_pooling. */
 } ember_llama;
 
 /* Reads general.architecture ("llama" or "qwen2"; anything else is
@@ -74,7 +77,8 @@ typedef struct ember_llama {
  * (default 1e-5), <arch>.vocab_size (default: length of tokenizer.ggml.tokens, else
  * token_embd rows), <arch>.rope.scaling.type ("none" or "linear"; "yarn", "longrope" and
  * any other type are EMBER_ERR_UNSUPPORTED naming it), <arch>.rope.scaling.factor (or the
- * older <arch>.rope.scale_linear), <arch>.rope.scaling.original_context_length.
+ * older <arch>.rope.scale_linear), <arch>.rope.scaling.original_context_length,
+ * <arch>.pooling_type (0..4; embeddings' pooling).
  * Norms, biases and rope_freqs must be F32. Bias tensors Ember does not apply
  * (attn_output, ffn_*) are refused rather than ignored. Any disagreement is
  * EMBER_ERR_FORMAT naming the file and the tensor or key. */
@@ -97,6 +101,9 @@ enum {
     EMBER_FEAT_ROPE_SCALE = 1u << 3,   /* ember_rope_pos_scale != 1 */
 };
 uint32_t ember_llama_features(const ember_llama *m);
+/* The pooling embeddings use by default (an ember_pooling): the declared one, LAST where
+ * the file declares none (include/ember.h says why). */
+uint32_t ember_llama_pooling(const ember_llama *m);
 /* "Q/K/V biases, NeoX RoPE" for the bits set in features ("none" when 0). */
 void ember_llama_features_str(uint32_t features, char *buf, size_t cap);
 
