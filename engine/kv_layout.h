@@ -22,4 +22,11 @@ uint64_t ember_kv_row_bytes(uint32_t head_dim, ember_kv_type type);
 /* K and V of one token, all layers and KV heads: the cache's bytes per token. */
 uint64_t ember_kv_token_bytes(uint32_t n_layers, uint32_t n_kv_heads, uint32_t head_dim, ember_kv_type type);
 
+/* One row's values as floats (out: head_dim), and floats as a row of the type (the
+ * rule the kernels store by: Q8_0's scale is max|x| / 127 of its group, rounded to f16,
+ * each value rounded to the nearest step; F16 rounds to nearest even). Rows are read
+ * and written as bytes, little-endian, in the layout kernels_attention.h gives. */
+void ember_kv_row_decode(ember_kv_type type, const uint8_t *row, uint32_t head_dim, float *out);
+void ember_kv_row_encode(ember_kv_type type, const float *in, uint32_t head_dim, uint8_t *row);
+
 #endif

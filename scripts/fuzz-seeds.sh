@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 out=$1
 shared=${EMBER_SHARED:-../shared}
 rm -rf "$out"
-mkdir -p "$out"/{gguf,tokenizer_spm,tokenizer_bpe,chat_template,server_request,jinja}
+mkdir -p "$out"/{gguf,tokenizer_spm,tokenizer_bpe,chat_template,server_request,jinja,kv_state}
 
 # ---- texts for both tokenizers: a mode byte, then the text (util.c, fuzz_tokenizer_*.c) ----
 texts=(
@@ -115,6 +115,11 @@ req 01 completion-bad '{"prompt":[1,2.5,-1,512],"max_tokens":0,"n":2,"top_p":1.5
 req 01 completion-stops '{"prompt":"x","stop":["a","b","c","d","e"]}'
 req 00 not-json '{"messages":[{"role":"user","content":"x"}'
 req 01 not-object '[1,2,3]'
+req 10 embed-text '{"model":"stories260K","input":"Once upon a time"}'
+req 10 embed-texts '{"input":["a","b \u00e9"],"encoding_format":"base64","dimensions":8,"user":"u"}'
+req 10 embed-ids '{"input":[1,2,3,511],"encoding_format":"float"}'
+req 10 embed-id-lists '{"input":[[1,2],[3]],"dimensions":null}'
+req 10 embed-bad '{"input":[[1,2],"a",[]],"encoding_format":"hex","dimensions":4}'
 
 # ---- GGUF files: hand-made vocabularies and templates, then tiny models ----
 python3 - "$out/gguf" <<'PY'
@@ -193,4 +198,14 @@ if [ -x "$ember" ]; then
 else
   echo "fuzz-seeds: no ember program ($ember): no model seeds for fuzz_gguf" >&2
 fi
+# ---- KV states (fuzz_kv_state.c): byte 0 odd makes a valid state from bytes 1-3 and
+# damages it as byte 4 says; even reads the rest as a state as it is ----
+for t in 0 1 2; do
+  for damage in 0 1 2 3; do
+    printf "\\x01\\x$(printf %02x $t)\\x0b\\x07\\x0$damage\\x35\\x00\\x04state rows %s" "$t$damage" \
+      > "$out/kv_state/made-$t-$damage"
+  done
+done
+printf '\x00EMBERKVS\x01\x00\x00\x00' > "$out/kv_state/header-only"
+printf '\x00not a state at all' > "$out/kv_state/not-a-state"
 for d in "$out"/*/; do echo "$(basename "$d") $(ls "$d" | wc -l)"; done
