@@ -32,6 +32,7 @@
 #include "engine_opts.h"
 #include "kv_layout.h"
 #include "engine/sampling/logprobs.h"
+#include "engine/state/kv_state.h"
 #include "model_handle.h"
 #include "profile.h"
 #include "engine/sampling/sampler.h"
@@ -384,7 +385,8 @@ ember_status ember_submit(ember_engine *e, const ember_request_desc *desc, ember
     if (!e || !e->spec) /* ember_engine_create failed: no part of it may run a request */
         return e ? EMBER_ERR_INVALID_ARG : EMBER_ERR_OUT_OF_MEMORY;
     ember_request_env env = {.model = e->model, .kv_block_size = e->o.kv_block_size, .kv_blocks = e->o.kv_blocks,
-                             .max_blocks_per_seq = e->max_blocks_per_seq, .has_draft = ember_spec_has_draft(e->spec)};
+                             .max_blocks_per_seq = e->max_blocks_per_seq, .has_draft = ember_spec_has_draft(e->spec),
+                             .kv_type = e->o.kv_type};
     ember_err err = {0};
     request *r;
     ember_status s = ember_request_build(&env, desc, &r, &err);
@@ -733,6 +735,30 @@ static void give_embedding(ember_engine *e, request *r)
     r->on_embedding(r->user, r->id, r->embedding, dim);
 }
 
+/* Hands r the KV state of its prompt (tokens and K/V read back from its blocks); false
+ * when that failed (r's error then says why). */
+static bool give_state(ember_engine *e, request *r)
+{
+    const ember_hparams *hp = &e->model->llama.hp;
+    ember_kv_state st = {.model = {e->model->fingerprint, hp->n_layers, hp->n_kv_heads, hp->head_dim, hp->n_vocab},
+                         .kv_type = e->o.kv_type, .n_tokens = r->n_prompt, .n_kv = r->n_prompt, .tokens = r->tokens};
+    size_t size = ember_kv_state_size(&st);
+    uint8_t *rows = ember_malloc(ember_kv_state_kv_bytes(&st) + 1), *buf = ember_malloc(size + 1);
+    r->state_saved = true;
+    bool ok = rows && buf && size &&
+              ember_step_transfer_kv(e->step, r->blocks, 0, r->n_prompt, rows, r->n_prompt, false, &e->step_err) == EMBER_OK;
+    if (ok) {
+        st.kv = rows;
+        ember_kv_state_write(&st, buf);
+        r->on_state(r->user, r->id, buf, size);
+    } else {
+        r->m.error = rows && buf ? "the KV state could not be read back from the device" : "out of memory for the KV state";
+    }
+    ember_free(rows);
+    ember_free(buf);
+    return ok;
+}
+
 static void after_step(ember_engine *e, uint32_t n_items, double t0, double t1)
 {
     draw_candidates(e, n_items);
@@ -758,6 +784,10 @@ static void after_step(ember_engine *e, uint32_t n_items, double t0, double t1)
         bool prompt = prompt_rows(it);
         if (prompt) give_prompt_logprobs(e, r, it, row), row += it->n - 1; /* the last row: the reply's */
         ember_sched_advance(e->sched, r, it->n);
+        if (r->on_state && !r->state_saved && r->n_computed >= r->n_prompt && !give_state(e, r)) {
+            finish(e, r, EMBER_FINISH_ERROR);
+            continue;
+        }
         if (r->prompt_only && r->n_computed >= r->n_prompt) {
             if (r->on_embedding) give_embedding(e, r);
             ember_text_finish(r->out);
@@ -776,6 +806,24 @@ static void after_step(ember_engine *e, uint32_t n_items, double t0, double t1)
         if (r->on_logprobs) give_logprobs(e, r, row, &lp, tok);
         emit(e, r, tok, t1);
     }
+}
+
+/* The K/V that KV states give the requests admitted this step (request.h), written into
+ * their blocks after the copies on write (a copied block may be the one a state's first
+ * positions go into) and published for the prefix cache once written. */
+static ember_status apply_restores(ember_engine *e, uint32_t n_items)
+{
+    for (uint32_t i = 0; i < n_items; i++) {
+        request *r = e->items[i].r;
+        if (!r || r->restore_to <= r->restore_from) continue;
+        ember_status s = ember_step_transfer_kv(e->step, r->blocks, r->restore_from, r->restore_to, r->restore_rows,
+                                                r->restore_pos, true, &e->step_err);
+        if (s != EMBER_OK) return s;
+        r->m.n_restored = r->restore_to - r->restore_from;
+        r->restore_to = r->restore_from = 0;
+        ember_sched_advance(e->sched, r, 0);
+    }
+    return EMBER_OK;
 }
 
 /* The copies on write the scheduler planned, in the target's and the draft's KV pools
@@ -857,6 +905,7 @@ static ember_status begin_step(ember_engine *e)
         }
     }
     s = apply_copies(e);
+    if (s == EMBER_OK) s = apply_restores(e, n_items);
     if (s == EMBER_OK) s = ember_spec_propose(e->spec, e->sched, e->items, n_items, &e->buf, &e->step_err);
     if (s == EMBER_OK) s = submit_items(e, n_items);
     if (s != EMBER_OK) {

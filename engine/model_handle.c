@@ -5,6 +5,7 @@
 
 #include "common/alloc.h"
 #include "model_handle.h"
+#include "engine/model/fingerprint.h"
 #include "engine/tokenizer/detok.h"
 
 #include "engine/gpu/kernels_attention.h"
@@ -20,6 +21,7 @@ static ember_status load(ember_model *m, const char *path, const ember_model_opt
     if (s == EMBER_OK) s = ember_llama_load(m->gguf, &m->llama, &m->err);
     if (s != EMBER_OK) return s;
     m->llama_loaded = true;
+    m->fingerprint = ember_gguf_fingerprint(m->gguf);
     if ((s = ember_tokenizer_load(m->gguf, &m->tok, &m->err)) != EMBER_OK) return s;
     if (m->backend == EMBER_BACKEND_CPU) return EMBER_OK;
     ember_vk_opts vo = {.device_index = o->device_index, .validation = o->enable_validation != 0,

@@ -16,6 +16,7 @@ struct ember_model {
     ember_vk *vk;              /* NULL for the CPU backend */
     ember_gpu_model *gpu;
     uint64_t weight_bytes;     /* device memory of the weights (the budget's floor) */
+    uint64_t fingerprint;      /* ember_gguf_fingerprint: which KV states are its */
 };
 
 #endif

@@ -11,6 +11,8 @@
 #include "engine/grammar/json_schema.h"
 #include "model_handle.h"
 #include "engine/sampling/sampler.h"
+#include "engine/state/kv_state.h"
+#include "kv_layout.h"
 #include "text_out.h"
 
 const char *ember_finish_name(ember_finish why)
@@ -30,7 +32,19 @@ void ember_request_free(request *r)
     ember_free(r->hashes);
     ember_free(r->tokens);
     ember_free(r->embedding);
+    ember_free(r->restore_rows);
     ember_free(r);
+}
+
+/* The prompt ids[0..n), room made for max_tokens more. */
+static ember_status take_tokens(request *r, const uint32_t *ids, size_t n, ember_err *err)
+{
+    if (n == 0) return ember_fail(err, EMBER_ERR_INVALID_ARG, "empty prompt");
+    r->cap = (uint32_t)n + r->max_tokens + 1;
+    if (!(r->tokens = ember_malloc(r->cap * sizeof *r->tokens))) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    memcpy(r->tokens, ids, n * sizeof *r->tokens);
+    r->n_prompt = (uint32_t)n;
+    return EMBER_OK;
 }
 
 static ember_status tokenize_prompt(const ember_request_env *env, const ember_request_desc *d, request *r,
@@ -59,17 +73,14 @@ static ember_status tokenize_prompt(const ember_request_env *env, const ember_re
         r->n_prompt = (uint32_t)n;
         return EMBER_OK;
     }
+    if ((!d->tokens || !d->n_tokens) && d->state) return EMBER_OK; /* the state's tokens (restore) */
     if (!d->tokens || !d->n_tokens)
         return ember_fail(err, EMBER_ERR_INVALID_ARG, "request has neither prompt text nor tokens");
-    n = d->n_tokens;
-    r->cap = (uint32_t)n + r->max_tokens + 1;
-    if (!(r->tokens = ember_malloc(r->cap * sizeof *r->tokens))) goto oom;
-    memcpy(r->tokens, d->tokens, n * sizeof *r->tokens);
-    r->n_prompt = (uint32_t)n;
-    for (size_t i = 0; i < n; i++)
+    ember_status s = take_tokens(r, d->tokens, d->n_tokens, err);
+    for (size_t i = 0; s == EMBER_OK && i < r->n_prompt; i++)
         if (r->tokens[i] >= env->model->llama.hp.n_vocab)
             return ember_fail(err, EMBER_ERR_INVALID_ARG, "prompt token %u outside the vocabulary", r->tokens[i]);
-    return EMBER_OK;
+    return s;
 oom:
     return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
 }
@@ -171,6 +182,63 @@ static ember_status embedding(const ember_request_env *env, const ember_request_
     return r->embedding ? EMBER_OK : ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
 }
 
+/* The request's copy of state st's rows for positions [0, n), in the engine's KV type. */
+static ember_status copy_rows(const ember_request_env *env, const ember_kv_state *st, uint32_t n, request *r,
+                              ember_err *err)
+{
+    const ember_hparams *hp = &env->model->llama.hp;
+    uint64_t to = ember_kv_row_bytes(hp->head_dim, env->kv_type);
+    uint64_t rows = 2ull * hp->n_layers * n * hp->n_kv_heads;
+    float *v = ember_malloc(hp->head_dim * sizeof *v);
+    r->restore_rows = ember_malloc(rows * to + 1);
+    if (!v || !r->restore_rows) {
+        ember_free(v);
+        return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory for a state's %llu rows", (unsigned long long)rows);
+    }
+    for (uint32_t l = 0; l < hp->n_layers; l++)
+        for (int kv = 0; kv < 2; kv++)
+            for (uint32_t p = 0; p < n; p++)
+                for (uint32_t h = 0; h < hp->n_kv_heads; h++) {
+                    uint8_t *dst = r->restore_rows + (((l * 2ull + kv) * n + p) * hp->n_kv_heads + h) * to;
+                    const uint8_t *src = ember_kv_state_row(st, l, kv, p, h);
+                    if (st->kv_type == env->kv_type) {
+                        memcpy(dst, src, to);
+                        continue;
+                    }
+                    ember_kv_row_decode(st->kv_type, src, hp->head_dim, v);
+                    ember_kv_row_encode(env->kv_type, v, hp->head_dim, dst);
+                }
+    ember_free(v);
+    r->restore_pos = r->n_restore = n;
+    return EMBER_OK;
+}
+
+/* desc.state: read and checked against the model, its tokens the prompt's beginning
+ * (or the whole prompt when none was given), its rows copied for the positions before
+ * the prompt's last token. */
+static ember_status restore(const ember_request_env *env, const ember_request_desc *d, request *r, ember_err *err)
+{
+    if (!d->state) return EMBER_OK;
+    if (d->on_prompt_logprobs || d->on_embedding || (d->spec.draft_k && !d->spec.ngram))
+        return ember_fail(err, EMBER_ERR_INVALID_ARG, "a state restores no prompt log-probabilities, embeddings or "
+                          "draft model's cache: give it without them");
+    const ember_hparams *hp = &env->model->llama.hp;
+    ember_kv_model_id id = {env->model->fingerprint, hp->n_layers, hp->n_kv_heads, hp->head_dim, hp->n_vocab};
+    uint64_t *copy = ember_malloc(d->state_len + 8); /* aligned, and the caller's may go */
+    if (!copy) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    if (d->state_len) memcpy(copy, d->state, d->state_len);
+    ember_kv_state st;
+    ember_status s = ember_kv_state_read((const uint8_t *)copy, d->state_len, &id, hp->ctx_len, &st, err);
+    if (s == EMBER_OK && !r->n_prompt) s = take_tokens(r, st.tokens, st.n_tokens, err);
+    for (uint32_t i = 0; s == EMBER_OK && i < st.n_tokens; i++)
+        if (i >= r->n_prompt || r->tokens[i] != st.tokens[i])
+            s = ember_fail(err, EMBER_ERR_INVALID_ARG, "the prompt does not begin with the state's %u tokens "
+                           "(they part at position %u)", st.n_tokens, i);
+    if (s == EMBER_OK) s = copy_rows(env, &st, st.n_kv < r->n_prompt ? st.n_kv : r->n_prompt - 1, r, err);
+    ember_free(copy);
+    return s;
+}
+
 static ember_status build(const ember_request_env *env, const ember_request_desc *d, request *r, ember_err *err)
 {
     r->max_tokens = d->max_tokens ? d->max_tokens : 128;
@@ -184,6 +252,7 @@ static ember_status build(const ember_request_env *env, const ember_request_desc
     r->on_prompt_logprobs = d->on_prompt_logprobs;
     r->prompt_only = d->prompt_only != 0;
     r->every_row = d->on_prompt_logprobs != NULL;
+    r->on_state = d->on_state;
     r->group = d->prompt_group;
     r->user = d->user;
     ember_sampling_params sp = {d->sampling.temperature, d->sampling.top_k, d->sampling.top_p,
@@ -198,6 +267,9 @@ static ember_status build(const ember_request_env *env, const ember_request_desc
     if (s == EMBER_OK) s = constrain(d, r, err);
     if (s == EMBER_OK) s = tokenize_prompt(env, d, r, err);
     if (s == EMBER_OK) truncate_prompt(r, d->truncate_prompt_tokens);
+    if (s == EMBER_OK && d->state && d->truncate_prompt_tokens)
+        s = ember_fail(err, EMBER_ERR_INVALID_ARG, "truncate_prompt_tokens with a state: the state begins the prompt");
+    if (s == EMBER_OK) s = restore(env, d, r, err);
     if (s == EMBER_OK) s = check_fits(env, r, err);
     if (s != EMBER_OK) return s;
     r->n_tokens = r->n_prompt;

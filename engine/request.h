@@ -37,6 +37,13 @@ typedef struct request {
     uint32_t embed_next;        /* the next prompt position whose hidden state is due */
     bool every_row;             /* every prompt row is computed, none is taken from the
                                    prefix cache (prompt log-probabilities, embeddings) */
+    ember_state_cb on_state;    /* NULL: no state saved */
+    bool state_saved;           /* on_state ran */
+    uint8_t *restore_rows;      /* desc.state's rows, of the engine's KV type, for
+                                   positions 0 .. restore_pos - 1 (kv_state.h's order) */
+    uint32_t restore_pos, n_restore; /* the rows' positions; those used (< n_prompt) */
+    uint32_t restore_from, restore_to; /* set at admission: positions the engine writes
+                                          from restore_rows before the step (to 0: none) */
     void *user;
     struct ember_sampler *sampler;  /* draws its tokens (sampler.h) */
     struct ember_text_out *out;     /* the text it produced (text_out.h) */
@@ -75,6 +82,7 @@ typedef struct ember_request_env {
     uint32_t kv_block_size, kv_blocks;  /* the largest pool the engine may have */
     uint32_t max_blocks_per_seq;
     bool has_draft;                     /* the engine has a draft model */
+    ember_kv_type kv_type;              /* how its pool stores K and V */
 } ember_request_env;
 
 /* Makes a request from d (tokenized, checked, samplers made); *out is the caller's, freed

@@ -286,13 +286,13 @@ void ember_sched_advance(ember_sched *s, request *r, uint32_t n)
 
 /* ---- copy on write ------------------------------------------------------------------- */
 
-/* Before r writes position n_computed: when the block holding it is shared (taken from
- * the prefix cache), r gets a private copy. The step copies the K/V over before it runs;
+/* Before r writes position pos: when the block holding it is shared (taken from the
+ * prefix cache), r gets a private copy. The step copies the K/V over before it runs;
  * the old block stays referenced until then, so it cannot be handed out and overwritten
  * first. False when no block is left for the copy. */
-static bool own_block(ember_sched *s, request *r)
+static bool own_block(ember_sched *s, request *r, uint32_t pos)
 {
-    uint32_t j = r->n_computed / ember_kv_block_size(s->kv);
+    uint32_t j = pos / ember_kv_block_size(s->kv);
     if (j >= r->n_blocks || !ember_kv_is_shared(s->kv, r->blocks[j])) return true;
     if (s->n_copies == s->o.max_seqs) return false;
     uint32_t b = ember_kv_alloc(s->kv);
@@ -423,10 +423,15 @@ static bool admit_one(ember_sched *s, ember_sched_item *items, uint32_t *n_items
     uint32_t bs = ember_kv_block_size(s->kv);
     if (s->o.prefix_cache && group_waits(s, r)) return false;
     if (s->o.prefix_cache && !r->every_row) match_prefix(s, r);
+    /* positions a KV state gives (request.h) are written, not computed: from the first
+     * one the cache did not have; the block it falls in is the only one that may be
+     * shared (the rest are new) */
+    uint32_t cached = r->n_computed, restored = r->n_restore > cached ? r->n_restore - cached : 0;
+    r->n_computed += restored;
     uint32_t n = chunk_rows(s, r->n_computed, r->n_tokens - r->n_computed, *budget);
     uint32_t want = s->o.contiguous_kv ? s->o.max_blocks_per_seq * bs : r->n_computed + n;
     bool stuck = !grow(s, r, want) && (s->o.contiguous_kv || r->n_blocks * bs <= r->n_computed);
-    if (stuck || !own_block(s, r)) {
+    if (stuck || !own_block(s, r, cached)) {
         release_blocks(s, r);
         r->n_computed = 0;
         return false;
@@ -434,8 +439,11 @@ static bool admit_one(ember_sched *s, ember_sched_item *items, uint32_t *n_items
     uint32_t room = r->n_blocks * bs - r->n_computed;
     if (n > room) n = room;
     pop_front(s);
-    s->stats.prefix_hit_tokens += r->n_computed;
-    if (r->m.preemptions == 0) r->m.n_cached = r->n_computed;
+    r->draft_computed = r->n_computed;
+    r->restore_from = cached;
+    r->restore_to = cached + restored;
+    s->stats.prefix_hit_tokens += cached;
+    if (r->m.preemptions == 0) r->m.n_cached = cached;
     r->state = REQ_RUNNING;
     r->slot = take_slot(s);
     r->admitted = ++s->admissions;

@@ -12,6 +12,8 @@ typedef struct step_ops {
     ember_status (*submit)(void *impl, const ember_batch *b, const ember_step_out *out, ember_err *err);
     ember_status (*wait)(void *impl, uint64_t timeout_ns, ember_err *err);
     ember_status (*copy_blocks)(void *impl, const uint32_t *src, const uint32_t *dst, uint32_t n, ember_err *err);
+    ember_status (*transfer_kv)(void *impl, const uint32_t *blocks, uint32_t p0, uint32_t p1, uint8_t *rows,
+                                uint32_t rows_pos, bool write, ember_err *err);
     void (*free)(void *impl);
 } step_ops;
 
@@ -37,9 +39,15 @@ static ember_status gpu_copy(void *f, const uint32_t *src, const uint32_t *dst, 
     return ember_forward_copy_blocks(f, src, dst, n, err);
 }
 
+static ember_status gpu_transfer(void *f, const uint32_t *blocks, uint32_t p0, uint32_t p1, uint8_t *rows,
+                                 uint32_t rows_pos, bool write, ember_err *err)
+{
+    return ember_forward_transfer_kv(f, blocks, p0, p1, rows, rows_pos, write, err);
+}
+
 static void gpu_free(void *f) { ember_forward_free(f); }
 
-static const step_ops GPU = {gpu_submit, gpu_wait, gpu_copy, gpu_free};
+static const step_ops GPU = {gpu_submit, gpu_wait, gpu_copy, gpu_transfer, gpu_free};
 
 static ember_status gpu_create(const ember_model *m, const ember_step_opts *o, void **out, ember_err *err)
 {
@@ -66,9 +74,15 @@ static ember_status cpu_copy(void *r, const uint32_t *src, const uint32_t *dst, 
     return ember_ref_copy_blocks(r, src, dst, n, err);
 }
 
+static ember_status cpu_transfer(void *r, const uint32_t *blocks, uint32_t p0, uint32_t p1, uint8_t *rows,
+                                 uint32_t rows_pos, bool write, ember_err *err)
+{
+    return ember_ref_transfer_kv(r, blocks, p0, p1, rows, rows_pos, write, err);
+}
+
 static void cpu_free(void *r) { ember_ref_free(r); }
 
-static const step_ops CPU = {cpu_submit, cpu_wait, cpu_copy, cpu_free};
+static const step_ops CPU = {cpu_submit, cpu_wait, cpu_copy, cpu_transfer, cpu_free};
 
 static ember_status cpu_create(const ember_model *m, const ember_step_opts *o, void **out, ember_err *err)
 {
@@ -127,6 +141,12 @@ ember_status ember_step_fetch_logits(ember_step *s, const uint32_t *rows, uint32
 {
     if (s->ops != &GPU) return ember_fail(err, EMBER_ERR_UNSUPPORTED, "the CPU backend delivers every row");
     return ember_forward_fetch_logits(s->impl, rows, n, out, err);
+}
+
+ember_status ember_step_transfer_kv(ember_step *s, const uint32_t *blocks, uint32_t p0, uint32_t p1, uint8_t *rows,
+                                    uint32_t rows_pos, bool write, ember_err *err)
+{
+    return s->ops->transfer_kv(s->impl, blocks, p0, p1, rows, rows_pos, write, err);
 }
 
 ember_status ember_step_copy_blocks(ember_step *s, const uint32_t *src, const uint32_t *dst, uint32_t n,

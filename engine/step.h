@@ -46,6 +46,13 @@ ember_status ember_step_fetch_logits(ember_step *s, const uint32_t *rows, uint32
 ember_status ember_step_copy_blocks(ember_step *s, const uint32_t *src, const uint32_t *dst, uint32_t n,
                                     ember_err *err);
 
+/* Moves the K/V of positions [p0, p1) of the sequence with block table blocks between
+ * the pool and rows, rows of the step's KV type in a KV state's order ([layer][K, V]
+ * [position][KV head], positions 0 .. rows_pos - 1; kv_state.h), and waits: write puts
+ * rows into the pool (a restore), else the pool's into rows (a save). Between steps. */
+ember_status ember_step_transfer_kv(ember_step *s, const uint32_t *blocks, uint32_t p0, uint32_t p1, uint8_t *rows,
+                                    uint32_t rows_pos, bool write, ember_err *err);
+
 /* The next submitted step waits for / signals the application's timeline semaphore (a
  * VkSemaphore; GPU only). */
 ember_status ember_step_sync_next(ember_step *s, void *timeline, uint64_t wait_value, uint64_t signal_value,

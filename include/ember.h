@@ -450,6 +450,7 @@ typedef struct ember_request_metrics {
     uint32_t n_drafted;    /* speculative decoding: tokens proposed */
     uint32_t n_accepted;   /* ... and accepted by the target */
     uint32_t n_decode_steps; /* target steps that produced tokens after the first */
+    uint32_t n_restored;   /* prompt positions whose K/V came from desc.state */
     /* EMBER_FINISH_ERROR: why this request failed (the failed step's message), valid
      * during the done callback (copy it to keep it); NULL for every other finish. Unlike
      * ember_engine_copy_error, no other thread's failure can stand in its place. */
@@ -513,6 +514,11 @@ typedef struct ember_logprobs {
  * lp is valid during the call. */
 typedef void (*ember_logprobs_cb)(void *user, ember_request_id id, const ember_logprobs *lp);
 
+/* Called once for a request with on_state, when its prompt has been computed, on the
+ * engine's stepping thread: state (len bytes, valid during the call: copy it to keep it)
+ * holds the prompt's tokens and the K/V of every one of them (a KV state,
+ * docs/state.md), to be given back as ember_request_desc.state. */
+typedef void (*ember_state_cb)(void *user, ember_request_id id, const void *state, size_t len);
 /* Called once for an embedding request, before its done callback, on the same thread:
  * v holds dim floats of unit L2 norm, valid during the call. */
 typedef void (*ember_embedding_cb)(void *user, ember_request_id id, const float *v, uint32_t dim);
@@ -622,6 +628,21 @@ typedef struct ember_request_desc {
      * declares rank pooling (a reranker) refuses it (EMBER_ERR_UNSUPPORTED). */
     ember_embedding_cb on_embedding;
     ember_pooling pooling;
+    /* Save: on_state gets the prompt's KV state once the prompt is computed (the K/V are
+     * read back from the device: one wait). With prompt_only it saves a conversation, or
+     * prefills for another engine, and generates nothing. */
+    ember_state_cb on_state;
+    /* Restore: a KV state (on_state's bytes; state_len of them, copied at submit) of the
+     * same model, on any device or backend (another KV type is converted). The prompt
+     * must begin with the state's tokens (NULL prompt and tokens: it is the state's
+     * tokens); their K/V are written into the request's blocks instead of computed, but
+     * for the prompt's last token, which is always computed (its logits are the first
+     * draw). Blocks of the prompt already in the prefix cache are shared, not written.
+     * A bad or mismatched state is refused at submit (EMBER_ERR_FORMAT or
+     * EMBER_ERR_INVALID_ARG naming what is wrong), leaving nothing behind. Not with a
+     * draft model's speculation, prompt log-probabilities or embeddings. */
+    const void *state;
+    size_t state_len;
     void *user;
 } ember_request_desc;
 

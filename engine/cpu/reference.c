@@ -305,6 +305,28 @@ ember_status ember_ref_run(ember_ref *r, const ember_batch *b, float *logits, ui
     return EMBER_OK;
 }
 
+ember_status ember_ref_transfer_kv(ember_ref *r, const uint32_t *blocks, uint32_t p0, uint32_t p1, uint8_t *rows,
+                                   uint32_t rows_pos, bool write, ember_err *err)
+{
+    const ember_hparams *hp = &r->m->hp;
+    size_t rb = hp->head_dim * sizeof(float);
+    if (p1 > rows_pos) return ember_fail(err, EMBER_ERR_INVALID_ARG, "K/V positions %u..%u of %u", p0, p1, rows_pos);
+    for (uint32_t p = p0; p < p1; p++)
+        if (blocks[p / r->block_size] >= r->n_blocks)
+            return ember_fail(err, EMBER_ERR_INVALID_ARG, "KV block %u of %u", blocks[p / r->block_size], r->n_blocks);
+    r->table = blocks;
+    for (uint32_t l = 0; l < hp->n_layers; l++)
+        for (int v = 0; v < 2; v++)
+            for (uint32_t p = p0; p < p1; p++)
+                for (uint32_t h = 0; h < hp->n_kv_heads; h++) {
+                    float *c = (v ? r->value_cache : r->key_cache) + cache_index(r, l, p) + h * hp->head_dim;
+                    uint8_t *row = rows + (((size_t)l * 2 + v) * rows_pos + p) * hp->n_kv_heads * rb + h * rb;
+                    if (write) memcpy(c, row, rb);
+                    else memcpy(row, c, rb);
+                }
+    return EMBER_OK;
+}
+
 ember_status ember_ref_copy_blocks(ember_ref *r, const uint32_t *src, const uint32_t *dst, uint32_t n,
                                    ember_err *err)
 {

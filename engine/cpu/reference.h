@@ -33,6 +33,11 @@ ember_status ember_ref_create_paged(const ember_llama *m, uint32_t n_blocks, uin
  * the final norm) for those b->hidden_rows lists. */
 ember_status ember_ref_run(ember_ref *r, const ember_batch *b, float *logits, uint32_t *argmax, float *hidden,
                            ember_err *err);
+/* Moves the K/V of positions [p0, p1) of the sequence with block table blocks between
+ * the pool and rows (F32 rows in a KV state's order, for positions 0 .. rows_pos - 1):
+ * ember_forward_transfer_kv's contract. */
+ember_status ember_ref_transfer_kv(ember_ref *r, const uint32_t *blocks, uint32_t p0, uint32_t p1, uint8_t *rows,
+                                   uint32_t rows_pos, bool write, ember_err *err);
 /* Copies K and V of blocks src[i] -> dst[i] (all layers). */
 ember_status ember_ref_copy_blocks(ember_ref *r, const uint32_t *src, const uint32_t *dst, uint32_t n,
                                    ember_err *err);

@@ -594,6 +594,89 @@ ember_status ember_forward_copy_blocks(ember_forward *f, const uint32_t *src, co
     return ember_vk_cmd_submit(f->cmd, err);
 }
 
+/* ---- K/V to and from the host ------------------------------------------------------ */
+
+/* One run of a transfer: slots [s0, s1) of KV head h in block j of layer l's K (v 0) or
+ * V pool, at staging offset off. */
+typedef struct kv_run {
+    uint32_t l, v, j, h, s0, s1;
+    uint64_t off;
+} kv_run;
+
+typedef void (*kv_visit)(ember_forward *f, const kv_run *r, void *ctx);
+
+/* Walks positions [p0, p1) run by run in the pool's order (a run: one head's slots of one
+ * block, contiguous in the pool), giving each its offset in a staging buffer that holds
+ * them in this order; returns the staging bytes. */
+static uint64_t walk_kv(ember_forward *f, uint32_t p0, uint32_t p1, kv_visit visit, void *ctx)
+{
+    uint32_t bs = f->o.block_size, H = f->g->hp.n_kv_heads;
+    uint64_t rb = ember_kv_row_bytes(f->g->hp.head_dim, f->o.kv_type), off = 0;
+    for (uint32_t l = 0; l < f->g->hp.n_layers; l++)
+        for (uint32_t v = 0; v < 2; v++)
+            for (uint32_t p = p0; p < p1;) {
+                uint32_t j = p / bs, s0 = p % bs, s1 = p1 - j * bs < bs ? p1 - j * bs : bs;
+                for (uint32_t h = 0; h < H; h++, off += (s1 - s0) * rb)
+                    if (visit) visit(f, &(kv_run){l, v, j, h, s0, s1, off}, ctx);
+                p = j * bs + s1;
+            }
+    return off;
+}
+
+typedef struct kv_xfer {
+    const uint32_t *blocks;
+    uint8_t *rows, *staging;
+    uint32_t rows_pos;
+    bool write, to_host;     /* to_host: the host side of the copy (rows <-> staging) */
+    ember_vk_span stage;
+} kv_xfer;
+
+/* A run's device copy, or its rows to or from staging on the host. */
+static void visit_run(ember_forward *f, const kv_run *r, void *ctx)
+{
+    kv_xfer *x = ctx;
+    uint32_t H = f->g->hp.n_kv_heads, bs = f->o.block_size;
+    uint64_t rb = ember_kv_row_bytes(f->g->hp.head_dim, f->o.kv_type), n = (uint64_t)(r->s1 - r->s0) * rb;
+    if (!x->to_host) {
+        ember_vk_span pool = r->v ? f->vcache[r->l] : f->kcache[r->l];
+        ember_vk_span dev = ember_vk_span_sub(pool, ((uint64_t)x->blocks[r->j] * H * bs + r->h * bs + r->s0) * rb, n);
+        ember_vk_span st = ember_vk_span_sub(x->stage, r->off, n);
+        if (x->write) ember_vk_cmd_copy(f->fetch, &st, &dev, n);
+        else ember_vk_cmd_copy(f->fetch, &dev, &st, n);
+        return;
+    }
+    for (uint32_t s = r->s0; s < r->s1; s++) {
+        uint64_t pos = (uint64_t)r->j * bs + s, row = ((r->l * 2ull + r->v) * x->rows_pos + pos) * H + r->h;
+        uint8_t *st = x->staging + r->off + (s - r->s0) * rb;
+        if (x->write) memcpy(st, x->rows + row * rb, rb);
+        else memcpy(x->rows + row * rb, st, rb);
+    }
+}
+
+ember_status ember_forward_transfer_kv(ember_forward *f, const uint32_t *blocks, uint32_t p0, uint32_t p1,
+                                       uint8_t *rows, uint32_t rows_pos, bool write, ember_err *err)
+{
+    if (p1 <= p0) return EMBER_OK;
+    if (p1 > rows_pos) return ember_fail(err, EMBER_ERR_INVALID_ARG, "K/V positions %u..%u of %u", p0, p1, rows_pos);
+    for (uint32_t j = p0 / f->o.block_size; j <= (p1 - 1) / f->o.block_size; j++)
+        if (blocks[j] >= f->o.n_blocks) return ember_fail(err, EMBER_ERR_INVALID_ARG, "KV block %u of %u", blocks[j], f->o.n_blocks);
+    kv_xfer x = {blocks, rows, NULL, rows_pos, write, write, {0}};
+    ember_vk_arena *a = NULL;
+    uint64_t bytes = walk_kv(f, p0, p1, NULL, NULL);
+    ember_status s = ember_vk_arena_create(f->g->vk, &a, err);
+    if (s == EMBER_OK) s = ember_vk_alloc(a, bytes, EMBER_VK_MEM_HOST, &x.stage, err);
+    x.staging = x.stage.host;
+    if (s == EMBER_OK && write) walk_kv(f, p0, p1, visit_run, &x), s = ember_vk_flush(f->g->vk, &x.stage, 1, err);
+    if (s == EMBER_OK) s = ember_vk_cmd_begin(f->fetch, err); /* the step's own stays for its profile */
+    x.to_host = false;
+    if (s == EMBER_OK) walk_kv(f, p0, p1, visit_run, &x), s = ember_vk_cmd_submit(f->fetch, err);
+    if (s == EMBER_OK && !write) s = ember_vk_invalidate(f->g->vk, &x.stage, 1, err);
+    x.to_host = true;
+    if (s == EMBER_OK && !write) walk_kv(f, p0, p1, visit_run, &x);
+    ember_vk_arena_destroy(a);
+    return s;
+}
+
 ember_status ember_forward_sync_next(ember_forward *f, VkSemaphore timeline, uint64_t wait_value,
                                      uint64_t signal_value, ember_err *err)
 {

@@ -51,6 +51,14 @@ ember_status ember_forward_fetch_logits(ember_forward *f, const uint32_t *rows, 
 ember_status ember_forward_copy_blocks(ember_forward *f, const uint32_t *src, const uint32_t *dst, uint32_t n,
                                        ember_err *err);
 
+/* Moves the K/V of positions [p0, p1) of the sequence whose block table is blocks
+ * between the pool and rows (write: rows to the pool), and waits. rows holds rows of the
+ * pool's KV type in a KV state's order, [layer][K, V][position][KV head], for positions
+ * 0 .. rows_pos - 1 (only [p0, p1) are read or written). The other slots of the blocks are
+ * left as they are. No step may be in flight. */
+ember_status ember_forward_transfer_kv(ember_forward *f, const uint32_t *blocks, uint32_t p0, uint32_t p1,
+                                       uint8_t *rows, uint32_t rows_pos, bool write, ember_err *err);
+
 /* Orders the next step against the application's timeline semaphore (vk_cmd.h). */
 ember_status ember_forward_sync_next(ember_forward *f, VkSemaphore timeline, uint64_t wait_value,
                                      uint64_t signal_value, ember_err *err);
