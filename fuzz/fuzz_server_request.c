@@ -2,13 +2,17 @@
  * the JSON body of /v1/chat/completions or /v1/completions turned into a request, with
  * no model or engine), then what the server does with the result without a model: a
  * chat's messages rendered through a chat template, a refusal's JSON, and a response
- * chunk carrying the prompt.
+ * chunk carrying the prompt. Or /v1/embeddings' body (server/api_embeddings.c) and the
+ * response to it.
  *
- * Input: byte 0: bit 0 completion (else chat), bits 1-3 the chat template; the rest is
- * the body. Checks what api.h promises of an accepted request: every limit within its
- * range, token ids below the vocabulary, stop strings non-empty and in the descriptor,
- * a chat's roles known and contents present; and that every JSON produced parses back. */
+ * Input: byte 0: bit 0 completion (else chat), bits 1-3 the chat template, bit 4
+ * embeddings (then the others are unused); the rest is the body. Checks what api.h
+ * promises of an accepted request: every limit within its range, token ids below the
+ * vocabulary, stop strings non-empty and in the descriptor, a chat's roles known and
+ * contents present, embeddings' inputs each a non-empty text or non-empty ids; and that
+ * every JSON produced parses back. */
 #include <cjson/cJSON.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/alloc.h"
@@ -55,9 +59,41 @@ static void check_request(const api_limits *lim, api_kind kind, const api_reques
     }
 }
 
+/* An embeddings body: its inputs as api.h promises them, and the response to them (every
+ * vector 1/sqrt(dim): of unit norm) whole in both encodings. */
+static void embeddings(const api_limits *lim, const char *body, size_t len)
+{
+    api_embed_request r;
+    api_error e;
+    memset(&e, 0, sizeof e);
+    if (!api_parse_embeddings(lim, body, len, &r, &e)) {
+        FUZZ_CHECK(e.status >= 400 && e.status < 600 && e.message[0], "a refusal without status or message");
+        FUZZ_CHECK(r.n == 0 && !r.in, "a refused request not freed");
+        check_json(api_error_json(&e), "");
+        return;
+    }
+    FUZZ_CHECK(r.n >= 1 && r.n <= API_MAX_EMBED_INPUTS, "%zu inputs", r.n);
+    for (size_t i = 0; i < r.n; i++) {
+        const api_embed_input *in = &r.in[i];
+        FUZZ_CHECK(!in->text != !in->tokens, "input %zu: text and tokens", i);
+        FUZZ_CHECK(in->text ? in->text[0] != 0 : in->n_tokens > 0, "input %zu empty", i);
+        for (size_t k = 0; k < in->n_tokens; k++) FUZZ_CHECK(in->tokens[k] < lim->n_vocab, "token %u", in->tokens[k]);
+    }
+    float *v = malloc(r.n * lim->dim * sizeof *v);
+    for (size_t i = 0; v && i < r.n * lim->dim; i++) v[i] = 0.35355339f;
+    if (v) check_json(api_embeddings_response(lim, &r, v, 7), "");
+    free(v);
+    api_embed_request_free(&r);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size == 0) return 0;
+    if (data[0] & 16) {
+        api_limits lim = {.model_id = "stories260K", .ctx_len = 512, .n_vocab = 512, .dim = 8};
+        embeddings(&lim, (const char *)data + 1, size - 1);
+        return 0;
+    }
     static const char *const TEMPLATES[] = {"chatml", "llama2", "llama3", "llama3.1", "mistral", "zephyr", "gemma", "phi3"};
     api_kind kind = data[0] & 1 ? API_COMPLETION : API_CHAT;
     const char *tmpl = TEMPLATES[(data[0] >> 1) & 7];

@@ -23,6 +23,7 @@ typedef struct api_error {
 typedef struct api_limits {
     const char *model_id;     /* the one model served */
     uint32_t ctx_len, n_vocab;
+    uint32_t dim;             /* the model's hidden size: the length of its embeddings */
     ember_speculation spec;   /* the server's speculation (--draft / --ngram), for every request */
 } api_limits;
 
@@ -145,5 +146,31 @@ char *api_models(const api_limits *lim, long long created);
  * with *err filled. */
 char *api_tokenize(const api_limits *lim, ember_model *model, const char *body, size_t len, api_error *err);
 char *api_detokenize(const api_limits *lim, ember_model *model, const char *body, size_t len, api_error *err);
+
+/* POST /v1/embeddings (api_embeddings.c). One input: a text (submitted with BOS, as a
+ * completion prompt) or token ids. */
+typedef struct api_embed_input {
+    char *text;
+    uint32_t *tokens;
+    size_t n_tokens;
+} api_embed_input;
+
+typedef struct api_embed_request {
+    api_embed_input *in;
+    size_t n;                 /* 1 .. API_MAX_EMBED_INPUTS */
+    bool base64;              /* encoding_format "base64": little-endian float32 bytes */
+} api_embed_request;
+
+#define API_MAX_EMBED_INPUTS 2048
+
+/* Parses an embeddings body (OpenAI's: input, model, encoding_format, dimensions, user;
+ * other fields ignored); needs no model. On false *err is filled (400 naming the field,
+ * 404 another model, 500 out of memory) and *out freed. */
+bool api_parse_embeddings(const api_limits *lim, const char *body, size_t len, api_embed_request *out,
+                          api_error *err);
+void api_embed_request_free(api_embed_request *r);
+/* The response to r: n vectors of lim->dim floats, one after the other in v, and usage
+ * counting n_prompt tokens; malloc'ed, NULL when memory ran out. */
+char *api_embeddings_response(const api_limits *lim, const api_embed_request *r, const float *v, uint64_t n_prompt);
 
 #endif

@@ -1,7 +1,8 @@
 /* http.c — see http.h. A request's body is collected (up to max_body) across the calls
  * libmicrohttpd makes, then routed; generation responses are read from a job (job.c) by
  * libmicrohttpd's content-reader callback, on the connection's own thread, so a slow
- * client holds only its own thread. */
+ * client holds only its own thread. Embeddings are waited for on that thread too
+ * (embed_job.c) and answered whole. */
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "embed_job.h"
 #include "http.h"
 #include "job.h"
 
@@ -86,16 +88,16 @@ static void close_job(void *cls)
     free(c);
 }
 
-/* A 4xx/5xx for a request the engine refused. The engine's worker may be failing a step
- * meanwhile: its message is read with the thread-safe copy. */
-static void submit_error(ember_status s, api_kind kind, ember_engine *e, api_error *err)
+/* A 4xx/5xx for a request the engine refused; param: the field that held its prompt. The
+ * engine's worker may be failing a step meanwhile: its message is read with the
+ * thread-safe copy. */
+static void submit_error(ember_status s, const char *param, ember_engine *e, api_error *err)
 {
     char why[512];
     ember_engine_copy_error(e, why, sizeof why);
     if (s == EMBER_ERR_CONTEXT_FULL)
-        api_fail(err, 400, "invalid_request_error", kind == API_CHAT ? "messages" : "prompt", "context_length_exceeded",
-                 "%s", why);
-    else if (s == EMBER_ERR_INVALID_ARG)
+        api_fail(err, 400, "invalid_request_error", param, "context_length_exceeded", "%s", why);
+    else if (s == EMBER_ERR_INVALID_ARG || s == EMBER_ERR_UNSUPPORTED) /* UNSUPPORTED: a reranker's embeddings */
         api_fail(err, 400, "invalid_request_error", NULL, NULL, "%s", why);
     else if (s == EMBER_ERR_DEVICE_LOST) /* 503: a load balancer sends the request elsewhere */
         api_fail(err, 503, "server_error", NULL, "device_lost", "%s", why);
@@ -133,12 +135,21 @@ static ember_status submit_samples(srv_http *h, job *j, api_request *rq, uint64_
     return s;
 }
 
-static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, api_kind kind, const conn *cn)
+static bool queue_full(srv_http *h)
 {
     ember_engine_stats st;
     ember_engine_get_stats(h->engine, &st);
-    if (st.requests_waiting >= h->cfg.max_queue) /* --max-queue 0: refuse all (draining) */
-        return fail(h, c, 503, "server_error", "queue_full", "the server's queue is full; retry later");
+    return st.requests_waiting >= h->cfg.max_queue; /* --max-queue 0: refuse all (draining) */
+}
+
+static enum MHD_Result refuse_queue_full(srv_http *h, struct MHD_Connection *c)
+{
+    return fail(h, c, 503, "server_error", "queue_full", "the server's queue is full; retry later");
+}
+
+static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, api_kind kind, const conn *cn)
+{
+    if (queue_full(h)) return refuse_queue_full(h, c);
     api_request rq;
     api_error err;
     if (!api_parse(&h->cfg.limits, h->model, kind, cn->body ? cn->body : "", cn->len, &rq, &err))
@@ -169,7 +180,7 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, api_kind 
     if (s != EMBER_OK) {
         free(cl);
         job_closed(j, h->engine);
-        submit_error(s, kind, h->engine, &err);
+        submit_error(s, kind == API_CHAT ? "messages" : "prompt", h->engine, &err);
         return send_error(h, c, &err);
     }
     *cl = (closing){j, h->engine};
@@ -187,6 +198,62 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, api_kind 
     enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, r);
     MHD_destroy_response(r);
     return ok;
+}
+
+/* ---- embeddings ------------------------------------------------------------------------------ */
+
+/* Submits every input of rq at once, each its own request (text with BOS, as completions'
+ * prompts), so that the engine computes them in the same steps. */
+static ember_status submit_inputs(srv_http *h, embed_job *j, const api_embed_request *rq)
+{
+    ember_status s = EMBER_OK;
+    for (size_t i = 0; s == EMBER_OK && i < rq->n; i++) {
+        const api_embed_input *in = &rq->in[i];
+        ember_request_desc d = {.prompt = in->text, .tokens = in->tokens, .n_tokens = in->n_tokens};
+        embed_job_attach(j, i, &d);
+        ember_request_id id = 0;
+        s = ember_submit(h->engine, &d, &id);
+        embed_job_submitted(j, i, s == EMBER_OK ? id : 0);
+    }
+    return s;
+}
+
+/* The whole response, or NULL with *err filled. The connection's own thread waits here
+ * for the engine; a refused submit cancels the inputs already submitted, and their done
+ * callbacks are waited for before the job goes. */
+static char *embed(srv_http *h, const api_embed_request *rq, api_error *err)
+{
+    embed_job *j = embed_job_create(rq->n, h->cfg.limits.dim, h->engine, h->metrics);
+    if (!j) {
+        api_fail(err, 500, "server_error", NULL, NULL, "out of memory");
+        return NULL;
+    }
+    ember_status s = submit_inputs(h, j, rq);
+    if (s != EMBER_OK) {
+        submit_error(s, "input", h->engine, err);
+        embed_job_cancel(j);
+    }
+    const api_error *failed = embed_job_wait(j);
+    char *out = NULL;
+    if (s == EMBER_OK && failed) /* (after a refused submit, *err says why already) */
+        *err = *failed;
+    else if (s == EMBER_OK && !(out = api_embeddings_response(&h->cfg.limits, rq, embed_job_vectors(j),
+                                                              embed_job_prompt_tokens(j))))
+        api_fail(err, 500, "server_error", NULL, NULL, "out of memory");
+    embed_job_free(j);
+    return out;
+}
+
+static enum MHD_Result embeddings(srv_http *h, struct MHD_Connection *c, const conn *cn)
+{
+    if (queue_full(h)) return refuse_queue_full(h, c);
+    api_embed_request rq;
+    api_error err;
+    if (!api_parse_embeddings(&h->cfg.limits, cn->body ? cn->body : "", cn->len, &rq, &err))
+        return send_error(h, c, &err);
+    char *out = embed(h, &rq, &err);
+    api_embed_request_free(&rq);
+    return out ? send_json(c, 200, out) : send_error(h, c, &err);
 }
 
 /* /tokenize or /detokenize: answered at once, the engine untouched. */
@@ -235,11 +302,14 @@ static enum MHD_Result route(srv_http *h, struct MHD_Connection *c, const char *
         return send_json(c, 200, api_models(&h->cfg.limits, h->started));
     bool chat = strcmp(url, "/v1/chat/completions") == 0, completion = strcmp(url, "/v1/completions") == 0;
     bool tokenize = strcmp(url, "/tokenize") == 0, detokenize = strcmp(url, "/detokenize") == 0;
-    if ((chat || completion || tokenize || detokenize) && post && cn->too_big)
+    bool embedding = strcmp(url, "/v1/embeddings") == 0;
+    bool known_post = chat || completion || tokenize || detokenize || embedding;
+    if (known_post && post && cn->too_big)
         return fail(h, c, 413, "invalid_request_error", "request_too_large", "the request body is too large");
     if ((chat || completion) && post) return generate(h, c, chat ? API_CHAT : API_COMPLETION, cn);
     if ((tokenize || detokenize) && post) return tokens(h, c, tokenize, cn);
-    if (chat || completion || tokenize || detokenize || strcmp(url, "/v1/models") == 0)
+    if (embedding && post) return embeddings(h, c, cn);
+    if (known_post || strcmp(url, "/v1/models") == 0)
         return fail(h, c, 405, "invalid_request_error", "method_not_allowed", "method not allowed");
     return fail(h, c, 404, "invalid_request_error", "not_found", "no such endpoint");
 }

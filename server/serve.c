@@ -27,8 +27,8 @@ static int usage(FILE *out, int code)
             "                   [--max-queue N] [--max-body BYTES] [--max-seqs N] [--max-batch-tokens N]\n"
             "                   [--kv-blocks N] [--kv-type f32|f16|q8_0] [--draft M2 [--draft-k K] | --ngram N]\n"
             "                   [--device N] [--backend vulkan|cpu] [--memory auto|discrete] [--memory-budget MIB]\n"
-            "Serves /v1/chat/completions, /v1/completions, /v1/models, /tokenize, /detokenize, /health\n"
-            "and /metrics on "
+            "Serves /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models, /tokenize, /detokenize,\n"
+            "/health and /metrics on "
             "127.0.0.1:8080 unless --host/--port say otherwise (--port 0: any free port).\n"
             "--max-queue N: requests waiting beyond N get 503 (default 256; 0 refuses all: draining).\n");
     return code;
@@ -91,7 +91,8 @@ static int serve(ember_model *m, ember_engine *e, serve_args *a)
     ember_model_info info;
     ember_model_get_info(m, &info);
     char *id = model_id(a);
-    a->cfg.limits = (api_limits){.model_id = id, .ctx_len = info.ctx_len, .n_vocab = info.n_vocab, .spec = a->spec};
+    a->cfg.limits = (api_limits){.model_id = id, .ctx_len = info.ctx_len, .n_vocab = info.n_vocab, .dim = info.dim,
+                                 .spec = a->spec};
     srv_metrics *metrics = srv_metrics_create();
     srv_http *h = id && metrics ? srv_http_start(&a->cfg, m, e, metrics) : NULL;
     int code = 1;

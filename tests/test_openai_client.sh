@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test_openai_client.sh — OpenAI's official client library (the `openai` npm package, v4)
-# drives `ember serve`: models.list, chat and legacy completions, streamed and not, vLLM's
+# drives `ember serve`: models.list, chat and legacy completions, streamed and not,
+# embeddings (the client's own base64 decoding, and base64 asked for), vLLM's
 # truncate_prompt_tokens passed as an extra body field (usage.prompt_tokens is what was
 # kept), and the errors a client must see as its own exception classes (401, 404, 400,
 # context_length_exceeded for a prompt longer than the context). The checks
@@ -52,7 +53,8 @@ if [ ! -f "$model" ]; then
     --ctx 256 >/dev/null
 fi
 model_id=$(basename "$model" .gguf)  # the id ember serve gives without --model-name
-echo "model $model_id ($model)"
+dim=$("$EMBER_BIN" info -m "$model" --json | sed -n 's/.*"dim": \([0-9]*\).*/\1/p')  # its embeddings' size
+echo "model $model_id ($model, dim $dim)"
 
 "$EMBER_BIN" serve -m "$model" --port 0 --api-key sk-test >"$tmp/serve.out" 2>"$tmp/serve.err" &
 server_pid=$!
@@ -63,7 +65,7 @@ echo "server on port $port"
 # ---- the client's checks ------------------------------------------------------------------
 rc=0
 NODE_PATH=$npm_dir/node_modules timeout 120 node "$here/openai_client/check.mjs" \
-  "http://127.0.0.1:$port/v1" sk-test "$model_id" || rc=$?
+  "http://127.0.0.1:$port/v1" sk-test "$model_id" "$dim" || rc=$?
 [ "$rc" -eq 124 ] && echo "FAIL: the client's checks took over 120 s"
 
 # ---- a second server whose GPU is lost mid-reply (EMBER_FAULTS): the client raises --------

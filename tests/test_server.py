@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """test_server.py — `ember serve` on loopback, driven with the standard library only:
  - /health, /v1/models; /tokenize and /detokenize (llama.cpp's and vLLM's shapes, against
-   `ember tokenize`); chat and completion requests, non-streamed and streamed (the
+   `ember tokenize`); /v1/embeddings (OpenAI's four input shapes, unit vectors of the
+   model's size, bit-identical alone, in a batch and beside a generation; base64; usage;
+   the 400s); chat and completion requests, non-streamed and streamed (the
    streamed text equals the non-streamed one at temperature 0; chunks end in [DONE]);
  - a client that disconnects mid-stream: its request is cancelled and its KV blocks freed
    (ember_kv_blocks_used back to 0);
@@ -18,12 +20,14 @@
  - 32 requests of 96 tokens from 16 concurrent clients: all 200, served together (their
    intervals overlap and the engine ran several at once).
 Env: EMBER_BIN, EMBER_TEST_TMP (set by ctest)."""
+import base64
 import http.client
 import json
 import os
 import re
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -194,6 +198,146 @@ def test_tokens(s, model, ctx):
     check(status == 404 and r["error"]["code"] == "model_not_found", "/detokenize: another model is a 404")
     status, _, _ = s.request("GET", "/tokenize")
     check(status == 405, "GET /tokenize is a 405")
+
+
+EMB = "/v1/embeddings"
+
+
+def vectors(r):
+    """The float vectors of an embeddings response, by index."""
+    return [d["embedding"] for d in sorted(r["data"], key=lambda d: d["index"])]
+
+
+def unit_norm(v):
+    return abs(sum(x * x for x in v) ** 0.5 - 1) < 1e-4
+
+
+def as_f32(v):
+    """Floats as float32 values: what the base64 bytes hold (the JSON keeps 9 digits)."""
+    return list(struct.unpack(f"<{len(v)}f", struct.pack(f"<{len(v)}f", *v)))
+
+
+def test_embeddings(s, dim):
+    """POST /v1/embeddings: OpenAI's four input shapes each give one unit vector of the
+    model's size per input, in order; a text's vector is bit-identical alone, inside a
+    batch of other inputs and beside a generation (which keeps its own text); base64 holds
+    the same floats; usage counts /tokenize's tokens; the 400s name their field."""
+    text = "hello world, once upon a time"
+    shapes = (("a string", text, 1, None), ("a list of strings", ["hello", "world", "a cat"], 3, None),
+              ("token ids", [5, 6, 7, 8], 1, 4), ("a list of token-id lists", [[5, 6], [7, 8, 9]], 2, 5))
+    for what, inp, n, n_prompt in shapes:
+        status, _, r = s.post(EMB, {"model": "test-model", "input": inp, "user": "someone", "unknown_field": 1})
+        vs = vectors(r) if status == 200 else []
+        check(status == 200 and r["object"] == "list" and r["model"] == "test-model" and
+              [d["index"] for d in r["data"]] == list(range(n)) and all(d["object"] == "embedding" for d in r["data"])
+              and len(vs) == n and all(len(v) == dim and unit_norm(v) for v in vs) and
+              (n_prompt is None or r["usage"]["prompt_tokens"] == r["usage"]["total_tokens"] == n_prompt),
+              f"embeddings of {what}: {len(vs)} unit vectors of {dim}, in order, usage {r.get('usage')}")
+        if n == 3:
+            check(len({tuple(v) for v in vs}) == 3, "different texts give different vectors")
+    _, _, tok = s.post("/tokenize", {"content": text, "add_special": True})
+    status, _, r = s.post(EMB, {"input": text})
+    alone = vectors(r)[0]
+    check(status == 200 and r["usage"]["prompt_tokens"] == len(tok["tokens"]) == r["usage"]["total_tokens"],
+          f"usage.prompt_tokens is /tokenize's count with BOS ({len(tok['tokens'])})")
+    status, _, r = s.post(EMB, {"input": [text, "the other one", "b", text + " and more", "zzz yyy"]})
+    check(status == 200 and vectors(r)[0] == alone, "a text's vector is bit-identical alone and in a batch of 5")
+    status, _, r = s.post(EMB, {"input": ["first", "second", "third", "fourth", text]})
+    check(status == 200 and vectors(r)[4] == alone, "... and last in another batch of 5")
+    status, _, b = s.post(EMB, {"input": text, "encoding_format": "base64", "dimensions": dim})
+    raw = base64.b64decode(b["data"][0]["embedding"]) if status == 200 else b""
+    check(len(raw) == 4 * dim and list(struct.unpack(f"<{dim}f", raw)) == as_f32(alone),
+          "encoding_format base64: little-endian float32 bytes, the same floats; dimensions = the model's accepted")
+    test_embeddings_beside_generation(s, text, alone)
+    test_embeddings_refused(s, dim)
+
+
+def test_embeddings_beside_generation(s, text, alone):
+    """Embeddings while a streamed completion runs: the vectors are bit-identical to the
+    text's alone, and the completion's text is what it is alone."""
+    req = {"prompt": "once upon a time", "max_tokens": 200, "ignore_eos": True, "temperature": 0}
+    _, _, want = s.post(CMPL, req)
+    done = {}
+
+    def generate():
+        done["stream"] = s.stream(CMPL, req)
+        done["at"] = time.time()
+
+    t = threading.Thread(target=generate)
+    t.start()
+    deadline = time.time() + 30
+    while t.is_alive() and time.time() < deadline and s.metrics()["ember_requests_running"] < 1:
+        pass  # polled back to back: a pause could miss the whole completion on a fast device
+    got, during = [], 0
+    while not got or (t.is_alive() and len(got) < 50):
+        status, _, r = s.post(EMB, {"input": text})
+        got.append(vectors(r)[0] if status == 200 else None)
+        during += t.is_alive()
+    t.join()
+    status, chunks, finished = done["stream"]
+    streamed = "".join(c["choices"][0]["text"] for c in chunks if c.get("choices"))
+    check(all(v == alone for v in got) and status == 200 and finished and streamed == want["choices"][0]["text"],
+          f"beside a streamed completion: {len(got)} vectors bit-identical to the one alone ({during} sent while "
+          f"it ran), and its text is the one it has alone")
+
+
+def test_embeddings_refused(s, dim):
+    for what, body, param in (
+            ("an empty string", {"input": ""}, "input"),
+            ("an empty string in a list", {"input": ["a", ""]}, "input"),
+            ("an empty list", {"input": []}, "input"),
+            ("an empty token-id list", {"input": [[1, 2], []]}, "input"),
+            ("a token id past the vocabulary", {"input": [5, 512]}, "input"),
+            ("a negative token id", {"input": [[5, -1]]}, "input"),
+            ("a token id that is not an integer", {"input": [5, 6.5]}, "input"),
+            ("a number", {"input": 5}, "input"),
+            ("an object", {"input": {"text": "a"}}, "input"),
+            ("strings and ids mixed", {"input": ["a", 3]}, "input"),
+            ("ids and strings mixed", {"input": [3, "a"]}, "input"),
+            ("a list of lists of strings", {"input": [["a"]]}, "input"),
+            ("booleans", {"input": [True]}, "input"),
+            ("no input", {"model": "test-model"}, "input"),
+            ("input null", {"input": None}, "input"),
+            ("more than 2048 inputs", {"input": ["a"] * 2049}, "input"),
+            ("an unknown encoding_format", {"input": "a", "encoding_format": "hex"}, "encoding_format"),
+            ("dimensions other than the model's", {"input": "a", "dimensions": dim // 2}, "dimensions")):
+        bad(s, f"/v1/embeddings refuses {what}", body, 400, param, path=EMB)
+    bad(s, "/v1/embeddings: another model is a 404", {"model": "gpt-9", "input": "a"}, 404, "model",
+        "model_not_found", path=EMB)
+    long_text = "hello there " * 300
+    bad(s, "/v1/embeddings: an input longer than the context (after two that fit: they are cancelled)",
+        {"input": ["a", "b", long_text]}, 400, "input", "context_length_exceeded", path=EMB)
+    deadline, m = time.time() + 30, {}
+    while time.time() < deadline:
+        m = s.metrics()
+        if m["ember_kv_blocks_used"] == 0 and m["ember_requests_running"] == 0 and m["ember_requests_waiting"] == 0:
+            break
+        time.sleep(0.05)
+    check(m["ember_kv_blocks_used"] == 0 and m["ember_requests_running"] == 0,
+          f"nothing left running or holding KV blocks ({m['ember_kv_blocks_used']:.0f} blocks)")
+    status, _, _ = s.request("GET", EMB)
+    check(status == 405, "GET /v1/embeddings is a 405")
+    status, _, r = s.post(EMB, {"input": ["a", "b"]})
+    after, length = s.metrics(), 'ember_requests_finished_total{reason="length"}'
+    counted = (after[length] - m[length], after["ember_prompt_tokens_total"] - m["ember_prompt_tokens_total"])
+    check(status == 200 and len(r["data"]) == 2 and counted == (2, r["usage"]["prompt_tokens"]),
+          f"then embeddings are served again, each input a request in /metrics (finished, prompt tokens: {counted})")
+
+
+def test_embeddings_reranker():
+    """A model whose GGUF declares rank pooling (a reranker): embeddings are a 400 saying
+    so, and completions are still served."""
+    model = os.path.join(TMP, "server_model_rank.gguf")
+    subprocess.run([EMBER, "make-test-model", model, "--dim", "64", "--layers", "2", "--heads", "4", "--kv-heads",
+                    "2", "--ffn", "128", "--vocab", "512", "--ctx", "256", "--pooling", "4"],
+                   check=True, stdout=subprocess.DEVNULL)
+    s = Server(model, "--model-name", "test-model")
+    try:
+        bad(s, "/v1/embeddings on a reranker (rank pooling)", {"input": ["a", "b"]}, 400, path=EMB)
+        status, _, _ = s.post(CMPL, {"prompt": "hi", "max_tokens": 2})
+        check(status == 200, "... which still serves completions")
+    finally:
+        s.stop()
 
 
 def generate_logprobs(model, prompt, n, k):
@@ -851,6 +995,9 @@ def test_device_lost(model, stream):
     status, _, r = s.post(CMPL, req)
     code = r.get("error", {}).get("code") if isinstance(r, dict) else None
     check(status == 503 and code == "device_lost", f"a new request gets 503 device_lost ({status}, {code})")
+    status, _, r = s.post(EMB, {"input": ["a", "b"]})
+    code = r.get("error", {}).get("code") if isinstance(r, dict) else None
+    check(status == 503 and code == "device_lost", f"so does an embeddings request ({status}, {code})")
     check(s.stop() == 0, "a server whose GPU was lost exits 0 on SIGTERM")
 
 
@@ -864,6 +1011,7 @@ def main():
     try:
         test_basic(s)
         test_tokens(s, model, ctx)
+        test_embeddings(s, 64)
         test_logprobs(s, model)
         test_stop_and_seed(s)
         test_samples(s)
@@ -879,6 +1027,7 @@ def main():
         code = s.stop()
     check(code == 0, "the server exits 0 on SIGTERM")
     test_api_key(model)
+    test_embeddings_reranker()
     test_speculation(model)
     test_device_lost(model, stream=False)
     test_device_lost(model, stream=True)

@@ -1,8 +1,9 @@
 // check.mjs — the official OpenAI Node client (the `openai` npm package, v4) against a
 // running `ember serve`. Run by tests/test_openai_client.sh:
 //
-//   NODE_PATH=DIR/node_modules node check.mjs BASE_URL API_KEY MODEL_ID
+//   NODE_PATH=DIR/node_modules node check.mjs BASE_URL API_KEY MODEL_ID DIM
 //
+// DIM is the model's hidden size: the length of its embeddings.
 // Besides OpenAI's fields it passes vLLM's truncate_prompt_tokens, as an extra body field.
 //
 // Prints one line per check ("ok   ..." or "FAIL ...") and exits 1 when any failed.
@@ -12,9 +13,10 @@ import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 const OpenAI = require('openai');
 
-const [baseURL, apiKey, modelId] = process.argv.slice(2);
-if (!baseURL || !apiKey || !modelId) {
-  console.error('usage: node check.mjs BASE_URL API_KEY MODEL_ID');
+const [baseURL, apiKey, modelId, dimArg] = process.argv.slice(2);
+const dim = Number(dimArg);
+if (!baseURL || !apiKey || !modelId || !(dim > 0)) {
+  console.error('usage: node check.mjs BASE_URL API_KEY MODEL_ID DIM');
   process.exit(2);
 }
 
@@ -194,6 +196,41 @@ await check('completions.create best_of: 3, n: 2', async () => {
   expect(r.choices.length === 2 && sums[0] >= sums[1], `choices ${show(r.choices.map((c) => c.text))} ${show(sums)}`);
   return `${show(r.choices.map((c) => c.text))}, summed log-probabilities ${show(sums)}`;
 });
+
+// The client asks for base64 unless told otherwise and decodes it into float32 values; with
+// encoding_format given it returns the data as the server sent it.
+const texts = ['Once upon a time', 'there was a cat'];
+const unitNorm = (v) => Math.abs(Math.sqrt(v.reduce((a, x) => a + x * x, 0)) - 1) < 1e-4;
+
+await check('embeddings.create: two vectors of the model\'s size, unit norm; the same as encoding_format float', async () => {
+  const r = await client.embeddings.create({ model: modelId, input: texts });
+  expect(r.object === 'list' && r.data.length === 2 && r.data.every((d, i) => d.index === i), `data ${show(r.data)}`);
+  const vs = r.data.map((d) => Array.from(d.embedding));
+  expect(vs.every((v) => v.length === dim && unitNorm(v)), `lengths ${show(vs.map((v) => v.length))}, want ${dim}`);
+  expect(r.usage && r.usage.prompt_tokens > 0 && r.usage.total_tokens === r.usage.prompt_tokens, `usage ${show(r.usage)}`);
+  const f = await client.embeddings.create({ model: modelId, input: texts, encoding_format: 'float' });
+  // float32 values from the bytes; the JSON numbers carry 9 digits, which round back to them
+  const same = f.data.every((d, i) => d.embedding.every((x, k) => Math.fround(x) === vs[i][k]));
+  expect(same, `decoded ${show(vs[0].slice(0, 4))} != float ${show(f.data[0].embedding.slice(0, 4))}`);
+  return `${vs.length} x ${dim}, first ${show(vs[0].slice(0, 3))}, usage ${show(r.usage)}`;
+});
+
+await check("embeddings.create encoding_format: 'base64': the float32 bytes as sent", async () => {
+  const r = await client.embeddings.create({ model: modelId, input: texts, encoding_format: 'base64' });
+  const f = await client.embeddings.create({ model: modelId, input: texts, encoding_format: 'float' });
+  expect(r.data.every((d) => typeof d.embedding === 'string'), `not strings: ${show(r.data)}`);
+  const decoded = r.data.map((d) => {
+    const b = Buffer.from(d.embedding, 'base64');
+    return Array.from({ length: b.length / 4 }, (_, k) => b.readFloatLE(4 * k));
+  });
+  expect(decoded.every((v, i) => v.length === dim && v.every((x, k) => x === Math.fround(f.data[i].embedding[k]))),
+    `decoded ${show(decoded[0].slice(0, 4))} != float ${show(f.data[0].embedding.slice(0, 4))}`);
+  return `${r.data[0].embedding.length} base64 characters a vector`;
+});
+
+await check('embeddings.create with an empty string: BadRequestError 400 naming input', () =>
+  expectError(() => client.embeddings.create({ model: modelId, input: '' }), OpenAI.BadRequestError, 400,
+    { param: 'input' }));
 
 await check('a wrong API key: AuthenticationError 401', () => {
   const bad = new OpenAI({ baseURL, apiKey: 'sk-wrong', maxRetries: 0, timeout: 30_000 });
