@@ -954,6 +954,36 @@ EMBER_API ember_status ember_chat_take_back(ember_chat *chat);
  * last reply stay: start a new chat to go on). */
 EMBER_API ember_status ember_chat_set_fit(ember_chat *chat, const ember_chat_fit *fit);
 
+/* Saving a conversation to continue it later, in this process or another (docs/chat.md,
+ * "Saving a conversation"):
+ *     ember_chat_tokens(c, &ids, &n);    after a reply: the conversation's ids
+ *     submit {.tokens = ids, .n_tokens = n, .prompt_only = 1, .on_state = keep}: the
+ *         prefix cache holds all but the last id, so only that one is computed
+ *     ember_chat_save(c, state, state_len, buf, cap, &len);  buf: write it anywhere
+ * and later:
+ *     ember_chat_load(model, NULL, buf, len, &c);   the same messages and ids
+ *     ember_chat_kv_state(c, &state, &state_len);   give it as desc.state with the next
+ *         prompt's request: its blocks are restored instead of the conversation computed.
+ * The conversation's ids through the last reply (n 0 after old turns were dropped: the
+ * next prompt is rendered afresh). EMBER_ERR_INVALID_ARG between ember_chat_prompt and
+ * its reply. Valid until the next call on chat. */
+EMBER_API ember_status ember_chat_tokens(ember_chat *chat, const uint32_t **ids, size_t *n);
+/* The chat's messages, ids and fitting, with kv_state (kv_len bytes; NULL, 0: none) —
+ * the KV state of ember_chat_tokens' ids — as one checksummed block of bytes: *len is
+ * its size, and it is written to buf when cap holds it all (call with NULL, 0 first to
+ * learn the size). Not between ember_chat_prompt and its reply. */
+EMBER_API ember_status ember_chat_save(ember_chat *chat, const void *kv_state, size_t kv_len, void *buf, size_t cap,
+                                       size_t *len);
+/* A chat from ember_chat_save's bytes (untrusted: every field is checked) for model, with
+ * template_name as ember_chat_create: the template family must be the one it was saved
+ * with, and its KV state of this model (fingerprint) and of its ids. On failure *out
+ * holds the message (free it). */
+EMBER_API ember_status ember_chat_load(ember_model *model, const char *template_name, const void *buf, size_t len,
+                                       ember_chat **out);
+/* A loaded chat's KV state (NULL, 0: none), owned by the chat: desc.state for the next
+ * prompt's request. */
+EMBER_API void ember_chat_kv_state(const ember_chat *chat, const void **state, size_t *len);
+
 typedef struct ember_chat_info {
     size_t n_messages;          /* in the conversation now (dropped ones are gone) */
     size_t n_tokens;            /* the last prompt, and the reply added to it */

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "chat_file.h"
 #include "cli.h"
 #include "commands.h"
 
@@ -52,6 +53,7 @@ typedef struct session {
     uint32_t ctx;               /* what the conversation may hold: the context, or the KV pool */
     int n_turn;
     bool full;                  /* refused for want of room: only /reset goes on */
+    bool restore;               /* a chat was loaded: its KV state goes with the next turn */
 } session;
 
 /* Set by the SIGINT handler, cleared by whoever acts on it; main_thread is the one that
@@ -94,6 +96,7 @@ static int usage(FILE *out, int code)
                  "          --frequency-penalty F --presence-penalty P --seed S\n"
                  "          --logit-bias ID=BIAS (repeatable; -inf bans the token)\n"
                  "One message per line on stdin. Ctrl-C stops a reply; /reset starts a new conversation;\n"
+                 "/save FILE writes the conversation and its KV cache, /load FILE continues one;\n"
                  "/exit, Ctrl-D (end of input) or Ctrl-C twice at the prompt leaves.\n"
                  "Past the context the oldest turns are dropped (the system message stays);\n"
                  "--overflow refuse ends the conversation there instead (until /reset).\n");
@@ -212,6 +215,7 @@ static ember_status generate(session *s, const uint32_t *ids, size_t n, turn *t,
     ember_request_desc d = {.tokens = ids, .n_tokens = n, .max_tokens = (uint32_t)s->a->n,
                             .sampling = s->a->sampling, .on_token = on_token, .on_done = on_done, .user = t,
                             .grammar = s->a->grammar.gbnf, .json_schema = s->a->grammar.json_schema};
+    if (s->restore) ember_chat_kv_state(s->chat, &d.state, &d.state_len); /* after /load */
     ember_request_id id;
     catch_sigint(false);
     interrupted = 0;
@@ -250,6 +254,7 @@ static int run_turn(session *s)
     turn t = {0};
     bool stopped = false;
     ember_status st = generate(s, ids, n, &t, &stopped);
+    s->restore = false;
     int code = 0;
     if (st == EMBER_ERR_CONTEXT_FULL) { /* refused by the engine: its KV pool (--kv-blocks) */
         fprintf(stderr, "[not sent: %s; the conversation goes on without it]\n", ember_engine_error(s->e));
@@ -263,8 +268,10 @@ static int run_turn(session *s)
         code = 1;
     } else {
         const ember_request_metrics *m = &t.m;
-        fprintf(stderr, "[turn %d: %u prompt tokens, %u from cache, %u generated, %.1f tok/s%s]\n", ++s->n_turn,
-                m->n_prompt, m->n_cached, m->n_gen, rate(m->n_gen > 1 ? m->n_gen - 1 : 0, m->decode_ms),
+        char restored[48] = "";
+        if (m->n_restored) snprintf(restored, sizeof restored, ", %u restored", m->n_restored);
+        fprintf(stderr, "[turn %d: %u prompt tokens, %u from cache%s, %u generated, %.1f tok/s%s]\n", ++s->n_turn,
+                m->n_prompt, m->n_cached, restored, m->n_gen, rate(m->n_gen > 1 ? m->n_gen - 1 : 0, m->decode_ms),
                 stopped                           ? "; stopped by Ctrl-C"
                 : t.why == EMBER_FINISH_CONTEXT ? "; cut at the end of the context"
                 : t.why == EMBER_FINISH_KV_FULL ? "; cut: the KV cache (--kv-blocks) is full"
@@ -291,20 +298,46 @@ static bool new_chat(session *s)
     return true;
 }
 
-typedef enum command { CMD_NONE, CMD_EXIT, CMD_RESET, CMD_HELP } command;
+typedef enum command { CMD_NONE, CMD_EXIT, CMD_RESET, CMD_HELP, CMD_SAVE, CMD_LOAD } command;
 
-static command parse_command(const char *line)
+/* The command a line is; *arg: the file of /save and /load (NULL when none is given). */
+static command parse_command(const char *line, const char **arg)
 {
+    *arg = NULL;
     if (strcmp(line, "/exit") == 0 || strcmp(line, "/quit") == 0) return CMD_EXIT;
     if (strcmp(line, "/reset") == 0) return CMD_RESET;
     if (strcmp(line, "/help") == 0) return CMD_HELP;
+    const char *names[2] = {"/save", "/load"};
+    for (int i = 0; i < 2; i++) {
+        size_t k = strlen(names[i]);
+        if (strncmp(line, names[i], k) || (line[k] && line[k] != ' ')) continue;
+        for (line += k; *line == ' '; line++) {}
+        *arg = *line ? line : NULL;
+        return i ? CMD_LOAD : CMD_SAVE;
+    }
     return CMD_NONE;
+}
+
+/* /load FILE: the saved conversation replaces this one; its KV cache goes with the next
+ * turn. */
+static void load(session *s, const char *path)
+{
+    ember_chat *c = chat_file_load(s->model, s->a->template_name, path);
+    if (!c) return;
+    ember_chat_free(s->chat);
+    s->chat = c;
+    s->full = false;
+    s->restore = true;
+    ember_chat_info ci;
+    ember_chat_get_info(c, &ci);
+    fprintf(stderr, "[loaded %s: %zu messages, %zu tokens]\n", path, ci.n_messages, ci.n_tokens);
 }
 
 static void banner(const session *s)
 {
     fprintf(stderr, "ember chat: %s template, context %u tokens. Type a message and Enter.\n"
-                    "  Ctrl-C stops a reply; /reset starts a new conversation; /exit or Ctrl-D leaves.\n",
+                    "  Ctrl-C stops a reply; /reset starts a new conversation; /save FILE and /load FILE keep\n"
+                    "  it (with its KV cache) for later; /exit or Ctrl-D leaves.\n",
             ember_chat_template_name(s->chat), s->ctx);
 }
 
@@ -312,8 +345,15 @@ static void banner(const session *s)
  * when the user leaves. */
 static int handle_line(session *s, const char *line)
 {
-    switch (parse_command(line)) {
+    const char *arg;
+    switch (parse_command(line, &arg)) {
     case CMD_EXIT: return -1;
+    case CMD_SAVE:
+    case CMD_LOAD:
+        if (!arg) fprintf(stderr, "[/save FILE and /load FILE need a file]\n");
+        else if (line[1] == 's') chat_file_save(s->e, s->chat, arg);
+        else load(s, arg);
+        return 0;
     case CMD_RESET:
         if (!new_chat(s)) return 1;
         fprintf(stderr, "[a new conversation%s]\n", s->a->system ? " (the system message is kept)" : "");

@@ -9,6 +9,7 @@
 #include "common/alloc.h"
 #include "chat.h"
 #include "chat_fit.h"
+#include "chat_state.h"
 #include "chat_template.h"
 #include "engine/model_handle.h"
 
@@ -71,27 +72,6 @@ ember_status ember_chat_apply(ember_model *model, const char *template_name, con
 
 /* ---- the conversation -------------------------------------------------------------- */
 
-struct ember_chat {
-    ember_err err;
-    ember_model *model;
-    ember_chat_template tmpl;
-    bool tmpl_ok;
-    ember_chat_message *msgs;  /* role: a static string; content: owned */
-    size_t n_msgs, cap_msgs;
-    uint32_t *ids;             /* the conversation; past base_ids, the pending prompt */
-    size_t n_ids, cap_ids;
-    size_t base_msgs, base_ids; /* fixed part: the messages through the last reply, their ids
-                                  (none after a drop: the next prompt renders all afresh) */
-    size_t replied_msgs;       /* the messages through the last reply, drop or not */
-    uint32_t base_last;        /* ids[base_ids - 1] as the reply left it: extend may write over it */
-    bool reply_eog;            /* the last reply ended with an end-of-generation token */
-    bool prompted;             /* ids end with a prompt for the messages after base_msgs */
-    ember_chat_fit fit;
-    ember_chat_message *dropped; /* what the last prompt dropped (content owned) */
-    size_t n_dropped;
-    uint32_t dropped_turns;
-    uint64_t dropped_total;
-};
 
 ember_status ember_chat_create(ember_model *model, const char *template_name, ember_chat **out)
 {
@@ -120,6 +100,7 @@ void ember_chat_free(ember_chat *c)
     ember_free(c->msgs);
     free_dropped(c);
     ember_free(c->ids);
+    ember_free(c->kv_state);
     if (c->tmpl_ok) ember_chat_template_free(&c->tmpl);
     ember_free(c);
 }
