@@ -12,6 +12,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <cjson/cJSON.h>
+
 #include "embed_job.h"
 #include "http.h"
 #include "job.h"
@@ -256,6 +258,49 @@ static enum MHD_Result embeddings(srv_http *h, struct MHD_Connection *c, const c
     return out ? send_json(c, 200, out) : send_error(h, c, &err);
 }
 
+/* ---- KV state files ----------------------------------------------------------------------- */
+
+/* The body's "filename", checked; NULL with *err filled. The caller frees *o. */
+static const char *state_filename(srv_http *h, const conn *cn, cJSON **o, api_error *err)
+{
+    *o = api_parse_object(&h->cfg.limits, cn->body ? cn->body : "", cn->len, err);
+    const cJSON *f = *o ? cJSON_GetObjectItemCaseSensitive(*o, "filename") : NULL;
+    if (*o && !(cJSON_IsString(f) && state_name_ok(f->valuestring)))
+        api_fail(err, 400, "invalid_request_error", "filename", NULL,
+                 "'filename' must be 1 to 128 of A-Z a-z 0-9 . _ -, not starting with a dot");
+    return *o && cJSON_IsString(f) && state_name_ok(f->valuestring) ? f->valuestring : NULL;
+}
+
+/* POST /v1/state/save {prompt, filename} and /v1/state/restore {filename}. */
+static enum MHD_Result state(srv_http *h, struct MHD_Connection *c, bool save, const conn *cn)
+{
+    if (!h->cfg.states.dir)
+        return fail(h, c, 404, "invalid_request_error", "not_found", "state files are off: start the server with --state-dir DIR");
+    if (queue_full(h)) return refuse_queue_full(h, c);
+    api_error err;
+    cJSON *o;
+    const char *name = state_filename(h, cn, &o, &err);
+    api_request rq = {0};
+    bool ok = name && (!save || api_parse(&h->cfg.limits, h->model, API_COMPLETION, cn->body, cn->len, &rq, &err));
+    uint32_t n = 0, restored = 0;
+    size_t bytes = 0;
+    if (ok && save) ok = state_save(&h->cfg.states, h->engine, &rq.desc, name, &n, &bytes, &err);
+    else if (ok) ok = state_restore(&h->cfg.states, h->engine, name, &n, &restored, &err);
+    char *out = NULL;
+    if (ok) {
+        cJSON *r = cJSON_CreateObject();
+        cJSON_AddStringToObject(r, "filename", name);
+        cJSON_AddNumberToObject(r, "n_tokens", n);
+        cJSON_AddNumberToObject(r, save ? "n_bytes" : "n_restored", save ? (double)bytes : restored);
+        out = cJSON_PrintUnformatted(r);
+        cJSON_Delete(r);
+    }
+    if (save && name) api_request_free(&rq);
+    cJSON_Delete(o);
+    if (ok && !out) api_fail(&err, 500, "server_error", NULL, NULL, "out of memory");
+    return ok && out ? send_json(c, 200, out) : send_error(h, c, &err);
+}
+
 /* /tokenize or /detokenize: answered at once, the engine untouched. */
 static enum MHD_Result tokens(srv_http *h, struct MHD_Connection *c, bool tokenize, const conn *cn)
 {
@@ -303,12 +348,14 @@ static enum MHD_Result route(srv_http *h, struct MHD_Connection *c, const char *
     bool chat = strcmp(url, "/v1/chat/completions") == 0, completion = strcmp(url, "/v1/completions") == 0;
     bool tokenize = strcmp(url, "/tokenize") == 0, detokenize = strcmp(url, "/detokenize") == 0;
     bool embedding = strcmp(url, "/v1/embeddings") == 0;
-    bool known_post = chat || completion || tokenize || detokenize || embedding;
+    bool save = strcmp(url, "/v1/state/save") == 0, restore = strcmp(url, "/v1/state/restore") == 0;
+    bool known_post = chat || completion || tokenize || detokenize || embedding || save || restore;
     if (known_post && post && cn->too_big)
         return fail(h, c, 413, "invalid_request_error", "request_too_large", "the request body is too large");
     if ((chat || completion) && post) return generate(h, c, chat ? API_CHAT : API_COMPLETION, cn);
     if ((tokenize || detokenize) && post) return tokens(h, c, tokenize, cn);
     if (embedding && post) return embeddings(h, c, cn);
+    if ((save || restore) && post) return state(h, c, save, cn);
     if (known_post || strcmp(url, "/v1/models") == 0)
         return fail(h, c, 405, "invalid_request_error", "method_not_allowed", "method not allowed");
     return fail(h, c, 404, "invalid_request_error", "not_found", "no such endpoint");

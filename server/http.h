@@ -10,6 +10,7 @@
 
 #include "api.h"
 #include "metrics.h"
+#include "state_store.h"
 
 typedef struct srv_config {
     const char *host;         /* address to bind; "127.0.0.1" unless --host */
@@ -18,6 +19,7 @@ typedef struct srv_config {
     uint32_t max_queue;       /* requests waiting before 503 */
     size_t max_body;          /* bytes; larger bodies get 413 */
     api_limits limits;
+    state_store states;       /* --state-dir: /v1/state/save and /v1/state/restore */
 } srv_config;
 
 typedef struct srv_http srv_http;

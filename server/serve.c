@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "http.h"
 #include "tools/cli.h"
@@ -27,10 +28,13 @@ static int usage(FILE *out, int code)
             "                   [--max-queue N] [--max-body BYTES] [--max-seqs N] [--max-batch-tokens N]\n"
             "                   [--kv-blocks N] [--kv-type f32|f16|q8_0] [--draft M2 [--draft-k K] | --ngram N]\n"
             "                   [--device N] [--backend vulkan|cpu] [--memory auto|discrete] [--memory-budget MIB]\n"
+            "                   [--state-dir DIR [--max-state-mib N]]\n"
             "Serves /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models, /tokenize, /detokenize,\n"
             "/health and /metrics on "
             "127.0.0.1:8080 unless --host/--port say otherwise (--port 0: any free port).\n"
-            "--max-queue N: requests waiting beyond N get 503 (default 256; 0 refuses all: draining).\n");
+            "--max-queue N: requests waiting beyond N get 503 (default 256; 0 refuses all: draining).\n"
+            "--state-dir DIR: /v1/state/save and /v1/state/restore keep KV states as files in DIR\n"
+            "(names only, no paths), each at most --max-state-mib (default 4096).\n");
     return code;
 }
 
@@ -45,6 +49,9 @@ static bool serve_flag(const char *f, const char *v, serve_args *a)
     if (!strcmp(f, "--max-queue")) return cli_int(f, v, 0, 1 << 20, &n) && (c->max_queue = (uint32_t)n, true);
     if (!strcmp(f, "--max-body")) return cli_int(f, v, 64, 1L << 30, &n) && (c->max_body = (size_t)n, true);
     if (!strcmp(f, "--kv-type")) return cli_kv_type(f, v, &a->eo.kv_type);
+    if (!strcmp(f, "--state-dir")) return c->states.dir = v, true;
+    if (!strcmp(f, "--max-state-mib"))
+        return cli_int(f, v, 1, 1 << 20, &n) && (c->states.max_bytes = (uint64_t)n << 20, true);
     int spec = cli_spec_flag(f, v, &a->spec, &a->draft);
     if (spec) return spec > 0;
     uint32_t *u = !strcmp(f, "--max-seqs") ? &a->eo.max_seqs
@@ -55,11 +62,13 @@ static bool serve_flag(const char *f, const char *v, serve_args *a)
 
 /* The options that take a value, besides the model's and speculation's. */
 static const char *const value_flags[] = {"--host", "--api-key", "--model-name", "--port", "--max-queue", "--max-body",
-                                          "--kv-type", "--max-seqs", "--max-batch-tokens", "--kv-blocks", NULL};
+                                          "--kv-type", "--max-seqs", "--max-batch-tokens", "--kv-blocks", "--state-dir",
+                                          "--max-state-mib", NULL};
 
 static bool parse(int argc, char **argv, serve_args *a)
 {
-    *a = (serve_args){.cfg = {.host = "127.0.0.1", .port = 8080, .max_queue = 256, .max_body = 1 << 20}};
+    *a = (serve_args){.cfg = {.host = "127.0.0.1", .port = 8080, .max_queue = 256, .max_body = 1 << 20,
+                              .states = {.max_bytes = 4096ull << 20}}};
     for (int i = 1; i < argc; i++) {
         int r = cli_model_flag(argc, argv, &i, &a->model);
         const char *v;
@@ -71,6 +80,12 @@ static bool parse(int argc, char **argv, serve_args *a)
         if (!(v = cli_value(argc, argv, &i)) || !serve_flag(argv[i - 1], v, a)) return false;
     }
     if (!a->model.path) fprintf(stderr, "ember serve: no model given (-m MODEL.gguf)\n");
+    struct stat st;
+    const char *dir = a->cfg.states.dir;
+    if (dir && (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))) {
+        fprintf(stderr, "ember serve: --state-dir %s is not a folder\n", dir);
+        return false;
+    }
     return a->model.path != NULL;
 }
 

@@ -16,6 +16,9 @@
  - vLLM's truncate_prompt_tokens: a prompt longer than the context is refused without it and
    served with it (its last N tokens, BOS lost; -1 = the context less one), on both
    endpoints, streamed and not;
+ - --state-dir: a prompt's KV state saved by one server and restored by another serves the
+   same prompt from the prefix cache with the same text; bad names, missing and changed
+   files refused;
  - --api-key (401 without or with a wrong key); a full queue (503 with Retry-After);
  - 32 requests of 96 tokens from 16 concurrent clients: all 200, served together (their
    intervals overlap and the engine ran several at once).
@@ -873,6 +876,60 @@ def test_api_key(model):
     check(s.stop() == 0, "SIGTERM: the server exits 0")
 
 
+def test_state_files(model):
+    """--state-dir: /v1/state/save writes a prompt's KV state as a file of the folder; a
+    second server restores it with /v1/state/restore, and the same prompt then takes its
+    blocks from the prefix cache and gives the first server's greedy text. Names with
+    paths or a leading dot are refused (400 naming filename), a missing file is a 404,
+    a changed file a 400 naming the checksum, and without --state-dir the endpoints are
+    off (404)."""
+    folder = os.path.join(TMP, "server_states")
+    os.makedirs(folder, exist_ok=True)
+    prompt = {"prompt": "a conversation that is saved and restored in another server", "max_tokens": 8,
+              "temperature": 0, "ignore_eos": True}
+    a = Server(model, "--state-dir", folder)
+    try:
+        status, _, r = a.post("/v1/state/save", dict(prompt, filename="conv-1.state"))
+        check(status == 200 and r["filename"] == "conv-1.state" and r["n_tokens"] > 8 and
+              os.path.getsize(os.path.join(folder, "conv-1.state")) == r["n_bytes"],
+              f"save: {status} {r}")
+        n_tokens = r.get("n_tokens", 0)
+        text = a.post(CMPL, prompt)[2]["choices"][0]["text"]
+        for name in ("../x", "a/b", ".hidden", "", "x" * 129, 5):
+            got, _, r = a.post("/v1/state/save", dict(prompt, filename=name))
+            check(got == 400 and r["error"]["param"] == "filename", f"save as {name!r}: {got}")
+        check(not os.path.exists(os.path.join(TMP, "x")), "nothing written outside the folder")
+    finally:
+        check(a.stop() == 0, "the first server exits 0")
+    with open(os.path.join(folder, "conv-1.state"), "rb") as f:
+        data = bytearray(f.read())
+    data[len(data) // 2] ^= 0x20
+    with open(os.path.join(folder, "bad.state"), "wb") as f:
+        f.write(data)
+    b = Server(model, "--state-dir", folder)
+    try:
+        hits = b.metrics()["ember_prefix_cache_hit_tokens_total"]
+        status, _, r = b.post("/v1/state/restore", {"filename": "conv-1.state"})
+        check(status == 200 and r["n_tokens"] == n_tokens and r["n_restored"] == n_tokens - 1, f"restore: {status} {r}")
+        again = b.post(CMPL, prompt)[2]["choices"][0]["text"]
+        hits = b.metrics()["ember_prefix_cache_hit_tokens_total"] - hits
+        check(again == text and hits >= n_tokens - 16,
+              f"the restored prompt: {hits:.0f} of {n_tokens} tokens from the cache, the first server's text")
+        got, _, r = b.post("/v1/state/restore", {"filename": "missing"})
+        check(got == 404 and r["error"]["code"] == "state_not_found", f"a missing file: {got}")
+        got, _, r = b.post("/v1/state/restore", {"filename": "bad.state"})
+        check(got == 400 and "checksum" in r["error"]["message"], f"a changed file: {got} {r}")
+        check(b.post(CMPL, prompt)[2]["choices"][0]["text"] == text, "the server serves on after the refusals")
+    finally:
+        check(b.stop() == 0, "the second server exits 0")
+    c = Server(model)
+    try:
+        got, _, r = c.post("/v1/state/restore", {"filename": "conv-1.state"})
+        check(got == 404 and "--state-dir" in r["error"]["message"], f"without --state-dir: {got}")
+    finally:
+        c.stop()
+
+
 def test_queue_full(model):
     """One request running (of --max-seqs 1), one waiting (of --max-queue 1): the next is
     refused. The model has a long context so that the two outlast the check."""
@@ -1027,6 +1084,7 @@ def main():
         code = s.stop()
     check(code == 0, "the server exits 0 on SIGTERM")
     test_api_key(model)
+    test_state_files(model)
     test_embeddings_reranker()
     test_speculation(model)
     test_device_lost(model, stream=False)
