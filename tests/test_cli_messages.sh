@@ -116,6 +116,11 @@ expect 2 "^ember bench: --top-k samples in the in-process engine; with --url the
     bench --url http://127.0.0.1:9 --top-k 40
 expect 2 "^ember: --sample-from is auto, candidates or rows, got 'gpu'" generate -m "$model" --sample-from gpu
 expect 0 "output_tokens" bench -m "$model" --requests 2 --prompt-len 4:4 --gen-len 3:3 --temp 1 --top-p 0.9 --json
+# prefill on one engine, decode on another: every request completes, with all its tokens
+expect 0 '"completed": 4, "output_tokens": 20, .*"disaggregated": true' \
+    bench -m "$model" --requests 4 --prompt-len 20:40 --gen-len 5:5 --json --disaggregate
+expect 2 "^ember bench: --disaggregate hands KV over without a draft model's" \
+    bench -m "$model" --disaggregate --draft "$model" --draft-k 2
 [ "$minimal" = 1 ] || expect 2 "^ember serve: no model given" serve
 expect 2 "^ember make-test-model: no output file given" make-test-model
 expect 2 "^ember quantize: wants 3 arguments, IN.gguf OUT.gguf NAME; got 1" quantize --pure "$model"

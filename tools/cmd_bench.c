@@ -6,7 +6,9 @@
  * computing on as padding rows, reported as padding_tokens and not counted in
  * output_tokens or throughput; static-ragged: the same without padded prompts).
  * --url sends the same workload to a running server instead (`ember serve` or any
- * OpenAI-compatible one) as streamed /v1/completions requests: bench_http.c. */
+ * OpenAI-compatible one) as streamed /v1/completions requests: bench_http.c.
+ * --disaggregate prefills on one engine and decodes on another (each on its worker
+ * thread), the prompt's KV handed over as a KV state (docs/state.md). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +34,7 @@ typedef struct bench_args {
     ember_sampling sampling;      /* --temp, --top-k, ...: every request's (greedy by default) */
     ember_logit_bias bias[CLI_MAX_BIAS];
     const char *sampling_flag;    /* the first sampling option given, refused with --url */
+    bool disaggregate;            /* prefill engine -> KV state -> decode engine */
     bool json, help;
 } bench_args;
 
@@ -43,6 +46,9 @@ typedef struct req {
     ember_request_metrics m;
     bool done;
     ember_finish why;
+    double t_submit;                   /* --disaggregate: when it went to the prefill engine */
+    ember_request_desc decode;         /* --disaggregate: what goes to the decode engine */
+    ember_engine *decoder;
 } req;
 
 typedef struct workload {
@@ -148,6 +154,8 @@ static bool consistent(const bench_args *a, bool vocab_given)
                         "(give it to ember serve)\n", a->engine_flag);
     else if (!a->url && (a->api_key || vocab_given))
         fprintf(stderr, "ember bench: %s goes with --url\n", a->api_key ? "--api-key" : "--vocab");
+    else if (a->disaggregate && a->draft)
+        fprintf(stderr, "ember bench: --disaggregate hands KV over without a draft model's: use --ngram\n");
     else if (!a->url && !a->model.path)
         fprintf(stderr, "ember bench: -m MODEL.gguf (or --url URL) is required\n");
     else
@@ -174,6 +182,7 @@ static bool parse(int argc, char **argv, bench_args *a)
         if (strcmp(argv[i], "--json") == 0) a->json = true;
         else if (strcmp(argv[i], "--no-prefix-cache") == 0) a->eo.no_prefix_cache = 1, a->engine_flag = argv[i];
         else if (strcmp(argv[i], "--profile") == 0) a->eo.profile = 1, a->engine_flag = argv[i];
+        else if (strcmp(argv[i], "--disaggregate") == 0) a->disaggregate = true, a->engine_flag = argv[i];
         else if (cli_flag_in(argv[i], cli_sampling_flags) && strcmp(argv[i], "--seed") != 0) {
             int matched;
             if (!(v = cli_value(argc, argv, &i)) || !cli_sampling_flag(argv[i - 1], v, &a->sampling, a->bias, &matched))
@@ -244,7 +253,7 @@ static void on_done(void *user, ember_request_id id, ember_finish why, const emb
     req *r = user;
     r->m = *m;
     r->why = why;
-    r->done = true;
+    __atomic_store_n(&r->done, true, __ATOMIC_RELEASE); /* read by another thread with --disaggregate */
 }
 
 static void progress(const workload *w, uint32_t submitted)
@@ -297,6 +306,55 @@ static ember_status drive(ember_engine *e, workload *w)
     return EMBER_OK;
 }
 
+/* ---- prefill on one engine, decode on another (--disaggregate) --------------------------- */
+
+/* The prefill engine's state callback (its worker thread): the request goes on to the
+ * decode engine with the KV state (copied by ember_submit). */
+static void hand_over(void *user, ember_request_id id, const void *state, size_t len)
+{
+    req *r = user;
+    ember_request_desc d = r->decode;
+    d.state = state, d.state_len = len;
+    if (ember_submit(r->decoder, &d, NULL) != EMBER_OK) r->why = EMBER_FINISH_ERROR, r->done = true;
+}
+
+static void prefill_done(void *user, ember_request_id id, ember_finish why, const ember_request_metrics *m)
+{
+    req *r = user;
+    if (why == EMBER_FINISH_ERROR || why == EMBER_FINISH_CANCELLED) r->why = EMBER_FINISH_ERROR, r->done = true;
+}
+
+/* Submits arrivals to the prefill engine p as their time comes; both engines run on
+ * their own worker threads (two devices would run them side by side). */
+static ember_status drive_split(ember_engine *p, ember_engine *d, workload *w)
+{
+    ember_status s = ember_engine_start(p);
+    if (s == EMBER_OK) s = ember_engine_start(d);
+    uint32_t next = 0;
+    w->t0 = now_ms();
+    while (s == EMBER_OK && w->completed < w->n) {
+        double t = (now_ms() - w->t0) / 1e3;
+        for (; s == EMBER_OK && next < w->n && w->r[next].arrival_s <= t && has_room(w, next); next++) {
+            req *r = &w->r[next];
+            r->decode = (ember_request_desc){.tokens = r->prompt, .n_tokens = r->n_prompt, .max_tokens = r->n_gen,
+                                             .ignore_eos = 1, .on_token = on_token, .on_done = on_done, .user = r,
+                                             .spec = w->spec, .sampling = w->sampling};
+            r->decode.sampling.seed += next;
+            r->decoder = d;
+            ember_request_desc pd = {.tokens = r->prompt, .n_tokens = r->n_prompt, .prompt_only = 1,
+                                     .on_state = hand_over, .on_done = prefill_done, .user = r};
+            r->t_submit = now_ms();
+            s = ember_submit(p, &pd, NULL);
+        }
+        usleep(1000);
+        uint32_t done = 0;
+        for (uint32_t i = 0; i < next; i++) done += __atomic_load_n(&w->r[i].done, __ATOMIC_ACQUIRE);
+        if (done != w->completed) w->completed = done, progress(w, next);
+    }
+    ember_engine_stop(p);
+    ember_engine_stop(d);
+    return s;
+}
 
 /* ---- the report ------------------------------------------------------------------------- */
 
@@ -436,6 +494,7 @@ static void engine_json(const bench_args *a, const workload *w, const ember_engi
            (unsigned long long)st->preemptions, (unsigned long long)st->steps,
            (unsigned long long)st->tokens_computed, (unsigned long long)st->padding_tokens,
            batching_name[a->eo.batching], a->eo.kv_layout == EMBER_KV_CONTIGUOUS ? "contiguous" : "paged");
+    printf(", \"disaggregated\": %s", a->disaggregate ? "true" : "false");
 }
 
 static void engine_text(const bench_args *a, const workload *w, const ember_engine_stats *st)
@@ -463,9 +522,11 @@ static bool report(const bench_args *a, workload *w, ember_engine *e, double dur
     if (!o) fprintf(stderr, "ember bench: out of memory\n");
     for (uint32_t i = 0; o && i < w->n; i++) {
         const req *r = &w->r[i];
-        o[i] = (outcome){.done = r->done, .length = r->why == EMBER_FINISH_LENGTH || r->why == EMBER_FINISH_CONTEXT, .n_tokens = r->n_tokens,
-                         .ttft_ms = r->m.ttft_ms, .tpot_ms = r->m.tpot_ms, .times = r->token_ms,
-                         .n_times = r->n_tokens};
+        o[i] = (outcome){.done = r->done && r->why != EMBER_FINISH_ERROR,
+                         .length = r->why == EMBER_FINISH_LENGTH || r->why == EMBER_FINISH_CONTEXT,
+                         .n_tokens = r->n_tokens, .ttft_ms = r->m.ttft_ms, .tpot_ms = r->m.tpot_ms,
+                         .times = r->token_ms, .n_times = r->n_tokens};
+        if (a->disaggregate && r->n_tokens) o[i].ttft_ms = r->token_ms[0] - r->t_submit; /* through both engines */
     }
     bool ok = o && summarize(a, o, w->n, duration_s, &s);
     free(o);
@@ -495,15 +556,19 @@ static int run(ember_model *m, ember_model *draft, const bench_args *a)
     ember_engine *e = NULL;
     ember_engine_opts eo = a->eo;
     eo.draft = draft;
+    ember_engine *pre = NULL; /* --disaggregate: the prefill engine; e decodes */
     ember_status s = make_workload(a, info.n_vocab, &w) ? ember_engine_create(m, &eo, &e) : EMBER_ERR_OUT_OF_MEMORY;
-    if (s == EMBER_OK) s = drive(e, &w);
+    if (s == EMBER_OK && a->disaggregate) s = ember_engine_create(m, &eo, &pre);
+    if (s == EMBER_OK) s = a->disaggregate ? drive_split(pre, e, &w) : drive(e, &w);
     int code = 0;
     if (s != EMBER_OK) {
-        fprintf(stderr, "ember: %s\n", e ? ember_engine_error(e) : "out of memory");
+        ember_engine *failed = pre && ember_engine_error(pre)[0] ? pre : e;
+        fprintf(stderr, "ember: %s\n", failed ? ember_engine_error(failed) : "out of memory");
         code = 1;
     } else if (!report(a, &w, e, (now_ms() - w.t0) / 1e3)) {
         code = 1;
     }
+    ember_engine_destroy(pre);
     ember_engine_destroy(e);
     free_workload(&w);
     return code;
@@ -604,7 +669,7 @@ static int usage(FILE *out, int code)
                 "                   [--batching continuous|static|static-ragged]\n"
                 "                   [--kv paged|contiguous] [--kv-type f32|f16|q8_0] [--no-prefix-cache] [--seed S]\n"
                 "                   [--slo-ttft-ms X] [--slo-tpot-ms Y]\n"
-                "                   [--draft M2 --draft-k K | --ngram N] [--profile] [--json]\n"
+                "                   [--draft M2 --draft-k K | --ngram N] [--profile] [--disaggregate] [--json]\n"
                 "                   [--temp T --top-k K --top-p P --min-p P ...: every request samples so,\n"
                 "                    seeded from --seed; greedy by default] [--sample-from auto|candidates|rows]\n"
                 "       ember bench --url http://HOST:PORT [--model NAME] [--api-key KEY] [--vocab V]\n"
