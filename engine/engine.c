@@ -67,6 +67,8 @@ struct ember_engine {
     uint64_t filler_tokens;       /* rows of no request (static batching's padding) */
     bool cands;                   /* samplers may read their rows' best candidates */
     uint64_t sampled_cands, sampled_rows; /* tokens drawn from candidates / whole rows */
+    uint64_t states_saved, states_restored, state_bytes_saved, state_bytes_restored, state_positions;
+    double state_s;               /* device transfers of KV states */
     /* the step in flight (begin done, end not yet) */
     bool in_flight;
     uint32_t n_items;
@@ -745,11 +747,15 @@ static bool give_state(ember_engine *e, request *r)
     size_t size = ember_kv_state_size(&st);
     uint8_t *rows = ember_malloc(ember_kv_state_kv_bytes(&st) + 1), *buf = ember_malloc(size + 1);
     r->state_saved = true;
+    double t0 = now_ms();
     bool ok = rows && buf && size &&
               ember_step_transfer_kv(e->step, r->blocks, 0, r->n_prompt, rows, r->n_prompt, false, &e->step_err) == EMBER_OK;
     if (ok) {
         st.kv = rows;
         ember_kv_state_write(&st, buf);
+        e->state_s += (now_ms() - t0) / 1e3;
+        e->states_saved++;
+        e->state_bytes_saved += size;
         r->on_state(r->user, r->id, buf, size);
     } else {
         r->m.error = rows && buf ? "the KV state could not be read back from the device" : "out of memory for the KV state";
@@ -816,9 +822,14 @@ static ember_status apply_restores(ember_engine *e, uint32_t n_items)
     for (uint32_t i = 0; i < n_items; i++) {
         request *r = e->items[i].r;
         if (!r || r->restore_to <= r->restore_from) continue;
+        double t0 = now_ms();
         ember_status s = ember_step_transfer_kv(e->step, r->blocks, r->restore_from, r->restore_to, r->restore_rows,
                                                 r->restore_pos, true, &e->step_err);
         if (s != EMBER_OK) return s;
+        e->state_s += (now_ms() - t0) / 1e3;
+        e->states_restored++;
+        e->state_bytes_restored += r->state_bytes;
+        e->state_positions += r->restore_to - r->restore_from;
         r->m.n_restored = r->restore_to - r->restore_from;
         r->restore_to = r->restore_from = 0;
         ember_sched_advance(e->sched, r, 0);
@@ -1068,6 +1079,9 @@ static void publish_stats(ember_engine *e)
         .steps = e->steps, .tokens_computed = e->tokens_computed, .padding_tokens = e->filler_tokens,
         .cow_copies = ss->cow_copies,
         .sampled_from_candidates = e->sampled_cands, .sampled_from_rows = e->sampled_rows,
+        .kv_states_saved = e->states_saved, .kv_states_restored = e->states_restored,
+        .kv_state_bytes_saved = e->state_bytes_saved, .kv_state_bytes_restored = e->state_bytes_restored,
+        .kv_state_positions_restored = e->state_positions, .kv_state_transfer_s = e->state_s,
         .kv_type = e->o.kv_type,
         .kv_bytes_per_token = kv_token_bytes(hp, e->o.kv_type),
         .requests_running = n_run, .requests_waiting = n_wait, .kv_blocks_max = e->o.kv_blocks,

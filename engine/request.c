@@ -235,6 +235,7 @@ static ember_status restore(const ember_request_env *env, const ember_request_de
             s = ember_fail(err, EMBER_ERR_INVALID_ARG, "the prompt does not begin with the state's %u tokens "
                            "(they part at position %u)", st.n_tokens, i);
     if (s == EMBER_OK) s = copy_rows(env, &st, st.n_kv < r->n_prompt ? st.n_kv : r->n_prompt - 1, r, err);
+    r->state_bytes = d->state_len;
     ember_free(copy);
     return s;
 }

@@ -42,6 +42,7 @@ typedef struct request {
     uint8_t *restore_rows;      /* desc.state's rows, of the engine's KV type, for
                                    positions 0 .. restore_pos - 1 (kv_state.h's order) */
     uint32_t restore_pos, n_restore; /* the rows' positions; those used (< n_prompt) */
+    size_t state_bytes;         /* desc.state_len, for the engine's counters */
     uint32_t restore_from, restore_to; /* set at admission: positions the engine writes
                                           from restore_rows before the step (to 0: none) */
     void *user;

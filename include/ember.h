@@ -728,6 +728,12 @@ typedef struct ember_engine_stats {
     uint64_t sampled_from_candidates; /* tokens sampled (not greedy) from the best candidates of
                                      their row that the GPU picked, reading 2 KiB (docs/sampling.md) */
     uint64_t sampled_from_rows;   /* ... from a whole row of logits read back */
+    /* KV states (docs/state.md): handed over by on_state, and restored from desc.state;
+     * their bytes (the states' own size) and the device transfer's time */
+    uint64_t kv_states_saved, kv_states_restored;
+    uint64_t kv_state_bytes_saved, kv_state_bytes_restored;
+    uint64_t kv_state_positions_restored; /* prompt positions written instead of computed */
+    double kv_state_transfer_s;
 } ember_engine_stats;
 /* A snapshot taken at the end of the last step (and at submit, and as each request
  * finishes, so that it agrees with ember_engine_pending). Thread-safe. */

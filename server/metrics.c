@@ -151,6 +151,18 @@ char *srv_metrics_render(srv_metrics *m, ember_engine *e, size_t *len)
             "# TYPE ember_sampled_tokens_total counter\n"
             "ember_sampled_tokens_total{from=\"candidates\"} %llu\nember_sampled_tokens_total{from=\"rows\"} %llu\n",
         (unsigned long long)st.sampled_from_candidates, (unsigned long long)st.sampled_from_rows);
+    put(&o, "# HELP ember_kv_states_total KV states handed over (saved: a save, or a prefill for another engine) "
+            "and restored.\n# TYPE ember_kv_states_total counter\n"
+            "ember_kv_states_total{way=\"saved\"} %llu\nember_kv_states_total{way=\"restored\"} %llu\n",
+        (unsigned long long)st.kv_states_saved, (unsigned long long)st.kv_states_restored);
+    put(&o, "# HELP ember_kv_state_bytes_total Bytes of those KV states.\n# TYPE ember_kv_state_bytes_total counter\n"
+            "ember_kv_state_bytes_total{way=\"saved\"} %llu\nember_kv_state_bytes_total{way=\"restored\"} %llu\n",
+        (unsigned long long)st.kv_state_bytes_saved, (unsigned long long)st.kv_state_bytes_restored);
+    metric(&o, "ember_kv_state_restored_tokens_total", "counter",
+           "Prompt positions whose K/V were restored instead of computed.", st.kv_state_positions_restored);
+    put(&o, "# HELP ember_kv_state_transfer_seconds_total Time moving KV states between the device and the host.\n"
+            "# TYPE ember_kv_state_transfer_seconds_total counter\nember_kv_state_transfer_seconds_total %.6f\n",
+        st.kv_state_transfer_s);
     pthread_mutex_lock(&m->mu);
     srv_metrics c = *m; /* a consistent copy; its mutex is not used */
     pthread_mutex_unlock(&m->mu);

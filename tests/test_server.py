@@ -915,6 +915,11 @@ def test_state_files(model):
         hits = b.metrics()["ember_prefix_cache_hit_tokens_total"] - hits
         check(again == text and hits >= n_tokens - 16,
               f"the restored prompt: {hits:.0f} of {n_tokens} tokens from the cache, the first server's text")
+        m = b.metrics()
+        check(m['ember_kv_states_total{way="restored"}'] == 1 and
+              m['ember_kv_state_restored_tokens_total'] == n_tokens - 1 and
+              m['ember_kv_state_bytes_total{way="restored"}'] == os.path.getsize(os.path.join(folder, "conv-1.state")),
+              "/metrics counts the restored state, its tokens and bytes")
         got, _, r = b.post("/v1/state/restore", {"filename": "missing"})
         check(got == 404 and r["error"]["code"] == "state_not_found", f"a missing file: {got}")
         got, _, r = b.post("/v1/state/restore", {"filename": "bad.state"})

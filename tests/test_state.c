@@ -110,6 +110,12 @@ static void check_shared(ember_model *m)
     CHECKF(a.m.n_restored == PLEN - 1 && b.m.n_cached == PLEN - 1 && b.m.n_restored == 0,
            "restored %u, then cached %u", a.m.n_restored, b.m.n_cached);
     CHECK(ef_same_tokens(&a, &b, 4));
+    ember_engine_stats st;
+    ember_engine_get_stats(e, &st);
+    CHECKF(st.kv_states_restored == 1 && st.kv_state_bytes_restored == s.len && st.kv_states_saved == 0 &&
+               st.kv_state_positions_restored == PLEN - 1 && st.kv_state_transfer_s > 0,
+           "stats: %llu restored, %llu bytes", (unsigned long long)st.kv_states_restored,
+           (unsigned long long)st.kv_state_bytes_restored);
     ember_engine_destroy(e);
     free(s.bytes);
 }
