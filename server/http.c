@@ -122,9 +122,10 @@ static bool echo(job *j, ember_model *model, const api_request *rq)
  * (group) so that they share the prompt's KV blocks — except when each computes its own
  * prompt log-probabilities (echo with logprobs), which needs every prompt row. On a
  * failure the samples already submitted are cancelled by the caller (job_closed). */
-static ember_status submit_samples(srv_http *h, job *j, api_request *rq, uint64_t group)
+static ember_status submit_samples(srv_http *h, job *j, api_request *rq, uint64_t group, uint32_t *submitted)
 {
     ember_status s = EMBER_OK;
+    *submitted = 0;
     for (uint32_t i = 0; s == EMBER_OK && i < rq->best_of; i++) {
         ember_request_desc d = rq->desc;
         d.sampling.seed += i;
@@ -133,6 +134,7 @@ static ember_status submit_samples(srv_http *h, job *j, api_request *rq, uint64_
         ember_request_id id = 0;
         s = ember_submit(h->engine, &d, &id);
         job_submitted(j, i, s == EMBER_OK ? id : 0);
+        *submitted += s == EMBER_OK;
     }
     return s;
 }
@@ -147,6 +149,74 @@ static bool queue_full(srv_http *h)
 static enum MHD_Result refuse_queue_full(srv_http *h, struct MHD_Connection *c)
 {
     return fail(h, c, 503, "server_error", "queue_full", "the server's queue is full; retry later");
+}
+
+/* ---- prefill on another server -------------------------------------------------------------- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The prompt's ids as the engine will tokenize them (malloc'ed), or NULL. */
+static uint32_t *prompt_ids(srv_http *h, const api_request *rq, size_t *n)
+{
+    if (!rq->prompt) {
+        uint32_t *ids = malloc((rq->n_tokens + 1) * sizeof *ids);
+        if (ids) memcpy(ids, rq->tokens, rq->n_tokens * sizeof *ids), *n = rq->n_tokens;
+        return ids;
+    }
+    unsigned flags = (rq->desc.no_bos ? 0 : EMBER_TOKENIZE_ADD_BOS) | (rq->desc.parse_special ? EMBER_TOKENIZE_PARSE_SPECIAL : 0);
+    size_t len = strlen(rq->prompt);
+    uint32_t *ids = malloc((len + 8) * sizeof *ids);
+    if (ids && ember_tokenize(h->model, rq->prompt, len, flags, ids, len + 8, n) == EMBER_OK && *n <= len + 8) return ids;
+    free(ids);
+    return NULL;
+}
+
+/* With --prefill-peer and a prompt of at least --prefill-min-tokens: the peer's KV state
+ * of it (malloc'ed, for rq->desc.state), or NULL to prefill here (counted as a fallback
+ * when the peer was asked and failed). */
+static void *remote_prefill(srv_http *h, const api_request *rq, size_t *len)
+{
+    size_t n = 0;
+    uint32_t *ids = h->cfg.peer.url ? prompt_ids(h, rq, &n) : NULL;
+    if (!ids || n < h->cfg.peer.min_tokens) {
+        free(ids);
+        return NULL;
+    }
+    char why[256];
+    double t0 = now_s();
+    void *state = prefill_peer_fetch(&h->cfg.peer, ids, n, len, why, sizeof why);
+    srv_metrics_prefill_peer(h->metrics, state != NULL, now_s() - t0);
+    if (!state) fprintf(stderr, "ember serve: the prefill peer failed (%s): prefilled here\n", why);
+    free(ids);
+    return state;
+}
+
+/* POST /v1/prefill (--serve-prefill): a completion body's prompt, answered with its KV
+ * state as bytes. */
+static enum MHD_Result prefill(srv_http *h, struct MHD_Connection *c, const conn *cn)
+{
+    if (!h->cfg.serve_prefill)
+        return fail(h, c, 404, "invalid_request_error", "not_found", "this server prefills for no one: start it with --serve-prefill");
+    if (queue_full(h)) return refuse_queue_full(h, c);
+    api_request rq;
+    api_error err;
+    if (!api_parse(&h->cfg.limits, h->model, API_COMPLETION, cn->body ? cn->body : "", cn->len, &rq, &err))
+        return send_error(h, c, &err);
+    size_t len = 0;
+    uint32_t n = 0;
+    void *state = state_compute(h->engine, &rq.desc, h->cfg.states.max_bytes, &len, &n, &err);
+    api_request_free(&rq);
+    if (!state) return send_error(h, c, &err);
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, state, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(r, "Content-Type", "application/octet-stream");
+    enum MHD_Result ok = MHD_queue_response(c, 200, r);
+    MHD_destroy_response(r);
+    return ok;
 }
 
 static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, api_kind kind, const conn *cn)
@@ -176,7 +246,18 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, api_kind 
         api_request_free(&rq);
         return fail(h, c, 500, "server_error", NULL, "out of memory");
     }
-    ember_status s = submit_samples(h, j, &rq, number);
+    size_t state_len = 0;
+    void *state = remote_prefill(h, &rq, &state_len);
+    rq.desc.state = state, rq.desc.state_len = state_len;
+    uint32_t submitted;
+    ember_status s = submit_samples(h, j, &rq, number, &submitted);
+    if (s != EMBER_OK && state && !submitted) { /* the peer's state refused: prefill here, never lose the request */
+        fprintf(stderr, "ember serve: the prefill peer's state was refused (%s): prefilled here\n", ember_engine_error(h->engine));
+        srv_metrics_prefill_peer(h->metrics, false, 0);
+        rq.desc.state = NULL, rq.desc.state_len = 0;
+        s = submit_samples(h, j, &rq, number, &submitted);
+    }
+    free(state);
     bool stream = rq.stream;
     api_request_free(&rq);
     if (s != EMBER_OK) {
@@ -349,13 +430,15 @@ static enum MHD_Result route(srv_http *h, struct MHD_Connection *c, const char *
     bool tokenize = strcmp(url, "/tokenize") == 0, detokenize = strcmp(url, "/detokenize") == 0;
     bool embedding = strcmp(url, "/v1/embeddings") == 0;
     bool save = strcmp(url, "/v1/state/save") == 0, restore = strcmp(url, "/v1/state/restore") == 0;
-    bool known_post = chat || completion || tokenize || detokenize || embedding || save || restore;
+    bool prefill_url = strcmp(url, "/v1/prefill") == 0;
+    bool known_post = chat || completion || tokenize || detokenize || embedding || save || restore || prefill_url;
     if (known_post && post && cn->too_big)
         return fail(h, c, 413, "invalid_request_error", "request_too_large", "the request body is too large");
     if ((chat || completion) && post) return generate(h, c, chat ? API_CHAT : API_COMPLETION, cn);
     if ((tokenize || detokenize) && post) return tokens(h, c, tokenize, cn);
     if (embedding && post) return embeddings(h, c, cn);
     if ((save || restore) && post) return state(h, c, save, cn);
+    if (prefill_url && post) return prefill(h, c, cn);
     if (known_post || strcmp(url, "/v1/models") == 0)
         return fail(h, c, 405, "invalid_request_error", "method_not_allowed", "method not allowed");
     return fail(h, c, 404, "invalid_request_error", "not_found", "no such endpoint");

@@ -10,6 +10,7 @@
 
 #include "api.h"
 #include "metrics.h"
+#include "prefill_peer.h"
 #include "state_store.h"
 
 typedef struct srv_config {
@@ -20,6 +21,8 @@ typedef struct srv_config {
     size_t max_body;          /* bytes; larger bodies get 413 */
     api_limits limits;
     state_store states;       /* --state-dir: /v1/state/save and /v1/state/restore */
+    bool serve_prefill;       /* --serve-prefill: POST /v1/prefill answers prompts' KV states */
+    prefill_peer peer;        /* --prefill-peer: long prompts are prefilled there */
 } srv_config;
 
 typedef struct srv_http srv_http;

@@ -29,6 +29,8 @@ struct srv_metrics {
     histogram ttft, itl, e2e;
     unsigned long long prompt_tokens, generation_tokens, drafted, accepted;
     unsigned long long finished[N_FINISH], refused[N_REFUSED];
+    unsigned long long peer_prefills, peer_fallbacks;
+    double peer_s;
 };
 
 srv_metrics *srv_metrics_create(void)
@@ -79,6 +81,15 @@ void srv_metrics_refused(srv_metrics *m, int status)
     size_t i = refused_index(status);
     pthread_mutex_lock(&m->mu);
     m->refused[i]++;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void srv_metrics_prefill_peer(srv_metrics *m, bool ok, double seconds)
+{
+    pthread_mutex_lock(&m->mu);
+    if (ok) m->peer_prefills++;
+    else m->peer_fallbacks++;
+    m->peer_s += seconds;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -180,6 +191,12 @@ char *srv_metrics_render(srv_metrics *m, ember_engine *e, size_t *len)
             "status.\n# TYPE ember_requests_refused_total counter\n");
     for (size_t i = 0; i < N_REFUSED; i++)
         put(&o, "ember_requests_refused_total{status=\"%d\"} %llu\n", REFUSED[i], c.refused[i]);
+    put(&o, "# HELP ember_prefill_peer_total Prompts sent to the --prefill-peer: prefilled there (remote) or, "
+            "the peer failing, here (fallback).\n# TYPE ember_prefill_peer_total counter\n"
+            "ember_prefill_peer_total{result=\"remote\"} %llu\nember_prefill_peer_total{result=\"fallback\"} %llu\n"
+            "# HELP ember_prefill_peer_seconds_total Time spent asking the peer.\n"
+            "# TYPE ember_prefill_peer_seconds_total counter\nember_prefill_peer_seconds_total %.6f\n",
+        c.peer_prefills, c.peer_fallbacks, c.peer_s);
     render_histogram(&o, "ember_time_to_first_token_seconds", "Submit to first token.", &c.ttft);
     render_histogram(&o, "ember_inter_token_latency_seconds", "Time between two tokens of a request.", &c.itl);
     render_histogram(&o, "ember_e2e_request_latency_seconds", "Submit to finish.", &c.e2e);

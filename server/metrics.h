@@ -4,6 +4,7 @@
 #ifndef EMBER_SERVER_METRICS_H
 #define EMBER_SERVER_METRICS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "ember.h"
@@ -17,6 +18,9 @@ void srv_metrics_free(srv_metrics *m);
 void srv_metrics_request_done(srv_metrics *m, ember_finish why, const ember_request_metrics *rm);
 /* A request was answered with HTTP error status (4xx/5xx) before it reached the engine. */
 void srv_metrics_refused(srv_metrics *m, int status);
+/* A prompt went to the --prefill-peer: its state came back and was taken (ok), or the
+ * request was prefilled here instead (a fallback), after seconds of asking. */
+void srv_metrics_prefill_peer(srv_metrics *m, bool ok, double seconds);
 /* The time between two tokens of one request, seconds. */
 void srv_metrics_inter_token(srv_metrics *m, double seconds);
 

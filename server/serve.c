@@ -28,13 +28,17 @@ static int usage(FILE *out, int code)
             "                   [--max-queue N] [--max-body BYTES] [--max-seqs N] [--max-batch-tokens N]\n"
             "                   [--kv-blocks N] [--kv-type f32|f16|q8_0] [--draft M2 [--draft-k K] | --ngram N]\n"
             "                   [--device N] [--backend vulkan|cpu] [--memory auto|discrete] [--memory-budget MIB]\n"
-            "                   [--state-dir DIR [--max-state-mib N]]\n"
+            "                   [--state-dir DIR [--max-state-mib N]] [--serve-prefill]\n"
+            "                   [--prefill-peer URL [--prefill-min-tokens N]]\n"
             "Serves /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models, /tokenize, /detokenize,\n"
             "/health and /metrics on "
             "127.0.0.1:8080 unless --host/--port say otherwise (--port 0: any free port).\n"
             "--max-queue N: requests waiting beyond N get 503 (default 256; 0 refuses all: draining).\n"
             "--state-dir DIR: /v1/state/save and /v1/state/restore keep KV states as files in DIR\n"
-            "(names only, no paths), each at most --max-state-mib (default 4096).\n");
+            "(names only, no paths), each at most --max-state-mib (default 4096).\n"
+            "--serve-prefill: POST /v1/prefill answers a prompt's KV state (for a --prefill-peer).\n"
+            "--prefill-peer URL: prompts of at least --prefill-min-tokens (default 256) tokens are\n"
+            "prefilled by that server (with --api-key's key) and decoded here; if it fails, here.\n");
     return code;
 }
 
@@ -50,6 +54,9 @@ static bool serve_flag(const char *f, const char *v, serve_args *a)
     if (!strcmp(f, "--max-body")) return cli_int(f, v, 64, 1L << 30, &n) && (c->max_body = (size_t)n, true);
     if (!strcmp(f, "--kv-type")) return cli_kv_type(f, v, &a->eo.kv_type);
     if (!strcmp(f, "--state-dir")) return c->states.dir = v, true;
+    if (!strcmp(f, "--prefill-peer")) return c->peer.url = v, true;
+    if (!strcmp(f, "--prefill-min-tokens"))
+        return cli_int(f, v, 1, 1 << 24, &n) && (c->peer.min_tokens = (uint32_t)n, true);
     if (!strcmp(f, "--max-state-mib"))
         return cli_int(f, v, 1, 1 << 20, &n) && (c->states.max_bytes = (uint64_t)n << 20, true);
     int spec = cli_spec_flag(f, v, &a->spec, &a->draft);
@@ -63,18 +70,22 @@ static bool serve_flag(const char *f, const char *v, serve_args *a)
 /* The options that take a value, besides the model's and speculation's. */
 static const char *const value_flags[] = {"--host", "--api-key", "--model-name", "--port", "--max-queue", "--max-body",
                                           "--kv-type", "--max-seqs", "--max-batch-tokens", "--kv-blocks", "--state-dir",
-                                          "--max-state-mib", NULL};
+                                          "--max-state-mib", "--prefill-peer", "--prefill-min-tokens", NULL};
 
 static bool parse(int argc, char **argv, serve_args *a)
 {
     *a = (serve_args){.cfg = {.host = "127.0.0.1", .port = 8080, .max_queue = 256, .max_body = 1 << 20,
-                              .states = {.max_bytes = 4096ull << 20}}};
+                              .states = {.max_bytes = 4096ull << 20}, .peer = {.min_tokens = 256}}};
     for (int i = 1; i < argc; i++) {
         int r = cli_model_flag(argc, argv, &i, &a->model);
         const char *v;
         if (r < 0) return false;
         if (r > 0) continue;
         if (cli_is_help(argv[i])) return a->help = true;
+        if (!strcmp(argv[i], "--serve-prefill")) {
+            a->cfg.serve_prefill = true;
+            continue;
+        }
         if (!cli_flag_in(argv[i], value_flags) && !cli_flag_in(argv[i], cli_spec_flags))
             return cli_unknown("serve", argv[i]), false;
         if (!(v = cli_value(argc, argv, &i)) || !serve_flag(argv[i - 1], v, a)) return false;
@@ -108,6 +119,9 @@ static int serve(ember_model *m, ember_engine *e, serve_args *a)
     char *id = model_id(a);
     a->cfg.limits = (api_limits){.model_id = id, .ctx_len = info.ctx_len, .n_vocab = info.n_vocab, .dim = info.dim,
                                  .spec = a->spec};
+    a->cfg.peer.api_key = a->cfg.api_key; /* the peer is asked with the key this server takes */
+    a->cfg.peer.max_bytes = a->cfg.states.max_bytes;
+    if (a->cfg.peer.url) prefill_peer_init(); /* before any connection's thread asks it */
     srv_metrics *metrics = srv_metrics_create();
     srv_http *h = id && metrics ? srv_http_start(&a->cfg, m, e, metrics) : NULL;
     int code = 1;

@@ -95,21 +95,29 @@ static bool write_file(const state_store *st, const char *name, const void *buf,
     return ok;
 }
 
-bool state_save(const state_store *st, ember_engine *e, ember_request_desc *desc, const char *name,
-                uint32_t *n_tokens, size_t *bytes, api_error *err)
+void *state_compute(ember_engine *e, ember_request_desc *desc, uint64_t max_bytes, size_t *len, uint32_t *n_tokens,
+                    api_error *err)
 {
     waiter w = {0};
     desc->on_state = on_state;
     bool ok = run(e, desc, &w, err);
     if (ok && !w.state) ok = false, api_fail(err, 500, "server_error", NULL, NULL, "out of memory for the state");
-    if (ok && w.len > st->max_bytes)
+    if (ok && w.len > max_bytes)
         ok = false, api_fail(err, 400, "invalid_request_error", "prompt", NULL,
                              "the state of %u tokens takes %zu bytes, more than --max-state-mib allows", w.m.n_prompt,
                              w.len);
-    if (ok) ok = write_file(st, name, w.state, w.len, err);
     *n_tokens = w.m.n_prompt;
-    *bytes = w.len;
-    free(w.state);
+    *len = ok ? w.len : 0;
+    if (!ok) free(w.state);
+    return ok ? w.state : NULL;
+}
+
+bool state_save(const state_store *st, ember_engine *e, ember_request_desc *desc, const char *name,
+                uint32_t *n_tokens, size_t *bytes, api_error *err)
+{
+    void *state = state_compute(e, desc, st->max_bytes, bytes, n_tokens, err);
+    bool ok = state && write_file(st, name, state, *bytes, err);
+    free(state);
     return ok;
 }
 

@@ -20,8 +20,13 @@ typedef struct state_store {
 /* Whether name may name a file of the folder: 1..128 of A-Z a-z 0-9 . _ -, not starting
  * with a dot. */
 bool state_name_ok(const char *name);
-/* Saves the KV state of desc's prompt (computed, or taken from the prefix cache) as
- * dir/name, replacing it: *n_tokens, *bytes say what was written. false with *err filled. */
+/* The KV state of desc's prompt (computed, or taken from the prefix cache): malloc'ed
+ * bytes (*len of them, at most max_bytes) and the prompt's tokens in *n_tokens; NULL with
+ * *err filled. */
+void *state_compute(ember_engine *e, ember_request_desc *desc, uint64_t max_bytes, size_t *len, uint32_t *n_tokens,
+                    api_error *err);
+/* Saves the KV state of desc's prompt as dir/name, replacing it: *n_tokens, *bytes say
+ * what was written. false with *err filled. */
 bool state_save(const state_store *st, ember_engine *e, ember_request_desc *desc, const char *name,
                 uint32_t *n_tokens, size_t *bytes, api_error *err);
 /* Restores dir/name into the engine: its blocks are written and published for the prefix

@@ -19,6 +19,8 @@
  - --state-dir: a prompt's KV state saved by one server and restored by another serves the
    same prompt from the prefix cache with the same text; bad names, missing and changed
    files refused;
+ - --prefill-peer / --serve-prefill: a long prompt prefilled by a peer gives one server's
+   text; a peer that dies mid-transfer, answers junk or is gone costs a local prefill;
  - --api-key (401 without or with a wrong key); a full queue (503 with Retry-After);
  - 32 requests of 96 tokens from 16 concurrent clients: all 200, served together (their
    intervals overlap and the engine ran several at once).
@@ -935,6 +937,90 @@ def test_state_files(model):
         c.stop()
 
 
+class FakePeer:
+    """A prefill peer that answers every request as mode says: "cut" sends a 200 promising
+    100,000 bytes and closes after 500 (a peer that dies mid-transfer); "junk" sends a
+    whole 200 of bytes that are not a KV state."""
+
+    def __init__(self, mode):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.mode = mode
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += c.recv(65536)
+            head, _, body = data.partition(b"\r\n\r\n")
+            n = int(re.search(rb"Content-Length: (\d+)", head, re.I).group(1))
+            while len(body) < n:
+                body += c.recv(65536)
+            if self.mode == "cut":
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + b"\0" * 500)
+            else:
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 64\r\n\r\n" + b"EMBERKVS" + b"\1" * 56)
+            c.close()
+
+    def close(self):
+        self.sock.close()
+
+
+def test_prefill_peer(model):
+    """--prefill-peer: a prompt of at least --prefill-min-tokens tokens is prefilled by a
+    peer started with --serve-prefill and decoded here, with the text one server gives (the
+    restored tokens and the peer's prefill in /metrics); a shorter one is prefilled here. A
+    peer that dies mid-transfer, answers bytes that are not a state, or is gone costs only a
+    local prefill: the same text, counted as a fallback. Without --serve-prefill,
+    /v1/prefill is a 404."""
+    prompt = {"prompt": "a long prompt that the peer prefills and this server decodes, token by token",
+              "max_tokens": 8, "temperature": 0, "ignore_eos": True}
+    peer = Server(model, "--serve-prefill")
+    fakes = [FakePeer("cut"), FakePeer("junk")]
+    servers = [Server(model, "--prefill-peer", f"http://127.0.0.1:{p}", "--prefill-min-tokens", "8")
+               for p in (peer.port, fakes[0].port, fakes[1].port)]
+    try:
+        want = peer.post(CMPL, prompt)[2]["choices"][0]["text"]
+        main = servers[0]
+        status, _, r = main.post(CMPL, prompt)
+        m = main.metrics()
+        check(status == 200 and r["choices"][0]["text"] == want and m['ember_prefill_peer_total{result="remote"}'] == 1
+              and m["ember_kv_state_restored_tokens_total"] == r["usage"]["prompt_tokens"] - 1,
+              f"prefilled by the peer, decoded here: the same text, {m['ember_kv_state_restored_tokens_total']:.0f} "
+              f"tokens restored")
+        _, chunks, done = main.stream(CMPL, prompt)
+        streamed = "".join(c["choices"][0]["text"] for c in chunks if c.get("choices"))
+        check(done and streamed == want, "streamed, the same text")
+        main.post(CMPL, dict(prompt, prompt="short"))
+        check(main.metrics()['ember_prefill_peer_total{result="remote"}'] == 2, "a short prompt is prefilled here")
+        for server, what in ((servers[1], "dies mid-transfer"), (servers[2], "answers bytes that are no state")):
+            status, _, r = server.post(CMPL, prompt)
+            m = server.metrics()
+            check(status == 200 and r["choices"][0]["text"] == want and
+                  m['ember_prefill_peer_total{result="fallback"}'] == 1,
+                  f"a peer that {what}: prefilled here, the same text, one fallback")
+        got, _, r = main.post("/v1/prefill", prompt)
+        check(got == 404 and "--serve-prefill" in r["error"]["message"], f"/v1/prefill without --serve-prefill: {got}")
+        check(peer.stop() == 0, "the peer exits 0")
+        status, _, r = main.post(CMPL, prompt)
+        check(status == 200 and r["choices"][0]["text"] == want and
+              main.metrics()['ember_prefill_peer_total{result="fallback"}'] == 1,
+              "the peer gone: prefilled here, the same text")
+    finally:
+        for server in servers:
+            server.stop()
+        for f in fakes:
+            f.close()
+        peer.stop()
+
+
 def test_queue_full(model):
     """One request running (of --max-seqs 1), one waiting (of --max-queue 1): the next is
     refused. The model has a long context so that the two outlast the check."""
@@ -1090,6 +1176,7 @@ def main():
     check(code == 0, "the server exits 0 on SIGTERM")
     test_api_key(model)
     test_state_files(model)
+    test_prefill_peer(model)
     test_embeddings_reranker()
     test_speculation(model)
     test_device_lost(model, stream=False)
