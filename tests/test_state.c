@@ -9,7 +9,10 @@
  *  - a Q8_0 engine takes an F32 state (converted) and the CPU backend a GPU state;
  *  - a state with one byte changed, cut short, of another model, or whose tokens the
  *    prompt does not begin with is refused at submit with a message, nothing held, and
- *    the engine serves the next request as before. */
+ *    the engine serves the next request as before;
+ *  - a saved chat (ember_chat_save / ember_chat_load): not saved between a prompt and its
+ *    reply; every shorter length and changed byte, another template family and a state
+ *    of other tokens refused. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -184,6 +187,55 @@ static void check_crossing(ember_model *gpu, ember_model *cpu)
     free(s.bytes);
 }
 
+/* ember_chat_save / ember_chat_load beyond the CLI's round trip (test_chat_save.sh): not
+ * between a prompt and its reply; a state of other tokens, another template family, a
+ * changed byte and each shorter length refused; a chat loaded without a state has the
+ * same ids and none to give. */
+static void check_chat_file(ember_model *m)
+{
+    ember_chat *c = NULL;
+    CHECK(ember_chat_create(m, NULL, &c) == EMBER_OK && ember_chat_add(c, "user", "hello there") == EMBER_OK);
+    const uint32_t *ids;
+    size_t n, len = 0;
+    CHECK(ember_chat_prompt(c, &ids, &n) == EMBER_OK);
+    CHECK(ember_chat_save(c, NULL, 0, NULL, 0, &len) == EMBER_ERR_INVALID_ARG && strstr(ember_chat_error(c), "between"));
+    const uint32_t reply[3] = {40, 41, 2};
+    CHECK(ember_chat_add_reply(c, reply, 3) == EMBER_OK && ember_chat_tokens(c, &ids, &n) == EMBER_OK && n > 3);
+    uint32_t conv[256];
+    memcpy(conv, ids, n * sizeof *ids);
+    saved other = save(m, EMBER_KV_F32); /* a state of prompt[], not of the conversation */
+    CHECK(ember_chat_save(c, other.bytes, other.len, NULL, 0, &len) == EMBER_OK && len > other.len);
+    uint8_t *buf = malloc(len);
+    CHECK(ember_chat_save(c, other.bytes, other.len, buf, len, &len) == EMBER_OK);
+    ember_chat *d = NULL;
+    CHECK(ember_chat_load(m, NULL, buf, len, &d) == EMBER_ERR_FORMAT && strstr(ember_chat_error(d), "other tokens"));
+    ember_chat_free(d);
+    CHECK(ember_chat_save(c, NULL, 0, buf, len, &len) == EMBER_OK);
+    CHECK(ember_chat_load(m, "llama3", buf, len, &d) == EMBER_ERR_INVALID_ARG && strstr(ember_chat_error(d), "template"));
+    ember_chat_free(d);
+    int accepted = 0;
+    for (size_t k = 0; k < len; k++) {
+        ember_chat *e = NULL;
+        accepted += ember_chat_load(m, NULL, buf, k, &e) == EMBER_OK;
+        ember_chat_free(e);
+        buf[k] ^= 0x08;
+        accepted += ember_chat_load(m, NULL, buf, len, &e) == EMBER_OK;
+        ember_chat_free(e);
+        buf[k] ^= 0x08;
+    }
+    CHECKF(accepted == 0, "%d damaged chats loaded", accepted);
+    CHECK(ember_chat_load(m, NULL, buf, len, &d) == EMBER_OK && ember_chat_tokens(d, &ids, &n) == EMBER_OK &&
+          memcmp(ids, conv, n * sizeof *ids) == 0);
+    const void *st;
+    size_t st_len;
+    ember_chat_kv_state(d, &st, &st_len);
+    CHECK(st == NULL && st_len == 0);
+    ember_chat_free(d);
+    ember_chat_free(c);
+    free(buf);
+    free(other.bytes);
+}
+
 int main(void)
 {
     char path[512], other[512];
@@ -210,6 +262,7 @@ int main(void)
     check_shared(m);
     if (o) check_refusals(m, o);
     if (cpu) check_crossing(m, cpu);
+    if (cpu) check_chat_file(cpu);
     ember_model_free(cpu);
     ember_model_free(o);
     ember_model_free(m);
