@@ -6,6 +6,8 @@
  *    and on the CPU backend; a restore writes all but the last prompt position
  *    (n_restored) and computes that one;
  *  - restored blocks join the prefix cache: the same prompt again takes them;
+ *  - prefill on one engine and decode on another (each on its worker thread) gives the
+ *    tokens of one engine;
  *  - a Q8_0 engine takes an F32 state (converted) and the CPU backend a GPU state;
  *  - a state with one byte changed, cut short, of another model, or whose tokens the
  *    prompt does not begin with is refused at submit with a message, nothing held, and
@@ -47,17 +49,23 @@ static void drain(ember_engine *e)
     CHECKF(s == EMBER_IDLE, "step: %s", ember_engine_error(e));
 }
 
-/* Greedy NGEN tokens of prompt[0..n) on a fresh engine, or from state when given. */
-static void run(ember_model *m, ember_kv_type kv, uint32_t n, const saved *state, ef_result *out)
+/* Greedy NGEN tokens of ids[0..n) on a fresh engine, or from state when given. */
+static void run_ids(ember_model *m, ember_kv_type kv, const uint32_t *ids, uint32_t n, const saved *state,
+                    ef_result *out)
 {
     ember_engine *e = ef_engine(m, (ember_engine_opts){.kv_type = kv});
     if (!e) return;
-    ember_request_desc d = ef_desc(prompt, n, NGEN, out);
+    ember_request_desc d = ef_desc(ids, n, NGEN, out);
     if (state) d.state = state->bytes, d.state_len = state->len;
     if (state && n == 0) d.tokens = NULL, d.n_tokens = 0;
     CHECKF(ember_submit(e, &d, NULL) == EMBER_OK, "%s", ember_engine_error(e));
     drain(e);
     ember_engine_destroy(e);
+}
+
+static void run(ember_model *m, ember_kv_type kv, uint32_t n, const saved *state, ef_result *out)
+{
+    run_ids(m, kv, prompt, n, state, out);
 }
 
 /* The state of prompt[0..PLEN) saved by an engine of m. */
@@ -187,6 +195,52 @@ static void check_crossing(ember_model *gpu, ember_model *cpu)
     free(s.bytes);
 }
 
+/* Prefill on one engine, decode on another, each on its worker thread (ember bench
+ * --disaggregate's hand-over): the prefill engine's state callback submits the request
+ * with the state to the decode engine. Four prompts at once give the greedy tokens of one
+ * engine that computes them. */
+typedef struct handed {
+    ember_engine *decoder;
+    const uint32_t *prompt;
+    uint32_t n;
+    ef_result *out;
+    ember_status submitted;
+} handed;
+
+static void hand_over(void *user, ember_request_id id, const void *state, size_t len)
+{
+    handed *h = user;
+    ember_request_desc d = ef_desc(h->prompt, h->n, NGEN, h->out);
+    d.state = state, d.state_len = len;
+    h->submitted = ember_submit(h->decoder, &d, NULL);
+}
+
+static void check_disaggregated(ember_model *m)
+{
+    ember_engine *p = ef_engine(m, (ember_engine_opts){0}), *d = ef_engine(m, (ember_engine_opts){0});
+    if (!p || !d) return;
+    ef_result got[4], ref[4];
+    handed h[4];
+    CHECK(ember_engine_start(p) == EMBER_OK && ember_engine_start(d) == EMBER_OK);
+    for (int i = 0; i < 4; i++) {
+        h[i] = (handed){d, prompt + 5 * i, PLEN - 10 * i, &got[i], EMBER_NOT_READY};
+        memset(&got[i], 0, sizeof got[i]);
+        ember_request_desc pd = {.tokens = h[i].prompt, .n_tokens = h[i].n, .prompt_only = 1, .on_state = hand_over,
+                                 .user = &h[i]};
+        CHECK(ember_submit(p, &pd, NULL) == EMBER_OK);
+    }
+    ember_engine_wait_idle(p); /* every state handed over (submitted to d) */
+    ember_engine_wait_idle(d);
+    ember_engine_destroy(p);
+    ember_engine_destroy(d);
+    for (int i = 0; i < 4; i++) {
+        run_ids(m, EMBER_KV_F32, h[i].prompt, h[i].n, NULL, &ref[i]);
+        CHECKF(h[i].submitted == EMBER_OK && ef_same_tokens(&got[i], &ref[i], NGEN) &&
+                   got[i].m.n_restored == h[i].n - 1,
+               "disaggregated request %d: %s the tokens of one engine", i, h[i].submitted ? "not submitted," : "not");
+    }
+}
+
 /* ember_chat_save / ember_chat_load beyond the CLI's round trip (test_chat_save.sh): not
  * between a prompt and its reply; a state of other tokens, another template family, a
  * changed byte and each shorter length refused; a chat loaded without a state has the
@@ -260,6 +314,7 @@ int main(void)
     check_round_trip(m, EMBER_KV_Q8_0, "Q8_0 cache");
     if (cpu) check_round_trip(cpu, EMBER_KV_F32, "CPU backend");
     check_shared(m);
+    check_disaggregated(m);
     if (o) check_refusals(m, o);
     if (cpu) check_crossing(m, cpu);
     if (cpu) check_chat_file(cpu);
