@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "chat_file.h"
+#include "cli.h"
 
 typedef struct kept {
     void *state;
@@ -69,35 +70,10 @@ bool chat_file_save(ember_engine *e, ember_chat *chat, const char *path)
     return ok;
 }
 
-/* The whole file (binary), or NULL with a message. */
-static void *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    size_t cap = 0, n = 0, got = 1;
-    while (f && got) {
-        if (n == cap) {
-            char *b = realloc(buf, cap = cap ? 2 * cap : 65536);
-            if (!b) break;
-            buf = b;
-        }
-        n += got = fread(buf + n, 1, cap - n, f);
-    }
-    bool ok = f && !ferror(f) && buf && got == 0;
-    if (f) fclose(f);
-    if (!ok) {
-        fprintf(stderr, "ember chat: cannot read %s\n", path);
-        free(buf);
-        return NULL;
-    }
-    *len = n;
-    return buf;
-}
-
 ember_chat *chat_file_load(ember_model *model, const char *template_name, const char *path)
 {
     size_t len = 0;
-    void *buf = read_all(path, &len);
+    void *buf = cli_read_bytes("chat", path, &len);
     if (!buf) return NULL;
     ember_chat *chat = NULL;
     ember_status s = ember_chat_load(model, template_name, buf, len, &chat);

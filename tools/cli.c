@@ -288,7 +288,7 @@ FILE *cli_open_input(const char *cmd, const char *path, const char *mode, const 
 }
 
 /* The whole of f as a NUL-terminated string (malloc'd), or NULL. */
-static char *read_all(FILE *f)
+static char *read_all(FILE *f, size_t *len)
 {
     size_t n = 0, cap = 0;
     char *s = NULL;
@@ -299,6 +299,7 @@ static char *read_all(FILE *f)
         if (got == 0) {
             if (ferror(f)) break;
             s[n] = 0;
+            if (len) *len = n;
             return s;
         }
     }
@@ -306,16 +307,18 @@ static char *read_all(FILE *f)
     return NULL;
 }
 
-char *cli_read_file(const char *cmd, const char *path)
+char *cli_read_bytes(const char *cmd, const char *path, size_t *len)
 {
     struct stat st;
     FILE *f = fopen(path, "rb");
-    char *text = f && fstat(fileno(f), &st) == 0 && !S_ISDIR(st.st_mode) ? read_all(f) : NULL;
+    char *text = f && fstat(fileno(f), &st) == 0 && !S_ISDIR(st.st_mode) ? read_all(f, len) : NULL;
     if (!text) fprintf(stderr, "ember %s: cannot read %s: %s\n", cmd, path,
                        f && S_ISDIR(st.st_mode) ? "it is a directory" : strerror(errno ? errno : EIO));
     if (f) fclose(f);
     return text;
 }
+
+char *cli_read_file(const char *cmd, const char *path) { return cli_read_bytes(cmd, path, NULL); }
 
 int cli_grammar_flag(const char *cmd, const char *flag, const char *path, cli_grammar *g)
 {

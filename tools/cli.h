@@ -73,6 +73,8 @@ int cli_spec_flag(const char *flag, const char *value, ember_speculation *spec, 
 /* The whole of the file at path, NUL-terminated (malloc'd); NULL with a message naming
  * cmd and the reason when it cannot be read (a directory, a missing file). */
 char *cli_read_file(const char *cmd, const char *path);
+/* The same for bytes that may hold NUL: *len is their count (the NUL after them aside). */
+char *cli_read_bytes(const char *cmd, const char *path, size_t *len);
 /* The flags cli_grammar_flag takes (each with a value). */
 extern const char *const cli_grammar_flags[];
 /* What --grammar FILE (GBNF) and --json-schema FILE read (docs/grammar.md): the files'
