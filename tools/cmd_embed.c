@@ -12,6 +12,7 @@
 static int usage(FILE *out, int code)
 {
     fprintf(out, "usage: ember embed -m MODEL.gguf -p TEXT [-p TEXT ...] [--pooling mean|cls|last] [--no-bos]\n"
+                 "                   [--backend vulkan|cpu] [--device N]\n"
                  "  one line per TEXT: its embedding, a JSON array of the model's dim floats of unit L2\n"
                  "  norm: the final norm's hidden states pooled as the model declares (<arch>.pooling_type;\n"
                  "  last when it declares none) or as --pooling says\n");
