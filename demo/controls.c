@@ -1,5 +1,6 @@
 /* controls.c — input events to actions (controls.h). */
 #include "controls.h"
+#include "sessions.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -38,10 +39,11 @@ static int panel_at(const layout *l, int x, int y)
     return -1;
 }
 
-/* Keys with Ctrl held: clear, paste, quit. */
+/* Keys with Ctrl held: clear, save, paste, quit. */
 static void ctrl_key(app *a, SDL_Keycode k)
 {
     if (k == SDLK_l) panel_clear(&a->panels[a->focus]);
+    else if (k == SDLK_s) sessions_save(a);
     else if (k == SDLK_q) a->quit = 1;
     else if (k == SDLK_v && SDL_HasClipboardText()) {
         char *t = SDL_GetClipboardText();

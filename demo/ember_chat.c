@@ -14,6 +14,7 @@
 #include "chat_ui.h"
 #include "controls.h"
 #include "png.h"
+#include "sessions.h"
 
 #define BODY_PX 15
 #define SMALL_PX 13
@@ -139,6 +140,7 @@ static void poll_loader(app *a)
     }
     if (a->opt.mode == DRIVE_THREADED) start_worker(a);
     for (int i = 0; i < a->n_panels; i++) panel_open_chat(&a->panels[i], a->model);
+    sessions_restore(a);
     ember_model_info info;
     ember_model_get_info(a->model, &info);
     fprintf(stderr, "ember-chat: ready: %s on %s, context %u, chat template %s\n", info.arch, info.device_name,
@@ -286,7 +288,8 @@ static void frame(app *a)
 static void run_frames(app *a)
 {
     double period = 1000.0 / a->opt.fps;
-    while (!a->quit) {
+    /* once asked to quit, frames go on until the conversations are saved (--sessions) */
+    while (!a->quit || !sessions_ready_to_quit(a)) {
         double start = app_now_ms();
         a->now_ms = start;
         int counted = a->state == LOAD_READY;

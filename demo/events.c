@@ -72,6 +72,13 @@ void event_on_done(void *user, ember_request_id id, ember_finish why, const embe
     push_locked(s->q, &e, NULL, 0);
 }
 
+void event_on_state(void *user, ember_request_id id, const void *state, size_t len)
+{
+    const request_slot *s = user;
+    chat_event e = {.kind = EV_STATE, .panel = s->panel};
+    push_locked(s->q, &e, state, len);
+}
+
 void event_take(event_queue *q, event_buf *out)
 {
     out->n = out->text_n = 0;

@@ -10,13 +10,17 @@
 
 #include "ember.h"
 
-typedef enum chat_event_kind { EV_TOKEN, EV_DONE } chat_event_kind;
+typedef enum chat_event_kind {
+    EV_TOKEN,
+    EV_STATE,   /* a save's KV state (--sessions, sessions.c): its bytes are the text */
+    EV_DONE,
+} chat_event_kind;
 
 typedef struct chat_event {
     chat_event_kind kind;
     int panel;
     uint32_t token;              /* EV_TOKEN */
-    size_t text_off, text_len;   /* EV_TOKEN: its text, in the batch's text buffer */
+    size_t text_off, text_len;   /* EV_TOKEN, EV_STATE: its bytes, in the batch's text buffer */
     ember_finish why;            /* EV_DONE */
     ember_request_metrics m;     /* EV_DONE */
 } chat_event;
@@ -46,6 +50,7 @@ void event_queue_free(event_queue *q);
 /* The callbacks, for ember_request_desc (user = a request_slot). */
 int event_on_token(void *user, ember_request_id id, uint32_t token, const char *text, size_t len);
 void event_on_done(void *user, ember_request_id id, ember_finish why, const ember_request_metrics *m);
+void event_on_state(void *user, ember_request_id id, const void *state, size_t len);
 /* Moves every queued event into *out (emptied first; its storage is reused). */
 void event_take(event_queue *q, event_buf *out);
 void event_buf_free(event_buf *b);

@@ -19,14 +19,15 @@ static void usage(FILE *out)
             "                  [-n MAX_TOKENS] [--temp T] [--draft MODEL.gguf | --ngram N] [--device N]\n"
             "                  [--threaded | --blocking | --budget MS] [--font FILE.ttf] [--size WxH]\n"
             "                  [--fps N] [--renderer NAME] [--say TEXT] [--screenshot FILE.png]\n"
-            "                  [--quit-after-reply] [--progress N]\n"
+            "                  [--quit-after-reply] [--progress N] [--sessions DIR]\n"
             "Side-by-side chats served by one Ember engine (docs/ember-chat.md). A conversation that\n"
             "outgrows the model's context drops its oldest turns (the panel says so).\n"
             "stderr: a line per reply as it ends (finish, prompt tokens, from cache, generated, turns\n"
             "kept, dropped); --progress N adds one every N tokens streamed (for scripts).\n"
             "Keys: Enter sends to the focused panel, Tab / click focuses, Esc stops a reply,\n"
             "      Up/Down recall sent lines, wheel / PageUp / PageDown scroll, Ctrl+L clears a panel,\n"
-            "      a click on a message copies it, F12 saves ember-chat-N.png.\n");
+            "      a click on a message copies it, F12 saves ember-chat-N.png,\n"
+            "      Ctrl+S saves the conversations (--sessions DIR: restored at start, saved at quit).\n");
 }
 
 static int exists(const char *path) { return access(path, R_OK) == 0; }
@@ -147,7 +148,8 @@ static const char *value(int argc, char **argv, int *i)
 {
     static const char *const valued[] = {"-m", "--model", "--panels", "--characters", "--system", "--draft",
                                          "--ngram", "--device", "-n", "--temp", "--budget", "--fps", "--font",
-                                         "--renderer", "--say", "--screenshot", "--size", "--progress"};
+                                         "--renderer", "--say", "--screenshot", "--size", "--progress",
+                                         "--sessions"};
     int known = 0;
     for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= strcmp(argv[*i], valued[k]) == 0;
     if (!known) {
@@ -205,6 +207,7 @@ static int parse_valued(options *o, const char *f, const char *v)
     if (strcmp(f, "--renderer") == 0) return (o->renderer = v), 1;
     if (strcmp(f, "--say") == 0) return (o->say = v), 1;
     if (strcmp(f, "--screenshot") == 0) return (o->screenshot = v), 1;
+    if (strcmp(f, "--sessions") == 0) return (o->sessions = v), 1;
     if (strcmp(f, "--size") == 0) {
         if (sscanf(v, "%dx%d", &o->width, &o->height) == 2 && o->width >= 320 && o->height >= 240 &&
             o->width <= 16384 && o->height <= 16384)

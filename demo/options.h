@@ -25,6 +25,7 @@ typedef struct options {
     char *model;             /* malloc'd path */
     const char *model_why;   /* how it was chosen, for the message on stderr */
     const char *font, *characters, *system, *draft, *say, *screenshot, *renderer;
+    const char *sessions;    /* --sessions DIR: conversations restored at start, saved at quit */
     int panels, ngram, max_tokens, quit_after_reply, width, height, fps;
     int progress;            /* --progress N: a stderr line every N tokens of a reply; 0 = none */
     int device;              /* --device N: the Nth device of `ember info`; -1 = automatic */

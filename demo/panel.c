@@ -123,6 +123,8 @@ void panel_open_chat(panel *p, ember_model *model)
 
 void panel_free(panel *p)
 {
+    free(p->save_path);
+    free(p->save_state);
     for (int i = 0; i < p->n_msgs; i++) message_free(&p->msgs[i]);
     free(p->msgs);
     free(p->gen);
@@ -133,17 +135,43 @@ void panel_free(panel *p)
     *p = (panel){0};
 }
 
-void panel_clear(panel *p)
+static void clear_messages(panel *p)
 {
-    if (p->busy) {
-        panel_note(p, "a reply is on its way; Esc stops it first");
-        return;
-    }
     for (int i = 0; i < p->n_msgs; i++) message_free(&p->msgs[i]);
     p->n_msgs = 0;
+    p->scroll = 0, p->follow = 1;
+}
+
+void panel_clear(panel *p)
+{
+    if (p->busy || p->saving) {
+        panel_note(p, p->busy ? "a reply is on its way; Esc stops it first" : "wait for the save to end");
+        return;
+    }
+    clear_messages(p);
     if (p->who->system) add_text_message(p, MSG_SYSTEM, p->who->system);
     if (p->model) new_chat(p); /* its count of dropped turns starts again from 0 */
-    p->scroll = 0, p->follow = 1;
+    p->restore = 0;
+}
+
+/* A structured character's reply is shown as its tags and its line (show_structured). */
+static void show_reply(panel *p, const char *text)
+{
+    char *shown = p->who->schema ? reply_format(text, strlen(text)) : NULL;
+    add_text_message(p, MSG_ASSISTANT, shown ? shown : text);
+    free(shown);
+}
+
+void panel_show_chat(panel *p)
+{
+    ember_chat_info info;
+    ember_chat_get_info(p->chat, &info);
+    clear_messages(p);
+    for (size_t i = 0; i < info.n_messages; i++) {
+        const ember_chat_message *m = &info.messages[i];
+        if (strcmp(m->role, "assistant") == 0) show_reply(p, m->content);
+        else add_text_message(p, strcmp(m->role, "system") == 0 ? MSG_SYSTEM : MSG_USER, m->content);
+    }
 }
 
 /* ---- sending and receiving ---------------------------------------------------------------- */
@@ -190,7 +218,9 @@ static ember_status submit(panel *p, ember_engine *e, const char *text, char *er
         .on_done = event_on_done,
         .user = &p->slot,
     };
+    if (p->restore) ember_chat_kv_state(p->chat, &d.state, &d.state_len); /* a loaded chat's first turn */
     s = ember_submit(e, &d, &p->request);
+    if (s == EMBER_OK) p->restore = 0;
     if (s != EMBER_OK) {
         ember_engine_copy_error(e, err, cap); /* the worker may be failing a step */
         ember_chat_take_back(p->chat);
@@ -200,8 +230,9 @@ static ember_status submit(panel *p, ember_engine *e, const char *text, char *er
 
 int panel_send(panel *p, ember_engine *e, const char *text, gen_stats *g, double now_ms)
 {
-    if (p->busy) {
-        panel_note(p, "still answering; wait for the reply or press Esc to stop it");
+    if (p->busy || p->saving) {
+        panel_note(p, p->busy ? "still answering; wait for the reply or press Esc to stop it"
+                              : "saving the conversation; send again when it is saved");
         return 0;
     }
     add_text_message(p, MSG_USER, text);
@@ -261,10 +292,10 @@ static void log_done(const panel *p, const chat_event *ev)
     /* after the system prompt, every turn is a user message and its reply: a message
      * whose request failed has been taken back */
     size_t system = p->who->system && info.n_messages ? 1 : 0, kept = (info.n_messages - system) / 2;
-    fprintf(stderr, "ember-chat: panel %d reply %d: %s, %u prompt tokens, %u from cache, %u generated; "
+    fprintf(stderr, "ember-chat: panel %d reply %d: %s, %u prompt tokens, %u from cache, %u restored, %u generated; "
                     "turns: %zu kept, %llu dropped in all\n",
-            p->index + 1, p->n_asked, ember_finish_name(ev->why), ev->m.n_prompt, ev->m.n_cached, ev->m.n_gen, kept,
-            (unsigned long long)info.dropped_turns_total);
+            p->index + 1, p->n_asked, ember_finish_name(ev->why), ev->m.n_prompt, ev->m.n_cached, ev->m.n_restored,
+            ev->m.n_gen, kept, (unsigned long long)info.dropped_turns_total);
 }
 
 /* A structured reply shown as its tags and its line instead of its JSON (the JSON stays
@@ -322,6 +353,10 @@ static void on_done(panel *p, const chat_event *ev, ember_engine *e, gen_stats *
 
 int panel_apply(panel *p, const chat_event *ev, const char *text, ember_engine *e, gen_stats *g, double now_ms)
 {
+    if (p->saving) { /* no reply is in flight meanwhile: the events are the save's */
+        panel_save_event(p, ev, text, e);
+        return 0;
+    }
     if (ev->kind == EV_TOKEN) {
         on_token(p, ev, text, g);
         return 0;

@@ -70,6 +70,13 @@ typedef struct panel {
     int n_asked;               /* replies submitted since start: "reply N" on stderr */
     rate_meter meter;
     double last_tok_s, last_ttft_ms;
+    /* --sessions (panel_file.c) */
+    int restore;               /* a loaded chat: its KV state goes with the next prompt */
+    int saving;                /* a save's request is in flight: EV_STATE, then EV_DONE */
+    char *save_path;           /* where that save goes */
+    void *save_state;          /* the state it received (EV_STATE) */
+    size_t save_len;
+    int saved_at_quit;         /* the save made while quitting has ended */
     /* the view (chat_ui.c) */
     int scroll, follow, content_h;
     text_tex title, status, stop;
@@ -97,6 +104,28 @@ int panel_send(panel *p, ember_engine *e, const char *text, gen_stats *g, double
 void panel_cancel(panel *p, ember_engine *e);
 /* Forgets the conversation (Ctrl+L): a new chat; not while a reply is in flight. */
 void panel_clear(panel *p);
+/* Shows the chat's own messages instead of the panel's (a loaded conversation; notes
+ * and remarks are not part of a chat). */
+void panel_show_chat(panel *p);
+
+/* ---- saving and restoring (panel_file.c, --sessions) ---- */
+
+/* Loads the conversation saved at path into the panel, if the file exists (0: it does
+ * not); the messages are shown, and the KV state goes with the next prompt (unless
+ * use_state is 0: a draft model's speculation cannot take one). A file that cannot be
+ * loaded is a note, and the panel starts afresh (-1). */
+int panel_restore(panel *p, const char *path, int use_state);
+/* Starts saving the conversation to path: a prompt-only request for its KV state (one
+ * token computed: the prefix cache holds the rest), written when its events come back;
+ * without an engine (e NULL) or for an empty conversation, the messages are written at
+ * once. 0 when nothing is left in flight, 1 when the save's request is, -1 when it
+ * cannot start (a reply or another save is on its way: a note says so). */
+int panel_save_start(panel *p, ember_engine *e, const char *path);
+
+/* A save's event (panel_apply hands them over while p->saving): the state is kept, and
+ * the done event writes the file. */
+void panel_save_event(panel *p, const chat_event *ev, const char *bytes, ember_engine *e);
+
 /* Applies one event from the queue; 1 when it ended the turn. */
 int panel_apply(panel *p, const chat_event *ev, const char *text, ember_engine *e, gen_stats *g, double now_ms);
 

@@ -992,6 +992,11 @@ EMBER_API void ember_chat_kv_state(const ember_chat *chat, const void **state, s
 
 typedef struct ember_chat_info {
     size_t n_messages;          /* in the conversation now (dropped ones are gone) */
+    /* Those messages, oldest first, with a user message still waiting for its reply: what
+     * an application shows of a loaded chat (ember_chat_load). Roles as given to
+     * ember_chat_add; a reply's content is its text. Valid until the next call on the chat
+     * that changes it. NULL when there are none. */
+    const ember_chat_message *messages;
     size_t n_tokens;            /* the last prompt, and the reply added to it */
     uint32_t n_ctx;             /* the context it is fitted to */
     uint32_t reply_room;        /* tokens each prompt leaves for the reply */

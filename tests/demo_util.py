@@ -175,11 +175,31 @@ def json_of(stdout):
 
 
 # The stderr line of each reply as it ends (panel.c's log_done).
-DONE = (r"ember-chat: panel (\d+) reply (\d+): (\w+), (\d+) prompt tokens, (\d+) from cache, (\d+) generated; "
+DONE = (r"ember-chat: panel (\d+) reply (\d+): (\w+), (\d+) prompt tokens, (\d+) from cache, (\d+) restored, "
+        r"(\d+) generated; "
         r"turns: (\d+) kept, (\d+) dropped in all")
 
 
 def replies_done(stderr):
     """Every reply's end line on stderr, as dicts, in order."""
-    keys = ("panel", "reply", "finish", "n_prompt", "n_cached", "n_gen", "kept", "dropped_total")
+    keys = ("panel", "reply", "finish", "n_prompt", "n_cached", "n_restored", "n_gen", "kept", "dropped_total")
     return [dict(zip(keys, [int(v) if v.isdigit() else v for v in m])) for m in re.findall(DONE, stderr)]
+
+
+def read_chat_file(path):
+    """The messages [(role, text)] and token ids of a saved conversation (--sessions;
+    the layout is engine/chat/chat_save.c's: magic, version, template family, five u64
+    counts, six u32, the messages, the ids)."""
+    import struct
+    b = open(path, "rb").read()
+    assert b[:8] == b"EMBERCHT", "not a saved chat: " + path
+    (family_len,) = struct.unpack_from("<I", b, 12)
+    pos = 16 + family_len
+    n_msgs, n_ids = struct.unpack_from("<2Q", b, pos)
+    pos += 5 * 8 + 6 * 4
+    roles, msgs = ("system", "user", "assistant"), []
+    for _ in range(n_msgs):
+        role, n = struct.unpack_from("<IQ", b, pos)
+        msgs.append((roles[role], b[pos + 12:pos + 12 + n].decode()))
+        pos += 12 + n
+    return msgs, list(struct.unpack_from("<%dI" % n_ids, b, pos))

@@ -13,12 +13,17 @@ Registered by demo/CMakeLists.txt (label gpu). Checks:
   4. a message longer than the context: EMBER_ERR_CONTEXT_FULL shown in the panel
      (and on stderr), exit 0;
   5. a device without what Ember needs (tests/layer_old_device.c makes lavapipe claim
-     Vulkan 1.1): the reason in the window and on stderr, exit 1, no crash.
+     Vulkan 1.1): the reason in the window and on stderr, exit 1, no crash;
+  6. --sessions: two panels answer and are saved with their KV cache at quit; a second
+     run restores them (the conversation shown, its KV restored, not computed) and
+     continues; the saved conversation equals `ember chat`'s uninterrupted one, token for
+     token (greedy); a damaged file is refused with a note and its panel starts afresh.
 Uses ../shared/models/stories260K when present, else a test model made with
 `ember make-test-model`. Skips (77) without ember-chat or xvfb-run."""
 import json
 import os
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -26,7 +31,8 @@ import zlib
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from demo_util import check, ember_chat, finish, need_tool, skip, stories260k  # noqa: E402
+from demo_util import (check, ember_chat, finish, need_tool, read_chat_file, replies_done, skip,  # noqa: E402
+                       stories260k)
 
 TIMEOUT = 300
 XVFB = ["xvfb-run", "-a", "-s", "-screen 0 1280x720x24"]
@@ -211,6 +217,46 @@ def test_structured_character(chat, model, source):
     check("panel 4 reply 1: grammar," in p.stderr, "its reply ended with its grammar")
 
 
+def test_sessions(chat, model, tmp):
+    folder = os.path.join(tmp, "demo_sessions")
+    shutil.rmtree(folder, ignore_errors=True)
+    base = [chat, "-m", model, "--panels", "2", "--temp", "0", "-n", "16", "--sessions", folder, "--quit-after-reply"]
+    files = [os.path.join(folder, "panel-%d.emberchat" % i) for i in (1, 2)]
+    p = run(base + ["--say", "Hello"])
+    saved = re.findall(r"\[saved to (\S+): \d+ bytes, with the KV cache\]", p.stderr)
+    check(p.returncode == 0 and sorted(saved) == files, "--sessions: both panels saved at quit with their KV cache")
+    if not all(os.path.exists(f) for f in files):
+        return
+    _, first_ids = read_chat_file(files[0])
+    p = run(base + ["--say", "Once upon"])
+    restored = re.findall(r"\[restored (\S+): (\d+) messages, with the KV cache\]", p.stderr)
+    check(restored == [(f, "2") for f in files], "the second run restores both panels: %s" % restored)
+    done = replies_done(p.stderr)
+    _, ids = read_chat_file(files[0])
+    check(len(done) == 2 and all(d["n_restored"] == len(first_ids) and d["n_cached"] == 0 for d in done),
+          "the continued replies take the saved conversation's %d tokens' K/V from the file: %s"
+          % (len(first_ids), done))
+    cli = os.path.join(tmp, "demo_sessions_cli.emberchat")
+    c = subprocess.run([os.environ["EMBER_BIN"], "chat", "-m", model, "--temp", "0", "-n", "16"],
+                       input="Hello\nOnce upon\n/save %s\n" % cli, capture_output=True, text=True, timeout=TIMEOUT)
+    if check(c.returncode == 0 and os.path.exists(cli), "ember chat saves the same conversation uninterrupted"):
+        msgs, cli_ids = read_chat_file(cli)
+        demo_msgs, _ = read_chat_file(files[0])
+        check(demo_msgs == msgs and ids == cli_ids and len(msgs) == 4,
+              "saved, restored and continued = uninterrupted: %d messages, %d tokens" % (len(msgs), len(ids)))
+    with open(files[1], "r+b") as f:  # one byte of the KV state changed
+        f.seek(os.path.getsize(files[1]) // 2)
+        b = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([b[0] ^ 0x10]))
+    p = run(base + ["--say", "Tell me"])
+    check(p.returncode == 0 and re.search(r"panel 2 \(.*\): cannot restore %s: " % re.escape(files[1]), p.stderr),
+          "a damaged file: a note names it, exit 0")
+    done = {d["panel"]: d for d in replies_done(p.stderr)}
+    check(done.get(1, {}).get("n_restored", 0) > 0 and done.get(2, {}).get("n_restored") == 0,
+          "the damaged panel starts afresh, the other is restored: %s" % done)
+
+
 def main():
     chat = ember_chat()
     need_tool("xvfb-run", "xvfb")
@@ -224,6 +270,10 @@ def main():
     test_missing_model(chat, tmp)
     test_old_device(chat, model, tmp)
     test_too_long(chat, model)
+    if os.environ.get("EMBER_BIN"):
+        test_sessions(chat, model, tmp)
+    else:
+        print("SKIP: --sessions (no EMBER_BIN to compare with ember chat)")
     finish("test_demo")
 
 

@@ -12,8 +12,11 @@ and xclip reads the clipboard, both installed by scripts/setup.sh. One panel, on
      the Stop button (the title bar's right end while a reply streams) stops that reply
      the same way;
   3. a click on the first message copies it: the clipboard holds "Once upon a time";
-  4. SIGTERM closes the window (SDL turns it into a quit event): exit 0, the JSON line
-     counts the two stopped replies (replies that ended) and their tokens.
+  4. Ctrl+S saves the conversation (--sessions): the file holds both messages and both
+     stopped replies;
+  5. SIGTERM closes the window (SDL turns it into a quit event): the conversation is saved
+     again before it exits, exit 0, the JSON line counts the two stopped replies (replies
+     that ended) and their tokens.
 Nothing here depends on the machine's speed: every step waits for an event (a stderr line
 of ember-chat's, --progress 8 giving one every 8 tokens streamed; the clipboard's content),
 never a fixed time. And --budget 0 --fps 30 lets the engine finish at most one step per
@@ -23,12 +26,13 @@ and the key or click that answers it.
 Uses ../shared/models/stories260K (its context of 512 makes a reply long enough to stop);
 skips (77) without it, without ember-chat, Xvfb, xdotool or xclip."""
 import os
+import shutil
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from demo_util import (Chat, Display, check, finish, json_of, replies_done, wait_until,  # noqa: E402
-                       x_session)
+from demo_util import (Chat, Display, check, finish, json_of, read_chat_file, replies_done,  # noqa: E402
+                       wait_until, x_session)
 
 # chat_ui.h's layout for one panel in a 1280x720 window: stats bar 30 px, title bar 32 px
 # with the Stop button at its right end (x1 - 64, top + 5, 56 wide, 22 high); the user's
@@ -38,6 +42,8 @@ FIRST_MESSAGE_XY = (1180, 87)
 FIRST = "Once upon a time"
 SECOND = "Tell me about the park"
 PROGRESS = 8  # --progress: a stderr line every 8 tokens streamed
+SESSIONS = os.path.join(os.environ.get("EMBER_TEST_TMP", "/tmp"), "demo_input_sessions")
+SAVED = os.path.join(SESSIONS, "panel-1.emberchat")
 
 
 def streamed(chat, reply):
@@ -53,8 +59,9 @@ def stopped_tokens(chat, count):
 def main():
     exe, model = x_session("a reply long enough to stop mid-stream")
     display = Display()
+    shutil.rmtree(SESSIONS, ignore_errors=True)
     chat = Chat(display, [exe, "-m", model, "--say", FIRST, "-n", "2000", "--progress", str(PROGRESS),
-                          "--budget", "0", "--fps", "30"])
+                          "--budget", "0", "--fps", "30", "--sessions", SESSIONS])
     try:
         drive(display, chat)
     finally:
@@ -102,8 +109,19 @@ def drive(display, chat):
     copied = wait_until(lambda: clipboard() == FIRST, timeout=30)
     check(copied, "a click on the first message copies it (clipboard: %r)" % clipboard())
 
+    saved_line = r"panel 1 \([^)]*\): \[saved to " + SAVED + r": \d+ bytes, with the KV cache\]"
+    display.x("xdotool", "key", "ctrl+s")
+    saved = chat.wait_for(saved_line, timeout=60) is not None
+    if check(saved and os.path.exists(SAVED), "Ctrl+S saves the conversation with its KV cache"):
+        msgs, _ = read_chat_file(SAVED)
+        check([r for r, _ in msgs] == ["user", "assistant"] * 2 and msgs[0][1] == FIRST and msgs[2][1] == SECOND,
+              "the saved file holds both messages and both stopped replies: %s" % [r for r, _ in msgs])
+        os.remove(SAVED)
+
     rc, out = chat.close()
     check(rc == 0, "SIGTERM closes the window: exit 0 (got %d)" % rc)
+    check(os.path.exists(SAVED) and len(read_chat_file(SAVED)[0]) == 4,
+          "quitting saved the conversation again before the window closed")
     j = json_of(out)
     check(j.get("replies") == 2, "both stopped replies count as ended (docs/ember-chat.md): %s" % j)
     if n1 is not None and n2 is not None:

@@ -2,8 +2,8 @@
  * .state, docs/state.md):
  *  - a prompt saved on one engine (prompt_only + on_state) and restored on a fresh one
  *    continues with exactly the greedy tokens of an engine that computed it, the state's
- *    tokens as the prompt or a longer prompt beginning with them, on F32 and Q8_0 caches
- *    and on the CPU backend; a restore writes all but the last prompt position
+ *    tokens as the prompt or a longer prompt beginning with them, on F32 and Q8_0 caches,
+ *    Q8_0 and F32 weights, and on the CPU backend; a restore writes all but the last prompt position
  *    (n_restored) and computes that one;
  *  - restored blocks join the prefix cache: the same prompt again takes them;
  *  - prefill on one engine and decode on another (each on its worker thread) gives the
@@ -284,6 +284,10 @@ static void check_chat_file(ember_model *m)
     size_t st_len;
     ember_chat_kv_state(d, &st, &st_len);
     CHECK(st == NULL && st_len == 0);
+    ember_chat_info ci; /* the loaded messages, to show: the user's and the reply's text */
+    ember_chat_get_info(d, &ci);
+    CHECK(ci.n_messages == 2 && ci.messages && strcmp(ci.messages[0].role, "user") == 0 &&
+          strcmp(ci.messages[0].content, "hello there") == 0 && strcmp(ci.messages[1].role, "assistant") == 0);
     ember_chat_free(d);
     ember_chat_free(c);
     free(buf);
@@ -292,8 +296,9 @@ static void check_chat_file(ember_model *m)
 
 int main(void)
 {
-    char path[512], other[512];
+    char path[512], other[512], f32[512];
     snprintf(path, sizeof path, "%s/state_model.gguf", tu_tmp_dir());
+    snprintf(f32, sizeof f32, "%s/state_f32.gguf", tu_tmp_dir());
     snprintf(other, sizeof other, "%s/state_other.gguf", tu_tmp_dir());
     const char *shape = "--dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 512 --ctx 256 --type q8_0";
     char args[256];
@@ -301,6 +306,8 @@ int main(void)
     CHECK(tu_make_model(path, args));
     snprintf(args, sizeof args, "%s --seed 22", shape);
     CHECK(tu_make_model(other, args));
+    CHECK(tu_make_model(f32, "--dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 512 --ctx 256 --seed 23 "
+                             "--type f32"));
     tu_rng rng = {3};
     for (int i = 0; i < PLEN + 20; i++) prompt[i] = 3 + (uint32_t)(tu_next(&rng) % 509);
     ember_model_opts mo = {.enable_validation = tu_validation(), .memory = tu_memory_mode()};
@@ -312,6 +319,9 @@ int main(void)
     CHECKF(ember_model_load(path, &co, &cpu) == EMBER_OK, "%s", ember_model_error(cpu));
     check_round_trip(m, EMBER_KV_F32, "F32 cache");
     check_round_trip(m, EMBER_KV_Q8_0, "Q8_0 cache");
+    ember_model *mf = ef_load(f32, &mo);
+    if (mf) check_round_trip(mf, EMBER_KV_F32, "F32 weights");
+    ember_model_free(mf);
     if (cpu) check_round_trip(cpu, EMBER_KV_F32, "CPU backend");
     check_shared(m);
     check_disaggregated(m);

@@ -382,7 +382,7 @@ void ember_chat_get_info(const ember_chat *c, ember_chat_info *info)
     *info = (ember_chat_info){0};
     if (!c) return;
     uint32_t ctx = fit_ctx(c);
-    *info = (ember_chat_info){.n_messages = c->n_msgs, .n_tokens = c->n_ids, .n_ctx = ctx,
+    *info = (ember_chat_info){.n_messages = c->n_msgs, .messages = c->n_msgs ? c->msgs : NULL, .n_tokens = c->n_ids, .n_ctx = ctx,
                               .reply_room = ctx ? reply_room(c, ctx) : 0, .dropped_turns = c->dropped_turns,
                               .n_dropped = c->n_dropped, .dropped = c->n_dropped ? c->dropped : NULL,
                               .dropped_turns_total = c->dropped_total};
