@@ -110,6 +110,7 @@ void ember_model_get_info(const ember_model *m, ember_model_info *info)
     info->ffn_dim = hp->ffn_dim;
     info->ctx_len = hp->ctx_len;
     info->device_name = m->vk ? ember_vk_get_caps(m->vk)->device_name : "cpu";
+    info->device_index = m->vk ? ember_vk_get_caps(m->vk)->list_index + 1 : 0;
     info->device_bytes = m->vk ? ember_vk_memory_used(m->vk) : 0;
     info->budget_bytes = m->vk ? ember_vk_memory_budget(m->vk) : 0;
     info->pooling = (ember_pooling)ember_llama_pooling(&m->llama);

@@ -270,6 +270,9 @@ typedef struct ember_model_info {
     const char *arch;       /* "llama" or "qwen2" */
     uint32_t n_vocab, dim, n_layers, n_heads, n_kv_heads, ffn_dim, ctx_len;
     const char *device_name; /* Vulkan device, or "cpu" */
+    int device_index;        /* the ember_model_opts.device_index that picks this device
+                                again (its place in ember_list_devices + 1); 0 on the CPU
+                                backend and on an application's device */
     uint64_t device_bytes;   /* device memory Ember holds now for the model and its engines */
     uint64_t budget_bytes;   /* the memory budget; 0 = none */
     ember_pooling pooling;   /* what embeddings use by default (never DEFAULT): the file's

@@ -211,6 +211,7 @@ static void query_formats(VkPhysicalDevice phys, ember_vk_caps *c)
 void ember_vk_query_caps(VkInstance inst, VkPhysicalDevice phys, ember_vk_caps *c)
 {
     memset(c, 0, sizeof *c);
+    c->list_index = -1;
     query_properties(phys, c);
     if (c->api_version >= VK_API_VERSION_1_2) query_features(inst, phys, c);
     query_memory(phys, c);

@@ -14,6 +14,9 @@ typedef struct ember_vk_caps {
     VkPhysicalDeviceType device_type;
     uint32_t api_version, driver_version;
     bool is_cpu;                        /* lavapipe / llvmpipe / SwiftShader */
+    int list_index;                     /* the device's place in vkEnumeratePhysicalDevices'
+                                           order (ember_list_devices'); -1: unknown (an
+                                           application's device) */
     /* features */
     bool fp16_arith;                    /* shaderFloat16 */
     bool int8_arith;                    /* shaderInt8 */

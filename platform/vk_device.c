@@ -177,6 +177,7 @@ static ember_status pick_device(ember_vk *vk, int index, ember_err *err)
     vk->phys = devs[best];
     vk->queue_family = (uint32_t)compute_queue_family(vk->phys);
     ember_vk_query_caps(vk->instance, vk->phys, &vk->caps);
+    vk->caps.list_index = best;
     vkGetPhysicalDeviceMemoryProperties(vk->phys, &vk->mem_props);
     return EMBER_OK;
 }

@@ -119,6 +119,13 @@ expect 0 "output_tokens" bench -m "$model" --requests 2 --prompt-len 4:4 --gen-l
 # prefill on one engine, decode on another: every request completes, with all its tokens
 expect 0 '"completed": 4, "output_tokens": 20, .*"disaggregated": true' \
     bench -m "$model" --requests 4 --prompt-len 20:40 --gen-len 5:5 --json --disaggregate
+# the prefill engine on a device given by number: device 0 loads the model again (as a
+# second GPU would); a device that is not there is named; the flag wants --disaggregate
+expect 0 '"completed": 4, "output_tokens": 20, .*"disaggregated": true, "prefill_device": "[^"]+", "decode_device"' \
+    bench -m "$model" --requests 4 --prompt-len 20:40 --gen-len 5:5 --json --disaggregate --prefill-device 0
+expect 1 "^ember: prefill model: --prefill-device 9: device 9 requested, [0-9]+ present" \
+    bench -m "$model" --disaggregate --prefill-device 9
+expect 2 "^ember bench: --prefill-device goes with --disaggregate" bench -m "$model" --prefill-device 0
 expect 2 "^ember bench: --disaggregate hands KV over without a draft model's" \
     bench -m "$model" --disaggregate --draft "$model" --draft-k 2
 [ "$minimal" = 1 ] || expect 2 "^ember serve: no model given" serve

@@ -1,4 +1,6 @@
 /* test_host_device.c — Ember on the application's Vulkan device, and the memory budget:
+ *  - ember_model_info.device_index names Ember's own device in ember_list_devices, and is
+ *    0 on an application's device;
  *  - the test makes its own instance, device and queue as a game would and hands them
  *    over (ember_model_opts.vulkan): the tokens equal those on Ember's own device, Ember's
  *    submissions take the application's queue lock while a "renderer" thread submits to
@@ -177,6 +179,9 @@ static void test_host_device(const char *path, const ef_result *ref, bool option
     ember_model_opts mo = {.vulkan = &vd};
     ember_model *m = NULL;
     CHECKF(ember_model_load(path, &mo, &m) == EMBER_OK, "%s", ember_model_error(m));
+    ember_model_info info;
+    ember_model_get_info(m, &info);
+    CHECKF(info.device_index == 0, "the application's device has no device_index (got %d)", info.device_index);
     pthread_t t;
     pthread_create(&t, NULL, renderer_main, &h);
     static ef_result res[NREQ];
@@ -301,6 +306,14 @@ int main(void)
     ember_model_opts mo = {.enable_validation = tu_validation()};
     ember_model *own = ef_load(path, &mo);
     if (!own) return tu_skip("cannot load the test model on a Vulkan device");
+    ember_model_info info; /* Ember's own device: its place in the list, which picks it again */
+    ember_model_get_info(own, &info);
+    static ember_device_info devs[8];
+    size_t n_devs = 0;
+    CHECK(ember_list_devices(devs, 8, &n_devs, NULL, 0) == EMBER_OK);
+    CHECKF(info.device_index >= 1 && (size_t)info.device_index <= n_devs &&
+               strcmp(devs[info.device_index - 1].name, info.device_name) == 0,
+           "device_index %d names %s", info.device_index, info.device_name);
     tu_rng rng = {3};
     for (int i = 0; i < NREQ; i++)
         for (int j = 0; j < 120; j++) prompts[i][j] = 3 + (uint32_t)(tu_next(&rng) % 500);

@@ -198,7 +198,8 @@ static void check_crossing(ember_model *gpu, ember_model *cpu)
 /* Prefill on one engine, decode on another, each on its worker thread (ember bench
  * --disaggregate's hand-over): the prefill engine's state callback submits the request
  * with the state to the decode engine. Four prompts at once give the greedy tokens of one
- * engine that computes them. */
+ * engine that computes them, with both engines on one model and on two loads of it (as on
+ * two devices). */
 typedef struct handed {
     ember_engine *decoder;
     const uint32_t *prompt;
@@ -215,9 +216,9 @@ static void hand_over(void *user, ember_request_id id, const void *state, size_t
     h->submitted = ember_submit(h->decoder, &d, NULL);
 }
 
-static void check_disaggregated(ember_model *m)
+static void check_disaggregated(ember_model *m, ember_model *decode_model)
 {
-    ember_engine *p = ef_engine(m, (ember_engine_opts){0}), *d = ef_engine(m, (ember_engine_opts){0});
+    ember_engine *p = ef_engine(m, (ember_engine_opts){0}), *d = ef_engine(decode_model, (ember_engine_opts){0});
     if (!p || !d) return;
     ef_result got[4], ref[4];
     handed h[4];
@@ -324,7 +325,10 @@ int main(void)
     ember_model_free(mf);
     if (cpu) check_round_trip(cpu, EMBER_KV_F32, "CPU backend");
     check_shared(m);
-    check_disaggregated(m);
+    check_disaggregated(m, m);
+    ember_model *m2 = ef_load(path, &mo); /* the file again: another model's buffers */
+    if (m2) check_disaggregated(m, m2);
+    ember_model_free(m2);
     if (o) check_refusals(m, o);
     if (cpu) check_crossing(m, cpu);
     if (cpu) check_chat_file(cpu);

@@ -169,7 +169,7 @@ static int pick_device(const cli_model_args *a, const char **source)
 {
     const char *env = getenv("EMBER_DEVICE");
     long n;
-    *source = "--device";
+    *source = a->device_flag ? a->device_flag : "--device";
     if (a->device || !env || !*env || a->backend == EMBER_BACKEND_CPU || a->vocab_only) return a->device;
     *source = "EMBER_DEVICE";
     return cli_int("EMBER_DEVICE", env, 0, 1 << 20, &n) ? (int)n + 1 : -1;

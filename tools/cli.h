@@ -42,6 +42,7 @@ typedef struct cli_model_args {
     bool vocab_only;     /* load the vocabulary alone (tokenize) */
     ember_kernel_opts kernels; /* --kernels LIST: variants forced (ember_model_opts.kernels) */
     const char *role;    /* "draft model": said before a load error; NULL for the model */
+    const char *device_flag; /* the flag that gave device, for messages; NULL: --device */
 } cli_model_args;
 
 /* Handles -m/--model, --backend, --device, --memory, --memory-budget at argv[*i]; returns 1 when consumed,

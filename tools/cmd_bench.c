@@ -35,6 +35,7 @@ typedef struct bench_args {
     ember_logit_bias bias[CLI_MAX_BIAS];
     const char *sampling_flag;    /* the first sampling option given, refused with --url */
     bool disaggregate;            /* prefill engine -> KV state -> decode engine */
+    long prefill_device;          /* --prefill-device N: N + 1 (a device_index); 0 = automatic */
     bool json, help;
 } bench_args;
 
@@ -58,6 +59,7 @@ typedef struct workload {
     double t0;
     ember_speculation spec;
     ember_sampling sampling;           /* request i samples with seed sampling.seed + i */
+    const char *prefill_on, *decode_on; /* --disaggregate: the engines' devices */
 } workload;
 
 /* --batching values and the JSON's "batching", indexed by ember_batching. */
@@ -96,6 +98,7 @@ static bool engine_flag(const char *f, const char *v, bench_args *a)
         return false;
     }
     if (strcmp(f, "--kv-type") == 0) return cli_kv_type(f, v, &a->eo.kv_type);
+    if (strcmp(f, "--prefill-device") == 0) return cli_int(f, v, 0, 63, &a->prefill_device) && ++a->prefill_device;
     if (strcmp(f, "--sample-from") == 0) return cli_sample_from(f, v, &a->eo.sample_from);
     int spec = cli_spec_flag(f, v, &a->spec, &a->draft);
     if (spec) return spec > 0;
@@ -154,6 +157,8 @@ static bool consistent(const bench_args *a, bool vocab_given)
                         "(give it to ember serve)\n", a->engine_flag);
     else if (!a->url && (a->api_key || vocab_given))
         fprintf(stderr, "ember bench: %s goes with --url\n", a->api_key ? "--api-key" : "--vocab");
+    else if (a->prefill_device && !a->disaggregate)
+        fprintf(stderr, "ember bench: --prefill-device goes with --disaggregate\n");
     else if (a->disaggregate && a->draft)
         fprintf(stderr, "ember bench: --disaggregate hands KV over without a draft model's: use --ngram\n");
     else if (!a->url && !a->model.path)
@@ -167,7 +172,7 @@ static bool consistent(const bench_args *a, bool vocab_given)
 static const char *const value_flags[] = {"--requests", "--rate", "--prompt-len", "--gen-len", "--shared-prefix",
     "--seed", "--slo-ttft-ms", "--slo-tpot-ms", "--concurrency", "--url", "--api-key", "--vocab", "--batching",
     "--kv-type", "--kv", "--max-seqs", "--max-batch-tokens", "--chunk-ctx", "--kv-blocks", "--kv-block-size",
-    "--kv-mem", "--sample-from", NULL};
+    "--kv-mem", "--sample-from", "--prefill-device", NULL};
 
 static bool parse(int argc, char **argv, bench_args *a)
 {
@@ -324,8 +329,31 @@ static void prefill_done(void *user, ember_request_id id, ember_finish why, cons
     if (why == EMBER_FINISH_ERROR || why == EMBER_FINISH_CANCELLED) r->why = EMBER_FINISH_ERROR, r->done = true;
 }
 
+/* The device (a device_index) for the prefill engine's model, or 0 for the decode
+ * engine's own: --prefill-device, else a usable GPU other than the one m is on (a discrete
+ * one first; never a software one), so that prompts and decoding run side by side. */
+static int prefill_device(const bench_args *a, const ember_model *m)
+{
+    enum { MAX_DEVICES = 16 };
+    if (a->prefill_device) return (int)a->prefill_device;
+    ember_model_info info;
+    ember_model_get_info(m, &info);
+    static ember_device_info devs[MAX_DEVICES]; /* ~1.5 KB each: not on the stack */
+    size_t n = 0;
+    if (!info.device_index || ember_list_devices(devs, MAX_DEVICES, &n, NULL, 0) != EMBER_OK) return 0;
+    int pick = 0;
+    for (size_t i = 0; i < n && i < MAX_DEVICES; i++) {
+        const ember_device_info *d = &devs[i];
+        bool usable = d->type != EMBER_DEVICE_CPU && (d->api_major > 1 || d->api_minor >= 2);
+        if ((int)i + 1 == info.device_index || !usable) continue;
+        if (!pick || (d->type == EMBER_DEVICE_DISCRETE && devs[pick - 1].type != EMBER_DEVICE_DISCRETE))
+            pick = (int)i + 1;
+    }
+    return pick;
+}
+
 /* Submits arrivals to the prefill engine p as their time comes; both engines run on
- * their own worker threads (two devices would run them side by side). */
+ * their own worker threads (on two devices, side by side). */
 static ember_status drive_split(ember_engine *p, ember_engine *d, workload *w)
 {
     ember_status s = ember_engine_start(p);
@@ -495,6 +523,12 @@ static void engine_json(const bench_args *a, const workload *w, const ember_engi
            (unsigned long long)st->tokens_computed, (unsigned long long)st->padding_tokens,
            batching_name[a->eo.batching], a->eo.kv_layout == EMBER_KV_CONTIGUOUS ? "contiguous" : "paged");
     printf(", \"disaggregated\": %s", a->disaggregate ? "true" : "false");
+    if (a->disaggregate) {
+        printf(", \"prefill_device\": ");
+        cli_json_string(stdout, w->prefill_on, strlen(w->prefill_on));
+        printf(", \"decode_device\": ");
+        cli_json_string(stdout, w->decode_on, strlen(w->decode_on));
+    }
 }
 
 static void engine_text(const bench_args *a, const workload *w, const ember_engine_stats *st)
@@ -508,6 +542,7 @@ static void engine_text(const bench_args *a, const workload *w, const ember_engi
            (unsigned long long)st->padding_tokens, (unsigned long long)st->preemptions);
     printf("prefix cache  %llu prompt tokens from the cache, %llu copies on write\n",
            (unsigned long long)st->prefix_hit_tokens, (unsigned long long)st->cow_copies);
+    if (a->disaggregate) printf("split         prefill on %s, decode on %s\n", w->prefill_on, w->decode_on);
     uint64_t drafted, accepted;
     spec_counts(w, &drafted, &accepted);
     if (a->spec.draft_k)
@@ -557,8 +592,18 @@ static int run(ember_model *m, ember_model *draft, const bench_args *a)
     ember_engine_opts eo = a->eo;
     eo.draft = draft;
     ember_engine *pre = NULL; /* --disaggregate: the prefill engine; e decodes */
+    ember_model *pm = m;      /* the prefill engine's model: m's, or one on a device of its own */
+    int dev = a->disaggregate ? prefill_device(a, m) : 0;
+    if (dev) {
+        cli_model_args pa = a->model;
+        pa.device = dev, pa.role = "prefill model", pa.device_flag = "--prefill-device";
+        if (!(pm = cli_load_model(&pa))) return 1;
+    }
+    ember_model_info pinfo;
+    ember_model_get_info(pm, &pinfo);
+    w.prefill_on = pinfo.device_name, w.decode_on = info.device_name;
     ember_status s = make_workload(a, info.n_vocab, &w) ? ember_engine_create(m, &eo, &e) : EMBER_ERR_OUT_OF_MEMORY;
-    if (s == EMBER_OK && a->disaggregate) s = ember_engine_create(m, &eo, &pre);
+    if (s == EMBER_OK && a->disaggregate) s = ember_engine_create(pm, &eo, &pre);
     if (s == EMBER_OK) s = a->disaggregate ? drive_split(pre, e, &w) : drive(e, &w);
     int code = 0;
     if (s != EMBER_OK) {
@@ -571,7 +616,7 @@ static int run(ember_model *m, ember_model *draft, const bench_args *a)
     ember_engine_destroy(pre);
     ember_engine_destroy(e);
     free_workload(&w);
-    return code;
+    return pm != m ? cli_free_model(pm, code) : code;
 }
 
 /* ---- against a server (--url) ------------------------------------------------------------ */
@@ -669,7 +714,9 @@ static int usage(FILE *out, int code)
                 "                   [--batching continuous|static|static-ragged]\n"
                 "                   [--kv paged|contiguous] [--kv-type f32|f16|q8_0] [--no-prefix-cache] [--seed S]\n"
                 "                   [--slo-ttft-ms X] [--slo-tpot-ms Y]\n"
-                "                   [--draft M2 --draft-k K | --ngram N] [--profile] [--disaggregate] [--json]\n"
+                "                   [--draft M2 --draft-k K | --ngram N] [--profile] [--json]\n"
+                "                   [--disaggregate [--prefill-device N]: prompts on one engine, decoding on\n"
+                "                    another; the prefill engine on device N, by default another GPU if any]\n"
                 "                   [--temp T --top-k K --top-p P --min-p P ...: every request samples so,\n"
                 "                    seeded from --seed; greedy by default] [--sample-from auto|candidates|rows]\n"
                 "       ember bench --url http://HOST:PORT [--model NAME] [--api-key KEY] [--vocab V]\n"
