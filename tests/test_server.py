@@ -940,7 +940,8 @@ def test_state_files(model):
 class FakePeer:
     """A prefill peer that answers every request as mode says: "cut" sends a 200 promising
     100,000 bytes and closes after 500 (a peer that dies mid-transfer); "junk" sends a
-    whole 200 of bytes that are not a KV state."""
+    whole 200 of bytes that are not a KV state; "huge" sends 3 MiB (over the --max-state-mib
+    1 of the server that asks)."""
 
     def __init__(self, mode):
         self.sock = socket.socket()
@@ -965,6 +966,11 @@ class FakePeer:
                 body += c.recv(65536)
             if self.mode == "cut":
                 c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + b"\0" * 500)
+            elif self.mode == "huge":
+                try:
+                    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3145728\r\n\r\nEMBERKVS" + b"\0" * (3145728 - 8))
+                except OSError:
+                    pass  # the server hung up once it had more than it takes
             else:
                 c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 64\r\n\r\n" + b"EMBERKVS" + b"\1" * 56)
             c.close()
@@ -977,15 +983,17 @@ def test_prefill_peer(model):
     """--prefill-peer: a prompt of at least --prefill-min-tokens tokens is prefilled by a
     peer started with --serve-prefill and decoded here, with the text one server gives (the
     restored tokens and the peer's prefill in /metrics); a shorter one is prefilled here. A
-    peer that dies mid-transfer, answers bytes that are not a state, or is gone costs only a
-    local prefill: the same text, counted as a fallback. Without --serve-prefill,
+    peer that dies mid-transfer, answers bytes that are not a state, answers more bytes than
+    --max-state-mib, or is gone costs only a local prefill: the same text, counted as a
+    fallback. Without --serve-prefill,
     /v1/prefill is a 404."""
     prompt = {"prompt": "a long prompt that the peer prefills and this server decodes, token by token",
               "max_tokens": 8, "temperature": 0, "ignore_eos": True}
     peer = Server(model, "--serve-prefill")
-    fakes = [FakePeer("cut"), FakePeer("junk")]
-    servers = [Server(model, "--prefill-peer", f"http://127.0.0.1:{p}", "--prefill-min-tokens", "8")
-               for p in (peer.port, fakes[0].port, fakes[1].port)]
+    fakes = [FakePeer("cut"), FakePeer("junk"), FakePeer("huge")]
+    servers = [Server(model, "--prefill-peer", f"http://127.0.0.1:{p}", "--prefill-min-tokens", "8",
+                      *(["--max-state-mib", "1"] if p == fakes[2].port else []))
+               for p in (peer.port, fakes[0].port, fakes[1].port, fakes[2].port)]
     try:
         want = peer.post(CMPL, prompt)[2]["choices"][0]["text"]
         main = servers[0]
@@ -1000,7 +1008,8 @@ def test_prefill_peer(model):
         check(done and streamed == want, "streamed, the same text")
         main.post(CMPL, dict(prompt, prompt="short"))
         check(main.metrics()['ember_prefill_peer_total{result="remote"}'] == 2, "a short prompt is prefilled here")
-        for server, what in ((servers[1], "dies mid-transfer"), (servers[2], "answers bytes that are no state")):
+        for server, what in ((servers[1], "dies mid-transfer"), (servers[2], "answers bytes that are no state"),
+                             (servers[3], "answers a state over --max-state-mib")):
             status, _, r = server.post(CMPL, prompt)
             m = server.metrics()
             check(status == 200 and r["choices"][0]["text"] == want and

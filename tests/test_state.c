@@ -9,9 +9,10 @@
  *  - prefill on one engine and decode on another (each on its worker thread) gives the
  *    tokens of one engine;
  *  - a Q8_0 engine takes an F32 state (converted) and the CPU backend a GPU state;
- *  - a state with one byte changed, cut short, of another model, or whose tokens the
- *    prompt does not begin with is refused at submit with a message, nothing held, and
- *    the engine serves the next request as before;
+ *  - a state with one byte changed, cut short, of another version or another model, or
+ *    whose tokens the prompt does not begin with is refused at submit with a message,
+ *    nothing held, and the engine serves the next request as before (a state of more
+ *    tokens than the engine takes: test_kv_state, the same reader);
  *  - a saved chat (ember_chat_save / ember_chat_load): not saved between a prompt and its
  *    reply; every shorter length and changed byte, another template family and a state
  *    of other tokens refused. */
@@ -140,6 +141,7 @@ static void check_refusals(ember_model *m, ember_model *other)
     struct { const char *what, *says; ember_status want; size_t cut; int flip; const saved *st; uint32_t first; } cases[] = {
         {"one byte changed", "checksum", EMBER_ERR_FORMAT, 0, 1000, &s, 0},
         {"cut short", "truncated", EMBER_ERR_FORMAT, 100, -1, &s, 0},
+        {"another version", "version 5", EMBER_ERR_FORMAT, 0, 8, &s, 0}, /* the u32 after the magic */
         {"not a state", "not a KV state", EMBER_ERR_FORMAT, s.len - 40, -1, &s, 0},
         {"another model", "another model", EMBER_ERR_INVALID_ARG, 0, -1, &o, 0},
         {"another prompt", "part at position 3", EMBER_ERR_INVALID_ARG, 0, -1, &s, 3},
