@@ -367,23 +367,32 @@ static void test_mutations(void)
 
 /* ---- the chat path ------------------------------------------------------------------------- */
 
+/* A real template of tests/data/chat_templates read twice over: as the model's own (the
+ * interpreter) and as its built-in family. The source (free it), or NULL. */
+static char *open_both(const char *name, const char *bos, const char *eos, ember_chat_template *model,
+                       ember_chat_template *family)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/data/chat_templates/%s.jinja", EMBER_TESTS_DIR, name);
+    size_t n = 0;
+    char *src = read_file(path, &n);
+    ember_err err = {{0}};
+    CHECKF(src && ember_chat_template_init_model(model, NULL, src, n, bos, eos, &err) == EMBER_OK &&
+               ember_chat_template_init(family, NULL, src, n, bos, eos, &err) == EMBER_OK,
+           "%s: %s", name, src ? err.msg : "not read");
+    return src;
+}
+
 /* The built-in gemma family and the interpreter agree on Gemma 3's own template: the system
  * message folded into the first user turn, contents trimmed, "model" for replies. */
 static void test_gemma3_family(void)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/data/chat_templates/google-gemma-3-it.jinja", EMBER_TESTS_DIR);
-    size_t n = 0;
-    char *src = read_file(path, &n);
-    CHECK(src != NULL);
-    if (!src) return;
-    ember_chat_template model, family;
-    ember_err err = {{0}};
-    CHECK(ember_chat_template_init_model(&model, NULL, src, n, "<bos>", "<eos>", &err) == EMBER_OK);
-    CHECK(ember_chat_template_init(&family, NULL, src, n, "<bos>", "<eos>", &err) == EMBER_OK);
+    ember_chat_template model = {0}, family = {0};
+    char *src = open_both("google-gemma-3-it", "<bos>", "<eos>", &model, &family);
     CHECK(model.jinja != NULL && !strcmp(ember_chat_template_family(&family), "gemma"));
     ember_chat_message m[4] = {{"system", "Be brief."}, {"user", " Hi "}, {"assistant", "Hello!"}, {"user", "Bye"}};
-    for (size_t k = 2; k <= 4; k += 2) {
+    ember_err err = {{0}};
+    for (size_t k = 2; src && k <= 4; k += 2) {
         char *a = NULL, *b = NULL;
         size_t la = 0, lb = 0;
         CHECK(ember_chat_render(&model, m, k, 0, true, &a, &la, &err) == EMBER_OK);
@@ -398,16 +407,10 @@ static void test_gemma3_family(void)
 
 static void test_chat_path(void)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/data/chat_templates/Qwen-Qwen2.5-7B-Instruct.jinja", EMBER_TESTS_DIR);
-    size_t n = 0;
-    char *qwen = read_file(path, &n);
-    CHECK(qwen != NULL);
+    ember_chat_template model = {0}, family = {0};
+    char *qwen = open_both("Qwen-Qwen2.5-7B-Instruct", "<|endoftext|>", "<|im_end|>", &model, &family);
     if (!qwen) return;
-    ember_chat_template model, family;
     ember_err err = {{0}};
-    CHECK(ember_chat_template_init_model(&model, NULL, qwen, n, "<|endoftext|>", "<|im_end|>", &err) == EMBER_OK);
-    CHECK(ember_chat_template_init(&family, NULL, qwen, n, "<|endoftext|>", "<|im_end|>", &err) == EMBER_OK);
     CHECK(model.jinja != NULL && family.jinja == NULL && !strcmp(ember_chat_template_family(&model), "chatml"));
     ember_chat_message m[4] = {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Bye"}};
     char *a = NULL, *b = NULL, *tail = NULL, *end = NULL;
@@ -428,6 +431,8 @@ static void test_chat_path(void)
     free(qwen);
 
     /* Tools and tool calls through the JSON form (Hermes 2 Pro's template). */
+    char path[1024];
+    size_t n = 0;
     snprintf(path, sizeof path, "%s/data/chat_templates/NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja", EMBER_TESTS_DIR);
     char *hermes = read_file(path, &n);
     CHECK(hermes && ember_chat_template_init_model(&model, NULL, hermes, n, "<|begin_of_text|>", "<|im_end|>", &err) == EMBER_OK);
