@@ -20,7 +20,7 @@ fi
 for v in llama2 llama3; do
   [ -s "$out/$v.vocab" ] || (cd "$out" && node "$OLDPWD/bench/grammar_mask/vocab.mjs" "$v" "$v.vocab" >/dev/null)
 done
-src="engine/grammar/grammar.c engine/grammar/grammar_match.c engine/grammar/vocab_trie.c engine/grammar/mask_cache.c
+src="engine/grammar/grammar.c engine/grammar/grammar_match.c engine/grammar/vocab_trie.c engine/grammar/mask_cache.c engine/grammar/rep_chain.c
      engine/grammar/json.c engine/grammar/json_schema.c engine/grammar/json_text.c engine/grammar/regex.c engine/grammar/decimal_range.c
      engine/tokenizer/utf8.c common/strbuf.c"
 cc -O2 -std=gnu11 -I. -Iinclude -o "$out/mask_bench" bench/grammar_mask/mask_bench.c $src common/alloc.c common/error.c -lm

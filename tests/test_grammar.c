@@ -245,7 +245,9 @@ static void make_vocab(vocab *v)
                                   "\xE0", "\xED", "\xF0", "\xF4", "\xE1", "\xF1", "\x80", "\x8F", "\x90", "\x9F",
                                   "\xA0", "\xBF", "\xE0\xA0", "\xED\x9F\xBF", "\xF0\x90\x80",
                                   "\xE2\x82\xAC" "a", "\xC4\x80" "b!", "a\xC3\xA9\xC3\xA9", "!\xE2\x82\xAC!",
-                                  "\xD0", "\xD0\x90", "\xD0\x90" "1", "\xC3\xA9" "2"};
+                                  "\xD0", "\xD0\x90", "\xD0\x90" "1", "\xC3\xA9" "2",
+                                  /* across a chain's end into another chain (test_masks) */
+                                  "a<", "a<abc", "<abc>", "<ab", "baaaab", "aaaa"};
     const char *alphabet = "{}[]\":, abe0129-.\\nu\xC3\xA9\xE0\xED\xF0\xF4\x80\x90\xA0\xBF";
     tu_rng rng = {1234};
     v->n = 0;
@@ -279,7 +281,9 @@ static int check_masks(const char *grammar, int walks, int max_tokens)
     ember_gmask_cache *cache = NULL;
     make_vocab(v);
     CHECK(ember_vtrie_build(v->p, v->n, &t, &err) == EMBER_OK);
-    CHECK(!g || !t || ember_gmask_cache_create(g, t, 0, &cache, &err) == EMBER_OK);
+    ember_gmask_vocab *shared = NULL; /* the JSON string characters' sets, made once per vocabulary */
+    CHECK(!t || ember_gmask_vocab_create(t, &shared, &err) == EMBER_OK);
+    CHECK(!g || !t || ember_gmask_cache_create(g, t, shared, 0, &cache, &err) == EMBER_OK);
     enum { MAX_KEYS = 256, KEY_LEN = 64 };
     static size_t key_len[MAX_KEYS];
     static uint32_t keys[MAX_KEYS][KEY_LEN], masks[MAX_KEYS][(sizeof v->p / sizeof *v->p + 31) / 32];
@@ -329,7 +333,14 @@ static int check_masks(const char *grammar, int walks, int max_tokens)
         }
         ember_gmatch_free(m);
     }
+    if (cache) {
+        ember_gmask_counts k = ember_gmask_cache_counts(cache);
+        printf("masks: %d walks, %u ended; %llu masks made, %llu shared; %llu transitions run, %llu taken over: %s\n",
+               walks, ended, (unsigned long long)k.masks_made, (unsigned long long)k.masks_shared,
+               (unsigned long long)k.transitions, (unsigned long long)k.derived, grammar);
+    }
     ember_gmask_cache_free(cache);
+    ember_gmask_vocab_free(shared);
     ember_vtrie_free(t);
     ember_grammar_free(g);
     free(v);
@@ -387,6 +398,22 @@ static void test_masks(void)
     CHECK(check_masks("root ::= ([\\u0400-\\u04FF] \"1\" | [\\u0080-\\u04FF] \"2\")+", 60, 12) > 0);
     /* every longer character alike for one stack, only those from U+E000 for another */
     CHECK(check_masks("root ::= \"<\" ([^<>!] | [\\uE000-\\U0010FFFF] \"!\"){0,6} \">\"", 60, 20) > 0);
+    /* Long bounded repetitions, whose transitions the cache takes over from one count up
+     * and whose masks it shares once no token can use the counts up (rep_chain.h): the
+     * tokens here are at most 8 bytes, so from a count of 11 on. A string met again and
+     * again, entered afresh after a comma; two chains in one stack; a lower bound and an x
+     * of two bytes; x that may match nothing; a chain entered after a rule that may match
+     * nothing; the same chain nested in itself; escapes. */
+    CHECK(check_masks("root ::= s (\",\" s){0,3}\ns ::= \"\\\"\" [^\"\\\\]{0,40} \"\\\"\"", 60, 60) > 0);
+    CHECK(check_masks("root ::= \"<\" (\"ab\" | [c-e]){2,30} \">\" [a-z]{0,25}", 60, 40) > 0);
+    CHECK(check_masks("root ::= ([a-c]? [d-f]?){0,30} \"!\"", 40, 40) > 0);
+    CHECK(check_masks("root ::= w \"x\"{0,20} w \"<\" [^<>]{0,50} \">\"\nw ::= [ ]{0,6}", 60, 40) > 0);
+    CHECK(check_masks("root ::= \"a\"{0,30} \"<\" [a-e]{0,3} \">\"", 80, 30) > 0); /* "<" enters a chain */
+    CHECK(check_masks("root ::= (\"a\"{0,4} \"b\"){0,30} \"!\"", 60, 30) > 0);  /* x opens a chain */
+    /* JSON's string characters: the vocabulary's shared sets */
+    CHECK(check_masks("root ::= \"\\\"\" [^\"\\\\\\x00-\\x1F]{0,40} \"\\\"\" \"!\"", 60, 30) > 0);
+    CHECK(check_masks("root ::= i\ni ::= [0-9]{1,20} | \"[\" (i (\",\" i){0,12})? \"]\"", 60, 40) > 0);
+    CHECK(check_masks("root ::= \"{\" (\"\\\"\" ([^\"\\\\] | \"\\\\\" [\"\\\\nu]){0,50} \"\\\": \" [0-9]{1,3} \",\"){1,4} \"}\"", 60, 60) > 0);
 }
 
 int main(void)

@@ -27,6 +27,7 @@ typedef struct entry {
 struct ember_grammars {
     const ember_tokenizer *t;
     ember_vtrie *trie;  /* built on the first bind */
+    ember_gmask_vocab *vocab; /* what the grammars' mask caches share, made with the trie */
     entry *entries;
     uint64_t clock;
 };
@@ -124,7 +125,7 @@ static entry *find_or_add(ember_grammars *gs, ember_constraint *c, ember_err *er
     for (entry *e = gs->entries; e; e = e->next)
         if (!strcmp(e->text, c->text) && !strcmp(e->root, c->root)) return e;
     entry *e = ember_calloc(1, sizeof *e);
-    if (!e || ember_gmask_cache_create(c->own, gs->trie, 0, &e->cache, err) != EMBER_OK) {
+    if (!e || ember_gmask_cache_create(c->own, gs->trie, gs->vocab, 0, &e->cache, err) != EMBER_OK) {
         ember_free(e);
         return NULL;
     }
@@ -186,6 +187,7 @@ static ember_status mark_bad_starts(ember_constraint *c, const ember_tokenizer *
 static ember_status bind(ember_constraint *c, ember_grammars *gs, ember_err *err)
 {
     ember_status s = gs->trie ? EMBER_OK : trie_of(gs->t, &gs->trie, err);
+    if (s == EMBER_OK && !gs->vocab) s = ember_gmask_vocab_create(gs->trie, &gs->vocab, err);
     if (s != EMBER_OK) return s;
     entry *e = find_or_add(gs, c, err);
     if (!e) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory for a grammar");
@@ -438,6 +440,7 @@ void ember_grammars_free(ember_grammars *gs)
         gs->entries = e->next;
         entry_free(e);
     }
+    ember_gmask_vocab_free(gs->vocab);
     ember_vtrie_free(gs->trie);
     ember_free(gs);
 }

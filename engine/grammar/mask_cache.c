@@ -5,6 +5,7 @@
 
 #include "common/alloc.h"
 #include "mask_cache.h"
+#include "rep_chain.h"
 
 #define NONE UINT32_MAX       /* no transitions / no mask yet; a free table slot */
 #define DEAD (UINT32_MAX - 1) /* a transition no stack takes */
@@ -16,6 +17,8 @@ typedef struct state {
     uint32_t n_allowed;
     uint32_t utf8_to;         /* the state every character of 2-4 bytes leads to; DEAD:
                                  not one state; NONE: not known yet */
+    uint32_t above, level;    /* the state one count up in a repetition and the lowest
+                                 count there (lift); above NONE: not found yet */
 } state;
 
 /* Plain tokens. Inside a string most bytes lead a state to one and the same next state,
@@ -28,9 +31,11 @@ typedef struct state {
 typedef struct plain {
     uint32_t ascii[4];        /* the plain ASCII bytes */
     bool utf8;                /* every well-formed longer character is plain too */
-    uint32_t mask;            /* row(&masks, mask + l): the plain tokens of at most
+    /* The vocabulary's sets (ember_gmask_vocab), or NULL: the cache's own. */
+    const struct ember_gmask_vocab *vocab;
+    uint32_t mask;            /* own: row(&masks, mask + l): the plain tokens of at most
                                  l + 1 characters, l < PLAIN_CHARS */
-    uint32_t others_at, n_others; /* the rest (not empty): others[others_at ..] */
+    uint32_t others_at, n_others; /* the rest: own, others[others_at ..] */
 } plain;
 
 #define PLAIN_MIN_BYTES 32    /* fewer plain ASCII bytes: walk the trie */
@@ -57,9 +62,22 @@ typedef struct rows {
 #define CHUNK_ROWS 64
 _Static_assert(PLAIN_CHARS <= CHUNK_ROWS, "a plain pattern's sets are rows of one chunk");
 
+/* How far a derivation climbs a chain for a transition it can take over (rep_chain.h:
+ * x{m,n} has at most 1000 counts). */
+#define CLIMB_MAX 1024
+
+/* The sets of one pattern made once for a vocabulary: JSON's string characters. */
+struct ember_gmask_vocab {
+    uint32_t ascii[4];
+    uint32_t *sets;           /* PLAIN_CHARS rows of the vocabulary's words */
+    uint32_t *others, n_others;
+};
+
 struct ember_gmask_cache {
     const ember_vtrie *v;
+    const ember_gmask_vocab *vocab; /* NULL: none */
     ember_gmatch *m;       /* works out transitions */
+    ember_rep_chains chains; /* bounded repetitions: transitions and masks one count apart */
     size_t words, max_bytes;
     slot *slots;
     uint32_t n_slots;
@@ -172,23 +190,35 @@ static bool take_key(ember_gmask_cache *c, const ember_gmatch *m)
     return true;
 }
 
-/* The state whose key is c->key, made when new; NONE when memory ran out. */
-static uint32_t intern(ember_gmask_cache *c)
+/* The state whose key is c->key, or NONE with *slot_at the free slot where it would go. */
+static uint32_t find(const ember_gmask_cache *c, uint64_t *hash, uint32_t *slot_at)
 {
     const uint32_t *k = c->key.p;
     uint32_t n = c->key.n;
-    uint64_t h = hash_key(k, n - 1); /* the last number, a pending character's bits, is not compared */
+    uint64_t h = *hash = hash_key(k, n - 1); /* the last number, a pending character's bits, is not compared */
     uint32_t j = (uint32_t)h & (c->n_slots - 1);
     for (; c->slots[j].state != NONE; j = (j + 1) & (c->n_slots - 1)) {
         const state *s = &c->states.p[c->slots[j].state];
         if (c->slots[j].hash == h && s->key_len == n && !memcmp(c->keys.p + s->key_at, k, sizeof *k * (n - 1)))
             return c->slots[j].state;
     }
+    *slot_at = j;
+    return NONE;
+}
+
+/* The state whose key is c->key, made when new; NONE when memory ran out. */
+static uint32_t intern(ember_gmask_cache *c)
+{
+    const uint32_t *k = c->key.p;
+    uint32_t n = c->key.n, j;
+    uint64_t h;
+    uint32_t found = find(c, &h, &j);
+    if (found != NONE) return found;
     if (!reserve(c, &c->states, c->states.n + 1, sizeof(state)) || !reserve(c, &c->keys, c->keys.n + n, sizeof *k) ||
         add_rows(c, &c->trans, 1) == NONE)
         return NONE;
     uint32_t id = c->states.n++; /* its row of transitions: row(&c->trans, id) */
-    c->states.p[id] = (state){c->keys.n, n, NONE, 0, NONE};
+    c->states.p[id] = (state){c->keys.n, n, NONE, 0, NONE, NONE, 0};
     memset(row(&c->trans, id), 0xFF, 256 * sizeof(uint32_t)); /* UNSEEN */
     memcpy(c->keys.p + c->keys.n, k, sizeof *k * n);
     c->keys.n += n;
@@ -208,10 +238,64 @@ static bool load(ember_gmask_cache *c, uint32_t s)
     return true;
 }
 
-/* Works out where byte b leads from state s with the matcher, which then stays in s
- * (for more bytes from s) or moves on to where b leads (for a walk going deeper). */
+/* State s's key with one bounded repetition's counts one up (for byte's step, byte < 0
+ * for a mask; *chain gets the repetition) in c->key; false when it cannot be (rep_chain.h). */
+static bool key_above(ember_gmask_cache *c, uint32_t s, int byte, uint32_t *chain)
+{
+    const state *st = &c->states.p[s];
+    if (!reserve(c, &c->key, st->key_len, sizeof *c->key.p)) return false;
+    c->key.n = st->key_len;
+    return ember_rep_up(&c->chains, c->keys.p + st->key_at, st->key_len, byte, chain, c->key.p);
+}
+
+/* The state one count up from s (for byte's step, or byte < 0 for a mask), when the cache
+ * holds it; NONE otherwise. */
+static uint32_t state_above(ember_gmask_cache *c, uint32_t s, int byte, uint32_t *chain)
+{
+    uint64_t h;
+    uint32_t j;
+    return key_above(c, s, byte, chain) ? find(c, &h, &j) : NONE;
+}
+
+/* The state one count of chain below t, made when new; NONE when it cannot be. */
+static uint32_t state_below(ember_gmask_cache *c, uint32_t t, uint32_t chain)
+{
+    const state *st = &c->states.p[t];
+    if (!reserve(c, &c->key, st->key_len, sizeof *c->key.p)) return NONE;
+    c->key.n = st->key_len;
+    return ember_rep_down(&c->chains, c->keys.p + st->key_at, st->key_len, chain, c->key.p) ? intern(c) : NONE;
+}
+
+/* Where byte b leads from state s, taken over from the states above it (one count up,
+ * two, ...: the first whose transition for b is known) one count down at a time, each
+ * transition on the way kept; UNSEEN when none is known or a result cannot move down.
+ * Inside a long bounded string this replaces almost every matcher run. */
+static uint32_t derive(ember_gmask_cache *c, uint32_t s, uint8_t b)
+{
+    uint32_t path[CLIMB_MAX], n = 0, t = UNSEEN, chain = NONE;
+    for (uint32_t u = s; n < CLIMB_MAX && t == UNSEEN;) {
+        uint32_t up = state_above(c, u, b, &chain);
+        if (up == NONE) return UNSEEN;
+        path[n++] = u;
+        t = row(&c->trans, up)[b];
+        u = up;
+    }
+    if (t == UNSEEN) return UNSEEN;
+    while (n--) {
+        if (t != DEAD && (t = state_below(c, t, chain)) == NONE) return UNSEEN;
+        row(&c->trans, path[n])[b] = t;
+        c->counts.derived++;
+    }
+    return t;
+}
+
+/* Works out where byte b leads from state s: derived from the states above (derive), or
+ * with the matcher, which then stays in s (for more bytes from s) or moves on to where b
+ * leads (for a walk going deeper). */
 static uint32_t work_out(ember_gmask_cache *c, uint32_t s, uint8_t b, bool move)
 {
+    uint32_t d = derive(c, s, b);
+    if (d != UNSEEN) return d;
     c->counts.transitions++;
     if (!load(c, s)) return DEAD;
     if (move) {
@@ -342,42 +426,92 @@ static bool plain_step(ember_gmask_cache *c, uint32_t s, const plain *p, uint32_
     return *t != DEAD && (!p->utf8 || utf8_to(c, s) == *t);
 }
 
-/* The plain-token sets of pattern (ascii, utf8), made when new; its index, or NONE. */
+/* Fills sets (PLAIN_CHARS rows of words, zeroed) with the plain tokens of pattern (ascii,
+ * utf8) by their length in characters, and list (room for every token) with the others
+ * that have bytes; their count. One pass without branches (which way a token goes is as
+ * good as random). */
+static uint32_t fill_plain(const ember_vtrie *v, size_t words, const uint32_t ascii[4], bool utf8, uint32_t *sets,
+                           uint32_t *list)
+{
+    uint64_t other[2] = {~((uint64_t)ascii[1] << 32 | ascii[0]), ~((uint64_t)ascii[3] << 32 | ascii[2])};
+    uint32_t n = 0;
+    for (uint32_t t = 0; t < v->n_vocab; t++) {
+        uint32_t chars = v->chars[t];
+        uint32_t ok = (((v->ascii[2 * t] & other[0]) | (v->ascii[2 * t + 1] & other[1])) == 0) &
+                      ((v->high[t] == 0) | (utf8 & (v->utf8_ok[t] != 0)));
+        uint32_t plain = ok & (chars - 1 < PLAIN_CHARS); /* chars 0 wraps around: not plain */
+        sets[(size_t)(plain ? chars - 1 : 0) * words + t / 32] |= plain << (t % 32);
+        list[n] = t;
+        n += !plain & (v->at[t + 1] != v->at[t]);
+    }
+    for (uint32_t l = 1; l < PLAIN_CHARS; l++) /* at most l + 1 characters */
+        for (size_t w = 0; w < words; w++) sets[l * words + w] |= sets[(l - 1) * words + w];
+    return n;
+}
+
+/* Pattern p's sets of at most l + 1 characters, and its other tokens. */
+static const uint32_t *plain_set(const ember_gmask_cache *c, const plain *p, uint32_t l)
+{
+    return p->vocab ? p->vocab->sets + (size_t)l * c->words : row(&c->masks, p->mask + l);
+}
+static const uint32_t *plain_others(const ember_gmask_cache *c, const plain *p)
+{
+    return p->vocab ? p->vocab->others : c->others.p + p->others_at;
+}
+
+/* The plain-token sets of pattern (ascii, utf8): the vocabulary's, or made when new; its
+ * index, or NONE. */
 static uint32_t plain_sets(ember_gmask_cache *c, const uint32_t ascii[4], bool utf8)
 {
     for (uint32_t i = 0; i < c->plains.n; i++)
         if (!memcmp(c->plains.p[i].ascii, ascii, 4 * sizeof *ascii) && c->plains.p[i].utf8 == utf8) return i;
-    uint32_t first = reserve(c, &c->plains, c->plains.n + 1, sizeof(plain)) ? add_rows(c, &c->masks, PLAIN_CHARS) : NONE;
-    if (first == NONE) return NONE;
-    const ember_vtrie *v = c->v;
+    if (!reserve(c, &c->plains, c->plains.n + 1, sizeof(plain))) return NONE;
+    plain *p = &c->plains.p[c->plains.n];
+    *p = (plain){{ascii[0], ascii[1], ascii[2], ascii[3]}, utf8, NULL, 0, 0, 0};
+    if (c->vocab && utf8 && !memcmp(c->vocab->ascii, ascii, 4 * sizeof *ascii)) {
+        p->vocab = c->vocab, p->n_others = c->vocab->n_others;
+        return c->plains.n++;
+    }
+    uint32_t first = add_rows(c, &c->masks, PLAIN_CHARS);
+    if (first == NONE || !reserve(c, &c->others, c->others.n + c->v->n_vocab, sizeof *c->others.p)) return NONE;
     uint32_t *sets = row(&c->masks, first);
     memset(sets, 0, sizeof *sets * c->words * PLAIN_CHARS);
-    uint64_t other[2] = {~((uint64_t)ascii[1] << 32 | ascii[0]), ~((uint64_t)ascii[3] << 32 | ascii[2])};
-    for (uint32_t t = 0; t < v->n_vocab; t++) {
-        uint32_t chars = v->chars[t];
-        bool ok = !(v->ascii[2 * t] & other[0]) && !(v->ascii[2 * t + 1] & other[1]) && (!v->high[t] || (utf8 && v->utf8_ok[t]));
-        if (ok && chars && chars <= PLAIN_CHARS) sets[(size_t)(chars - 1) * c->words + t / 32] |= 1u << (t % 32);
-    }
-    for (uint32_t l = 1; l < PLAIN_CHARS; l++) /* at most l + 1 characters */
-        for (size_t w = 0; w < c->words; w++) sets[l * c->words + w] |= sets[(l - 1) * c->words + w];
-    const uint32_t *all = sets + (size_t)(PLAIN_CHARS - 1) * c->words;
-    uint32_t at = c->others.n;
-    for (uint32_t t = 0; t < v->n_vocab; t++) {
-        if (all[t / 32] >> (t % 32) & 1 || v->at[t + 1] == v->at[t]) continue;
-        if (!reserve(c, &c->others, c->others.n + 1, sizeof *c->others.p)) return NONE;
-        c->others.p[c->others.n++] = t;
-    }
-    uint32_t id = c->plains.n++;
-    c->plains.p[id] = (plain){{ascii[0], ascii[1], ascii[2], ascii[3]}, utf8, first, at, c->others.n - at};
-    return id;
+    p = &c->plains.p[c->plains.n];
+    p->mask = first, p->others_at = c->others.n;
+    p->n_others = fill_plain(c->v, c->words, ascii, utf8, sets, c->others.p + c->others.n);
+    c->others.n += p->n_others;
+    return c->plains.n++;
 }
+
+/* A state that takes the same next `left` bytes as s: the one a count up in a bounded
+ * repetition when s's counts there are above what left bytes can use up (as share_mask
+ * argues), so that a long token's walk along a string goes back and forth between two
+ * states instead of making a state per character; s itself otherwise. */
+static uint32_t lift(ember_gmask_cache *c, uint32_t s, uint32_t left)
+{
+    state *st = &c->states.p[s];
+    if (st->above == NONE) { /* looked for until found (it may be made later), or DEAD: none can be */
+        uint32_t chain, u;
+        uint64_t h;
+        if (!key_above(c, s, -1, &chain)) return (st->above = DEAD), s;
+        if ((u = find(c, &h, &u)) == NONE) return s;
+        st->above = u, st->level = ember_rep_min_level(&c->chains, c->keys.p + st->key_at, st->key_len, chain);
+    }
+    return st->above != DEAD && st->level > left + 2 ? st->above : s;
+}
+
+/* Deep into a long token, its walk lifts (lift) after every byte. */
+#define LIFT_FROM 8
 
 /* Sets token tok's bit when its bytes lead from state root to a state. */
 static void check(ember_gmask_cache *c, uint32_t root, uint32_t tok, uint32_t *bits)
 {
     const ember_vtrie *v = c->v;
-    uint32_t s = root;
-    for (uint32_t i = v->at[tok]; s != DEAD && i < v->at[tok + 1]; i++) s = next(c, s, v->pool[i]);
+    uint32_t s = root, end = v->at[tok + 1];
+    for (uint32_t i = v->at[tok]; s != DEAD && i < end; i++) {
+        s = next(c, s, v->pool[i]);
+        if (s != DEAD && i + 1 < end && i + 1 - v->at[tok] >= LIFT_FROM) s = lift(c, s, end - i - 1);
+    }
     if (s != DEAD) bits[tok / 32] |= 1u << (tok % 32);
 }
 
@@ -394,9 +528,9 @@ static bool from_plain(ember_gmask_cache *c, uint32_t root, uint32_t *bits, uint
     for (uint32_t s = root; chain < PLAIN_CHARS && plain_step(c, s, &c->plains.p[id], &t); s = t) chain++;
     if (!chain) return false;
     const plain *p = &c->plains.p[id];
-    const uint32_t *all = row(&c->masks, p->mask + PLAIN_CHARS - 1);
-    memcpy(bits, row(&c->masks, p->mask + chain - 1), sizeof *bits * c->words);
-    for (uint32_t i = 0; i < p->n_others; i++) check(c, root, c->others.p[p->others_at + i], bits);
+    const uint32_t *all = plain_set(c, p, PLAIN_CHARS - 1), *others = plain_others(c, p);
+    memcpy(bits, plain_set(c, p, chain - 1), sizeof *bits * c->words);
+    for (uint32_t i = 0; i < p->n_others; i++) check(c, root, others[i], bits);
     for (uint32_t w = 0; chain < PLAIN_CHARS && w < c->words; w++) /* plain, but longer than the chain */
         for (uint32_t more = all[w] & ~bits[w]; more; more &= more - 1) check(c, root, w * 32 + __builtin_ctz(more), bits);
     for (uint32_t w = 0; w < c->words; w++) *n += (uint32_t)__builtin_popcount(bits[w]);
@@ -428,6 +562,26 @@ static uint32_t walk(ember_gmask_cache *c, uint32_t root, bool complete, uint32_
     return n;
 }
 
+/* Gives state s the mask of a state above it (one repetition's counts up, as far as
+ * CLIMB_MAX) when that repetition's counts are all above the longest token's bytes: each
+ * copy of x takes a byte at least, so no token can use up such a count, and the two
+ * allow the same tokens. */
+static bool share_mask(ember_gmask_cache *c, uint32_t s)
+{
+    uint32_t chain;
+    for (uint32_t u = s, k = 0; k < CLIMB_MAX; k++) {
+        if ((u = state_above(c, u, -1, &chain)) == NONE) return false;
+        const state *st = &c->states.p[s], *up = &c->states.p[u];
+        if (k == 0 && ember_rep_min_level(&c->chains, c->keys.p + st->key_at, st->key_len, chain) <= c->v->max_depth + 2)
+            return false;
+        if (up->mask == NONE) continue;
+        c->states.p[s].mask = up->mask, c->states.p[s].n_allowed = up->n_allowed;
+        c->counts.masks_shared++;
+        return true;
+    }
+    return false;
+}
+
 const uint32_t *ember_gmask_get(ember_gmask_cache *c, const ember_gmatch *m, uint32_t *n_allowed)
 {
     if (held(c) > c->max_bytes) clear(c);
@@ -436,6 +590,10 @@ const uint32_t *ember_gmask_get(ember_gmask_cache *c, const ember_gmatch *m, uin
     if (s == NONE) return NULL;
     if (c->states.p[s].mask != NONE) {
         c->counts.masks_found++;
+        *n_allowed = c->states.p[s].n_allowed;
+        return row(&c->masks, c->states.p[s].mask);
+    }
+    if (share_mask(c, s)) {
         *n_allowed = c->states.p[s].n_allowed;
         return row(&c->masks, c->states.p[s].mask);
     }
@@ -459,12 +617,42 @@ ember_gmask_counts ember_gmask_cache_counts(const ember_gmask_cache *c)
     return k;
 }
 
-ember_status ember_gmask_cache_create(const ember_grammar *g, const ember_vtrie *v, size_t max_bytes,
-                                      ember_gmask_cache **out, ember_err *err)
+ember_status ember_gmask_vocab_create(const ember_vtrie *v, ember_gmask_vocab **out, ember_err *err)
+{
+    /* JSON's string characters (RFC 8259): all but the quote, the backslash and U+0000 to
+     * U+001F; every longer character too */
+    static const uint32_t json_ascii[4] = {0, 0xFFFFFFFBu, 0xEFFFFFFFu, 0xFFFFFFFFu};
+    size_t words = v->n_vocab ? (v->n_vocab + 31) / 32 : 1;
+    ember_gmask_vocab *p = *out = ember_calloc(1, sizeof *p);
+    if (p) {
+        memcpy(p->ascii, json_ascii, sizeof json_ascii);
+        p->sets = ember_calloc(words * PLAIN_CHARS, sizeof *p->sets);
+        p->others = ember_malloc(sizeof *p->others * (v->n_vocab + 1));
+    }
+    if (!p || !p->sets || !p->others) {
+        ember_gmask_vocab_free(p);
+        *out = NULL;
+        return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "grammar: out of memory for the vocabulary's token sets");
+    }
+    p->n_others = fill_plain(v, words, json_ascii, true, p->sets, p->others);
+    return EMBER_OK;
+}
+
+void ember_gmask_vocab_free(ember_gmask_vocab *p)
+{
+    if (!p) return;
+    ember_free(p->sets);
+    ember_free(p->others);
+    ember_free(p);
+}
+
+ember_status ember_gmask_cache_create(const ember_grammar *g, const ember_vtrie *v, const ember_gmask_vocab *vocab,
+                                      size_t max_bytes, ember_gmask_cache **out, ember_err *err)
 {
     ember_gmask_cache *c = *out = ember_calloc(1, sizeof *c);
     if (c) {
         c->v = v;
+        c->vocab = vocab;
         c->words = v->n_vocab ? (v->n_vocab + 31) / 32 : 1;
         c->trans.len = 256, c->masks.len = c->words;
         c->max_bytes = max_bytes ? max_bytes : (size_t)64 << 20;
@@ -472,7 +660,8 @@ ember_status ember_gmask_cache_create(const ember_grammar *g, const ember_vtrie 
         c->slots = ember_malloc(sizeof *c->slots * c->n_slots);
         c->level = ember_malloc(sizeof *c->level * (v->max_depth + 1));
     }
-    if (!c || !c->slots || !c->level || ember_gmatch_create(g, &c->m, err) != EMBER_OK) {
+    if (!c || !c->slots || !c->level || ember_gmatch_create(g, &c->m, err) != EMBER_OK ||
+        ember_rep_chains_init(g, &c->chains, err) != EMBER_OK) {
         ember_gmask_cache_free(c);
         *out = NULL;
         return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "grammar: out of memory for the mask cache");
@@ -485,6 +674,7 @@ void ember_gmask_cache_free(ember_gmask_cache *c)
 {
     if (!c) return;
     ember_gmatch_free(c->m);
+    ember_rep_chains_free(&c->chains);
     ember_free(c->slots);
     ember_free(c->states.p);
     ember_free(c->keys.p);

@@ -25,11 +25,19 @@
 
 typedef struct ember_gmask_cache ember_gmask_cache;
 
-/* A cache for matchers of g over vocabulary v (both borrowed: they must outlive it)
- * holding at most about max_bytes (0: 64 MiB). *out is the caller's
- * (ember_gmask_cache_free). */
-ember_status ember_gmask_cache_create(const ember_grammar *g, const ember_vtrie *v, size_t max_bytes,
-                                      ember_gmask_cache **out, ember_err *err);
+/* What every cache of one vocabulary can share, made once with its trie: the plain-token
+ * sets (mask_cache.c) of JSON's string characters, which JSON Schema strings and most
+ * grammars' strings hold; a grammar's first string then makes no pass over the
+ * vocabulary. Read-only once made. *out is the caller's (ember_gmask_vocab_free). */
+typedef struct ember_gmask_vocab ember_gmask_vocab;
+ember_status ember_gmask_vocab_create(const ember_vtrie *v, ember_gmask_vocab **out, ember_err *err);
+void ember_gmask_vocab_free(ember_gmask_vocab *p);
+
+/* A cache for matchers of g over vocabulary v, with v's shared sets (vocab, NULL: none)
+ * (all borrowed: they must outlive it), holding at most about max_bytes (0: 64 MiB).
+ * *out is the caller's (ember_gmask_cache_free). */
+ember_status ember_gmask_cache_create(const ember_grammar *g, const ember_vtrie *v, const ember_gmask_vocab *vocab,
+                                      size_t max_bytes, ember_gmask_cache **out, ember_err *err);
 void ember_gmask_cache_free(ember_gmask_cache *c);
 
 /* The mask of m's state: ember_gmatch_mask's bits (*n_allowed the tokens it allows),
@@ -40,6 +48,8 @@ const uint32_t *ember_gmask_get(ember_gmask_cache *c, const ember_gmatch *m, uin
 typedef struct ember_gmask_counts {
     uint64_t masks_made, masks_found; /* walks of the trie; masks that were kept */
     uint64_t transitions;             /* byte transitions worked out with a matcher */
+    uint64_t derived;                 /* ... taken over from a count up (rep_chain.h) */
+    uint64_t masks_shared;            /* masks taken over from a count up */
     uint32_t states;                  /* states held now */
     size_t bytes;                     /* memory held now */
 } ember_gmask_counts;
