@@ -18,11 +18,10 @@
  * cancel flags from the inbox at the start of a step, so callbacks run with no lock that
  * another thread calling Ember could need. */
 #include <math.h>
-#include <pthread.h>
+#include "platform/os_thread.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/alloc.h"
 #include "batch.h"
@@ -76,8 +75,8 @@ struct ember_engine {
     ember_profiler *prof;         /* ember_engine_opts.profile, else NULL */
     ember_profiler_step pstep;    /* the step in flight, as the profile will count it */
     /* threading */
-    pthread_mutex_t step_mu;      /* held by the thread inside a step */
-    pthread_t worker;
+    ember_mutex step_mu;      /* held by the thread inside a step */
+    ember_thread worker;
     bool worker_started;          /* by ember_engine_start, joined by ember_engine_stop */
     bool lost;                    /* the device was lost: every step fails */
 };
@@ -90,12 +89,7 @@ struct ember_engine {
 /* Token rows a step may hold beyond max_batch_tokens: a draft model's catch-up. */
 #define STEP_SPARE(max_seqs) (2u * (max_seqs))
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
+static double now_ms(void) { return ember_now_ms(); }
 
 /* ---- creation ---------------------------------------------------------------------- */
 
@@ -315,7 +309,7 @@ ember_status ember_engine_create(ember_model *model, const ember_engine_opts *op
     ember_engine *e = ember_calloc(1, sizeof *e);
     *out = e;
     if (!e) return EMBER_ERR_OUT_OF_MEMORY;
-    pthread_mutex_init(&e->step_mu, NULL);
+    ember_mutex_init(&e->step_mu);
     ember_status s = ember_inbox_create(&e->inbox, &e->err);
     if (s != EMBER_OK) return s;
     if (!model || !model->llama_loaded)
@@ -964,17 +958,17 @@ static ember_status end_step(ember_engine *e, uint64_t timeout_ns)
 ember_status ember_engine_sync_next_step(ember_engine *e, void *timeline, uint64_t wait_value,
                                         uint64_t signal_value)
 {
-    pthread_mutex_lock(&e->step_mu);
+    ember_mutex_lock(&e->step_mu);
     ember_status s = ember_step_sync_next(e->step, timeline, wait_value, signal_value, &e->step_err);
-    pthread_mutex_unlock(&e->step_mu);
+    ember_mutex_unlock(&e->step_mu);
     return report(e, s);
 }
 
 ember_status ember_engine_step_begin(ember_engine *e)
 {
-    pthread_mutex_lock(&e->step_mu);
+    ember_mutex_lock(&e->step_mu);
     ember_status s = e->in_flight ? EMBER_NOT_READY : begin_step(e);
-    pthread_mutex_unlock(&e->step_mu);
+    ember_mutex_unlock(&e->step_mu);
     return s;
 }
 
@@ -982,20 +976,20 @@ static uint64_t us_to_ns(uint64_t us) { return us >= UINT64_MAX / 1000 ? UINT64_
 
 ember_status ember_engine_step_end(ember_engine *e, uint64_t timeout_us)
 {
-    pthread_mutex_lock(&e->step_mu);
+    ember_mutex_lock(&e->step_mu);
     ember_status s = end_step(e, us_to_ns(timeout_us));
-    pthread_mutex_unlock(&e->step_mu);
+    ember_mutex_unlock(&e->step_mu);
     return s;
 }
 
 ember_status ember_engine_step(ember_engine *e)
 {
-    pthread_mutex_lock(&e->step_mu);
+    ember_mutex_lock(&e->step_mu);
     ember_status s = EMBER_OK;
     if (e->in_flight) s = end_step(e, UINT64_MAX); /* a step begun without its end */
     if (s >= EMBER_OK) s = begin_step(e);
     if (s == EMBER_OK) s = end_step(e, UINT64_MAX);
-    pthread_mutex_unlock(&e->step_mu);
+    ember_mutex_unlock(&e->step_mu);
     return s;
 }
 
@@ -1005,7 +999,7 @@ ember_status ember_engine_run_for(ember_engine *e, double budget_ms)
 {
     double deadline = now_ms() + (budget_ms > 0 ? budget_ms : 0);
     bool did = false;
-    pthread_mutex_lock(&e->step_mu);
+    ember_mutex_lock(&e->step_mu);
     ember_status s = EMBER_OK;
     for (;;) {
         if (e->in_flight) {
@@ -1020,7 +1014,7 @@ ember_status ember_engine_run_for(ember_engine *e, double budget_ms)
         if (now_ms() >= deadline) break;
     }
     bool busy = e->in_flight; /* read under the lock: another thread may step next */
-    pthread_mutex_unlock(&e->step_mu);
+    ember_mutex_unlock(&e->step_mu);
     if (s < 0) return s;
     if (busy || s == EMBER_OK) return did ? EMBER_OK : EMBER_NOT_READY;
     return did ? EMBER_OK : EMBER_IDLE;
@@ -1028,20 +1022,19 @@ ember_status ember_engine_run_for(ember_engine *e, double budget_ms)
 
 /* ---- worker thread -------------------------------------------------------------------- */
 
-static void *worker_main(void *arg)
+static void worker_main(void *arg)
 {
     ember_engine *e = arg;
     bool idle = false;
     /* When pending work cannot run yet, wait for a submit, a cancel or 10 ms. */
     while (ember_inbox_wait_work(e->inbox, idle ? 10 : 0)) idle = ember_engine_step(e) == EMBER_IDLE;
     ember_inbox_worker_end(e->inbox);
-    return NULL;
 }
 
 ember_status ember_engine_start(ember_engine *e)
 {
     if (!ember_inbox_worker_begin(e->inbox)) return EMBER_OK; /* running already */
-    if (pthread_create(&e->worker, NULL, worker_main, e) != 0) {
+    if (!ember_thread_start(&e->worker, worker_main, e)) {
         ember_inbox_worker_end(e->inbox);
         ember_err err;
         ember_status s = ember_fail(&err, EMBER_ERR_OUT_OF_MEMORY, "cannot start the worker thread");
@@ -1055,7 +1048,7 @@ ember_status ember_engine_start(ember_engine *e)
 void ember_engine_stop(ember_engine *e)
 {
     ember_inbox_stop(e->inbox);
-    if (e->worker_started) pthread_join(e->worker, NULL);
+    if (e->worker_started) ember_thread_join(&e->worker);
     e->worker_started = false;
 }
 
@@ -1146,7 +1139,7 @@ void ember_engine_destroy(ember_engine *e)
     ember_batch_buf_free(&e->buf);
     ember_grammars_free(e->grammars); /* after every request: they hold its grammars */
     ember_inbox_free(e->inbox);
-    pthread_mutex_destroy(&e->step_mu);
+    ember_mutex_destroy(&e->step_mu);
     ember_free(e);
 }
 

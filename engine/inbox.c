@@ -1,10 +1,9 @@
 /* inbox.c — the engine's thread-safe front (inbox.h). The live ids are kept sorted (ids
  * only grow), so a cancel is a binary search. */
-#include <pthread.h>
+#include "platform/os_thread.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/alloc.h"
 #include "inbox.h"
@@ -15,8 +14,8 @@ typedef struct live {
 } live;
 
 struct ember_inbox {
-    pthread_mutex_t mu;
-    pthread_cond_t work, idle;
+    ember_mutex mu;
+    ember_cond work, idle;
     request *head, *tail;        /* pushed, not yet taken */
     uint32_t n_queued;
     live *live;                  /* every pending request, by id */
@@ -33,9 +32,9 @@ ember_status ember_inbox_create(ember_inbox **out, ember_err *err)
     ember_inbox *q = ember_calloc(1, sizeof *q);
     *out = q;
     if (!q) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
-    pthread_mutex_init(&q->mu, NULL);
-    pthread_cond_init(&q->work, NULL);
-    pthread_cond_init(&q->idle, NULL);
+    ember_mutex_init(&q->mu);
+    ember_cond_init(&q->work);
+    ember_cond_init(&q->idle);
     q->next_id = 1;
     return EMBER_OK;
 }
@@ -43,9 +42,9 @@ ember_status ember_inbox_create(ember_inbox **out, ember_err *err)
 void ember_inbox_free(ember_inbox *q)
 {
     if (!q) return;
-    pthread_cond_destroy(&q->work);
-    pthread_cond_destroy(&q->idle);
-    pthread_mutex_destroy(&q->mu);
+    ember_cond_destroy(&q->work);
+    ember_cond_destroy(&q->idle);
+    ember_mutex_destroy(&q->mu);
     ember_free(q->live);
     ember_free(q);
 }
@@ -64,7 +63,7 @@ static bool reserve_live(ember_inbox *q)
 
 ember_status ember_inbox_push(ember_inbox *q, request *r, ember_request_id *id)
 {
-    pthread_mutex_lock(&q->mu);
+    ember_mutex_lock(&q->mu);
     ember_status s = q->closed ? q->closed : reserve_live(q) ? EMBER_OK : EMBER_ERR_OUT_OF_MEMORY;
     if (s == EMBER_OK) {
         *id = r->id = q->next_id++;
@@ -74,28 +73,28 @@ ember_status ember_inbox_push(ember_inbox *q, request *r, ember_request_id *id)
         else q->head = r;
         q->tail = r;
         q->n_queued++;
-        pthread_cond_signal(&q->work);
+        ember_cond_signal(&q->work);
     }
-    pthread_mutex_unlock(&q->mu);
+    ember_mutex_unlock(&q->mu);
     return s;
 }
 
 void ember_inbox_close(ember_inbox *q, ember_status why)
 {
-    pthread_mutex_lock(&q->mu);
+    ember_mutex_lock(&q->mu);
     q->closed = why;
-    pthread_mutex_unlock(&q->mu);
+    ember_mutex_unlock(&q->mu);
 }
 
 request *ember_inbox_take(ember_inbox *q, bool *cancels)
 {
-    pthread_mutex_lock(&q->mu);
+    ember_mutex_lock(&q->mu);
     request *r = q->head;
     q->head = q->tail = NULL;
     q->n_queued = 0;
     *cancels = q->cancels;
     q->cancels = false;
-    pthread_mutex_unlock(&q->mu);
+    ember_mutex_unlock(&q->mu);
     return r;
 }
 
@@ -113,121 +112,114 @@ static uint32_t find_live(const ember_inbox *q, ember_request_id id)
 
 bool ember_inbox_cancel(ember_inbox *q, ember_request_id id)
 {
-    pthread_mutex_lock(&q->mu);
+    ember_mutex_lock(&q->mu);
     uint32_t i = find_live(q, id);
     bool found = i < q->n_live;
     if (found) {
         q->live[i].cancelled = true;
         q->cancels = true;
-        pthread_cond_signal(&q->work);
+        ember_cond_signal(&q->work);
     }
-    pthread_mutex_unlock(&q->mu);
+    ember_mutex_unlock(&q->mu);
     return found;
 }
 
 bool ember_inbox_cancelled(ember_inbox *q, ember_request_id id)
 {
-    pthread_mutex_lock(&q->mu);
+    ember_mutex_lock(&q->mu);
     uint32_t i = find_live(q, id);
     bool c = i < q->n_live && q->live[i].cancelled;
-    pthread_mutex_unlock(&q->mu);
+    ember_mutex_unlock(&q->mu);
     return c;
 }
 
 void ember_inbox_done(ember_inbox *q, ember_request_id id)
 {
-    pthread_mutex_lock(&q->mu);
+    ember_mutex_lock(&q->mu);
     uint32_t i = find_live(q, id);
     if (i < q->n_live) {
         memmove(&q->live[i], &q->live[i + 1], (q->n_live - i - 1) * sizeof *q->live);
         q->n_live--;
     }
-    if (q->n_live == 0) pthread_cond_broadcast(&q->idle);
-    pthread_mutex_unlock(&q->mu);
+    if (q->n_live == 0) ember_cond_broadcast(&q->idle);
+    ember_mutex_unlock(&q->mu);
 }
 
 uint32_t ember_inbox_pending(ember_inbox *q)
 {
-    pthread_mutex_lock(&q->mu);
+    ember_mutex_lock(&q->mu);
     uint32_t n = q->n_live;
-    pthread_mutex_unlock(&q->mu);
+    ember_mutex_unlock(&q->mu);
     return n;
 }
 
 void ember_inbox_publish(ember_inbox *q, const ember_engine_stats *st)
 {
-    pthread_mutex_lock(&q->mu);
+    ember_mutex_lock(&q->mu);
     q->stats = *st;
-    pthread_mutex_unlock(&q->mu);
+    ember_mutex_unlock(&q->mu);
 }
 
 void ember_inbox_stats(ember_inbox *q, ember_engine_stats *st)
 {
-    pthread_mutex_lock(&q->mu);
+    ember_mutex_lock(&q->mu);
     *st = q->stats;
     st->requests_waiting += q->n_queued;
-    pthread_mutex_unlock(&q->mu);
+    ember_mutex_unlock(&q->mu);
 }
 
 void ember_inbox_store_error(ember_inbox *q, ember_err *dst, const ember_err *src)
 {
-    pthread_mutex_lock(&q->mu);
+    ember_mutex_lock(&q->mu);
     if (dst != src) *dst = *src;
-    pthread_mutex_unlock(&q->mu);
+    ember_mutex_unlock(&q->mu);
 }
 
 void ember_inbox_copy_error(ember_inbox *q, const ember_err *src, char *buf, size_t cap)
 {
-    pthread_mutex_lock(&q->mu);
+    ember_mutex_lock(&q->mu);
     snprintf(buf, cap, "%s", src->msg);
-    pthread_mutex_unlock(&q->mu);
+    ember_mutex_unlock(&q->mu);
 }
 
 bool ember_inbox_worker_begin(ember_inbox *q)
 {
-    pthread_mutex_lock(&q->mu);
+    ember_mutex_lock(&q->mu);
     bool ok = !q->worker;
     if (ok) q->worker = true, q->stop = false;
-    pthread_mutex_unlock(&q->mu);
+    ember_mutex_unlock(&q->mu);
     return ok;
 }
 
 bool ember_inbox_wait_work(ember_inbox *q, uint32_t timeout_ms)
 {
-    pthread_mutex_lock(&q->mu);
-    while (!q->stop && q->n_live == 0) pthread_cond_wait(&q->work, &q->mu);
-    if (!q->stop && timeout_ms) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += (long)timeout_ms * 1000000L;
-        ts.tv_sec += ts.tv_nsec / 1000000000L;
-        ts.tv_nsec %= 1000000000L;
-        pthread_cond_timedwait(&q->work, &q->mu, &ts);
-    }
+    ember_mutex_lock(&q->mu);
+    while (!q->stop && q->n_live == 0) ember_cond_wait(&q->work, &q->mu);
+    if (!q->stop && timeout_ms) ember_cond_wait_ms(&q->work, &q->mu, timeout_ms);
     bool go = !q->stop;
-    pthread_mutex_unlock(&q->mu);
+    ember_mutex_unlock(&q->mu);
     return go;
 }
 
 void ember_inbox_stop(ember_inbox *q)
 {
-    pthread_mutex_lock(&q->mu);
+    ember_mutex_lock(&q->mu);
     q->stop = true;
-    pthread_cond_broadcast(&q->work);
-    pthread_mutex_unlock(&q->mu);
+    ember_cond_broadcast(&q->work);
+    ember_mutex_unlock(&q->mu);
 }
 
 void ember_inbox_worker_end(ember_inbox *q)
 {
-    pthread_mutex_lock(&q->mu);
+    ember_mutex_lock(&q->mu);
     q->worker = false;
-    pthread_cond_broadcast(&q->idle); /* waiters in wait_idle return: nobody steps now */
-    pthread_mutex_unlock(&q->mu);
+    ember_cond_broadcast(&q->idle); /* waiters in wait_idle return: nobody steps now */
+    ember_mutex_unlock(&q->mu);
 }
 
 void ember_inbox_wait_idle(ember_inbox *q)
 {
-    pthread_mutex_lock(&q->mu);
-    while (q->n_live > 0 && q->worker) pthread_cond_wait(&q->idle, &q->mu);
-    pthread_mutex_unlock(&q->mu);
+    ember_mutex_lock(&q->mu);
+    while (q->n_live > 0 && q->worker) ember_cond_wait(&q->idle, &q->mu);
+    ember_mutex_unlock(&q->mu);
 }

@@ -2,7 +2,7 @@
  * step's phase (decode or prefill), beside its counts and host time. A mutex keeps the
  * stepping thread and readers apart; a step costs a pass over its dispatches, each matched
  * to its kernel by the name's pointer (pipelines keep theirs) before its text. */
-#include <pthread.h>
+#include "platform/os_thread.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +11,7 @@
 #include "profile.h"
 
 struct ember_profiler {
-    pthread_mutex_t mu;
+    ember_mutex mu;
     ember_profile p;
     const char *keys[2][EMBER_PROFILE_MAX_KERNELS]; /* per phase: the name pointers seen */
 };
@@ -21,7 +21,7 @@ ember_status ember_profiler_create(bool gpu_timed, ember_profiler **out, ember_e
     ember_profiler *p = ember_calloc(1, sizeof *p);
     *out = p;
     if (!p) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
-    pthread_mutex_init(&p->mu, NULL);
+    ember_mutex_init(&p->mu);
     p->p.gpu_timed = gpu_timed;
     return EMBER_OK;
 }
@@ -29,7 +29,7 @@ ember_status ember_profiler_create(bool gpu_timed, ember_profiler **out, ember_e
 void ember_profiler_free(ember_profiler *p)
 {
     if (!p) return;
-    pthread_mutex_destroy(&p->mu);
+    ember_mutex_destroy(&p->mu);
     ember_free(p);
 }
 
@@ -49,7 +49,7 @@ static ember_profile_kernel *kernel_of(ember_profile_phase *ph, const char **key
 
 void ember_profiler_add(ember_profiler *p, const ember_profiler_step *s)
 {
-    pthread_mutex_lock(&p->mu);
+    ember_mutex_lock(&p->mu);
     ember_profile_phase *ph = s->decode ? &p->p.decode : &p->p.prefill;
     const char **keys = p->keys[s->decode ? 0 : 1];
     ph->steps++;
@@ -67,7 +67,7 @@ void ember_profiler_add(ember_profiler *p, const ember_profiler_step *s)
         k->weight_bytes += s->d[i].bytes;
         ph->weight_bytes += s->d[i].bytes;
     }
-    pthread_mutex_unlock(&p->mu);
+    ember_mutex_unlock(&p->mu);
 }
 
 static int by_time(const void *a, const void *b)
@@ -79,19 +79,19 @@ static int by_time(const void *a, const void *b)
 
 void ember_profiler_get(ember_profiler *p, ember_profile *out)
 {
-    pthread_mutex_lock(&p->mu);
+    ember_mutex_lock(&p->mu);
     *out = p->p;
-    pthread_mutex_unlock(&p->mu);
+    ember_mutex_unlock(&p->mu);
     qsort(out->decode.kernels, out->decode.n_kernels, sizeof out->decode.kernels[0], by_time);
     qsort(out->prefill.kernels, out->prefill.n_kernels, sizeof out->prefill.kernels[0], by_time);
 }
 
 void ember_profiler_reset(ember_profiler *p)
 {
-    pthread_mutex_lock(&p->mu);
+    ember_mutex_lock(&p->mu);
     int timed = p->p.gpu_timed;
     memset(&p->p, 0, sizeof p->p);
     memset(p->keys, 0, sizeof p->keys);
     p->p.gpu_timed = timed;
-    pthread_mutex_unlock(&p->mu);
+    ember_mutex_unlock(&p->mu);
 }

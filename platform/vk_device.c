@@ -366,8 +366,8 @@ ember_status ember_vk_create(const ember_vk_opts *opts, ember_vk **out, ember_er
     *out = NULL;
     ember_vk *vk = ember_calloc(1, sizeof *vk);
     if (!vk) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
-    pthread_mutex_init(&vk->queue_mu, NULL);
-    pthread_mutex_init(&vk->xfer_mu, NULL);
+    ember_mutex_init(&vk->queue_mu);
+    ember_mutex_init(&vk->xfer_mu);
     ember_status s;
     if (o.host) {
         s = adopt_host_device(vk, o.host, err);
@@ -404,8 +404,8 @@ void ember_vk_destroy(ember_vk *vk)
         if (destroy) destroy(vk->instance, vk->messenger, NULL);
     }
     if (vk->instance && !vk->borrowed) vkDestroyInstance(vk->instance, NULL);
-    pthread_mutex_destroy(&vk->queue_mu);
-    pthread_mutex_destroy(&vk->xfer_mu);
+    ember_mutex_destroy(&vk->queue_mu);
+    ember_mutex_destroy(&vk->xfer_mu);
     ember_free(vk);
 }
 

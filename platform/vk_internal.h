@@ -3,7 +3,7 @@
 #ifndef EMBER_VK_INTERNAL_H
 #define EMBER_VK_INTERNAL_H
 
-#include <pthread.h>
+#include "os_thread.h"
 #include <stdatomic.h>
 #include <vulkan/vulkan.h>
 
@@ -26,10 +26,10 @@ struct ember_vk {
     /* Transfers for memory that the host cannot map: made on first use (vk_transfer.c),
      * one at a time (xfer_mu): engines on one model may upload from different threads. */
     struct ember_vk_transfer *xfer;
-    pthread_mutex_t xfer_mu;
+    ember_mutex xfer_mu;
     /* Submissions to the one queue are serialised (Vulkan requires it): queue_mu between
      * Ember's threads, and the application's lock when the device is the application's. */
-    pthread_mutex_t queue_mu;
+    ember_mutex queue_mu;
     void (*lock_queue)(void *user);
     void (*unlock_queue)(void *user);
     void *queue_user;

@@ -2,11 +2,10 @@
  * texel buffers or uniform buffers), parameters as push constants, sizes as
  * specialization constants. A batch is created on worker threads, through a
  * VkPipelineCache when the caller has one. */
-#include <pthread.h>
+#include "os_thread.h"
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "common/alloc.h"
 #include "vk_internal.h"
@@ -156,18 +155,16 @@ typedef struct batch {
 
 /* Each worker takes the next pipeline until none is left: compile times differ by 10x
  * and more, so a fixed split would leave threads idle. */
-static void *worker(void *arg)
+static void worker(void *arg)
 {
     batch *b = arg;
     for (uint32_t i; (i = atomic_fetch_add(&b->next, 1)) < b->n;)
         b->status[i] = create_one(b->vk, b->cache, &b->d[i], &b->out[i], &b->errs[i]);
-    return NULL;
 }
 
 static uint32_t thread_count(uint32_t n)
 {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    uint32_t t = cpus > 0 ? (uint32_t)cpus : 1;
+    uint32_t t = ember_cpu_count();
     if (t > MAX_THREADS) t = MAX_THREADS;
     return t < n ? t : n;
 }
@@ -176,12 +173,12 @@ static uint32_t thread_count(uint32_t n)
  * be started leaves its share to the others. */
 static void run_batch(batch *b, uint32_t n_threads)
 {
-    pthread_t th[MAX_THREADS];
+    ember_thread th[MAX_THREADS];
     bool started[MAX_THREADS] = {false};
-    for (uint32_t i = 1; i < n_threads; i++) started[i] = pthread_create(&th[i], NULL, worker, b) == 0;
+    for (uint32_t i = 1; i < n_threads; i++) started[i] = ember_thread_start(&th[i], worker, b);
     worker(b);
     for (uint32_t i = 1; i < n_threads; i++)
-        if (started[i]) pthread_join(th[i], NULL);
+        if (started[i]) ember_thread_join(&th[i]);
 }
 
 ember_status ember_vk_pipelines_create(ember_vk *vk, VkPipelineCache cache, const ember_vk_pipeline_desc *d,

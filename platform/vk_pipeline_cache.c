@@ -3,15 +3,12 @@
  * trust it blindly, so nothing reaches vkCreatePipelineCache before Ember's header (the
  * version, the driver, a checksum over every byte) and Vulkan's own (the device and its
  * pipelineCacheUUID) match this device. */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "common/alloc.h"
+#include "os_file.h"
 #include "vk_internal.h"
 #include "vk_pipeline_cache.h"
 #include "vk_result.h"
@@ -87,14 +84,7 @@ ember_vk_cache_file ember_vk_pipeline_cache_check(const uint8_t *f, size_t n, co
     return check_vulkan_header(data, bytes, key);
 }
 
-bool ember_vk_pipeline_cache_dir(char *buf, size_t cap)
-{
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    int n = -1;
-    if (xdg && xdg[0] == '/') n = snprintf(buf, cap, "%s/ember", xdg);
-    else if (home && home[0] == '/') n = snprintf(buf, cap, "%s/.cache/ember", home);
-    return n > 0 && (size_t)n < cap;
-}
+bool ember_vk_pipeline_cache_dir(char *buf, size_t cap) { return ember_cache_dir(buf, cap); }
 
 static void make_key(ember_vk *vk, ember_vk_cache_key *key)
 {
@@ -116,43 +106,16 @@ static bool make_path(ember_vk_pipeline_cache *c, const char *dir)
     return false;
 }
 
-static bool read_all(int fd, uint8_t *b, size_t n)
-{
-    while (n) {
-        ssize_t r = read(fd, b, n);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return false; /* a file that shrank meanwhile is not trusted */
-        b += r;
-        n -= (size_t)r;
-    }
-    return true;
-}
-
-/* The whole file, or NULL (none, unreadable, or too large to be one of ours). */
-static uint8_t *read_file(const char *path, size_t *n)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return NULL;
-    struct stat st;
-    uint8_t *buf = NULL;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size <= MAX_FILE_BYTES)
-        buf = ember_malloc(st.st_size ? (size_t)st.st_size : 1);
-    if (buf && !read_all(fd, buf, (size_t)st.st_size)) {
-        ember_free(buf);
-        buf = NULL;
-    }
-    if (buf) *n = (size_t)st.st_size;
-    close(fd);
-    return buf;
-}
-
 /* Reads the file; its data seeds the cache only when it checks out. */
 static ember_status create_seeded(ember_vk_pipeline_cache *c, ember_err *err)
 {
     size_t n = 0;
-    uint8_t *f = c->path[0] ? read_file(c->path, &n) : NULL;
-    if (f) c->stats.file = ember_vk_pipeline_cache_check(f, n, &c->key);
-    if (c->path[0] && !f && access(c->path, F_OK) == 0) c->stats.file = EMBER_VK_CACHE_CORRUPT;
+    uint8_t *f = NULL;
+    bool exists = false;
+    if (c->path[0] && ember_file_read(c->path, MAX_FILE_BYTES, &f, &n, &exists))
+        c->stats.file = ember_vk_pipeline_cache_check(f, n, &c->key);
+    else if (exists) /* there, but not one of ours whole */
+        c->stats.file = EMBER_VK_CACHE_CORRUPT;
     bool use = c->stats.file == EMBER_VK_CACHE_USED;
     VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
                                     .initialDataSize = use ? n - EMBER_VK_CACHE_HEADER_BYTES : 0,
@@ -192,52 +155,13 @@ VkPipelineCache ember_vk_pipeline_cache_handle(const ember_vk_pipeline_cache *c)
     return c ? c->cache : VK_NULL_HANDLE;
 }
 
-/* mkdir -p, private to the user as XDG asks for a cache folder it creates. */
-static bool make_dirs(const char *dir)
-{
-    char p[PATH_CAP];
-    snprintf(p, sizeof p, "%s", dir);
-    for (char *q = p + 1; *q; q++) {
-        if (*q != '/') continue;
-        *q = 0;
-        if (mkdir(p, 0700) != 0 && errno != EEXIST) return false;
-        *q = '/';
-    }
-    return mkdir(p, 0700) == 0 || errno == EEXIST;
-}
-
-static bool write_all(int fd, const uint8_t *b, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, b, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return false;
-        b += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
-/* The new file appears whole or not at all: written beside the old one, synced, renamed
- * over it, and the folder synced so that the rename itself survives a crash. */
+/* The new file appears whole or not at all (ember_file_replace); the folder is made
+ * private to the user, as XDG asks of a cache folder one creates. */
 static ember_status write_atomic(const ember_vk_pipeline_cache *c, const uint8_t *b, size_t n, ember_err *err)
 {
-    char tmp[PATH_CAP + 16];
-    if (!make_dirs(c->dir)) return ember_fail(err, EMBER_ERR_IO, "%s: cannot create the folder", c->dir);
-    snprintf(tmp, sizeof tmp, "%s.XXXXXX", c->path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) return ember_fail(err, EMBER_ERR_IO, "%s: cannot create a temporary file", c->dir);
-    bool ok = write_all(fd, b, n) && fsync(fd) == 0;
-    ok = close(fd) == 0 && ok;
-    if (!ok || rename(tmp, c->path) != 0) {
-        unlink(tmp);
+    if (!ember_dir_make(c->dir)) return ember_fail(err, EMBER_ERR_IO, "%s: cannot create the folder", c->dir);
+    if (!ember_file_replace(c->path, b, n))
         return ember_fail(err, EMBER_ERR_IO, "%s: cannot write the pipeline cache", c->path);
-    }
-    int dfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
     return EMBER_OK;
 }
 
@@ -296,9 +220,10 @@ static void merge(ember_vk_pipeline_cache *c, const uint8_t *data, size_t n)
 static on_disk merge_file(ember_vk_pipeline_cache *c)
 {
     size_t n = 0;
-    uint8_t *f = read_file(c->path, &n);
+    uint8_t *f = NULL;
+    bool exists;
     on_disk d = {false, 0, 0};
-    if (f && ember_vk_pipeline_cache_check(f, n, &c->key) == EMBER_VK_CACHE_USED) {
+    if (ember_file_read(c->path, MAX_FILE_BYTES, &f, &n, &exists) && ember_vk_pipeline_cache_check(f, n, &c->key) == EMBER_VK_CACHE_USED) {
         d = (on_disk){true, n - EMBER_VK_CACHE_HEADER_BYTES, get64(f + 40)};
         if (!c->have_last || d.bytes != c->last_bytes || d.sum != c->last_sum)
             merge(c, f + EMBER_VK_CACHE_HEADER_BYTES, d.bytes);

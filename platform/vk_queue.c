@@ -9,11 +9,11 @@ VkResult ember_vk_queue_submit(ember_vk *vk, const VkSubmitInfo *si, VkFence fen
 {
     VkResult r = ember_vk_fault_submit(vk);
     if (r != VK_SUCCESS) return r; /* lost: nothing is submitted, so nothing is waited for */
-    pthread_mutex_lock(&vk->queue_mu);
+    ember_mutex_lock(&vk->queue_mu);
     if (vk->lock_queue) vk->lock_queue(vk->queue_user);
     r = vkQueueSubmit(vk->queue, 1, si, fence);
     if (vk->unlock_queue) vk->unlock_queue(vk->queue_user);
-    pthread_mutex_unlock(&vk->queue_mu);
+    ember_mutex_unlock(&vk->queue_mu);
     return ember_vk_note_result(vk, r);
 }
 

@@ -117,7 +117,7 @@ ember_status ember_vk_upload(ember_vk *vk, const ember_vk_span *dst, VkDeviceSiz
         return ember_vk_flush(vk, &written, 1, err);
     }
     ember_vk_transfer *x;
-    pthread_mutex_lock(&vk->xfer_mu); /* one staging buffer per device */
+    ember_mutex_lock(&vk->xfer_mu); /* one staging buffer per device */
     s = transfer_of(vk, &x, err);
     for (size_t done = 0; done < n && s == EMBER_OK;) {
         size_t k = n - done < STAGING_BYTES ? n - done : STAGING_BYTES;
@@ -130,7 +130,7 @@ ember_status ember_vk_upload(ember_vk *vk, const ember_vk_span *dst, VkDeviceSiz
         done += k;
     }
     if (s == EMBER_OK && n) atomic_fetch_add(&vk->counts.staged_uploads, 1);
-    pthread_mutex_unlock(&vk->xfer_mu);
+    ember_mutex_unlock(&vk->xfer_mu);
     return s;
 }
 
@@ -146,7 +146,7 @@ ember_status ember_vk_download(ember_vk *vk, const ember_vk_span *src, VkDeviceS
         return s;
     }
     ember_vk_transfer *x;
-    pthread_mutex_lock(&vk->xfer_mu);
+    ember_mutex_lock(&vk->xfer_mu);
     s = transfer_of(vk, &x, err);
     for (size_t done = 0; done < n && s == EMBER_OK;) {
         size_t k = n - done < STAGING_BYTES ? n - done : STAGING_BYTES;
@@ -158,6 +158,6 @@ ember_status ember_vk_download(ember_vk *vk, const ember_vk_span *src, VkDeviceS
         done += k;
     }
     if (s == EMBER_OK && n) atomic_fetch_add(&vk->counts.staged_downloads, 1);
-    pthread_mutex_unlock(&vk->xfer_mu);
+    ember_mutex_unlock(&vk->xfer_mu);
     return s;
 }

@@ -5,6 +5,7 @@
 
 #include "common/alloc.h"
 #include "engine/tokenizer/utf8.h"
+#include "platform/os_thread.h"
 #include "jinja_json.h"
 #include "jinja_methods.h"
 
@@ -492,7 +493,7 @@ static bool strftime_now(ember_jctx *c, const ember_jargs *a, ember_jv *out)
     if (!want_str(c, a, 0, NULL, "strftime_now()'s format", &f)) return false;
     time_t t = c->has_now ? (time_t)c->now : time(NULL);
     struct tm tm;
-    if (!(c->has_now ? gmtime_r(&t, &tm) : localtime_r(&t, &tm))) return ember_jfail(c, "strftime_now: no such time");
+    if (!ember_calendar((int64_t)t, !c->has_now, &tm)) return ember_jfail(c, "strftime_now: no such time");
     ember_sbuf b = {0};
     for (size_t i = 0; i < f.u.s->len; i++) {
         char k = i + 1 < f.u.s->len && f.u.s->s[i] == '%' ? f.u.s->s[i + 1] : 0;

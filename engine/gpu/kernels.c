@@ -372,9 +372,9 @@ static ember_status make_locked(ember_kernels *k, const ember_kernels_set *want,
 
 ember_status ember_kernels_make(ember_kernels *k, const ember_kernels_set *want, ember_err *err)
 {
-    pthread_mutex_lock(&k->mu);
+    ember_mutex_lock(&k->mu);
     ember_status s = make_locked(k, want, err);
-    pthread_mutex_unlock(&k->mu);
+    ember_mutex_unlock(&k->mu);
     return s;
 }
 
@@ -511,7 +511,7 @@ ember_status ember_kernels_create_opts(ember_vk *vk, const ember_kernels_opts *o
     ember_kernels *k = ember_calloc(1, sizeof *k);
     if (!k) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     k->vk = vk;
-    pthread_mutex_init(&k->mu, NULL);
+    ember_mutex_init(&k->mu);
     choose(k, ember_vk_get_caps(vk), opts);
     ember_status s = EMBER_OK;
     if (opts && opts->pipeline_cache_dir)
@@ -539,17 +539,17 @@ void ember_kernels_destroy(ember_kernels *k)
     if (!k) return;
     for (uint32_t id = 0; id < PIPE_COUNT; id++) ember_vk_pipeline_destroy(k->vk, *slot_of(k, id));
     ember_vk_pipeline_cache_close(k->cache);
-    pthread_mutex_destroy(&k->mu);
+    ember_mutex_destroy(&k->mu);
     ember_free(k);
 }
 
 void ember_kernels_get_stats(ember_kernels *k, ember_kernels_stats *out)
 {
-    pthread_mutex_lock(&k->mu);
+    ember_mutex_lock(&k->mu);
     *out = (ember_kernels_stats){.pipelines = k->n_pipelines};
     ember_vk_pipeline_cache_get_stats(k->cache, &out->cache);
     snprintf(out->cache_path, sizeof out->cache_path, "%s", ember_vk_pipeline_cache_path(k->cache));
-    pthread_mutex_unlock(&k->mu);
+    ember_mutex_unlock(&k->mu);
 }
 
 bool ember_kernels_int_dot(const ember_kernels *k, ember_dtype t)
@@ -573,13 +573,13 @@ bool ember_kernels_texel(const ember_kernels *k) { return k->texel; }
 static ember_status make_storage_twins(ember_kernels *k, ember_err *err)
 {
     ember_kernels_set want = {{0}};
-    pthread_mutex_lock(&k->mu);
+    ember_mutex_lock(&k->mu);
     for (int d = 0; d < DT_SLOTS; d++)
         for (int i = 0; i < LIN_SHAPES; i++)
             for (int n = 0; n < LIN_NORMS; n++)
                 if (k->linear[d][LIN_TEXEL][i][n]) ember_kernels_set_add(&want, ember_k_linear_id(d, LIN_STORAGE, i, n));
     ember_status s = make_locked(k, &want, err);
-    pthread_mutex_unlock(&k->mu);
+    ember_mutex_unlock(&k->mu);
     return s;
 }
 

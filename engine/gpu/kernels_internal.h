@@ -3,7 +3,7 @@
 #ifndef EMBER_KERNELS_INTERNAL_H
 #define EMBER_KERNELS_INTERNAL_H
 
-#include <pthread.h>
+#include "platform/os_thread.h"
 
 #include "engine/model/dtype.h"
 #include "kernels.h"
@@ -95,7 +95,7 @@ struct ember_kernels {
     /* Making pipelines (ember_kernels_make) is serialised: engines of one model may be
      * created from different threads. A pipeline field below is written once, under mu,
      * before anything that records it; recording reads it without the lock. */
-    pthread_mutex_t mu;
+    ember_mutex mu;
     ember_vk_pipeline_cache *cache; /* NULL: no on-disk cache */
     uint32_t n_pipelines;       /* made so far */
     bool subgroup;              /* subgroup-arithmetic variants of the row kernels */

@@ -12,16 +12,11 @@
 #include "common/alloc.h"
 #include "gguf.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <float.h>
 #include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define GGUF_DEFAULT_ALIGNMENT 32
 #define GGUF_MAX_DIMS 4
@@ -524,43 +519,14 @@ static ember_status parse(ember_gguf *g, ember_err *err)
 
 static ember_status map_file(ember_gguf *g, ember_err *err)
 {
-    /* O_NONBLOCK: a FIFO must not block us before fstat can refuse it */
-    int fd = open(g->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return ember_fail(err, EMBER_ERR_IO, "cannot open: %s", strerror(errno));
-    struct stat st;
-    ember_status s = EMBER_OK;
-    if (fstat(fd, &st) != 0)
-        s = ember_fail(err, EMBER_ERR_IO, "cannot stat: %s", strerror(errno));
-    else if (S_ISDIR(st.st_mode))
-        s = ember_fail(err, EMBER_ERR_IO, "a directory, not a GGUF file");
-    else if (!S_ISREG(st.st_mode))
-        s = ember_fail(err, EMBER_ERR_IO, "not a regular file");
-    else if ((uint64_t)st.st_size > SIZE_MAX)
-        s = ember_fail(err, EMBER_ERR_IO, "too large to map (%llu bytes)", (ull)st.st_size);
-    else if (st.st_size == 0) /* mmap refuses length 0 */
-        s = ember_fail(err, EMBER_ERR_FORMAT, "not a GGUF file: empty");
-    if (!s) {
-        g->size = (size_t)st.st_size;
-        g->map = mmap(NULL, g->size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (g->map == MAP_FAILED) {
-            g->map = NULL;
-            s = ember_fail(err, EMBER_ERR_IO, "cannot map: %s", strerror(errno));
-        }
-    }
-    close(fd);
+    ember_status s = ember_file_map_open(g->path, &g->file, err);
+    g->map = (void *)g->file.data, g->size = g->file.size;
     return s;
 }
 
 void ember_gguf_release(const ember_gguf *g, const ember_gguf_tensor *t)
 {
-    if (!g || !t || g->borrowed || !g->map) return;
-    long page = sysconf(_SC_PAGESIZE);
-    uintptr_t p = (uintptr_t)t->data, lo = p, hi = p + t->nbytes;
-    if (page <= 0) return;
-    /* whole pages inside the tensor only: its neighbours' pages stay */
-    lo = (lo + (uintptr_t)page - 1) / (uintptr_t)page * (uintptr_t)page;
-    hi = hi / (uintptr_t)page * (uintptr_t)page;
-    if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    if (g && t && !g->borrowed && g->map) ember_file_map_drop(t->data, t->nbytes);
 }
 
 /* The handle both openers start from; path is kept for messages. */
@@ -630,7 +596,7 @@ void ember_gguf_close(ember_gguf *g)
     for (uint64_t i = 0; g->tensors && i < g->n_tensors; i++) ember_free((char *)g->tensors[i].name);
     ember_free(g->kv);
     ember_free(g->tensors);
-    if (g->map && !g->borrowed) munmap(g->map, g->size);
+    if (!g->borrowed) ember_file_map_close(&g->file);
     ember_free(g->path);
     ember_free(g);
 }

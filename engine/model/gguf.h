@@ -18,6 +18,7 @@
 
 #include "common/error.h"
 #include "dtype.h"
+#include "platform/os_file.h"
 
 /* Metadata value types, numbered as in the GGUF spec. */
 typedef enum ember_gguf_type {
@@ -63,6 +64,7 @@ typedef struct ember_gguf {
     char *path;               /* owned copy, for messages */
     void *map;
     size_t size;
+    ember_file_map file;      /* the mapping of the file (ember_gguf_open) */
     bool borrowed;            /* map is the caller's bytes (open_memory): not unmapped */
     uint32_t version;
     uint32_t alignment;       /* general.alignment or 32 */

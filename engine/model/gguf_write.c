@@ -10,6 +10,7 @@
  * one included, as llama.cpp does. */
 #include "common/alloc.h"
 #include "gguf_write.h"
+#include "platform/os_file.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -455,7 +456,7 @@ ember_status ember_gguf_write(ember_gguf_writer *w, const char *path, ember_err 
     if (!w || !path)
         return ember_fail(err, EMBER_ERR_INVALID_ARG, "ember_gguf_write: no writer or path");
     if (w->status) return ember_fail(err, w->status, "%s: %s", path, w->err.msg);
-    out o = { fopen(path, "wb"), 0, false, EMBER_OK };
+    out o = { ember_fopen(path, "wb"), 0, false, EMBER_OK };
     if (!o.f) return ember_fail(err, EMBER_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
     out_file(w, &o);
     if (o.fill_status) {
