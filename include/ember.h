@@ -175,6 +175,11 @@ typedef struct ember_vulkan_device {
     void (*lock_queue)(void *user);
     void (*unlock_queue)(void *user);
     void *queue_user;
+    /* The application's vkGetInstanceProcAddr (PFN_vkGetInstanceProcAddr), through which
+     * Ember then finds every Vulkan function: the game's loader and its layers are
+     * Ember's. NULL = Ember opens the system's Vulkan loader (libvulkan.so.1,
+     * vulkan-1.dll) itself. */
+    void *get_instance_proc_addr;
 } ember_vulkan_device;
 
 /* Faults, for tests of the error paths: the Nth event from now (1 = the next one; 0 =

@@ -6,13 +6,13 @@
 #include "vk_caps.h"
 #include "vk_coopmat.h"
 
-static bool has_extension(VkPhysicalDevice phys, const char *name)
+static bool has_extension(const ember_vk_fn *fn, VkPhysicalDevice phys, const char *name)
 {
     uint32_t n = 0;
-    if (vkEnumerateDeviceExtensionProperties(phys, NULL, &n, NULL) != VK_SUCCESS) return false;
+    if (fn->EnumerateDeviceExtensionProperties(phys, NULL, &n, NULL) != VK_SUCCESS) return false;
     VkExtensionProperties props[512];
     if (n > 512) n = 512;
-    if (vkEnumerateDeviceExtensionProperties(phys, NULL, &n, props) < 0) return false;
+    if (fn->EnumerateDeviceExtensionProperties(phys, NULL, &n, props) < 0) return false;
     for (uint32_t i = 0; i < n; i++)
         if (strcmp(props[i].extensionName, name) == 0) return true;
     return false;
@@ -28,10 +28,10 @@ static bool mm_shape(uint32_t m, uint32_t n, uint32_t k, VkComponentTypeNV a, Vk
            c == VK_COMPONENT_TYPE_FLOAT32_NV && d == VK_COMPONENT_TYPE_FLOAT32_NV && scope == VK_SCOPE_SUBGROUP_NV;
 }
 
-static bool coop_nv_shape(VkInstance inst, VkPhysicalDevice phys)
+static bool coop_nv_shape(const ember_vk_fn *fn, VkInstance inst, VkPhysicalDevice phys)
 {
     PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV get =
-        (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)vkGetInstanceProcAddr(
+        (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)fn->GetInstanceProcAddr(
             inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
     VkCooperativeMatrixPropertiesNV p[64];
     uint32_t n = 64;
@@ -44,10 +44,10 @@ static bool coop_nv_shape(VkInstance inst, VkPhysicalDevice phys)
     return false;
 }
 
-static bool coop_khr_shape(VkInstance inst, VkPhysicalDevice phys)
+static bool coop_khr_shape(const ember_vk_fn *fn, VkInstance inst, VkPhysicalDevice phys)
 {
     PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR get =
-        (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)vkGetInstanceProcAddr(
+        (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)fn->GetInstanceProcAddr(
             inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
     VkCooperativeMatrixPropertiesKHR p[64];
     uint32_t n = 64;
@@ -61,7 +61,7 @@ static bool coop_khr_shape(VkInstance inst, VkPhysicalDevice phys)
     return false;
 }
 
-static void query_features(VkInstance inst, VkPhysicalDevice phys, ember_vk_caps *c)
+static void query_features(const ember_vk_fn *fn, VkInstance inst, VkPhysicalDevice phys, ember_vk_caps *c)
 {
     VkPhysicalDeviceShaderIntegerDotProductFeatures dot = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
@@ -70,20 +70,20 @@ static void query_features(VkInstance inst, VkPhysicalDevice phys, ember_vk_caps
                                             .pNext = &f12};
     VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f11};
     /* The extension, not 1.3 core: Ember's instance is Vulkan 1.2 (vk_device.c enables it). */
-    bool dot_known = has_extension(phys, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+    bool dot_known = has_extension(fn, phys, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
     if (dot_known) f12.pNext = &dot;
     VkPhysicalDeviceCooperativeMatrixFeaturesNV cm = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
-    bool cm_ext = has_extension(phys, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    bool cm_ext = has_extension(fn, phys, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
     if (cm_ext) cm.pNext = f12.pNext, f12.pNext = &cm;
     VkPhysicalDeviceCooperativeMatrixFeaturesKHR ck = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
-    bool ck_ext = has_extension(phys, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    bool ck_ext = has_extension(fn, phys, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
     if (ck_ext) ck.pNext = f12.pNext, f12.pNext = &ck;
     /* Ember's instance is Vulkan 1.2, so size control is the extension's even on 1.3. */
     VkPhysicalDeviceSubgroupSizeControlFeaturesEXT sc = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
-    bool sc_ext = has_extension(phys, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+    bool sc_ext = has_extension(fn, phys, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
     if (sc_ext) sc.pNext = f11.pNext, f11.pNext = &sc;
-    vkGetPhysicalDeviceFeatures2(phys, &f);
+    fn->GetPhysicalDeviceFeatures2(phys, &f);
     bool pin_any = sc_ext && sc.subgroupSizeControl && sc.computeFullSubgroups; /* properties: earlier */
     c->subgroup_pin &= pin_any;
     if (!pin_any) c->subgroup_min = c->subgroup_max = 0;
@@ -95,35 +95,35 @@ static void query_features(VkInstance inst, VkPhysicalDevice phys, ember_vk_caps
     c->int_dot = dot_known && dot.shaderIntegerDotProduct;
     c->int_dot_accel &= c->int_dot; /* properties: earlier */
     c->coop_nv = cm_ext && cm.cooperativeMatrix && f12.vulkanMemoryModel && f12.shaderFloat16 &&
-                 coop_nv_shape(inst, phys);
+                 coop_nv_shape(fn, inst, phys);
     c->coop_khr &= ck_ext && ck.cooperativeMatrix && f12.vulkanMemoryModel && f12.shaderFloat16 &&
-                   coop_khr_shape(inst, phys); /* properties (compute among its stages): earlier */
+                   coop_khr_shape(fn, inst, phys); /* properties (compute among its stages): earlier */
     c->subgroup_size_control = c->api_version >= VK_API_VERSION_1_3 ||
-                               has_extension(phys, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+                               has_extension(fn, phys, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
 }
 
-static void query_properties(VkPhysicalDevice phys, ember_vk_caps *c)
+static void query_properties(const ember_vk_fn *fn, VkPhysicalDevice phys, ember_vk_caps *c)
 {
     VkPhysicalDeviceVulkan11Properties p11 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES};
     VkPhysicalDeviceProperties2 p = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     /* The 1.1 property struct may only be chained on 1.2+ devices; older ones are
      * listed by `ember info` but never used. */
-    vkGetPhysicalDeviceProperties(phys, &p.properties);
+    fn->GetPhysicalDeviceProperties(phys, &p.properties);
     VkPhysicalDeviceSubgroupSizeControlPropertiesEXT sc = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES_EXT};
-    bool sc_ext = has_extension(phys, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+    bool sc_ext = has_extension(fn, phys, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
     VkPhysicalDeviceShaderIntegerDotProductProperties dot = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES};
-    bool dot_ext = has_extension(phys, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+    bool dot_ext = has_extension(fn, phys, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
     VkPhysicalDeviceCooperativeMatrixPropertiesKHR ck = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_KHR};
-    bool ck_ext = has_extension(phys, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    bool ck_ext = has_extension(fn, phys, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
     if (p.properties.apiVersion >= VK_API_VERSION_1_2) {
         p.pNext = &p11;
         if (sc_ext) p11.pNext = &sc;
         if (dot_ext) dot.pNext = p11.pNext, p11.pNext = &dot;
         if (ck_ext) ck.pNext = p11.pNext, p11.pNext = &ck;
-        vkGetPhysicalDeviceProperties2(phys, &p);
+        fn->GetPhysicalDeviceProperties2(phys, &p);
     }
     c->coop_khr = ck.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT; /* features: later */
     c->int_dot_accel = dot.integerDotProduct4x8BitPackedSignedAccelerated; /* features: later */
@@ -170,10 +170,10 @@ static void query_properties(VkPhysicalDevice phys, ember_vk_caps *c)
     c->timestamp_period_ns = l->timestampComputeAndGraphics ? l->timestampPeriod : 0.0f;
 }
 
-static void query_memory(VkPhysicalDevice phys, ember_vk_caps *c)
+static void query_memory(const ember_vk_fn *fn, VkPhysicalDevice phys, ember_vk_caps *c)
 {
     VkPhysicalDeviceMemoryProperties m;
-    vkGetPhysicalDeviceMemoryProperties(phys, &m);
+    fn->GetPhysicalDeviceMemoryProperties(phys, &m);
     c->device_local_bytes = 0;
     c->unified_memory = false;
     for (uint32_t i = 0; i < m.memoryHeapCount; i++)
@@ -191,29 +191,29 @@ static void query_memory(VkPhysicalDevice phys, ember_vk_caps *c)
     }
 }
 
-static bool uniform_texel(VkPhysicalDevice phys, VkFormat f)
+static bool uniform_texel(const ember_vk_fn *fn, VkPhysicalDevice phys, VkFormat f)
 {
     VkFormatProperties p;
-    vkGetPhysicalDeviceFormatProperties(phys, f, &p);
+    fn->GetPhysicalDeviceFormatProperties(phys, f, &p);
     return (p.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) != 0;
 }
 
 /* Texel-buffer formats the kernels may read weights and activations through (on
  * lavapipe texel fetches are vector gathers, storage loads per-lane loops). */
-static void query_formats(VkPhysicalDevice phys, ember_vk_caps *c)
+static void query_formats(const ember_vk_fn *fn, VkPhysicalDevice phys, ember_vk_caps *c)
 {
-    c->texel_rgba32f = uniform_texel(phys, VK_FORMAT_R32G32B32A32_SFLOAT);
-    c->texel_rgba32ui = uniform_texel(phys, VK_FORMAT_R32G32B32A32_UINT);
-    c->texel_r16f = uniform_texel(phys, VK_FORMAT_R16_SFLOAT);
-    c->texel_r32ui = uniform_texel(phys, VK_FORMAT_R32_UINT);
+    c->texel_rgba32f = uniform_texel(fn, phys, VK_FORMAT_R32G32B32A32_SFLOAT);
+    c->texel_rgba32ui = uniform_texel(fn, phys, VK_FORMAT_R32G32B32A32_UINT);
+    c->texel_r16f = uniform_texel(fn, phys, VK_FORMAT_R16_SFLOAT);
+    c->texel_r32ui = uniform_texel(fn, phys, VK_FORMAT_R32_UINT);
 }
 
-void ember_vk_query_caps(VkInstance inst, VkPhysicalDevice phys, ember_vk_caps *c)
+void ember_vk_query_caps(const ember_vk_fn *fn, VkInstance inst, VkPhysicalDevice phys, ember_vk_caps *c)
 {
     memset(c, 0, sizeof *c);
     c->list_index = -1;
-    query_properties(phys, c);
-    if (c->api_version >= VK_API_VERSION_1_2) query_features(inst, phys, c);
-    query_memory(phys, c);
-    query_formats(phys, c);
+    query_properties(fn, phys, c);
+    if (c->api_version >= VK_API_VERSION_1_2) query_features(fn, inst, phys, c);
+    query_memory(fn, phys, c);
+    query_formats(fn, phys, c);
 }

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <vulkan/vulkan.h>
 
+#include "vk_loader.h"
+
 #include "common/error.h"
 
 typedef struct ember_vk_caps {
@@ -70,6 +72,6 @@ typedef struct ember_vk_caps {
 } ember_vk_caps;
 
 /* Fills caps for one physical device (used by device listing and creation). */
-void ember_vk_query_caps(VkInstance inst, VkPhysicalDevice phys, ember_vk_caps *caps);
+void ember_vk_query_caps(const ember_vk_fn *fn, VkInstance inst, VkPhysicalDevice phys, ember_vk_caps *caps);
 
 #endif

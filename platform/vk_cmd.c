@@ -51,6 +51,7 @@ struct ember_vk_cmd {
 
 static ember_status add_descriptor_pool(ember_vk_cmd *c)
 {
+    const ember_vk *vk = c->vk;
     if (c->n_dpools == MAX_POOLS)
         return ember_fail(&c->err, EMBER_ERR_OUT_OF_MEMORY, "too many dispatches in one command buffer");
     /* Room for every set to be all storage or all texel bindings (8 each); uniform
@@ -60,7 +61,7 @@ static ember_status add_descriptor_pool(ember_vk_cmd *c)
                                     {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, SETS_PER_POOL * 2}};
     VkDescriptorPoolCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
                                      .maxSets = SETS_PER_POOL, .poolSizeCount = 3, .pPoolSizes = sizes};
-    ember_status s = ember_vk_check(vkCreateDescriptorPool(c->vk->device, &ci, NULL, &c->dpools[c->n_dpools]),
+    ember_status s = ember_vk_check(vk->fn.CreateDescriptorPool(c->vk->device, &ci, NULL, &c->dpools[c->n_dpools]),
                                     &c->err, "vkCreateDescriptorPool");
     if (s == EMBER_OK) c->n_dpools++;
     return s;
@@ -75,18 +76,18 @@ ember_status ember_vk_cmd_create(ember_vk *vk, ember_vk_cmd **out, ember_err *er
     VkCommandPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
                                   .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
                                   .queueFamilyIndex = vk->queue_family};
-    ember_status s = ember_vk_check(vkCreateCommandPool(vk->device, &pi, NULL, &c->pool), err, "vkCreateCommandPool");
+    ember_status s = ember_vk_check(vk->fn.CreateCommandPool(vk->device, &pi, NULL, &c->pool), err, "vkCreateCommandPool");
     VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
                                       .commandPool = c->pool, .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
                                       .commandBufferCount = 1};
     if (s == EMBER_OK)
-        s = ember_vk_check(vkAllocateCommandBuffers(vk->device, &ai, &c->cb), err, "vkAllocateCommandBuffers");
+        s = ember_vk_check(vk->fn.AllocateCommandBuffers(vk->device, &ai, &c->cb), err, "vkAllocateCommandBuffers");
     VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    if (s == EMBER_OK) s = ember_vk_check(vkCreateFence(vk->device, &fi, NULL, &c->fence), err, "vkCreateFence");
+    if (s == EMBER_OK) s = ember_vk_check(vk->fn.CreateFence(vk->device, &fi, NULL, &c->fence), err, "vkCreateFence");
     if (s == EMBER_OK && vk->caps.timestamp_period_ns > 0) {
         VkQueryPoolCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
                                     .queryType = VK_QUERY_TYPE_TIMESTAMP, .queryCount = N_TIMESTAMPS};
-        s = ember_vk_check(vkCreateQueryPool(vk->device, &qi, NULL, &c->queries), err, "vkCreateQueryPool");
+        s = ember_vk_check(vk->fn.CreateQueryPool(vk->device, &qi, NULL, &c->queries), err, "vkCreateQueryPool");
     }
     if (s == EMBER_OK && (s = add_descriptor_pool(c)) != EMBER_OK) *err = c->err;
     if (s != EMBER_OK) {
@@ -100,43 +101,45 @@ ember_status ember_vk_cmd_create(ember_vk *vk, ember_vk_cmd **out, ember_err *er
 void ember_vk_cmd_destroy(ember_vk_cmd *c)
 {
     if (!c) return;
+    const ember_vk *vk = c->vk;
     VkDevice d = c->vk->device;
     ember_err ignored;
     ember_vk_cmd_wait(c, UINT64_MAX, &ignored);
-    for (uint32_t i = 0; i < c->n_dpools; i++) vkDestroyDescriptorPool(d, c->dpools[i], NULL);
-    if (c->queries) vkDestroyQueryPool(d, c->queries, NULL);
-    if (c->prof.queries) vkDestroyQueryPool(d, c->prof.queries, NULL);
+    for (uint32_t i = 0; i < c->n_dpools; i++) vk->fn.DestroyDescriptorPool(d, c->dpools[i], NULL);
+    if (c->queries) vk->fn.DestroyQueryPool(d, c->queries, NULL);
+    if (c->prof.queries) vk->fn.DestroyQueryPool(d, c->prof.queries, NULL);
     ember_free(c->prof.d);
     ember_free(c->prof.ts);
-    if (c->fence) vkDestroyFence(d, c->fence, NULL);
-    if (c->pool) vkDestroyCommandPool(d, c->pool, NULL);
+    if (c->fence) vk->fn.DestroyFence(d, c->fence, NULL);
+    if (c->pool) vk->fn.DestroyCommandPool(d, c->pool, NULL);
     ember_free(c);
 }
 
 ember_status ember_vk_cmd_begin(ember_vk_cmd *c, ember_err *err)
 {
+    const ember_vk *vk = c->vk;
     ember_status s = ember_vk_cmd_wait(c, UINT64_MAX, err);
     if (s != EMBER_OK) return s;
     VkDevice d = c->vk->device;
-    for (uint32_t i = 0; i < c->n_dpools; i++) vkResetDescriptorPool(d, c->dpools[i], 0);
+    for (uint32_t i = 0; i < c->n_dpools; i++) vk->fn.ResetDescriptorPool(d, c->dpools[i], 0);
     c->cur_dpool = 0;
     c->bound = NULL;
     c->n_dispatch = 0;
     c->ts_written = 0;
     c->status = EMBER_OK;
     c->err.msg[0] = 0;
-    s = ember_vk_check(vkResetCommandBuffer(c->cb, 0), err, "vkResetCommandBuffer");
+    s = ember_vk_check(vk->fn.ResetCommandBuffer(c->cb, 0), err, "vkResetCommandBuffer");
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-    if (s == EMBER_OK) s = ember_vk_check(vkBeginCommandBuffer(c->cb, &bi), err, "vkBeginCommandBuffer");
+    if (s == EMBER_OK) s = ember_vk_check(vk->fn.BeginCommandBuffer(c->cb, &bi), err, "vkBeginCommandBuffer");
     if (s != EMBER_OK) return s;
-    if (c->queries) vkCmdResetQueryPool(c->cb, c->queries, 0, N_TIMESTAMPS);
+    if (c->queries) vk->fn.CmdResetQueryPool(c->cb, c->queries, 0, N_TIMESTAMPS);
     c->prof.n_barriers = 0;
     c->prof.done = false;
     c->prof.recorded = c->prof.on;
     if (c->prof.recorded) {
-        vkCmdResetQueryPool(c->cb, c->prof.queries, 0, EMBER_VK_PROFILE_MAX + 1);
-        vkCmdWriteTimestamp(c->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->prof.queries, 0);
+        vk->fn.CmdResetQueryPool(c->cb, c->prof.queries, 0, EMBER_VK_PROFILE_MAX + 1);
+        vk->fn.CmdWriteTimestamp(c->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->prof.queries, 0);
     }
     c->recording = true;
     return EMBER_OK;
@@ -150,12 +153,13 @@ static void record_error(ember_vk_cmd *c, ember_status s)
 
 static VkDescriptorSet allocate_set(ember_vk_cmd *c, const ember_vk_pipeline *p)
 {
+    const ember_vk *vk = c->vk;
     for (;;) {
         VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
                                           .descriptorPool = c->dpools[c->cur_dpool], .descriptorSetCount = 1,
                                           .pSetLayouts = &p->set_layout};
         VkDescriptorSet set;
-        VkResult r = vkAllocateDescriptorSets(c->vk->device, &ai, &set);
+        VkResult r = vk->fn.AllocateDescriptorSets(c->vk->device, &ai, &set);
         if (r == VK_SUCCESS) return set;
         if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL) {
             record_error(c, ember_vk_check(r, &c->err, "vkAllocateDescriptorSets"));
@@ -202,6 +206,7 @@ static bool bindings_valid(ember_vk_cmd *c, const ember_vk_pipeline *p, const em
 
 static void write_set(ember_vk_cmd *c, const ember_vk_pipeline *p, const ember_vk_span *b, VkDescriptorSet set)
 {
+    const ember_vk *vk = c->vk;
     VkDescriptorBufferInfo info[EMBER_VK_MAX_BINDINGS];
     VkWriteDescriptorSet w[EMBER_VK_MAX_BINDINGS];
     for (uint32_t i = 0; i < p->n_bindings; i++) {
@@ -212,12 +217,13 @@ static void write_set(ember_vk_cmd *c, const ember_vk_pipeline *p, const ember_v
         if (p->kinds[i] == EMBER_VK_BIND_TEXEL) w[i].pTexelBufferView = &b[i].view;
         else w[i].pBufferInfo = &info[i];
     }
-    vkUpdateDescriptorSets(c->vk->device, p->n_bindings, w, 0, NULL);
+    vk->fn.UpdateDescriptorSets(c->vk->device, p->n_bindings, w, 0, NULL);
 }
 
 void ember_vk_cmd_dispatch(ember_vk_cmd *c, const ember_vk_pipeline *p, const ember_vk_span *bindings,
                            const void *push, uint32_t gx, uint32_t gy, uint32_t gz)
 {
+    const ember_vk *vk = c->vk;
     const uint32_t *max = c->vk->caps.max_wg_count;
     c->prof.last_ok = false;
     if (c->status != EMBER_OK || !c->recording) return;
@@ -232,15 +238,15 @@ void ember_vk_cmd_dispatch(ember_vk_cmd *c, const ember_vk_pipeline *p, const em
     if (!set) return;
     write_set(c, p, bindings, set);
     if (c->bound != p) {
-        vkCmdBindPipeline(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);
+        vk->fn.CmdBindPipeline(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);
         c->bound = p;
     }
-    vkCmdBindDescriptorSets(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &set, 0, NULL);
-    if (p->push_size) vkCmdPushConstants(c->cb, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p->push_size, push);
-    vkCmdDispatch(c->cb, gx, gy, gz);
+    vk->fn.CmdBindDescriptorSets(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &set, 0, NULL);
+    if (p->push_size) vk->fn.CmdPushConstants(c->cb, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p->push_size, push);
+    vk->fn.CmdDispatch(c->cb, gx, gy, gz);
     if (c->prof.recorded && c->n_dispatch < EMBER_VK_PROFILE_MAX) {
         c->prof.d[c->n_dispatch] = (ember_vk_dispatch_time){p->name, 0, 0};
-        vkCmdWriteTimestamp(c->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->prof.queries, c->n_dispatch + 1);
+        vk->fn.CmdWriteTimestamp(c->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->prof.queries, c->n_dispatch + 1);
         c->prof.last_ok = true;
     }
     c->n_dispatch++;
@@ -248,6 +254,7 @@ void ember_vk_cmd_dispatch(ember_vk_cmd *c, const ember_vk_pipeline *p, const em
 
 void ember_vk_cmd_barrier(ember_vk_cmd *c)
 {
+    const ember_vk *vk = c->vk;
     if (c->status != EMBER_OK || !c->recording) return;
     c->prof.n_barriers++;
     VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
@@ -255,11 +262,12 @@ void ember_vk_cmd_barrier(ember_vk_cmd *c)
                           .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
                                            VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT};
     VkPipelineStageFlags st = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-    vkCmdPipelineBarrier(c->cb, st, st, 0, 1, &mb, 0, NULL, 0, NULL);
+    vk->fn.CmdPipelineBarrier(c->cb, st, st, 0, 1, &mb, 0, NULL, 0, NULL);
 }
 
 void ember_vk_cmd_copy(ember_vk_cmd *c, const ember_vk_span *src, const ember_vk_span *dst, VkDeviceSize bytes)
 {
+    const ember_vk *vk = c->vk;
     if (c->status != EMBER_OK || !c->recording || bytes == 0) return;
     if (bytes > src->size || bytes > dst->size) {
         record_error(c, ember_fail(&c->err, EMBER_ERR_INVALID_ARG, "copy of %llu bytes exceeds a buffer",
@@ -267,33 +275,36 @@ void ember_vk_cmd_copy(ember_vk_cmd *c, const ember_vk_span *src, const ember_vk
         return;
     }
     VkBufferCopy r = {src->offset, dst->offset, bytes};
-    vkCmdCopyBuffer(c->cb, src->buffer, dst->buffer, 1, &r);
+    vk->fn.CmdCopyBuffer(c->cb, src->buffer, dst->buffer, 1, &r);
 }
 
 void ember_vk_cmd_fill(ember_vk_cmd *c, const ember_vk_span *dst, uint32_t value)
 {
+    const ember_vk *vk = c->vk;
     if (c->status != EMBER_OK || !c->recording) return;
-    vkCmdFillBuffer(c->cb, dst->buffer, dst->offset, dst->size & ~(VkDeviceSize)3, value);
+    vk->fn.CmdFillBuffer(c->cb, dst->buffer, dst->offset, dst->size & ~(VkDeviceSize)3, value);
 }
 
 void ember_vk_cmd_timestamp(ember_vk_cmd *c, uint32_t i)
 {
+    const ember_vk *vk = c->vk;
     if (!c->queries || i >= N_TIMESTAMPS || c->status != EMBER_OK || !c->recording) return;
-    vkCmdWriteTimestamp(c->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->queries, i);
+    vk->fn.CmdWriteTimestamp(c->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->queries, i);
     c->ts_written |= 1ull << i;
 }
 
 ember_status ember_vk_cmd_submit_nowait(ember_vk_cmd *c, ember_err *err)
 {
+    const ember_vk *vk = c->vk;
     if (!c->recording) return ember_fail(err, EMBER_ERR_INVALID_ARG, "submit without begin");
     c->recording = false;
     /* Make shader and transfer writes visible to the host after the fence. */
     VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                           .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
                           .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
-    vkCmdPipelineBarrier(c->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+    vk->fn.CmdPipelineBarrier(c->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                          VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
-    ember_status s = ember_vk_check(vkEndCommandBuffer(c->cb), err, "vkEndCommandBuffer");
+    ember_status s = ember_vk_check(vk->fn.EndCommandBuffer(c->cb), err, "vkEndCommandBuffer");
     if (s != EMBER_OK) return s;
     if (c->status != EMBER_OK) {
         *err = c->err;
@@ -315,7 +326,7 @@ ember_status ember_vk_cmd_submit_nowait(ember_vk_cmd *c, ember_err *err)
         ts.waitSemaphoreValueCount = si.waitSemaphoreCount;
         ts.signalSemaphoreValueCount = si.signalSemaphoreCount;
     }
-    s = ember_vk_check(vkResetFences(d, 1, &c->fence), err, "vkResetFences");
+    s = ember_vk_check(vk->fn.ResetFences(d, 1, &c->fence), err, "vkResetFences");
     if (s == EMBER_OK) s = ember_vk_check(ember_vk_queue_submit(c->vk, &si, c->fence), err, "vkQueueSubmit");
     c->sync = VK_NULL_HANDLE; /* one submission only */
     if (s != EMBER_OK) return s;
@@ -329,8 +340,9 @@ ember_status ember_vk_cmd_submit_nowait(ember_vk_cmd *c, ember_err *err)
 /* The dispatches' times from the timestamps around them (after the fence). */
 static void read_profile(ember_vk_cmd *c)
 {
+    const ember_vk *vk = c->vk;
     uint32_t n = c->last_n_dispatch < EMBER_VK_PROFILE_MAX ? c->last_n_dispatch : EMBER_VK_PROFILE_MAX;
-    VkResult r = vkGetQueryPoolResults(c->vk->device, c->prof.queries, 0, n + 1, (n + 1) * sizeof(uint64_t),
+    VkResult r = vk->fn.GetQueryPoolResults(c->vk->device, c->prof.queries, 0, n + 1, (n + 1) * sizeof(uint64_t),
                                        c->prof.ts, sizeof(uint64_t), VK_QUERY_RESULT_64_BIT);
     if (r != VK_SUCCESS) return;
     double period = c->vk->caps.timestamp_period_ns;
@@ -361,12 +373,13 @@ ember_status ember_vk_cmd_submit(ember_vk_cmd *c, ember_err *err)
 
 double ember_vk_cmd_elapsed_ns(ember_vk_cmd *c, uint32_t a, uint32_t b)
 {
+    const ember_vk *vk = c->vk;
     if (!c->queries || a >= N_TIMESTAMPS || b >= N_TIMESTAMPS) return -1;
     if (!(c->ts_done >> a & 1) || !(c->ts_done >> b & 1)) return -1;
     uint64_t ta, tb;
     VkQueryResultFlags f = VK_QUERY_RESULT_64_BIT;
-    if (vkGetQueryPoolResults(c->vk->device, c->queries, a, 1, 8, &ta, 8, f) != VK_SUCCESS) return -1;
-    if (vkGetQueryPoolResults(c->vk->device, c->queries, b, 1, 8, &tb, 8, f) != VK_SUCCESS) return -1;
+    if (vk->fn.GetQueryPoolResults(c->vk->device, c->queries, a, 1, 8, &ta, 8, f) != VK_SUCCESS) return -1;
+    if (vk->fn.GetQueryPoolResults(c->vk->device, c->queries, b, 1, 8, &tb, 8, f) != VK_SUCCESS) return -1;
     return (double)(tb - ta) * c->vk->caps.timestamp_period_ns;
 }
 
@@ -385,6 +398,7 @@ ember_status ember_vk_cmd_sync_next(ember_vk_cmd *c, VkSemaphore timeline, uint6
 
 ember_status ember_vk_cmd_set_profiling(ember_vk_cmd *c, bool on, ember_err *err)
 {
+    const ember_vk *vk = c->vk;
     if (on && !c->prof.queries) {
         if (c->vk->caps.timestamp_period_ns <= 0)
             return ember_fail(err, EMBER_ERR_UNSUPPORTED, "the device has no timestamps on its compute queue");
@@ -393,7 +407,7 @@ ember_status ember_vk_cmd_set_profiling(ember_vk_cmd *c, bool on, ember_err *err
         if (!c->prof.d || !c->prof.ts) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
         VkQueryPoolCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
                                     .queryType = VK_QUERY_TYPE_TIMESTAMP, .queryCount = EMBER_VK_PROFILE_MAX + 1};
-        ember_status s = ember_vk_check(vkCreateQueryPool(c->vk->device, &qi, NULL, &c->prof.queries), err,
+        ember_status s = ember_vk_check(vk->fn.CreateQueryPool(c->vk->device, &qi, NULL, &c->prof.queries), err,
                                         "vkCreateQueryPool");
         if (s != EMBER_OK) return s;
     }

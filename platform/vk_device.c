@@ -13,25 +13,25 @@
 
 /* ---- instance ----------------------------------------------------------------- */
 
-static bool instance_has_layer(const char *name)
+static bool instance_has_layer(const ember_vk_fn *fn, const char *name)
 {
     uint32_t n = 0;
-    if (vkEnumerateInstanceLayerProperties(&n, NULL) != VK_SUCCESS || n == 0) return false;
+    if (fn->EnumerateInstanceLayerProperties(&n, NULL) != VK_SUCCESS || n == 0) return false;
     VkLayerProperties *p = ember_calloc(n, sizeof *p);
     bool found = false;
-    if (p && vkEnumerateInstanceLayerProperties(&n, p) >= 0)
+    if (p && fn->EnumerateInstanceLayerProperties(&n, p) >= 0)
         for (uint32_t i = 0; i < n && !found; i++) found = strcmp(p[i].layerName, name) == 0;
     ember_free(p);
     return found;
 }
 
-static bool instance_has_extension(const char *name)
+static bool instance_has_extension(const ember_vk_fn *fn, const char *name)
 {
     uint32_t n = 0;
-    if (vkEnumerateInstanceExtensionProperties(NULL, &n, NULL) != VK_SUCCESS || n == 0) return false;
+    if (fn->EnumerateInstanceExtensionProperties(NULL, &n, NULL) != VK_SUCCESS || n == 0) return false;
     VkExtensionProperties *p = ember_calloc(n, sizeof *p);
     bool found = false;
-    if (p && vkEnumerateInstanceExtensionProperties(NULL, &n, p) >= 0)
+    if (p && fn->EnumerateInstanceExtensionProperties(NULL, &n, p) >= 0)
         for (uint32_t i = 0; i < n && !found; i++) found = strcmp(p[i].extensionName, name) == 0;
     ember_free(p);
     return found;
@@ -51,21 +51,22 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(
     return VK_FALSE;
 }
 
-/* Creates the instance. vk may be NULL (device listing): then no messenger. */
-static ember_status create_instance(ember_vk *vk, bool validation, VkInstance *out,
+/* Creates the instance and loads its functions into fn. vk may be NULL (device listing):
+ * then no messenger. */
+static ember_status create_instance(ember_vk_fn *fn, ember_vk *vk, bool validation, VkInstance *out,
                                     VkDebugUtilsMessengerEXT *messenger, ember_err *err)
 {
     const char *layers[1], *exts[2];
     uint32_t n_layers = 0, n_exts = 0;
-    bool debug = validation && vk && instance_has_layer("VK_LAYER_KHRONOS_validation") &&
-                 instance_has_extension(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    bool debug = validation && vk && instance_has_layer(fn, "VK_LAYER_KHRONOS_validation") &&
+                 instance_has_extension(fn, VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
     if (debug) {
         layers[n_layers++] = "VK_LAYER_KHRONOS_validation";
         exts[n_exts++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
     }
     /* MoltenVK and other non-conformant drivers are only listed with this flag. */
     VkInstanceCreateFlags flags = 0;
-    if (instance_has_extension(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME)) {
+    if (instance_has_extension(fn, VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME)) {
         exts[n_exts++] = VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME;
         flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
     }
@@ -83,15 +84,16 @@ static ember_status create_instance(ember_vk *vk, bool validation, VkInstance *o
                                .pApplicationInfo = &app, .enabledLayerCount = n_layers,
                                .ppEnabledLayerNames = layers, .enabledExtensionCount = n_exts,
                                .ppEnabledExtensionNames = exts, .pNext = debug ? &dbg : NULL};
-    ember_status s = ember_vk_check(vkCreateInstance(&ci, NULL, out), err, "vkCreateInstance");
+    ember_status s = ember_vk_check(fn->CreateInstance(&ci, NULL, out), err, "vkCreateInstance");
     if (s != EMBER_OK) {
         if (s == EMBER_ERR_VULKAN) s = EMBER_ERR_NO_DEVICE;
         return ember_fail_ctx(err, s, "no Vulkan driver (install mesa-vulkan-drivers for the CPU driver)");
     }
     *messenger = VK_NULL_HANDLE;
+    if ((s = ember_vk_fn_instance(fn, *out, err)) != EMBER_OK) return s;
     if (debug) {
         PFN_vkCreateDebugUtilsMessengerEXT create = (PFN_vkCreateDebugUtilsMessengerEXT)
-            vkGetInstanceProcAddr(*out, "vkCreateDebugUtilsMessengerEXT");
+            fn->GetInstanceProcAddr(*out, "vkCreateDebugUtilsMessengerEXT");
         if (create) create(*out, &dbg, NULL, messenger);
     }
     return EMBER_OK;
@@ -99,13 +101,13 @@ static ember_status create_instance(ember_vk *vk, bool validation, VkInstance *o
 
 /* ---- physical device ------------------------------------------------------------ */
 
-static int compute_queue_family(VkPhysicalDevice phys)
+static int compute_queue_family(const ember_vk_fn *fn, VkPhysicalDevice phys)
 {
     uint32_t n = 0;
-    vkGetPhysicalDeviceQueueFamilyProperties(phys, &n, NULL);
+    fn->GetPhysicalDeviceQueueFamilyProperties(phys, &n, NULL);
     VkQueueFamilyProperties q[64];
     if (n > 64) n = 64;
-    vkGetPhysicalDeviceQueueFamilyProperties(phys, &n, q);
+    fn->GetPhysicalDeviceQueueFamilyProperties(phys, &n, q);
     int best = -1;
     for (uint32_t i = 0; i < n; i++) {
         if (!(q[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
@@ -128,14 +130,15 @@ static int type_rank(VkPhysicalDeviceType t)
 
 /* Whether Ember can run on the device: Vulkan 1.2 and a compute queue. If not, why
  * (naming the device by the number `ember info` prints) goes into why. */
-static bool device_usable(VkPhysicalDevice phys, const ember_vk_caps *c, uint32_t i, char *why, size_t cap)
+static bool device_usable(const ember_vk_fn *fn, VkPhysicalDevice phys, const ember_vk_caps *c, uint32_t i, char *why,
+                          size_t cap)
 {
     if (c->api_version < VK_API_VERSION_1_2) {
         snprintf(why, cap, "device %u (%s) has Vulkan %u.%u; Ember needs 1.2 (a newer driver may provide it)", i,
                  c->device_name, VK_API_VERSION_MAJOR(c->api_version), VK_API_VERSION_MINOR(c->api_version));
         return false;
     }
-    if (compute_queue_family(phys) < 0) {
+    if (compute_queue_family(fn, phys) < 0) {
         snprintf(why, cap, "device %u (%s) has no compute queue", i, c->device_name);
         return false;
     }
@@ -146,11 +149,11 @@ static ember_status pick_device(ember_vk *vk, int index, ember_err *err)
 {
     uint32_t n = 0;
     VkPhysicalDevice devs[EMBER_VK_MAX_DEVICES];
-    ember_status s = ember_vk_check(vkEnumeratePhysicalDevices(vk->instance, &n, NULL), err,
+    ember_status s = ember_vk_check(vk->fn.EnumeratePhysicalDevices(vk->instance, &n, NULL), err,
                                     "vkEnumeratePhysicalDevices");
     if (s != EMBER_OK) return s;
     if (n > EMBER_VK_MAX_DEVICES) n = EMBER_VK_MAX_DEVICES;
-    if (vkEnumeratePhysicalDevices(vk->instance, &n, devs) < 0 || n == 0)
+    if (vk->fn.EnumeratePhysicalDevices(vk->instance, &n, devs) < 0 || n == 0)
         return ember_fail(err, EMBER_ERR_NO_DEVICE, "no Vulkan device found");
     if (index > 0 && (uint32_t)index > n)
         return ember_fail(err, EMBER_ERR_NO_DEVICE, "device %d requested, %u present (counted from 0)", index - 1, n);
@@ -160,8 +163,8 @@ static ember_status pick_device(ember_vk *vk, int index, ember_err *err)
     for (uint32_t i = 0; i < n; i++) {
         if (index > 0 && i != (uint32_t)index - 1) continue;
         ember_vk_caps c;
-        ember_vk_query_caps(vk->instance, devs[i], &c);
-        if (!device_usable(devs[i], &c, i, why, sizeof why)) {
+        ember_vk_query_caps(&vk->fn, vk->instance, devs[i], &c);
+        if (!device_usable(&vk->fn, devs[i], &c, i, why, sizeof why)) {
             if (index > 0) return ember_fail(err, EMBER_ERR_NO_DEVICE, "%s", why);
             continue;
         }
@@ -175,23 +178,23 @@ static ember_status pick_device(ember_vk *vk, int index, ember_err *err)
     if (best < 0)
         return ember_fail(err, EMBER_ERR_NO_DEVICE, "no usable Vulkan device: %s (ember info lists the devices)", why);
     vk->phys = devs[best];
-    vk->queue_family = (uint32_t)compute_queue_family(vk->phys);
-    ember_vk_query_caps(vk->instance, vk->phys, &vk->caps);
+    vk->queue_family = (uint32_t)compute_queue_family(&vk->fn, vk->phys);
+    ember_vk_query_caps(&vk->fn, vk->instance, vk->phys, &vk->caps);
     vk->caps.list_index = best;
-    vkGetPhysicalDeviceMemoryProperties(vk->phys, &vk->mem_props);
+    vk->fn.GetPhysicalDeviceMemoryProperties(vk->phys, &vk->mem_props);
     return EMBER_OK;
 }
 
 /* ---- logical device ---------------------------------------------------------------- */
 
 /* Whether the physical device offers extension name. */
-static bool device_has_extension(VkPhysicalDevice phys, const char *name)
+static bool device_has_extension(const ember_vk_fn *fn, VkPhysicalDevice phys, const char *name)
 {
     uint32_t n = 0;
-    if (vkEnumerateDeviceExtensionProperties(phys, NULL, &n, NULL) != VK_SUCCESS || n == 0) return false;
+    if (fn->EnumerateDeviceExtensionProperties(phys, NULL, &n, NULL) != VK_SUCCESS || n == 0) return false;
     VkExtensionProperties *p = ember_calloc(n, sizeof *p);
     bool found = false;
-    if (p && vkEnumerateDeviceExtensionProperties(phys, NULL, &n, p) >= 0)
+    if (p && fn->EnumerateDeviceExtensionProperties(phys, NULL, &n, p) >= 0)
         for (uint32_t i = 0; i < n && !found; i++) found = strcmp(p[i].extensionName, name) == 0;
     ember_free(p);
     return found;
@@ -234,7 +237,7 @@ static ember_status create_device(ember_vk *vk, ember_err *err)
      * must have it enabled (the spec requires it). */
     const char *exts[6];
     uint32_t n_exts = 0;
-    if (device_has_extension(vk->phys, "VK_KHR_portability_subset")) exts[n_exts++] = "VK_KHR_portability_subset";
+    if (device_has_extension(&vk->fn, vk->phys, "VK_KHR_portability_subset")) exts[n_exts++] = "VK_KHR_portability_subset";
     if (c->subgroup_pin) exts[n_exts++] = VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME;
     if (c->int_dot) exts[n_exts++] = VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME;
     if (c->coop_nv) exts[n_exts++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
@@ -242,9 +245,10 @@ static ember_status create_device(ember_vk *vk, ember_err *err)
     VkDeviceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &f,
                              .queueCreateInfoCount = 1, .pQueueCreateInfos = &q,
                              .enabledExtensionCount = n_exts, .ppEnabledExtensionNames = exts};
-    ember_status s = ember_vk_check(vkCreateDevice(vk->phys, &ci, NULL, &vk->device), err, "vkCreateDevice");
+    ember_status s = ember_vk_check(vk->fn.CreateDevice(vk->phys, &ci, NULL, &vk->device), err, "vkCreateDevice");
+    if (s == EMBER_OK) s = ember_vk_fn_device(&vk->fn, vk->device, err);
     if (s != EMBER_OK) return s;
-    vkGetDeviceQueue(vk->device, vk->queue_family, 0, &vk->queue);
+    vk->fn.GetDeviceQueue(vk->device, vk->queue_family, 0, &vk->queue);
     return EMBER_OK;
 }
 
@@ -331,7 +335,12 @@ static ember_status adopt_host_device(ember_vk *vk, const ember_vulkan_device *h
     vk->instance = h->instance;
     vk->phys = h->physical_device;
     vk->device = h->device;
-    ember_vk_query_caps(vk->instance, vk->phys, &vk->caps);
+    /* the application's loader (and layers) when it hands its vkGetInstanceProcAddr over */
+    ember_status s = ember_vk_fn_open(&vk->fn, (PFN_vkGetInstanceProcAddr)h->get_instance_proc_addr, err);
+    if (s == EMBER_OK) s = ember_vk_fn_instance(&vk->fn, vk->instance, err);
+    if (s == EMBER_OK) s = ember_vk_fn_device(&vk->fn, vk->device, err);
+    if (s != EMBER_OK) return s;
+    ember_vk_query_caps(&vk->fn, vk->instance, vk->phys, &vk->caps);
     uint32_t api = h->api_version ? h->api_version : VK_API_VERSION_1_2;
     if (api < VK_API_VERSION_1_2 || vk->caps.api_version < VK_API_VERSION_1_2)
         return ember_fail(err, EMBER_ERR_NO_DEVICE, "the application's Vulkan device (%s) lacks Vulkan 1.2: "
@@ -340,9 +349,9 @@ static ember_status adopt_host_device(ember_vk *vk, const ember_vulkan_device *h
                           VK_API_VERSION_MAJOR(api), VK_API_VERSION_MINOR(api));
     uint32_t n = 0;
     VkQueueFamilyProperties q[64];
-    vkGetPhysicalDeviceQueueFamilyProperties(vk->phys, &n, NULL);
+    vk->fn.GetPhysicalDeviceQueueFamilyProperties(vk->phys, &n, NULL);
     if (n > 64) n = 64;
-    vkGetPhysicalDeviceQueueFamilyProperties(vk->phys, &n, q);
+    vk->fn.GetPhysicalDeviceQueueFamilyProperties(vk->phys, &n, q);
     if (h->queue_family >= n || !(q[h->queue_family].queueFlags & VK_QUEUE_COMPUTE_BIT))
         return ember_fail(err, EMBER_ERR_NO_DEVICE, "queue family %u of %s has no compute support",
                           h->queue_family, vk->caps.device_name);
@@ -352,8 +361,8 @@ static ember_status adopt_host_device(ember_vk *vk, const ember_vulkan_device *h
     if (!q[h->queue_family].timestampValidBits) vk->caps.timestamp_period_ns = 0;
     mask_enabled_features(&vk->caps, h->enabled_features);
     vk->queue_family = h->queue_family;
-    vkGetDeviceQueue(vk->device, vk->queue_family, h->queue_index, &vk->queue);
-    vkGetPhysicalDeviceMemoryProperties(vk->phys, &vk->mem_props);
+    vk->fn.GetDeviceQueue(vk->device, vk->queue_family, h->queue_index, &vk->queue);
+    vk->fn.GetPhysicalDeviceMemoryProperties(vk->phys, &vk->mem_props);
     vk->lock_queue = h->lock_queue;
     vk->unlock_queue = h->unlock_queue;
     vk->queue_user = h->queue_user;
@@ -372,7 +381,8 @@ ember_status ember_vk_create(const ember_vk_opts *opts, ember_vk **out, ember_er
     if (o.host) {
         s = adopt_host_device(vk, o.host, err);
     } else {
-        s = create_instance(vk, o.validation, &vk->instance, &vk->messenger, err);
+        s = ember_vk_fn_open(&vk->fn, NULL, err);
+        if (s == EMBER_OK) s = create_instance(&vk->fn, vk, o.validation, &vk->instance, &vk->messenger, err);
         if (s == EMBER_OK) s = pick_device(vk, o.device_index, err);
         if (s == EMBER_OK) s = create_device(vk, err);
     }
@@ -381,7 +391,7 @@ ember_status ember_vk_create(const ember_vk_opts *opts, ember_vk **out, ember_er
         return s;
     }
     VkPhysicalDeviceProperties props;
-    vkGetPhysicalDeviceProperties(vk->phys, &props);
+    vk->fn.GetPhysicalDeviceProperties(vk->phys, &props);
     vk->atom = props.limits.nonCoherentAtomSize ? props.limits.nonCoherentAtomSize : 1;
     vk->discrete = o.discrete_memory;
     *out = vk;
@@ -394,16 +404,17 @@ void ember_vk_destroy(ember_vk *vk)
     if (vk->borrowed) { /* Ember's own objects were waited for and freed by their owners */
         ember_vk_transfer_free(vk->xfer);
     } else if (vk->device) {
-        vkDeviceWaitIdle(vk->device);
+        vk->fn.DeviceWaitIdle(vk->device);
         ember_vk_transfer_free(vk->xfer);
-        vkDestroyDevice(vk->device, NULL);
+        vk->fn.DestroyDevice(vk->device, NULL);
     }
     if (vk->messenger) {
         PFN_vkDestroyDebugUtilsMessengerEXT destroy = (PFN_vkDestroyDebugUtilsMessengerEXT)
-            vkGetInstanceProcAddr(vk->instance, "vkDestroyDebugUtilsMessengerEXT");
+            vk->fn.GetInstanceProcAddr(vk->instance, "vkDestroyDebugUtilsMessengerEXT");
         if (destroy) destroy(vk->instance, vk->messenger, NULL);
     }
-    if (vk->instance && !vk->borrowed) vkDestroyInstance(vk->instance, NULL);
+    if (vk->instance && !vk->borrowed) vk->fn.DestroyInstance(vk->instance, NULL);
+    ember_vk_fn_close(&vk->fn);
     ember_mutex_destroy(&vk->queue_mu);
     ember_mutex_destroy(&vk->xfer_mu);
     ember_free(vk);
@@ -419,18 +430,20 @@ uint32_t ember_vk_validation_count(const ember_vk *vk, char *first, size_t cap)
 
 ember_status ember_vk_list_devices(ember_vk_caps *out, uint32_t cap, uint32_t *n, ember_err *err)
 {
-    VkInstance inst;
+    VkInstance inst = VK_NULL_HANDLE;
     VkDebugUtilsMessengerEXT none;
+    ember_vk_fn fn;
     *n = 0;
-    ember_status s = create_instance(NULL, false, &inst, &none, err);
-    if (s != EMBER_OK) return s;
+    ember_status s = ember_vk_fn_open(&fn, NULL, err);
+    if (s == EMBER_OK) s = create_instance(&fn, NULL, false, &inst, &none, err);
     uint32_t count = 0;
     VkPhysicalDevice devs[EMBER_VK_MAX_DEVICES];
-    vkEnumeratePhysicalDevices(inst, &count, NULL);
+    if (s == EMBER_OK) fn.EnumeratePhysicalDevices(inst, &count, NULL);
     if (count > EMBER_VK_MAX_DEVICES) count = EMBER_VK_MAX_DEVICES;
-    if (vkEnumeratePhysicalDevices(inst, &count, devs) < 0) count = 0;
-    for (uint32_t i = 0; i < count && i < cap; i++) ember_vk_query_caps(inst, devs[i], &out[i]);
+    if (count && fn.EnumeratePhysicalDevices(inst, &count, devs) < 0) count = 0;
+    for (uint32_t i = 0; i < count && i < cap; i++) ember_vk_query_caps(&fn, inst, devs[i], &out[i]);
     *n = count < cap ? count : cap;
-    vkDestroyInstance(inst, NULL);
-    return EMBER_OK;
+    if (inst && fn.DestroyInstance) fn.DestroyInstance(inst, NULL);
+    if (fn.GetInstanceProcAddr) ember_vk_fn_close(&fn);
+    return s;
 }

@@ -8,9 +8,11 @@
 #include <vulkan/vulkan.h>
 
 #include "vk_caps.h"
+#include "vk_loader.h"
 #include "vk_types.h"
 
 struct ember_vk {
+    ember_vk_fn fn;             /* the Vulkan functions (vk_loader.h): vk->fn.CreateBuffer(...) */
     VkInstance instance;
     VkDebugUtilsMessengerEXT messenger;
     VkPhysicalDevice phys;

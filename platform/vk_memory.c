@@ -45,13 +45,14 @@ ember_status ember_vk_arena_create(ember_vk *vk, ember_vk_arena **out, ember_err
 void ember_vk_arena_destroy(ember_vk_arena *a)
 {
     if (!a) return;
+    const ember_vk *vk = a->vk;
     VkDevice d = a->vk->device;
-    for (uint32_t i = 0; i < a->n_views; i++) vkDestroyBufferView(d, a->views[i], NULL);
+    for (uint32_t i = 0; i < a->n_views; i++) vk->fn.DestroyBufferView(d, a->views[i], NULL);
     ember_free(a->views);
     for (uint32_t i = 0; i < a->n; i++) {
-        vkDestroyBuffer(d, a->chunks[i].buffer, NULL);
-        if (a->chunks[i].map) vkUnmapMemory(d, a->chunks[i].memory);
-        vkFreeMemory(d, a->chunks[i].memory, NULL);
+        vk->fn.DestroyBuffer(d, a->chunks[i].buffer, NULL);
+        if (a->chunks[i].map) vk->fn.UnmapMemory(d, a->chunks[i].memory);
+        vk->fn.FreeMemory(d, a->chunks[i].memory, NULL);
     }
     atomic_fetch_sub(&a->vk->mem_bytes, a->bytes);
     ember_free(a->chunks);
@@ -66,11 +67,12 @@ ember_vk *ember_vk_arena_device(const ember_vk_arena *a) { return a->vk; }
 
 ember_status ember_vk_arena_own_view(ember_vk_arena *a, VkBufferView view, ember_err *err)
 {
+    const ember_vk *vk = a->vk;
     if (a->n_views == a->cap_views) {
         uint32_t cap = a->cap_views ? a->cap_views * 2 : 16;
         VkBufferView *v = ember_realloc(a->views, cap * sizeof *v);
         if (!v) {
-            vkDestroyBufferView(a->vk->device, view, NULL);
+            vk->fn.DestroyBufferView(a->vk->device, view, NULL);
             return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
         }
         a->views = v;
@@ -143,15 +145,15 @@ static ember_status new_chunk(ember_vk_arena *a, VkDeviceSize size, ember_vk_mem
                                       VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT |
                                       VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                              .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
-    ember_status s = ember_vk_check(vkCreateBuffer(vk->device, &bi, NULL, &ch.buffer), err, "vkCreateBuffer");
+    ember_status s = ember_vk_check(vk->fn.CreateBuffer(vk->device, &bi, NULL, &ch.buffer), err, "vkCreateBuffer");
     if (s != EMBER_OK) return s;
     VkMemoryRequirements req;
-    vkGetBufferMemoryRequirements(vk->device, ch.buffer, &req);
+    vk->fn.GetBufferMemoryRequirements(vk->device, ch.buffer, &req);
     /* Host memory ends on a nonCoherentAtomSize boundary, so that a flushed range widened
      * to whole atoms stays inside the allocation. */
     if (kind == EMBER_VK_MEM_HOST) req.size = align_up(req.size, vk->atom);
     if ((s = reserve_budget(vk, req.size, a->over_budget_ok, err)) != EMBER_OK) {
-        vkDestroyBuffer(vk->device, ch.buffer, NULL);
+        vk->fn.DestroyBuffer(vk->device, ch.buffer, NULL);
         return s;
     }
 
@@ -164,28 +166,28 @@ static ember_status new_chunk(ember_vk_arena *a, VkDeviceSize size, ember_vk_mem
         if (type < 0) break;
         VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
                                    .allocationSize = req.size, .memoryTypeIndex = (uint32_t)type};
-        r = vkAllocateMemory(vk->device, &ai, NULL, &ch.memory);
+        r = vk->fn.AllocateMemory(vk->device, &ai, NULL, &ch.memory);
     }
     if (r != VK_SUCCESS) {
         atomic_fetch_sub(&vk->mem_bytes, req.size);
-        vkDestroyBuffer(vk->device, ch.buffer, NULL);
+        vk->fn.DestroyBuffer(vk->device, ch.buffer, NULL);
         if (type < 0 && !injected && r == VK_ERROR_OUT_OF_DEVICE_MEMORY && kind == EMBER_VK_MEM_HOST)
             return ember_fail(err, EMBER_ERR_VULKAN, "no host-visible memory type");
         return ember_vk_check(r, err, "vkAllocateMemory");
     }
-    s = ember_vk_check(vkBindBufferMemory(vk->device, ch.buffer, ch.memory, 0), err, "vkBindBufferMemory");
+    s = ember_vk_check(vk->fn.BindBufferMemory(vk->device, ch.buffer, ch.memory, 0), err, "vkBindBufferMemory");
     /* Host spans are mapped; device-local ones only where the memory is coherent and the
      * device is not treated as discrete (else they go through staging). */
     VkMemoryPropertyFlags flags = vk->mem_props.memoryTypes[type].propertyFlags;
     bool visible = flags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT, coherent = flags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
     bool map = visible && (kind == EMBER_VK_MEM_HOST || (coherent && !vk->discrete));
     if (s == EMBER_OK && map)
-        s = ember_vk_check(vkMapMemory(vk->device, ch.memory, 0, VK_WHOLE_SIZE, 0, &ch.map), err, "vkMapMemory");
+        s = ember_vk_check(vk->fn.MapMemory(vk->device, ch.memory, 0, VK_WHOLE_SIZE, 0, &ch.map), err, "vkMapMemory");
     if (map && (!coherent || vk->discrete)) ch.noncoherent = ch.memory;
     if (s != EMBER_OK) {
         atomic_fetch_sub(&vk->mem_bytes, req.size);
-        vkDestroyBuffer(vk->device, ch.buffer, NULL);
-        vkFreeMemory(vk->device, ch.memory, NULL);
+        vk->fn.DestroyBuffer(vk->device, ch.buffer, NULL);
+        vk->fn.FreeMemory(vk->device, ch.memory, NULL);
         return s;
     }
     a->chunks[a->n++] = ch;
@@ -276,8 +278,8 @@ static ember_status sync_spans(ember_vk *vk, const ember_vk_span *spans, uint32_
                                            .memory = sp->noncoherent, .offset = lo, .size = hi - lo};
         }
         if (k == BATCH || (k && i + 1 == n)) {
-            VkResult res = flush ? vkFlushMappedMemoryRanges(vk->device, k, r)
-                                 : vkInvalidateMappedMemoryRanges(vk->device, k, r);
+            VkResult res = flush ? vk->fn.FlushMappedMemoryRanges(vk->device, k, r)
+                                 : vk->fn.InvalidateMappedMemoryRanges(vk->device, k, r);
             ember_status s = ember_vk_check(res, err, flush ? "vkFlushMappedMemoryRanges"
                                                             : "vkInvalidateMappedMemoryRanges");
             if (s != EMBER_OK) return s;

@@ -46,14 +46,14 @@ static ember_status create_layouts(ember_vk *vk, ember_vk_pipeline *p, ember_err
                                               .descriptorCount = 1, .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
     VkDescriptorSetLayoutCreateInfo dl = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
                                           .bindingCount = p->n_bindings, .pBindings = b};
-    ember_status s = ember_vk_check(vkCreateDescriptorSetLayout(vk->device, &dl, NULL, &p->set_layout), err,
+    ember_status s = ember_vk_check(vk->fn.CreateDescriptorSetLayout(vk->device, &dl, NULL, &p->set_layout), err,
                                     "vkCreateDescriptorSetLayout");
     VkPushConstantRange pr = {VK_SHADER_STAGE_COMPUTE_BIT, 0, p->push_size};
     VkPipelineLayoutCreateInfo pl = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
                                      .setLayoutCount = 1, .pSetLayouts = &p->set_layout,
                                      .pushConstantRangeCount = p->push_size ? 1 : 0, .pPushConstantRanges = &pr};
     if (s == EMBER_OK)
-        s = ember_vk_check(vkCreatePipelineLayout(vk->device, &pl, NULL, &p->layout), err, "vkCreatePipelineLayout");
+        s = ember_vk_check(vk->fn.CreatePipelineLayout(vk->device, &pl, NULL, &p->layout), err, "vkCreatePipelineLayout");
     return s;
 }
 
@@ -79,7 +79,7 @@ static ember_status create_pipeline(ember_vk *vk, VkPipelineCache cache, const e
     VkShaderModuleCreateInfo mi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
                                    .codeSize = d->spirv_bytes, .pCode = d->spirv};
     VkShaderModule module = VK_NULL_HANDLE;
-    ember_status s = ember_vk_check(vkCreateShaderModule(vk->device, &mi, NULL, &module), err, "vkCreateShaderModule");
+    ember_status s = ember_vk_check(vk->fn.CreateShaderModule(vk->device, &mi, NULL, &module), err, "vkCreateShaderModule");
     VkSpecializationMapEntry map[MAX_SPECS];
     uint32_t data[MAX_SPECS];
     for (uint32_t i = 0; i < d->n_specs; i++) {
@@ -101,9 +101,9 @@ static ember_status create_pipeline(ember_vk *vk, VkPipelineCache cache, const e
         ci.stage.flags = VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT_EXT;
     }
     if (s == EMBER_OK)
-        s = ember_vk_check(vkCreateComputePipelines(vk->device, cache, 1, &ci, NULL, &p->pipeline), err,
+        s = ember_vk_check(vk->fn.CreateComputePipelines(vk->device, cache, 1, &ci, NULL, &p->pipeline), err,
                            "vkCreateComputePipelines");
-    if (module) vkDestroyShaderModule(vk->device, module, NULL);
+    if (module) vk->fn.DestroyShaderModule(vk->device, module, NULL);
     return s;
 }
 
@@ -212,8 +212,8 @@ ember_status ember_vk_pipelines_create(ember_vk *vk, VkPipelineCache cache, cons
 void ember_vk_pipeline_destroy(ember_vk *vk, ember_vk_pipeline *p)
 {
     if (!p) return;
-    if (p->pipeline) vkDestroyPipeline(vk->device, p->pipeline, NULL);
-    if (p->layout) vkDestroyPipelineLayout(vk->device, p->layout, NULL);
-    if (p->set_layout) vkDestroyDescriptorSetLayout(vk->device, p->set_layout, NULL);
+    if (p->pipeline) vk->fn.DestroyPipeline(vk->device, p->pipeline, NULL);
+    if (p->layout) vk->fn.DestroyPipelineLayout(vk->device, p->layout, NULL);
+    if (p->set_layout) vk->fn.DestroyDescriptorSetLayout(vk->device, p->set_layout, NULL);
     ember_free(p);
 }

@@ -89,7 +89,7 @@ bool ember_vk_pipeline_cache_dir(char *buf, size_t cap) { return ember_cache_dir
 static void make_key(ember_vk *vk, ember_vk_cache_key *key)
 {
     VkPhysicalDeviceProperties p;
-    vkGetPhysicalDeviceProperties(vk->phys, &p);
+    vk->fn.GetPhysicalDeviceProperties(vk->phys, &p);
     *key = (ember_vk_cache_key){.vendor = p.vendorID, .device = p.deviceID, .driver = p.driverVersion};
     memcpy(key->uuid, p.pipelineCacheUUID, VK_UUID_SIZE);
 }
@@ -109,6 +109,7 @@ static bool make_path(ember_vk_pipeline_cache *c, const char *dir)
 /* Reads the file; its data seeds the cache only when it checks out. */
 static ember_status create_seeded(ember_vk_pipeline_cache *c, ember_err *err)
 {
+    const ember_vk *vk = c->vk;
     size_t n = 0;
     uint8_t *f = NULL;
     bool exists = false;
@@ -120,7 +121,7 @@ static ember_status create_seeded(ember_vk_pipeline_cache *c, ember_err *err)
     VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
                                     .initialDataSize = use ? n - EMBER_VK_CACHE_HEADER_BYTES : 0,
                                     .pInitialData = use ? f + EMBER_VK_CACHE_HEADER_BYTES : NULL};
-    ember_status s = ember_vk_check(vkCreatePipelineCache(c->vk->device, &ci, NULL, &c->cache), err,
+    ember_status s = ember_vk_check(vk->fn.CreatePipelineCache(c->vk->device, &ci, NULL, &c->cache), err,
                                     "vkCreatePipelineCache");
     if (s == EMBER_OK && use) {
         c->have_last = true;
@@ -168,15 +169,16 @@ static ember_status write_atomic(const ember_vk_pipeline_cache *c, const uint8_t
 /* The driver's data, in *out behind room for Ember's header (*n bytes of it). */
 static ember_status get_data(const ember_vk_pipeline_cache *c, uint8_t **out, size_t *n, ember_err *err)
 {
+    const ember_vk *vk = c->vk;
     VkDevice dev = c->vk->device;
     for (int attempt = 0; attempt < 4; attempt++) {
         size_t size = 0;
-        ember_status s = ember_vk_check(vkGetPipelineCacheData(dev, c->cache, &size, NULL), err,
+        ember_status s = ember_vk_check(vk->fn.GetPipelineCacheData(dev, c->cache, &size, NULL), err,
                                         "vkGetPipelineCacheData");
         if (s != EMBER_OK) return s;
         uint8_t *b = ember_malloc(EMBER_VK_CACHE_HEADER_BYTES + size);
         if (!b) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
-        VkResult r = vkGetPipelineCacheData(dev, c->cache, &size, b + EMBER_VK_CACHE_HEADER_BYTES);
+        VkResult r = vk->fn.GetPipelineCacheData(dev, c->cache, &size, b + EMBER_VK_CACHE_HEADER_BYTES);
         if (r == VK_SUCCESS) {
             *out = b;
             *n = size;
@@ -206,12 +208,13 @@ typedef struct on_disk {
 
 static void merge(ember_vk_pipeline_cache *c, const uint8_t *data, size_t n)
 {
+    const ember_vk *vk = c->vk;
     VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
                                     .initialDataSize = n, .pInitialData = data};
     VkPipelineCache other;
-    if (vkCreatePipelineCache(c->vk->device, &ci, NULL, &other) != VK_SUCCESS) return;
-    vkMergePipelineCaches(c->vk->device, c->cache, 1, &other); /* a failure only loses the merge */
-    vkDestroyPipelineCache(c->vk->device, other, NULL);
+    if (vk->fn.CreatePipelineCache(c->vk->device, &ci, NULL, &other) != VK_SUCCESS) return;
+    vk->fn.MergePipelineCaches(c->vk->device, c->cache, 1, &other); /* a failure only loses the merge */
+    vk->fn.DestroyPipelineCache(c->vk->device, other, NULL);
 }
 
 /* The file as it is now: another model of this process, or another process, may have
@@ -265,6 +268,7 @@ const char *ember_vk_pipeline_cache_path(const ember_vk_pipeline_cache *c) { ret
 void ember_vk_pipeline_cache_close(ember_vk_pipeline_cache *c)
 {
     if (!c) return;
-    if (c->cache) vkDestroyPipelineCache(c->vk->device, c->cache, NULL);
+    const ember_vk *vk = c->vk;
+    if (c->cache) vk->fn.DestroyPipelineCache(c->vk->device, c->cache, NULL);
     ember_free(c);
 }

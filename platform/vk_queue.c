@@ -11,7 +11,7 @@ VkResult ember_vk_queue_submit(ember_vk *vk, const VkSubmitInfo *si, VkFence fen
     if (r != VK_SUCCESS) return r; /* lost: nothing is submitted, so nothing is waited for */
     ember_mutex_lock(&vk->queue_mu);
     if (vk->lock_queue) vk->lock_queue(vk->queue_user);
-    r = vkQueueSubmit(vk->queue, 1, si, fence);
+    r = vk->fn.QueueSubmit(vk->queue, 1, si, fence);
     if (vk->unlock_queue) vk->unlock_queue(vk->queue_user);
     ember_mutex_unlock(&vk->queue_mu);
     return ember_vk_note_result(vk, r);
@@ -19,7 +19,7 @@ VkResult ember_vk_queue_submit(ember_vk *vk, const VkSubmitInfo *si, VkFence fen
 
 VkResult ember_vk_wait_fence(ember_vk *vk, VkFence fence, uint64_t timeout_ns)
 {
-    VkResult r = vkWaitForFences(vk->device, 1, &fence, VK_TRUE, timeout_ns);
+    VkResult r = vk->fn.WaitForFences(vk->device, 1, &fence, VK_TRUE, timeout_ns);
     /* An injected loss is reported once the work is done, so that nothing it uses is
      * freed under it; a real one as the driver says. */
     return r == VK_SUCCESS ? ember_vk_fault_wait(vk) : ember_vk_note_result(vk, r);

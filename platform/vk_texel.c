@@ -18,10 +18,10 @@ static uint32_t texel_bytes(VkFormat f)
     }
 }
 
-static bool format_usable(VkPhysicalDevice phys, VkFormat f)
+static bool format_usable(const ember_vk *vk, VkPhysicalDevice phys, VkFormat f)
 {
     VkFormatProperties p;
-    vkGetPhysicalDeviceFormatProperties(phys, f, &p);
+    vk->fn.GetPhysicalDeviceFormatProperties(phys, f, &p);
     return (p.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) != 0;
 }
 
@@ -30,7 +30,7 @@ ember_status ember_vk_texel_view(ember_vk_arena *a, ember_vk_span *s, VkFormat f
     ember_vk *vk = ember_vk_arena_device(a);
     const ember_vk_caps *c = &vk->caps;
     uint32_t tb = texel_bytes(format);
-    if (tb == 0 || !format_usable(vk->phys, format))
+    if (tb == 0 || !format_usable(vk, vk->phys, format))
         return ember_fail(err, EMBER_ERR_UNSUPPORTED, "format %d cannot be a uniform texel buffer", (int)format);
     uint64_t texels = s->size / tb;
     if (s->buffer == VK_NULL_HANDLE || texels == 0 || texels > c->max_texel_elements)
@@ -42,7 +42,7 @@ ember_status ember_vk_texel_view(ember_vk_arena *a, ember_vk_span *s, VkFormat f
     VkBufferViewCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO, .buffer = s->buffer,
                                  .format = format, .offset = s->offset, .range = texels * tb};
     VkBufferView view;
-    ember_status st = ember_vk_check(vkCreateBufferView(vk->device, &ci, NULL, &view), err, "vkCreateBufferView");
+    ember_status st = ember_vk_check(vk->fn.CreateBufferView(vk->device, &ci, NULL, &view), err, "vkCreateBufferView");
     if (st == EMBER_OK) st = ember_vk_arena_own_view(a, view, err);
     if (st == EMBER_OK) s->view = view;
     return st;

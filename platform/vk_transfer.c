@@ -14,6 +14,7 @@
 #define STAGING_BYTES (64ull << 20)
 
 struct ember_vk_transfer {
+    const ember_vk *vk;         /* its functions */
     VkDevice device;
     VkCommandPool pool;
     VkCommandBuffer cb;
@@ -25,9 +26,10 @@ struct ember_vk_transfer {
 void ember_vk_transfer_free(ember_vk_transfer *x)
 {
     if (!x) return;
+    const ember_vk *vk = x->vk;
     ember_vk_arena_destroy(x->arena);
-    if (x->fence) vkDestroyFence(x->device, x->fence, NULL);
-    if (x->pool) vkDestroyCommandPool(x->device, x->pool, NULL);
+    if (x->fence) vk->fn.DestroyFence(x->device, x->fence, NULL);
+    if (x->pool) vk->fn.DestroyCommandPool(x->device, x->pool, NULL);
     ember_free(x);
 }
 
@@ -36,18 +38,18 @@ static ember_status make_transfer(ember_vk *vk, ember_vk_transfer *x, ember_err 
     VkCommandPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
                                   .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
                                   .queueFamilyIndex = vk->queue_family};
-    ember_status s = ember_vk_check(vkCreateCommandPool(vk->device, &pi, NULL, &x->pool), err,
+    ember_status s = ember_vk_check(vk->fn.CreateCommandPool(vk->device, &pi, NULL, &x->pool), err,
                                     "vkCreateCommandPool");
     VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     if (s == EMBER_OK)
-        s = ember_vk_check(vkCreateFence(vk->device, &fi, NULL, &x->fence), err, "vkCreateFence");
+        s = ember_vk_check(vk->fn.CreateFence(vk->device, &fi, NULL, &x->fence), err, "vkCreateFence");
     if (s == EMBER_OK) s = ember_vk_arena_create(vk, &x->arena, err);
     if (s == EMBER_OK) s = ember_vk_alloc(x->arena, STAGING_BYTES, EMBER_VK_MEM_HOST, &x->staging, err);
     VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
                                       .commandPool = x->pool, .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
                                       .commandBufferCount = 1};
     if (s == EMBER_OK)
-        s = ember_vk_check(vkAllocateCommandBuffers(vk->device, &ai, &x->cb), err,
+        s = ember_vk_check(vk->fn.AllocateCommandBuffers(vk->device, &ai, &x->cb), err,
                            "vkAllocateCommandBuffers");
     return s;
 }
@@ -58,7 +60,7 @@ static ember_status transfer_of(ember_vk *vk, ember_vk_transfer **out, ember_err
     if (!vk->xfer) {
         ember_vk_transfer *x = ember_calloc(1, sizeof *x);
         if (!x) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
-        x->device = vk->device;
+        x->vk = vk, x->device = vk->device;
         ember_status s = make_transfer(vk, x, err);
         if (s != EMBER_OK) {
             ember_vk_transfer_free(x);
@@ -76,20 +78,20 @@ static ember_status copy_and_wait(ember_vk *vk, ember_vk_transfer *x, VkBuffer s
 {
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-    ember_status s = ember_vk_check(vkBeginCommandBuffer(x->cb, &bi), err, "vkBeginCommandBuffer");
+    ember_status s = ember_vk_check(vk->fn.BeginCommandBuffer(x->cb, &bi), err, "vkBeginCommandBuffer");
     if (s != EMBER_OK) return s;
     VkBufferCopy region = {src_off, dst_off, n};
-    vkCmdCopyBuffer(x->cb, src, dst, 1, &region);
+    vk->fn.CmdCopyBuffer(x->cb, src, dst, 1, &region);
     VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                           .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
                           .dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_SHADER_READ_BIT};
-    vkCmdPipelineBarrier(x->cb, VK_PIPELINE_STAGE_TRANSFER_BIT,
+    vk->fn.CmdPipelineBarrier(x->cb, VK_PIPELINE_STAGE_TRANSFER_BIT,
                          VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0,
                          NULL, 0, NULL);
-    s = ember_vk_check(vkEndCommandBuffer(x->cb), err, "vkEndCommandBuffer");
+    s = ember_vk_check(vk->fn.EndCommandBuffer(x->cb), err, "vkEndCommandBuffer");
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
                        .pCommandBuffers = &x->cb};
-    if (s == EMBER_OK) s = ember_vk_check(vkResetFences(vk->device, 1, &x->fence), err, "vkResetFences");
+    if (s == EMBER_OK) s = ember_vk_check(vk->fn.ResetFences(vk->device, 1, &x->fence), err, "vkResetFences");
     if (s == EMBER_OK)
         s = ember_vk_check(ember_vk_queue_submit(vk, &si, x->fence), err, "vkQueueSubmit");
     if (s == EMBER_OK)

@@ -2,7 +2,8 @@
  *  - ember_model_info.device_index names Ember's own device in ember_list_devices, and is
  *    0 on an application's device;
  *  - the test makes its own instance, device and queue as a game would and hands them
- *    over (ember_model_opts.vulkan): the tokens equal those on Ember's own device, Ember's
+ *    over (ember_model_opts.vulkan), once with its vkGetInstanceProcAddr (Ember's Vulkan
+ *    calls then go through the application's loader) and once without: the tokens equal those on Ember's own device, Ember's
  *    submissions take the application's queue lock while a "renderer" thread submits to
  *    the same queue under it, and after ember_model_free the device is intact and can be
  *    destroyed with the validation layer reporting nothing left behind;
@@ -176,6 +177,9 @@ static void test_host_device(const char *path, const ef_result *ref, bool option
         return;
     }
     ember_vulkan_device vd = host_desc(&h);
+    /* With every optional feature, Ember finds its functions through the application's
+     * vkGetInstanceProcAddr; without, it opens the system's loader itself. */
+    if (optional_features) vd.get_instance_proc_addr = (void *)(uintptr_t)vkGetInstanceProcAddr;
     ember_model_opts mo = {.vulkan = &vd};
     ember_model *m = NULL;
     CHECKF(ember_model_load(path, &mo, &m) == EMBER_OK, "%s", ember_model_error(m));
