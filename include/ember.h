@@ -39,11 +39,17 @@ extern "C" {
 #define EMBER_VERSION_MAJOR 0
 #define EMBER_VERSION_MINOR 8
 #define EMBER_VERSION_PATCH 0
-#define EMBER_VERSION_STRING "0.7.0"
+#define EMBER_VERSION_STRING "0.8.0"
 
-/* Marks the functions libember exports; everything else in the library is hidden. */
+/* Marks the functions libember exports; everything else in the library is hidden. On
+ * Windows an application using ember.dll imports them (the default); one linking the
+ * static library defines EMBER_STATIC (the CMake target ember::ember_static does). */
 #if defined(_WIN32) && defined(EMBER_BUILD)
 #define EMBER_API __declspec(dllexport)
+#elif defined(_WIN32) && !defined(EMBER_STATIC)
+#define EMBER_API __declspec(dllimport)
+#elif defined(_WIN32)
+#define EMBER_API
 #elif defined(__GNUC__) || defined(__clang__)
 #define EMBER_API __attribute__((visibility("default")))
 #else
