@@ -20,7 +20,8 @@
    same prompt from the prefix cache with the same text; bad names, missing and changed
    files refused;
  - --prefill-peer / --serve-prefill: a long prompt prefilled by a peer gives one server's
-   text; a peer that dies mid-transfer, answers junk or is gone costs a local prefill;
+   text (F32 and Q8_0 models); a peer that dies mid-transfer, answers junk or more than
+   --max-state-mib, or is gone costs a local prefill;
  - --api-key (401 without or with a wrong key); a full queue (503 with Retry-After);
  - 32 requests of 96 tokens from 16 concurrent clients: all 200, served together (their
    intervals overlap and the engine ran several at once).
@@ -979,6 +980,29 @@ class FakePeer:
         self.sock.close()
 
 
+def test_prefill_peer_q8():
+    """--prefill-peer with a Q8_0 model: the peer's state decoded here gives one server's
+    text too (test_prefill_peer runs the F32 model)."""
+    model = os.path.join(TMP, "server_model_q8.gguf")
+    subprocess.run([EMBER, "make-test-model", model, "--dim", "64", "--layers", "2", "--heads", "4", "--kv-heads",
+                    "2", "--ffn", "128", "--vocab", "512", "--ctx", "256", "--type", "q8_0"],
+                   check=True, stdout=subprocess.DEVNULL)
+    prompt = {"prompt": "a long prompt that the peer prefills and this server decodes, token by token",
+              "max_tokens": 8, "temperature": 0, "ignore_eos": True}
+    peer = Server(model, "--serve-prefill")
+    main = Server(model, "--prefill-peer", f"http://127.0.0.1:{peer.port}", "--prefill-min-tokens", "8")
+    try:
+        want = peer.post(CMPL, prompt)[2]["choices"][0]["text"]
+        status, _, r = main.post(CMPL, prompt)
+        m = main.metrics()
+        check(status == 200 and r["choices"][0]["text"] == want and m['ember_prefill_peer_total{result="remote"}'] == 1
+              and m["ember_kv_state_restored_tokens_total"] == r["usage"]["prompt_tokens"] - 1,
+              "Q8_0: prefilled by the peer, decoded here: the same text")
+    finally:
+        main.stop()
+        peer.stop()
+
+
 def test_prefill_peer(model):
     """--prefill-peer: a prompt of at least --prefill-min-tokens tokens is prefilled by a
     peer started with --serve-prefill and decoded here, with the text one server gives (the
@@ -1186,6 +1210,7 @@ def main():
     test_api_key(model)
     test_state_files(model)
     test_prefill_peer(model)
+    test_prefill_peer_q8()
     test_embeddings_reranker()
     test_speculation(model)
     test_device_lost(model, stream=False)
