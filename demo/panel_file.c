@@ -100,11 +100,10 @@ void panel_save_event(panel *p, const chat_event *ev, const char *bytes, ember_e
 
 int panel_restore(panel *p, const char *path, int use_state)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0; /* no save yet: a new conversation */
-    fclose(f);
+    SDL_RWops *rw = SDL_RWFromFile(path, "rb");
+    if (!rw) return 0; /* no save yet: a new conversation */
     size_t len = 0;
-    void *buf = SDL_LoadFile(path, &len);
+    void *buf = SDL_LoadFile_RW(rw, &len, 1);
     ember_chat *c = NULL;
     ember_status s = buf ? ember_chat_load(p->model, NULL, buf, len, &c) : EMBER_ERR_IO;
     SDL_free(buf);

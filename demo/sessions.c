@@ -50,7 +50,6 @@ void sessions_save(app *a)
 int sessions_ready_to_quit(app *a)
 {
     if (!a->opt.sessions || a->state != LOAD_READY) return 1;
-    if (!make_folder(a, &a->panels[0])) return 1;
     char path[4096];
     int left = 0;
     for (int i = 0; i < a->n_panels; i++) {
@@ -67,7 +66,7 @@ int sessions_ready_to_quit(app *a)
         if (!p->saved_at_quit && !p->busy) {
             p->saved_at_quit = 1;
             file_of(a, i, path, sizeof path);
-            left += panel_save_start(p, engine_of(a), path) == 1;
+            if (make_folder(a, p)) left += panel_save_start(p, engine_of(a), path) == 1;
         }
     }
     return left == 0;

@@ -89,8 +89,6 @@ struct ember_engine {
 /* Token rows a step may hold beyond max_batch_tokens: a draft model's catch-up. */
 #define STEP_SPARE(max_seqs) (2u * (max_seqs))
 
-static double now_ms(void) { return ember_now_ms(); }
-
 /* ---- creation ---------------------------------------------------------------------- */
 
 static uint64_t kv_token_bytes(const ember_hparams *hp, ember_kv_type t)
@@ -361,7 +359,7 @@ static void finish(ember_engine *e, request *r, ember_finish why)
 {
     ember_sched_remove(e->sched, r);
     r->m.n_prompt = r->n_prompt;
-    r->m.e2e_ms = now_ms() - r->t_submit;
+    r->m.e2e_ms = ember_now_ms() - r->t_submit;
     if (r->m.n_gen > 1) r->m.tpot_ms = (r->t_last_token - r->t_first_token) / (r->m.n_gen - 1);
     /* A failed step's message; step_err is written only by the stepping thread, which is
      * running this: it stays put through the callback. */
@@ -387,7 +385,7 @@ ember_status ember_submit(ember_engine *e, const ember_request_desc *desc, ember
     request *r;
     ember_status s = ember_request_build(&env, desc, &r, &err);
     if (s == EMBER_OK) {
-        r->t_submit = now_ms();
+        r->t_submit = ember_now_ms();
         ember_request_id got = 0;
         s = ember_inbox_push(e->inbox, r, &got);
         if (s != EMBER_OK) {
@@ -741,13 +739,13 @@ static bool give_state(ember_engine *e, request *r)
     size_t size = ember_kv_state_size(&st);
     uint8_t *rows = ember_malloc(ember_kv_state_kv_bytes(&st) + 1), *buf = ember_malloc(size + 1);
     r->state_saved = true;
-    double t0 = now_ms();
+    double t0 = ember_now_ms();
     bool ok = rows && buf && size &&
               ember_step_transfer_kv(e->step, r->blocks, 0, r->n_prompt, rows, r->n_prompt, false, &e->step_err) == EMBER_OK;
     if (ok) {
         st.kv = rows;
         ember_kv_state_write(&st, buf);
-        e->state_s += (now_ms() - t0) / 1e3;
+        e->state_s += (ember_now_ms() - t0) / 1e3;
         e->states_saved++;
         e->state_bytes_saved += size;
         r->on_state(r->user, r->id, buf, size);
@@ -816,11 +814,11 @@ static ember_status apply_restores(ember_engine *e, uint32_t n_items)
     for (uint32_t i = 0; i < n_items; i++) {
         request *r = e->items[i].r;
         if (!r || r->restore_to <= r->restore_from) continue;
-        double t0 = now_ms();
+        double t0 = ember_now_ms();
         ember_status s = ember_step_transfer_kv(e->step, r->blocks, r->restore_from, r->restore_to, r->restore_rows,
                                                 r->restore_pos, true, &e->step_err);
         if (s != EMBER_OK) return s;
-        e->state_s += (now_ms() - t0) / 1e3;
+        e->state_s += (ember_now_ms() - t0) / 1e3;
         e->states_restored++;
         e->state_bytes_restored += r->state_bytes;
         e->state_positions += r->restore_to - r->restore_from;
@@ -885,7 +883,7 @@ static ember_status begin_step(ember_engine *e)
 {
     if (e->lost)
         return report(e, ember_fail(&e->step_err, EMBER_ERR_DEVICE_LOST, LOST));
-    double t_begin = e->prof ? now_ms() : 0;
+    double t_begin = e->prof ? ember_now_ms() : 0;
     e->pstep = (ember_profiler_step){0};
     bool cancels;
     take_inbox(e, &cancels);
@@ -901,7 +899,7 @@ static ember_status begin_step(ember_engine *e)
     }
     publish_stats(e); /* what was taken from the inbox shows as waiting or running */
     if (!n_items) return EMBER_IDLE;
-    double t0 = now_ms();
+    double t0 = ember_now_ms();
     for (uint32_t i = 0; i < n_items; i++) {
         request *r = e->items[i].r;
         if (r && r->t_first_sched == 0) {
@@ -922,7 +920,7 @@ static ember_status begin_step(ember_engine *e)
     e->in_flight = true;
     e->n_items = n_items;
     e->t0 = t0;
-    if (e->prof) e->pstep.host_ms = now_ms() - t_begin;
+    if (e->prof) e->pstep.host_ms = ember_now_ms() - t_begin;
     return EMBER_OK;
 }
 
@@ -944,10 +942,10 @@ static ember_status end_step(ember_engine *e, uint64_t timeout_ns)
     e->in_flight = false;
     if (s == EMBER_OK) {
         e->steps++;
-        double t1 = now_ms();
+        double t1 = ember_now_ms();
         after_step(e, e->n_items, e->t0, t1);
         ember_sched_end_step(e->sched);
-        if (e->prof) profile_step(e, now_ms() - t1);
+        if (e->prof) profile_step(e, ember_now_ms() - t1);
     } else {
         fail_step(e, e->n_items, s);
     }
@@ -997,13 +995,13 @@ ember_status ember_engine_step(ember_engine *e)
  * finished step the next one starts at once, so that the device works between frames. */
 ember_status ember_engine_run_for(ember_engine *e, double budget_ms)
 {
-    double deadline = now_ms() + (budget_ms > 0 ? budget_ms : 0);
+    double deadline = ember_now_ms() + (budget_ms > 0 ? budget_ms : 0);
     bool did = false;
     ember_mutex_lock(&e->step_mu);
     ember_status s = EMBER_OK;
     for (;;) {
         if (e->in_flight) {
-            double left = deadline - now_ms();
+            double left = deadline - ember_now_ms();
             s = end_step(e, left > 0 ? (uint64_t)(left * 1e6) : 0);
             if (s == EMBER_NOT_READY || s < 0) break;
             did = true;
@@ -1011,7 +1009,7 @@ ember_status ember_engine_run_for(ember_engine *e, double budget_ms)
         s = begin_step(e);
         if (s != EMBER_OK) break; /* EMBER_IDLE or an error */
         did = true;
-        if (now_ms() >= deadline) break;
+        if (ember_now_ms() >= deadline) break;
     }
     bool busy = e->in_flight; /* read under the lock: another thread may step next */
     ember_mutex_unlock(&e->step_mu);

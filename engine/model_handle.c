@@ -9,6 +9,7 @@
 #include "engine/tokenizer/detok.h"
 
 #include "engine/gpu/kernels_attention.h"
+#include "platform/os_file.h"
 #include "platform/vk_pipeline_cache.h"
 
 static ember_status load(ember_model *m, const char *path, const ember_model_opts *o)
@@ -31,7 +32,7 @@ static ember_status load(ember_model *m, const char *path, const ember_model_opt
     ember_vk_set_memory_budget(m->vk, (uint64_t)o->memory_budget_mib << 20);
     /* Compiled pipelines are kept in the user's cache folder (XDG) for the next start. */
     char dir[1024];
-    bool disk = !o->no_pipeline_cache && ember_vk_pipeline_cache_dir(dir, sizeof dir);
+    bool disk = !o->no_pipeline_cache && ember_cache_dir(dir, sizeof dir);
     const ember_kernel_opts *ko = &o->kernels;
     ember_gpu_model_opts go = {.progress = {o->progress, o->progress_user}, .pipeline_cache_dir = disk ? dir : NULL,
                                .file = m->gguf, .linear_lanes = ko->linear_lanes, .int_dot = ko->int_dot,

@@ -43,8 +43,9 @@ bool ember_dir_make(const char *dir);
  * renamed over it, so that it appears whole or not at all, even after a crash. */
 bool ember_file_replace(const char *path, const void *buf, size_t n);
 
-/* The user's cache folder for Ember: $XDG_CACHE_HOME/ember, else ~/.cache/ember; on
- * Windows %LOCALAPPDATA%\ember. False when there is none (or it does not fit cap). */
+/* The user's cache folder for Ember: $XDG_CACHE_HOME/ember, else $HOME/.cache/ember
+ * (relative values ignored); on Windows %LOCALAPPDATA%\ember. False when there is none
+ * (or it does not fit cap). */
 bool ember_cache_dir(char *buf, size_t cap);
 
 #endif

@@ -84,7 +84,6 @@ ember_vk_cache_file ember_vk_pipeline_cache_check(const uint8_t *f, size_t n, co
     return check_vulkan_header(data, bytes, key);
 }
 
-bool ember_vk_pipeline_cache_dir(char *buf, size_t cap) { return ember_cache_dir(buf, cap); }
 
 static void make_key(ember_vk *vk, ember_vk_cache_key *key)
 {

@@ -65,11 +65,6 @@ void ember_vk_pipeline_cache_get_stats(const ember_vk_pipeline_cache *c, ember_v
 const char *ember_vk_pipeline_cache_path(const ember_vk_pipeline_cache *c);
 void ember_vk_pipeline_cache_close(ember_vk_pipeline_cache *c);
 
-/* The folder for Ember's caches by the XDG convention: $XDG_CACHE_HOME/ember, else
- * $HOME/.cache/ember (relative values ignored). False when neither gives one or it does
- * not fit cap. */
-bool ember_vk_pipeline_cache_dir(char *buf, size_t cap);
-
 /* What open decides about a file's bytes for a device of this key; on
  * EMBER_VK_CACHE_USED the Vulkan data is file[EMBER_VK_CACHE_HEADER_BYTES .. n). */
 ember_vk_cache_file ember_vk_pipeline_cache_check(const uint8_t *file, size_t n, const ember_vk_cache_key *key);

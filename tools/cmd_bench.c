@@ -338,9 +338,9 @@ static int prefill_device(const bench_args *a, const ember_model *m)
     if (a->prefill_device) return (int)a->prefill_device;
     ember_model_info info;
     ember_model_get_info(m, &info);
-    static ember_device_info devs[MAX_DEVICES]; /* ~1.5 KB each: not on the stack */
+    ember_device_info *devs = info.device_index ? calloc(MAX_DEVICES, sizeof *devs) : NULL; /* 1.4 KB each */
     size_t n = 0;
-    if (!info.device_index || ember_list_devices(devs, MAX_DEVICES, &n, NULL, 0) != EMBER_OK) return 0;
+    if (devs && ember_list_devices(devs, MAX_DEVICES, &n, NULL, 0) != EMBER_OK) n = 0;
     int pick = 0;
     for (size_t i = 0; i < n && i < MAX_DEVICES; i++) {
         const ember_device_info *d = &devs[i];
@@ -349,6 +349,7 @@ static int prefill_device(const bench_args *a, const ember_model *m)
         if (!pick || (d->type == EMBER_DEVICE_DISCRETE && devs[pick - 1].type != EMBER_DEVICE_DISCRETE))
             pick = (int)i + 1;
     }
+    free(devs);
     return pick;
 }
 

@@ -18,7 +18,7 @@ typedef struct state {
     uint32_t utf8_to;         /* the state every character of 2-4 bytes leads to; DEAD:
                                  not one state; NONE: not known yet */
     uint32_t above, level;    /* the state one count up in a repetition and the lowest
-                                 count there (lift); above NONE: not found yet */
+                                 count there (above_of); above NONE: not found yet */
 } state;
 
 /* Plain tokens. Inside a string most bytes lead a state to one and the same next state,
@@ -483,21 +483,30 @@ static uint32_t plain_sets(ember_gmask_cache *c, const uint32_t ascii[4], bool u
     return c->plains.n++;
 }
 
-/* A state that takes the same next `left` bytes as s: the one a count up in a bounded
- * repetition when s's counts there are above what left bytes can use up (as share_mask
- * argues), so that a long token's walk along a string goes back and forth between two
- * states instead of making a state per character; s itself otherwise. */
-static uint32_t lift(ember_gmask_cache *c, uint32_t s, uint32_t left)
+/* The state one count up from s in a bounded repetition (the first the key holds), kept
+ * in s once found, with s's lowest count there in its level; NONE while the cache holds no
+ * such state, DEAD when s has none (rep_chain.h). For masks: share_mask and lift. */
+static uint32_t above_of(ember_gmask_cache *c, uint32_t s)
 {
     state *st = &c->states.p[s];
-    if (st->above == NONE) { /* looked for until found (it may be made later), or DEAD: none can be */
-        uint32_t chain, u;
-        uint64_t h;
-        if (!key_above(c, s, -1, &chain)) return (st->above = DEAD), s;
-        if ((u = find(c, &h, &u)) == NONE) return s;
-        st->above = u, st->level = ember_rep_min_level(&c->chains, c->keys.p + st->key_at, st->key_len, chain);
-    }
-    return st->above != DEAD && st->level > left + 2 ? st->above : s;
+    if (st->above != NONE) return st->above;
+    uint32_t chain, j;
+    uint64_t h;
+    if (!key_above(c, s, -1, &chain)) return st->above = DEAD;
+    uint32_t u = find(c, &h, &j);
+    if (u == NONE) return NONE; /* looked for again later: it may be made meanwhile */
+    st->level = ember_rep_min_level(&c->chains, c->keys.p + st->key_at, st->key_len, chain);
+    return st->above = u;
+}
+
+/* A state that takes the same next `left` bytes as s: the one a count up when s's counts
+ * there are above what left bytes can use up (as share_mask argues), so that a long
+ * token's walk along a string goes back and forth between two states instead of making a
+ * state per character; s itself otherwise. */
+static uint32_t lift(ember_gmask_cache *c, uint32_t s, uint32_t left)
+{
+    uint32_t u = above_of(c, s);
+    return u < DEAD && c->states.p[s].level > left + 2 ? u : s;
 }
 
 /* Deep into a long token, its walk lifts (lift) after every byte. */
@@ -568,12 +577,10 @@ static uint32_t walk(ember_gmask_cache *c, uint32_t root, bool complete, uint32_
  * allow the same tokens. */
 static bool share_mask(ember_gmask_cache *c, uint32_t s)
 {
-    uint32_t chain;
-    for (uint32_t u = s, k = 0; k < CLIMB_MAX; k++) {
-        if ((u = state_above(c, u, -1, &chain)) == NONE) return false;
-        const state *st = &c->states.p[s], *up = &c->states.p[u];
-        if (k == 0 && ember_rep_min_level(&c->chains, c->keys.p + st->key_at, st->key_len, chain) <= c->v->max_depth + 2)
-            return false;
+    uint32_t u = above_of(c, s);
+    if (u >= DEAD || c->states.p[s].level <= c->v->max_depth + 2) return false;
+    for (uint32_t k = 0; u < DEAD && k < CLIMB_MAX; k++, u = above_of(c, u)) {
+        const state *up = &c->states.p[u];
         if (up->mask == NONE) continue;
         c->states.p[s].mask = up->mask, c->states.p[s].n_allowed = up->n_allowed;
         c->counts.masks_shared++;
