@@ -3,6 +3,8 @@
  *    template is found and detected, the prompt's markers become control tokens, and a
  *    reply is kept as generated — its <|im_end|> is not doubled, another end token
  *    (</s>) gives way to <|im_end|>, a reply cut by length gets <|im_end|> appended;
+ *  - the same model with SmolLM2's BOS, <|im_start|>: the prompt starts with one
+ *    <|im_start|> whether the vocabulary adds its BOS (add_bos_token) or not;
  *  - a model without a template or control tokens, with --chat-template chatml: the
  *    markers stay plain text;
  *  - `ember chat` with two lines piped in prints two replies, and the second turn takes
@@ -35,7 +37,9 @@ static const char SYSTEM[] = "You are a kind assistant who tells short happy sto
 
 /* ---- a model with chat control tokens ----------------------------------------------- */
 
-static ember_status copy_vocab(ember_gguf_writer *w, const ember_gguf *g)
+/* bos_mode 0: BOS stays <s>; 1: BOS is <|im_start|> and the vocabulary adds none (as
+ * SmolLM2's); 2: BOS is <|im_start|> and the vocabulary adds it. */
+static ember_status copy_vocab(ember_gguf_writer *w, const ember_gguf *g, int bos_mode)
 {
     const ember_gguf_kv *tokens = ember_gguf_find(g, "tokenizer.ggml.tokens");
     const ember_gguf_kv *types = ember_gguf_find(g, "tokenizer.ggml.token_type");
@@ -57,20 +61,23 @@ static ember_status copy_vocab(ember_gguf_writer *w, const ember_gguf *g)
     ember_status s = ember_gguf_add_arr_str(w, "tokenizer.ggml.tokens", ptrs, VOCAB);
     if (s == EMBER_OK) s = ember_gguf_add_arr_i32(w, "tokenizer.ggml.token_type", type, VOCAB);
     if (s == EMBER_OK) s = ember_gguf_add_str(w, "tokenizer.chat_template", SMOLLM2);
+    if (s == EMBER_OK) s = ember_gguf_add_u32(w, "tokenizer.ggml.bos_token_id", bos_mode ? IM_START : BOS);
+    if (s == EMBER_OK && bos_mode) s = ember_gguf_add_bool(w, "tokenizer.ggml.add_bos_token", bos_mode == 2);
     return s;
 }
 
 /* Copies src with the vocabulary changed as above. */
-static bool make_chat_model(const char *src, const char *dst)
+static bool make_chat_model(const char *src, const char *dst, int bos_mode)
 {
     ember_err err = {{0}};
     ember_gguf *g = NULL;
     ember_gguf_writer *w = NULL;
-    static const char *const skip[] = {"tokenizer.ggml.tokens", "tokenizer.ggml.token_type", NULL};
+    static const char *const skip[] = {"tokenizer.ggml.tokens", "tokenizer.ggml.token_type", "tokenizer.ggml.bos_token_id",
+                                       "tokenizer.ggml.add_bos_token", NULL};
     ember_status s = ember_gguf_open(src, &g, &err);
     if (s == EMBER_OK) s = ember_gguf_writer_create(&w, &err);
     if (s == EMBER_OK) s = ember_gguf_copy_kv(w, g, skip);
-    if (s == EMBER_OK) s = copy_vocab(w, g);
+    if (s == EMBER_OK) s = copy_vocab(w, g, bos_mode);
     for (uint64_t i = 0; s == EMBER_OK && i < g->n_tensors; i++) {
         const ember_gguf_tensor *t = &g->tensors[i];
         s = ember_gguf_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->nbytes);
@@ -184,6 +191,29 @@ static void library(const char *path)
 }
 
 /* A model without control tokens: ChatML's markers are plain text. */
+/* A vocabulary whose BOS is <|im_start|> (SmolLM2's): the template's leading
+ * <|im_start|>system is that BOS, and the prompt has it once, added by the vocabulary or
+ * kept in the text. */
+static void bos_is_im_start(const char *plain, const char *dst)
+{
+    for (int mode = 1; mode <= 2; mode++) {
+        ember_model_opts mo = {.backend = EMBER_BACKEND_CPU};
+        ember_model *m = NULL;
+        ember_chat *c = NULL;
+        const uint32_t *ids = NULL;
+        size_t n = 0;
+        if (!make_chat_model(plain, dst, mode)) return;
+        CHECKF(ember_model_load(dst, &mo, &m) == EMBER_OK, "load: %s", ember_model_error(m));
+        CHECK(m && ember_chat_create(m, NULL, &c) == EMBER_OK);
+        CHECK(c && ember_chat_add(c, "user", "hello there") == EMBER_OK && ember_chat_prompt(c, &ids, &n) == EMBER_OK);
+        CHECKF(n > 2 && ids[0] == IM_START && ids[1] != IM_START && count(ids, n, IM_START) == 3,
+               "add_bos %s: the prompt starts %u %u with %zu <|im_start|>", mode == 2 ? "true" : "false", n ? ids[0] : 0,
+               n > 1 ? ids[1] : 0, count(ids, n, IM_START));
+        ember_chat_free(c);
+        ember_model_free(m);
+    }
+}
+
 static void plain_text_markers(const char *path)
 {
     ember_model_opts mo = {.backend = EMBER_BACKEND_CPU};
@@ -278,11 +308,12 @@ int main(void)
     snprintf(cmd, sizeof cmd, "%s make-test-model %s --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 "
              "--vocab %d --ctx 512 --seed 5", tu_ember_bin(), plain, VOCAB);
     CHECK(tu_run(cmd, NULL, 0) == 0);
-    if (make_chat_model(plain, chat)) {
+    if (make_chat_model(plain, chat, 0)) {
         library(chat);
         cli_two_turns("control-token model", chat, "");
         cli_unknown_template(chat);
     }
+    bos_is_im_start(plain, chat);
     plain_text_markers(plain);
     cli_two_turns("plain model, --chat-template chatml", plain, "--chat-template chatml");
 

@@ -147,6 +147,7 @@ typedef struct family_case {
     const char *expected;       /* CONV with the generation prompt */
     const char *assistant_pre;  /* text between the generation prompt and the reply */
     const char *end;            /* what closes an assistant turn */
+    bool bos_in_text;           /* the vocabulary adds no BOS (SmolLM2's is <|im_start|>) */
 } family_case;
 
 static const family_case CASES[] = {
@@ -159,7 +160,7 @@ static const family_case CASES[] = {
      "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nHello!<|im_end|>\n"
      "<|im_start|>assistant\nHi there! How can I help?<|im_end|>\n<|im_start|>user\nTell me a joke.<|im_end|>\n"
      "<|im_start|>assistant\n",
-     "", "<|im_end|>\n"},
+     "", "<|im_end|>\n", true},
     {"Llama 2", LLAMA2, "llama2", "<s>", "</s>",
      "[INST] <<SYS>>\nYou are a helpful assistant.\n<</SYS>>\n\nHello! [/INST] Hi there! How can I help? </s>"
      "<s>[INST] Tell me a joke. [/INST]",
@@ -237,14 +238,15 @@ static void check_family(const family_case *c)
     ember_status s = ember_chat_template_init(&t, NULL, c->jinja, strlen(c->jinja), c->bos, c->eos, &err);
     CHECKF(s == EMBER_OK, "%s: %s", c->what, err.msg);
     if (s != EMBER_OK) return;
+    t.bos_in_text = c->bos_in_text;
     CHECKF(strcmp(ember_chat_template_family(&t), c->family) == 0, "%s detected as %s", c->what,
            ember_chat_template_family(&t));
     char *full = render(&t, CONV, 4, 0, true);
     if (full) {
         CHECKF(strcmp(full, c->expected) == 0, "%s:\n got: %s\nwant: %s", c->what, full, c->expected);
-        /* A Jinja that writes bos_token first: that BOS is left to the tokenizer. */
-        if (strstr(c->jinja, "bos_token"))
-            CHECKF(strncmp(full, c->bos, strlen(c->bos)) != 0, "%s: rendered text starts with BOS", c->what);
+        /* A leading BOS is left to a tokenizer that adds one, kept where it adds none. */
+        CHECKF((strncmp(full, c->bos, strlen(c->bos)) == 0) == c->bos_in_text, "%s: rendered text %s with BOS",
+               c->what, c->bos_in_text ? "does not start" : "starts");
         check_continuation(c, &t, full);
     }
     free(full);

@@ -53,7 +53,7 @@ static const char *const TEMPLATES[] = {
     "Qwen-Qwen3-0.6B", "mistralai-Mistral-Nemo-Instruct-2407", "Mistral-Small-3.2-24B-Instruct-2506",
     "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use", "google-gemma-2-2b-it", "google-gemma-3-it",
     "google-gemma-4-31B-it",
-    "microsoft-Phi-3.5-mini-instruct", "HuggingFaceTB-SmolLM3-3B", "deepseek-ai-DeepSeek-R1-Distill-Llama-8B",
+    "microsoft-Phi-3.5-mini-instruct", "HuggingFaceTB-SmolLM2-135M-Instruct", "HuggingFaceTB-SmolLM3-3B", "deepseek-ai-DeepSeek-R1-Distill-Llama-8B",
     "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B",
 };
 
@@ -383,26 +383,43 @@ static char *open_both(const char *name, const char *bos, const char *eos, ember
     return src;
 }
 
-/* The built-in gemma family and the interpreter agree on Gemma 3's own template: the system
- * message folded into the first user turn, contents trimmed, "model" for replies. */
-static void test_gemma3_family(void)
+/* The built-in family renders what the interpreter renders from the model's own template,
+ * for the first k messages of m where bit k of counts is set (k = 1..4). bos_in_text: the
+ * vocabulary adds no BOS, so a leading one stays in the text. */
+static void family_agrees(const char *name, const char *bos, const char *eos, const char *family_name,
+                          const ember_chat_message *m, unsigned counts, bool bos_in_text)
 {
     ember_chat_template model = {0}, family = {0};
-    char *src = open_both("google-gemma-3-it", "<bos>", "<eos>", &model, &family);
-    CHECK(model.jinja != NULL && !strcmp(ember_chat_template_family(&family), "gemma"));
-    ember_chat_message m[4] = {{"system", "Be brief."}, {"user", " Hi "}, {"assistant", "Hello!"}, {"user", "Bye"}};
+    char *src = open_both(name, bos, eos, &model, &family);
+    model.bos_in_text = family.bos_in_text = bos_in_text;
+    CHECKF(model.jinja != NULL && !strcmp(ember_chat_template_family(&family), family_name), "%s: family %s", name,
+           ember_chat_template_family(&family));
     ember_err err = {{0}};
-    for (size_t k = 2; src && k <= 4; k += 2) {
+    for (size_t k = 1; src && k <= 4; k++) {
+        if (!(counts >> k & 1)) continue;
         char *a = NULL, *b = NULL;
         size_t la = 0, lb = 0;
         CHECK(ember_chat_render(&model, m, k, 0, true, &a, &la, &err) == EMBER_OK);
         CHECK(ember_chat_render(&family, m, k, 0, true, &b, &lb, &err) == EMBER_OK);
-        CHECKF(a && b && !strcmp(a, b), "Gemma 3: interpreter '%s' vs family '%s'", a ? a : err.msg, b ? b : "");
+        CHECKF(a && b && !strcmp(a, b), "%s: interpreter '%s' vs family '%s'", name, a ? a : err.msg, b ? b : "");
+        CHECKF(a && (strncmp(a, bos, strlen(bos)) == 0) == bos_in_text,
+               "%s: the leading BOS %s", name, bos_in_text ? "stays" : "goes");
         ember_free(a), ember_free(b);
     }
     ember_chat_template_free(&family);
     ember_chat_template_free(&model);
     free(src);
+}
+
+/* Gemma 3: the system message folded into the first user turn, contents trimmed, "model"
+ * for replies. SmolLM2: ChatML, its default system message when the chat has none. */
+static void test_families(void)
+{
+    ember_chat_message m[4] = {{"system", "Be brief."}, {"user", " Hi "}, {"assistant", "Hello!"}, {"user", "Bye"}};
+    family_agrees("google-gemma-3-it", "<bos>", "<eos>", "gemma", m, 1u << 2 | 1u << 4, false);
+    /* SmolLM2's BOS is <|im_start|> and its vocabulary adds none: the text keeps it. */
+    family_agrees("HuggingFaceTB-SmolLM2-135M-Instruct", "<|im_start|>", "<|im_end|>", "chatml", m, 1u << 2 | 1u << 4, true);
+    family_agrees("HuggingFaceTB-SmolLM2-135M-Instruct", "<|im_start|>", "<|im_end|>", "chatml", m + 1, 1u << 1 | 1u << 3, true);
 }
 
 static void test_chat_path(void)
@@ -475,6 +492,6 @@ int main(void)
     test_errors();
     test_mutations();
     test_chat_path();
-    test_gemma3_family();
+    test_families();
     return tu_finish("test_jinja");
 }

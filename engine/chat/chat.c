@@ -43,6 +43,7 @@ ember_status ember_chat_model_template(const ember_model *m, const char *name, e
     char *eos = piece_text(m->gguf, ember_tokenizer_eos(m->tok));
     ember_status s = ember_chat_template_init_model(t, name, found ? kv->v.str.ptr : NULL,
                                                     found ? kv->v.str.len : 0, bos, eos, err);
+    t->bos_in_text = !ember_tokenizer_add_bos(m->tok);
     ember_free(bos);
     ember_free(eos);
     return s;

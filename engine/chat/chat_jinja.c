@@ -36,13 +36,7 @@ static ember_status render_context(const ember_jinja *j, const char *bos, const 
     if (!ctx) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     ember_status s = ember_jinja_render(j, ctx, len, NULL, out, out_len, err);
     ember_free(ctx);
-    if (s != EMBER_OK) return s;
-    size_t k = bos ? strlen(bos) : 0; /* the leading BOS is the tokenizer's to add */
-    if (k && *out_len >= k && memcmp(*out, bos, k) == 0) {
-        memmove(*out, *out + k, *out_len - k + 1);
-        *out_len -= k;
-    }
-    return EMBER_OK;
+    return s;
 }
 
 ember_status ember_chat_jinja_render_json(const ember_jinja *j, const char *bos, const char *eos, const char *messages_json,

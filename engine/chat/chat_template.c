@@ -285,10 +285,10 @@ static void flush_stripped(render *r)
     r->tmp.len = 0;
 }
 
-/* bos_token inside the text; the leading one is left to the tokenizer's add_bos rule. */
+/* bos_token inside the text (a leading one goes in drop_lead_bos). */
 static void put_bos(render *r)
 {
-    if (r->out.len > 0) put(r, r->t->bos);
+    put(r, r->t->bos);
 }
 
 /* The text that closes a turn (for Llama 2 and Mistral: an assistant turn). */
@@ -483,7 +483,19 @@ static void render_family(render *r)
     }
 }
 
-ember_status ember_chat_render(const ember_chat_template *t, const ember_chat_message *msgs, size_t n,
+/* The text of a whole conversation leaves out its leading BOS when the vocabulary adds one
+ * as it tokenizes, so that the prompt does not start with two. */
+static ember_status drop_lead_bos(const ember_chat_template *t, ember_status s, char *out, size_t *out_len)
+{
+    size_t k = strlen(t->bos);
+    if (s == EMBER_OK && !t->bos_in_text && k && *out_len >= k && memcmp(out, t->bos, k) == 0) {
+        memmove(out, out + k, *out_len - k + 1);
+        *out_len -= k;
+    }
+    return s;
+}
+
+static ember_status render_any(const ember_chat_template *t, const ember_chat_message *msgs, size_t n,
                                size_t from, bool add_generation_prompt, char **out, size_t *out_len,
                                ember_err *err)
 {
@@ -531,6 +543,14 @@ char *ember_chat_render_end(const ember_chat_template *t)
     return b.oom ? NULL : b.s;
 }
 
+ember_status ember_chat_render(const ember_chat_template *t, const ember_chat_message *msgs, size_t n,
+                               size_t from, bool add_generation_prompt, char **out, size_t *out_len,
+                               ember_err *err)
+{
+    ember_status s = render_any(t, msgs, n, from, add_generation_prompt, out, out_len, err);
+    return from == 0 ? drop_lead_bos(t, s, *out, out_len) : s;
+}
+
 /* ---- conversations as JSON (tools) -------------------------------------------------- */
 
 /* The role and content of each message (content null: ""), for the families. */
@@ -564,7 +584,7 @@ ember_status ember_chat_render_json(const ember_chat_template *t, const char *me
     if (t->jinja) {
         ember_status s = ember_chat_jinja_render_json(t->jinja, t->bos, t->eos, messages_json, messages_len, tools_json,
                                                       tools_len, add_generation_prompt, out, out_len, err);
-        if (s == EMBER_OK || !t->family_ok) return s;
+        if (s == EMBER_OK || !t->family_ok) return drop_lead_bos(t, s, *out, out_len);
     }
     return family_json(t, messages_json, messages_len, add_generation_prompt, out, out_len, err);
 }

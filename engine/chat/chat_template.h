@@ -6,8 +6,9 @@
  * C function that produces the text that family's Jinja produces. See docs/chat.md.
  *
  * BOS: a template whose Jinja starts with bos_token is rendered WITHOUT that leading
- * BOS text; the caller tokenizes with the vocabulary's add_bos rule (as llama.cpp does),
- * so BOS is never doubled. A BOS or EOS inside the conversation (Llama 2's "</s><s>"
+ * BOS text when the vocabulary adds its BOS token itself (add_bos, the usual case), so BOS
+ * is never doubled; a vocabulary that adds none (SmolLM2: add_bos false, BOS
+ * <|im_start|>) keeps it in the text (bos_in_text). A BOS or EOS inside the conversation (Llama 2's "</s><s>"
  * between turns) is rendered as text and becomes the token under special-token parsing.
  *
  * This module is pure text: it knows nothing of models or tokenizers. The model-facing
@@ -43,6 +44,7 @@ typedef struct ember_chat_template {
     char *default_system;  /* ChatML: system message used when none is given (owned; may be NULL) */
     struct ember_jinja *jinja; /* the model's own template, parsed (owned; NULL: the family renders) */
     bool family_ok;        /* a built-in family was recognised: the fallback when the template fails */
+    bool bos_in_text;      /* the vocabulary adds no BOS token: a leading BOS stays in the text */
 } ember_chat_template;
 
 /* Sets up t (zeroed first). name, when not NULL, wins: a known name, or Jinja source
