@@ -56,7 +56,7 @@ ember_status ember_file_map_open(const char *path, ember_file_map *m, ember_err 
     if ((ull)size.QuadPart > SIZE_MAX) return refuse(err, f, EMBER_ERR_IO, "too large to map");
     if (size.QuadPart == 0) {
         CloseHandle(f);
-        return ember_fail(err, EMBER_ERR_FORMAT, "not a GGUF file: empty");
+        return ember_fail(err, EMBER_ERR_FORMAT, "an empty file");
     }
     HANDLE map = CreateFileMappingW(f, NULL, PAGE_READONLY, 0, 0, NULL);
     CloseHandle(f); /* the mapping keeps the file open */
@@ -86,6 +86,36 @@ FILE *ember_fopen(const char *path, const char *mode)
     ember_free(w);
     ember_free(wm);
     return f;
+}
+
+bool ember_path_is_dir(const char *path)
+{
+    wchar_t *w = wide(path);
+    DWORD attr = w ? GetFileAttributesW(w) : INVALID_FILE_ATTRIBUTES;
+    ember_free(w);
+    return attr != INVALID_FILE_ATTRIBUTES && (attr & FILE_ATTRIBUTE_DIRECTORY);
+}
+
+bool ember_is_terminal(FILE *f) { return _isatty(_fileno(f)) != 0; }
+
+/* The volume and index that name the file at path; false when it cannot be opened. */
+static bool file_id(const char *path, BY_HANDLE_FILE_INFORMATION *id)
+{
+    wchar_t *w = wide(path);
+    HANDLE f = w ? CreateFileW(w, 0, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL, OPEN_EXISTING,
+                               FILE_FLAG_BACKUP_SEMANTICS, NULL)
+                 : INVALID_HANDLE_VALUE;
+    ember_free(w);
+    bool ok = f != INVALID_HANDLE_VALUE && GetFileInformationByHandle(f, id);
+    if (f != INVALID_HANDLE_VALUE) CloseHandle(f);
+    return ok;
+}
+
+bool ember_same_file(const char *a, const char *b)
+{
+    BY_HANDLE_FILE_INFORMATION x, y;
+    return file_id(a, &x) && file_id(b, &y) && x.dwVolumeSerialNumber == y.dwVolumeSerialNumber &&
+           x.nFileIndexHigh == y.nFileIndexHigh && x.nFileIndexLow == y.nFileIndexLow;
 }
 
 static bool make_one(const char *dir)
@@ -152,7 +182,7 @@ static const char *unmappable(const struct stat *st, ember_status *s)
     if (!S_ISREG(st->st_mode)) return "not a regular file";
     if ((uint64_t)st->st_size > SIZE_MAX) return "too large to map";
     *s = EMBER_ERR_FORMAT;
-    return st->st_size == 0 ? "not a GGUF file: empty" : NULL; /* mmap refuses length 0 */
+    return st->st_size == 0 ? "an empty file" : NULL; /* mmap refuses length 0 */
 }
 
 ember_status ember_file_map_open(const char *path, ember_file_map *m, ember_err *err)
@@ -191,6 +221,20 @@ void ember_file_map_drop(const void *data, size_t n)
 }
 
 FILE *ember_fopen(const char *path, const char *mode) { return fopen(path, mode); }
+
+bool ember_path_is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool ember_is_terminal(FILE *f) { return isatty(fileno(f)) != 0; }
+
+bool ember_same_file(const char *a, const char *b)
+{
+    struct stat x, y;
+    return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
 
 bool ember_file_replace(const char *path, const void *buf, size_t n)
 {

@@ -36,6 +36,15 @@ FILE *ember_fopen(const char *path, const char *mode);
  * (*exists true). */
 bool ember_file_read(const char *path, size_t max, uint8_t **buf, size_t *n, bool *exists);
 
+/* Whether path names a folder (false when it is a file or nothing). */
+bool ember_path_is_dir(const char *path);
+
+/* Whether paths a and b name one existing file (links and other spellings too). */
+bool ember_same_file(const char *a, const char *b);
+
+/* Whether f is a terminal (a console on Windows), not a file or a pipe. */
+bool ember_is_terminal(FILE *f);
+
 /* Makes folder dir and its parents (private to the user where the system says so). */
 bool ember_dir_make(const char *dir);
 

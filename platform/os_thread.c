@@ -80,6 +80,17 @@ bool ember_calendar(int64_t seconds, bool local, struct tm *out)
     return (local ? _localtime64_s(out, &t) : _gmtime64_s(out, &t)) == 0;
 }
 
+uint64_t ember_memory_bytes(void)
+{
+    MEMORYSTATUSEX ms = {.dwLength = sizeof ms};
+    return GlobalMemoryStatusEx(&ms) ? (uint64_t)ms.ullTotalPhys : 0;
+}
+
+void ember_sleep_ms(double ms)
+{
+    if (ms > 0) Sleep(ms < 4e9 ? (DWORD)(ms + 0.999) : INFINITE - 1);
+}
+
 double ember_now_ms(void)
 {
     LARGE_INTEGER f, c;
@@ -156,6 +167,19 @@ bool ember_calendar(int64_t seconds, bool local, struct tm *out)
 {
     time_t t = (time_t)seconds;
     return (local ? localtime_r(&t, out) : gmtime_r(&t, out)) != NULL;
+}
+
+uint64_t ember_memory_bytes(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+}
+
+void ember_sleep_ms(double ms)
+{
+    if (ms <= 0) return;
+    struct timespec ts = {(time_t)(ms / 1e3), (long)((ms - (double)(time_t)(ms / 1e3) * 1e3) * 1e6)};
+    while (nanosleep(&ts, &ts) != 0) {} /* a signal cut it short: sleep the rest */
 }
 
 double ember_now_ms(void)

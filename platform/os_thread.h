@@ -44,6 +44,12 @@ void ember_thread_join(ember_thread *t);
 /* The processors online (at least 1). */
 uint32_t ember_cpu_count(void);
 
+/* The machine's physical memory in bytes (0 when the system does not say). */
+uint64_t ember_memory_bytes(void);
+
+/* Sleeps the calling thread for ms milliseconds (at least; ms <= 0 returns at once). */
+void ember_sleep_ms(double ms);
+
 /* Milliseconds from a fixed point in the past, never going back (a monotonic clock). */
 double ember_now_ms(void);
 

@@ -9,7 +9,10 @@
  *    made; a path with non-ASCII characters opens;
  *  - a mapping holds the file's bytes; an empty file, a folder and a missing file are
  *    refused with their reasons; dropping a mapping's pages leaves its bytes readable;
- *  - the user's cache folder ends in "ember". */
+ *  - a folder is told from a file; one file under two spellings is one file, two are not;
+ *    a file is not a terminal;
+ *  - the user's cache folder ends in "ember";
+ *  - the machine has some memory; a 20 ms sleep lasts at least 20 ms. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,7 +114,13 @@ static void test_files(void)
     CHECK(!ember_file_read(nested, 100, &got, &n, &exists) && !exists);           /* not there */
     FILE *f = ember_fopen(utf8, "wb");
     CHECK(f && fwrite(bytes, 1, 100, f) == 100);
+    CHECK(f && !ember_is_terminal(f));
     if (f) fclose(f);
+    CHECK(ember_path_is_dir(dir) && !ember_path_is_dir(utf8) && !ember_path_is_dir(nested));
+    char other[800];
+    snprintf(other, sizeof other, "%s/a/b/../b/c/t\xC3\xABst-\xE2\x82\xAC.bin", dir); /* another spelling */
+    CHECK(ember_same_file(utf8, other) && ember_same_file(utf8, utf8));
+    CHECK(!ember_same_file(utf8, path) && !ember_same_file(utf8, nested) && !ember_same_file(nested, nested));
 
     ember_file_map m;
     ember_err err = {{0}};
@@ -129,8 +138,21 @@ static void test_files(void)
                                                      "cache folder %s", cache);
 }
 
+/* The machine: memory, and a sleep that lasts at least what was asked. */
+static void test_machine(void)
+{
+    CHECKF(ember_memory_bytes() >= (64ull << 20), "physical memory %llu bytes", (unsigned long long)ember_memory_bytes());
+    double t0 = ember_now_ms();
+    ember_sleep_ms(20);
+    double slept = ember_now_ms() - t0;
+    CHECKF(slept >= 19.5, "slept %.2f ms of 20", slept);
+    ember_sleep_ms(0); /* and these return */
+    ember_sleep_ms(-5);
+}
+
 int main(void)
 {
+    test_machine();
     test_threads();
     test_files();
     return tu_finish("test_os");

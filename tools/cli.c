@@ -6,8 +6,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
+
+#include "platform/os_file.h"
 
 const char *cli_value(int argc, char **argv, int *i)
 {
@@ -218,7 +218,7 @@ ember_model *cli_load_model(const cli_model_args *a)
     const char *env = getenv("EMBER_VALIDATION");
     o.enable_validation = env && strcmp(env, "1") == 0;
     int last = -1;
-    if (isatty(2)) {
+    if (ember_is_terminal(stderr)) {
         o.progress = show_progress;
         o.progress_user = &last;
     }
@@ -272,18 +272,12 @@ int cli_free_with_draft(ember_model *m, ember_model *draft, int code)
 
 FILE *cli_open_input(const char *cmd, const char *path, const char *mode, const char *wants)
 {
-    struct stat st;
-    FILE *f = fopen(path, mode);
-    if (!f || fstat(fileno(f), &st) != 0) {
-        fprintf(stderr, "ember %s: cannot open %s: %s\n", cmd, path, strerror(errno));
-        if (f) fclose(f);
-        return NULL;
-    }
-    if (S_ISDIR(st.st_mode)) {
+    if (ember_path_is_dir(path)) {
         fprintf(stderr, "ember %s: %s is a directory; -f wants %s\n", cmd, path, wants);
-        fclose(f);
         return NULL;
     }
+    FILE *f = ember_fopen(path, mode);
+    if (!f) fprintf(stderr, "ember %s: cannot open %s: %s\n", cmd, path, strerror(errno));
     return f;
 }
 
@@ -309,11 +303,11 @@ static char *read_all(FILE *f, size_t *len)
 
 char *cli_read_bytes(const char *cmd, const char *path, size_t *len)
 {
-    struct stat st;
-    FILE *f = fopen(path, "rb");
-    char *text = f && fstat(fileno(f), &st) == 0 && !S_ISDIR(st.st_mode) ? read_all(f, len) : NULL;
+    bool dir = ember_path_is_dir(path);
+    FILE *f = dir ? NULL : ember_fopen(path, "rb");
+    char *text = f ? read_all(f, len) : NULL;
     if (!text) fprintf(stderr, "ember %s: cannot read %s: %s\n", cmd, path,
-                       f && S_ISDIR(st.st_mode) ? "it is a directory" : strerror(errno ? errno : EIO));
+                       dir ? "it is a directory" : strerror(errno ? errno : EIO));
     if (f) fclose(f);
     return text;
 }

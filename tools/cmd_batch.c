@@ -5,10 +5,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "commands.h"
+#include "platform/os_thread.h"
 
 /* One prompt of the file and what became of it. */
 typedef struct slot {
@@ -77,12 +77,7 @@ static bool read_prompts(const char *path, slot **out, size_t *n)
     return ok;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
+static double now_s(void) { return ember_now_ms() / 1e3; }
 
 static void print_text(const slot *s, size_t n, size_t total, double secs, size_t failed)
 {

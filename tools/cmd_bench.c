@@ -12,12 +12,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "bench_http.h"
 #include "cli.h"
 #include "commands.h"
+#include "platform/os_file.h"
+#include "platform/os_thread.h"
 
 typedef struct bench_args {
     cli_model_args model;
@@ -64,13 +64,6 @@ typedef struct workload {
 
 /* --batching values and the JSON's "batching", indexed by ember_batching. */
 static const char *const batching_name[] = {"continuous", "static", "static-ragged"};
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* ---- arguments ------------------------------------------------------------------------ */
 
@@ -249,7 +242,7 @@ static void free_workload(workload *w)
 static int on_token(void *user, ember_request_id id, uint32_t tok, const char *text, size_t len)
 {
     req *r = user;
-    if (r->n_tokens < r->n_gen) r->token_ms[r->n_tokens++] = now_ms();
+    if (r->n_tokens < r->n_gen) r->token_ms[r->n_tokens++] = ember_now_ms();
     return 0;
 }
 
@@ -263,7 +256,7 @@ static void on_done(void *user, ember_request_id id, ember_finish why, const emb
 
 static void progress(const workload *w, uint32_t submitted)
 {
-    if (!isatty(2)) return;
+    if (!ember_is_terminal(stderr)) return;
     int width = 40, filled = (int)((double)w->completed / w->n * width);
     fprintf(stderr, "\rbench [%.*s%*s] %u/%u done, %u submitted", filled, "########################################",
             width - filled, "", w->completed, w->n, submitted);
@@ -282,9 +275,9 @@ static bool has_room(const workload *w, uint32_t next)
 static ember_status drive(ember_engine *e, workload *w)
 {
     uint32_t next = 0;
-    w->t0 = now_ms();
+    w->t0 = ember_now_ms();
     while (w->completed < w->n) {
-        double t = (now_ms() - w->t0) / 1e3;
+        double t = (ember_now_ms() - w->t0) / 1e3;
         for (; next < w->n && w->r[next].arrival_s <= t && has_room(w, next); next++) {
             req *r = &w->r[next];
             ember_request_desc d = {.tokens = r->prompt, .n_tokens = r->n_prompt, .max_tokens = r->n_gen,
@@ -296,8 +289,8 @@ static ember_status drive(ember_engine *e, workload *w)
         }
         ember_status s = ember_engine_step(e);
         if (s == EMBER_IDLE && next < w->n) {
-            double wait = w->r[next].arrival_s - (now_ms() - w->t0) / 1e3;
-            if (wait > 0) usleep((useconds_t)(wait * 1e6));
+            double wait = w->r[next].arrival_s - (ember_now_ms() - w->t0) / 1e3;
+            ember_sleep_ms(wait * 1e3);
         } else if (s != EMBER_OK && s != EMBER_IDLE) {
             return s;
         }
@@ -360,9 +353,9 @@ static ember_status drive_split(ember_engine *p, ember_engine *d, workload *w)
     ember_status s = ember_engine_start(p);
     if (s == EMBER_OK) s = ember_engine_start(d);
     uint32_t next = 0;
-    w->t0 = now_ms();
+    w->t0 = ember_now_ms();
     while (s == EMBER_OK && w->completed < w->n) {
-        double t = (now_ms() - w->t0) / 1e3;
+        double t = (ember_now_ms() - w->t0) / 1e3;
         for (; s == EMBER_OK && next < w->n && w->r[next].arrival_s <= t && has_room(w, next); next++) {
             req *r = &w->r[next];
             r->decode = (ember_request_desc){.tokens = r->prompt, .n_tokens = r->n_prompt, .max_tokens = r->n_gen,
@@ -372,10 +365,10 @@ static ember_status drive_split(ember_engine *p, ember_engine *d, workload *w)
             r->decoder = d;
             ember_request_desc pd = {.tokens = r->prompt, .n_tokens = r->n_prompt, .prompt_only = 1,
                                      .on_state = hand_over, .on_done = prefill_done, .user = r};
-            r->t_submit = now_ms();
+            r->t_submit = ember_now_ms();
             s = ember_submit(p, &pd, NULL);
         }
-        usleep(1000);
+        ember_sleep_ms(1);
         uint32_t done = 0;
         for (uint32_t i = 0; i < next; i++) done += __atomic_load_n(&w->r[i].done, __ATOMIC_ACQUIRE);
         if (done != w->completed) w->completed = done, progress(w, next);
@@ -611,7 +604,7 @@ static int run(ember_model *m, ember_model *draft, const bench_args *a)
         ember_engine *failed = pre && ember_engine_error(pre)[0] ? pre : e;
         fprintf(stderr, "ember: %s\n", failed ? ember_engine_error(failed) : "out of memory");
         code = 1;
-    } else if (!report(a, &w, e, (now_ms() - w.t0) / 1e3)) {
+    } else if (!report(a, &w, e, (ember_now_ms() - w.t0) / 1e3)) {
         code = 1;
     }
     ember_engine_destroy(pre);

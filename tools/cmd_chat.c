@@ -12,15 +12,14 @@
  * prompt it says how to leave, and a second one in a row leaves, as shells and REPLs do.
  * A line that is one of the commands (/reset, /exit, /help) is not sent to the model. */
 #include <errno.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "chat_file.h"
 #include "cli.h"
 #include "commands.h"
+#include "platform/os_file.h"
+#include "platform/os_signal.h"
 
 typedef struct chat_args {
     cli_model_args model;
@@ -55,32 +54,6 @@ typedef struct session {
     bool full;                  /* refused for want of room: only /reset goes on */
     bool restore;               /* a chat was loaded: its KV state goes with the next turn */
 } session;
-
-/* Set by the SIGINT handler, cleared by whoever acts on it; main_thread is the one that
- * reads the user's lines. A signal handler can only reach file-scope variables: these are
- * the program's only global state. */
-static volatile sig_atomic_t interrupted;
-static pthread_t main_thread;
-
-/* The kernel hands a Ctrl-C to any thread that does not block it (the driver's too);
- * passed on to the main thread, it interrupts the read at the prompt. pthread_self and
- * pthread_kill are async-signal-safe (POSIX.1-2008 TC1). */
-static void on_sigint(int sig)
-{
-    interrupted = 1;
-    if (!pthread_equal(pthread_self(), main_thread)) pthread_kill(main_thread, sig);
-}
-
-/* From the first prompt on Ctrl-C stops a reply instead of the program (before, while
- * the model loads, it ends the program as usual). At the prompt without SA_RESTART, so
- * that it interrupts the read; while a reply is generated with it, so that no system call
- * in the library or the driver fails with EINTR (the flag is read between steps). */
-static void catch_sigint(bool at_prompt)
-{
-    struct sigaction sa = {.sa_handler = on_sigint, .sa_flags = at_prompt ? 0 : SA_RESTART};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-}
 
 static const char *const value_flags[] = {"--chat-template", "--system", "-n", "--kv-blocks", "--overflow", "--grammar",
                                           "--json-schema", NULL};
@@ -167,23 +140,34 @@ static void on_done(void *user, ember_request_id id, ember_finish why, const emb
 
 typedef enum line_status { LINE_OK, LINE_EOF, LINE_INTERRUPTED } line_status;
 
-/* Reads one line without its line end into *line (getline's buffer). SIGINT interrupts
- * the read (the handler is installed without SA_RESTART). */
+/* One line of f with its line end into *line (grown as needed, *cap its size): its
+ * length, or -1 at the end of input or on an error before any byte. */
+static long get_line(char **line, size_t *cap, FILE *f)
+{
+    size_t n = 0;
+    for (;;) {
+        if (*cap - n < 2 && !cli_grow((void **)line, cap, *cap + 256, 1)) return -1;
+        if (!fgets(*line + n, (int)(*cap - n < 0x7FFFFFFF ? *cap - n : 0x7FFFFFFF), f)) return n ? (long)n : -1;
+        n += strlen(*line + n);
+        if (n > 0 && (*line)[n - 1] == '\n') return (long)n;
+    }
+}
+
+/* Reads one line without its line end into *line. A Ctrl-C interrupts the read
+ * (ember_interrupt_catch at the prompt). */
 static line_status read_line(char **line, size_t *cap, bool tty)
 {
     if (tty) {
         fputs("> ", stdout);
         fflush(stdout);
     }
-    catch_sigint(true);
+    ember_interrupt_catch(true);
     errno = 0;
-    ssize_t n = interrupted ? -1 : getline(line, cap, stdin);
+    long n = ember_interrupt_take() ? -2 : get_line(line, cap, stdin);
     if (n < 0) {
-        bool intr = interrupted || errno == EINTR;
+        bool intr = n == -2 || ember_interrupt_take() || errno == EINTR;
         clearerr(stdin);
-        if (!intr) return LINE_EOF;
-        interrupted = 0;
-        return LINE_INTERRUPTED;
+        return intr ? LINE_INTERRUPTED : LINE_EOF;
     }
     while (n > 0 && ((*line)[n - 1] == '\n' || (*line)[n - 1] == '\r')) (*line)[--n] = 0;
     return LINE_OK;
@@ -217,12 +201,11 @@ static ember_status generate(session *s, const uint32_t *ids, size_t n, turn *t,
                             .grammar = s->a->grammar.gbnf, .json_schema = s->a->grammar.json_schema};
     if (s->restore) ember_chat_kv_state(s->chat, &d.state, &d.state_len); /* after /load */
     ember_request_id id;
-    catch_sigint(false);
-    interrupted = 0;
+    ember_interrupt_catch(false); /* the flag is read between steps */
+    (void)ember_interrupt_take();
     ember_status st = ember_submit(s->e, &d, &id);
     while (st == EMBER_OK && !t->done) {
-        if (interrupted && !*stopped) {
-            interrupted = 0;
+        if (!*stopped && ember_interrupt_take()) {
             *stopped = true;
             ember_cancel(s->e, id); /* the next step ends it (EMBER_FINISH_CANCELLED) */
         }
@@ -374,7 +357,7 @@ static int handle_line(session *s, const char *line)
 
 static int converse(session *s)
 {
-    bool tty = isatty(fileno(stdin));
+    bool tty = ember_is_terminal(stdin);
     if (s->a->verbose) fprintf(stderr, "[chat template: %s]\n", ember_chat_template_name(s->chat));
     if (tty) banner(s);
     char *line = NULL;
@@ -424,7 +407,6 @@ static int run(ember_model *model, const chat_args *a)
         fprintf(stderr, "ember chat: %s\n", ember_engine_error(s.e));
     } else {
         s.ctx = room_of(s.e, info.ctx_len);
-        main_thread = pthread_self();
         if (new_chat(&s)) code = converse(&s);
     }
     ember_engine_destroy(s.e);

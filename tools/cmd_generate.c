@@ -2,10 +2,10 @@
  * reported as one JSON object. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "commands.h"
+#include "platform/os_thread.h"
 
 typedef struct gen_args {
     cli_model_args model;
@@ -244,13 +244,6 @@ static int run(ember_model *model, ember_model *draft, const gen_args *a, double
     return code;
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 int ember_cmd_generate(int argc, char **argv)
 {
     gen_args a;
@@ -258,9 +251,9 @@ int ember_cmd_generate(int argc, char **argv)
     if (!parse(argc, argv, &a)) code = usage(stderr, CLI_USAGE);
     else if (a.help) code = usage(stdout, CLI_OK);
     else {
-        double t0 = now_ms();
+        double t0 = ember_now_ms();
         ember_model *draft, *m = cli_load_with_draft(&a.model, a.draft, &draft);
-        double load_ms = now_ms() - t0;
+        double load_ms = ember_now_ms() - t0;
         code = m ? cli_free_with_draft(m, draft, run(m, draft, &a, load_ms)) : 1;
     }
     cli_grammar_free(&a.grammar);

@@ -25,19 +25,15 @@
  * what llama.cpp's convert-llama2c-to-ggml writes: ids 0/1/2 become <unk>/<s>/</s>
  * (llama2.c stores "\n<s>\n" and "\n</s>\n") typed UNKNOWN/CONTROL/CONTROL, "<0xXX>"
  * pieces are BYTE, the rest NORMAL, and spaces become U+2581. */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "commands.h"
 #include "convert_llama2c.h"
+#include "platform/os_file.h"
 #include "engine/model/gguf_write.h"
 
 #define AK42_MAGIC 0x616b3432u
@@ -71,8 +67,9 @@ typedef struct wdesc {
 
 typedef struct l2c_file {
     const char *path;
-    const uint8_t *map;
+    const uint8_t *map;  /* NULL for an empty file */
     uint64_t size;
+    ember_file_map os;
 } l2c_file;
 
 typedef struct l2c_model {
@@ -95,32 +92,18 @@ typedef struct l2c_vocab {
 
 static ember_status map_file(const char *path, l2c_file *f, ember_err *err)
 {
-    f->path = path;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return ember_fail(err, EMBER_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st = {0};
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return ember_fail(err, EMBER_ERR_IO, "%s: %s", path, S_ISDIR(st.st_mode) ? "a directory, not a file"
-                                                                               : "not a regular file");
-    }
-    f->size = (uint64_t)st.st_size;
-    if (f->size > 0) {
-        void *p = mmap(NULL, (size_t)f->size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (p == MAP_FAILED) {
-            close(fd);
-            return ember_fail(err, EMBER_ERR_IO, "%s: cannot map %llu bytes", path,
-                              (unsigned long long)f->size);
-        }
-        f->map = p;
-    }
-    close(fd);
+    *f = (l2c_file){.path = path};
+    ember_err e = {{0}};
+    ember_status s = ember_file_map_open(path, &f->os, &e);
+    if (s == EMBER_ERR_FORMAT) return EMBER_OK; /* empty: the reader says what it misses */
+    if (s != EMBER_OK) return ember_fail(err, s, "%s: %s", path, e.msg);
+    f->map = f->os.data, f->size = f->os.size;
     return EMBER_OK;
 }
 
 static void unmap_file(l2c_file *f)
 {
-    if (f->map) munmap((void *)f->map, (size_t)f->size);
+    ember_file_map_close(&f->os);
     f->map = NULL;
 }
 
@@ -474,17 +457,11 @@ static ember_status add_tensors(ember_gguf_writer *w, const l2c_model *m, ember_
     return st;
 }
 
-/* Writing over an input would truncate the mapping being read. */
-static bool same_file(const char *a, const char *b)
-{
-    struct stat sa, sb;
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
 ember_status ember_convert_llama2c(const char *ckpt, const char *tok, const char *out_path,
                                    ember_err *err)
 {
-    if (same_file(out_path, ckpt) || same_file(out_path, tok))
+    /* writing over an input would truncate the mapping being read */
+    if (ember_same_file(out_path, ckpt) || ember_same_file(out_path, tok))
         return ember_fail(err, EMBER_ERR_INVALID_ARG, "%s: output would overwrite an input", out_path);
     l2c_model m = {0};
     l2c_vocab v = {0};

@@ -8,16 +8,15 @@
  * weights of the layers that remain unchanged; a qwen2 model of one seed is the llama
  * model of that seed plus Q/K/V biases. */
 #include <math.h>
-#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "commands.h"
 #include "engine/model/gguf_write.h"
+#include "platform/os_thread.h"
 #include "engine/model/model.h"
 #include "engine/model/quant.h"
 #include "quant_rules.h"
@@ -306,7 +305,7 @@ typedef struct rows_job {
     bool failed;
 } rows_job;
 
-static void *make_rows(void *arg)
+static void make_rows(void *arg)
 {
     rows_job *j = arg;
     const spec *t = j->t;
@@ -315,22 +314,21 @@ static void *make_rows(void *arg)
     float *x = t->type == EMBER_DTYPE_F32 ? (float *)out : malloc(n * sizeof *x);
     if (!x) {
         j->failed = true;
-        return NULL;
+        return;
     }
     fill_uniform(x, n, stream_at(j->seed, first), t->center, t->half);
     if (t->type != EMBER_DTYPE_F32) { /* the rows are whole blocks: one call is row by row */
         ember_quantize_row(t->type, x, out, n);
         free(x);
     }
-    return NULL;
+    return;
 }
 
 /* Threads for a tensor of n values: one per core, each with at least a million values;
  * runs start at even values (a pair of the generator) and whole rows. */
 static uint32_t threads_for(const spec *t)
 {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    uint64_t by_size = t->ne[0] * t->ne[1] / (1u << 20), most = cores > 1 ? (uint64_t)cores : 1;
+    uint64_t by_size = t->ne[0] * t->ne[1] / (1u << 20), most = ember_cpu_count();
     if (t->ne[0] % 2) return 1;
     if (most > MAX_THREADS) most = MAX_THREADS;
     if (by_size < most) most = by_size ? by_size : 1;
@@ -346,16 +344,16 @@ static ember_status make_tensor(void *user, void *dst, uint64_t nbytes)
     (void)splitmix64(&seed); /* decorrelate seeds that differ in a few bits */
     uint32_t n = threads_for(t);
     rows_job jobs[MAX_THREADS];
-    pthread_t tid[MAX_THREADS];
+    ember_thread tid[MAX_THREADS];
     bool started[MAX_THREADS] = {false};
     for (uint32_t i = 0; i < n; i++) {
         jobs[i] = (rows_job){t, dst, seed, t->ne[1] * i / n, t->ne[1] * (i + 1) / n, false};
-        started[i] = i > 0 && pthread_create(&tid[i], NULL, make_rows, &jobs[i]) == 0;
+        started[i] = i > 0 && ember_thread_start(&tid[i], make_rows, &jobs[i]);
     }
     make_rows(&jobs[0]);
     bool failed = jobs[0].failed;
     for (uint32_t i = 1; i < n; i++) {
-        if (started[i]) pthread_join(tid[i], NULL);
+        if (started[i]) ember_thread_join(&tid[i]);
         else make_rows(&jobs[i]); /* no thread: made here */
         failed |= jobs[i].failed;
     }
@@ -692,8 +690,7 @@ static double peak_bytes(const tm_args *a, double *params)
  * allocating until the machine runs out). */
 static bool check_size(const tm_args *a)
 {
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    double params, need = peak_bytes(a, &params), have = pages > 0 && page > 0 ? (double)pages * page : 0;
+    double params, need = peak_bytes(a, &params), have = (double)ember_memory_bytes();
     if (!have || need <= have) return true;
     char n[32], h[32];
     cli_size(need, n, sizeof n);

@@ -521,6 +521,7 @@ static ember_status map_file(ember_gguf *g, ember_err *err)
 {
     ember_status s = ember_file_map_open(g->path, &g->file, err);
     g->map = (void *)g->file.data, g->size = g->file.size;
+    if (s == EMBER_ERR_FORMAT) return ember_fail(err, s, "not a GGUF file: empty"); /* the only format refusal */
     return s;
 }
 
