@@ -4,8 +4,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
+
+#include "platform/os_file.h"
+#include "platform/os_process.h"
 
 int tu_failures = 0;
 
@@ -47,9 +48,7 @@ const char *tu_ember_bin(void)
 const char *tu_shared_dir(void)
 {
     const char *d = getenv("EMBER_SHARED");
-    struct stat st;
-    if (!d || stat(d, &st) != 0 || !S_ISDIR(st.st_mode)) return NULL;
-    return d;
+    return d && ember_path_is_dir(d) ? d : NULL;
 }
 
 const char *tu_tmp_dir(void)
@@ -70,21 +69,7 @@ ember_memory_mode tu_memory_mode(void)
     return v && strcmp(v, "discrete") == 0 ? EMBER_MEMORY_DISCRETE : EMBER_MEMORY_AUTO;
 }
 
-int tu_run(const char *cmd, char *out, size_t cap)
-{
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = 0;
-    if (out && cap) {
-        size_t got;
-        while (n + 1 < cap && (got = fread(out + n, 1, cap - 1 - n, p)) > 0) n += got;
-        out[n] = 0;
-    }
-    char sink[4096];
-    while (fread(sink, 1, sizeof sink, p) > 0) {}
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+int tu_run(const char *cmd, char *out, size_t cap) { return ember_process_run(cmd, out, cap); }
 
 bool tu_ember(const char *args)
 {

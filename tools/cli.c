@@ -333,6 +333,17 @@ void cli_grammar_free(cli_grammar *g)
     *g = (cli_grammar){0};
 }
 
+long cli_get_line(char **line, size_t *cap, FILE *f)
+{
+    size_t n = 0;
+    for (;;) {
+        if (*cap - n < 2 && !cli_grow((void **)line, cap, *cap + 256, 1)) return n ? (long)n : -1;
+        if (!fgets(*line + n, (int)(*cap - n < 0x7FFFFFFF ? *cap - n : 0x7FFFFFFF), f)) return n ? (long)n : -1;
+        n += strlen(*line + n);
+        if (n > 0 && (*line)[n - 1] == '\n') return (long)n;
+    }
+}
+
 bool cli_grow(void **p, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap) return true;

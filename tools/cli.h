@@ -107,6 +107,10 @@ FILE *cli_open_input(const char *cmd, const char *path, const char *mode, const 
 /* Grows *p (an array of *cap elements of elem bytes) to hold need, doubling from 64;
  * false (the array unchanged) when memory runs out. */
 bool cli_grow(void **p, size_t *cap, size_t need, size_t elem);
+/* One line of f with its line end into *line (grown as needed, *cap its size; free it):
+ * its length, or -1 at the end of input, on an error or out of memory before any byte
+ * (getline's contract, which not every C library has). */
+long cli_get_line(char **line, size_t *cap, FILE *f);
 
 /* A request's output as it streams in: its tokens, and its text NUL-terminated. Zero is
  * empty; cli_output_free releases it. */

@@ -57,9 +57,9 @@ static bool read_prompts(const char *path, slot **out, size_t *n)
     if (!f) return false;
     char *line = NULL;
     size_t lcap = 0, cap = 0, number = 0;
-    ssize_t len;
+    long len;
     bool ok = true;
-    while (ok && (len = getline(&line, &lcap, f)) >= 0) {
+    while (ok && (len = cli_get_line(&line, &lcap, f)) >= 0) {
         number++;
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
         if (len > 0) ok = add_prompt(out, n, &cap, line, number);

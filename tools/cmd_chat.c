@@ -140,19 +140,6 @@ static void on_done(void *user, ember_request_id id, ember_finish why, const emb
 
 typedef enum line_status { LINE_OK, LINE_EOF, LINE_INTERRUPTED } line_status;
 
-/* One line of f with its line end into *line (grown as needed, *cap its size): its
- * length, or -1 at the end of input or on an error before any byte. */
-static long get_line(char **line, size_t *cap, FILE *f)
-{
-    size_t n = 0;
-    for (;;) {
-        if (*cap - n < 2 && !cli_grow((void **)line, cap, *cap + 256, 1)) return -1;
-        if (!fgets(*line + n, (int)(*cap - n < 0x7FFFFFFF ? *cap - n : 0x7FFFFFFF), f)) return n ? (long)n : -1;
-        n += strlen(*line + n);
-        if (n > 0 && (*line)[n - 1] == '\n') return (long)n;
-    }
-}
-
 /* Reads one line without its line end into *line. A Ctrl-C interrupts the read
  * (ember_interrupt_catch at the prompt). */
 static line_status read_line(char **line, size_t *cap, bool tty)
@@ -163,7 +150,7 @@ static line_status read_line(char **line, size_t *cap, bool tty)
     }
     ember_interrupt_catch(true);
     errno = 0;
-    long n = ember_interrupt_take() ? -2 : get_line(line, cap, stdin);
+    long n = ember_interrupt_take() ? -2 : cli_get_line(line, cap, stdin);
     if (n < 0) {
         bool intr = n == -2 || ember_interrupt_take() || errno == EINTR;
         clearerr(stdin);
