@@ -49,7 +49,7 @@ llama_cpp_cc cpu "$tmp/llama_quantize" "$root/bench/quant_vs_llama/llama_quantiz
 llama_cpp_cc cpu "$tmp/llama_logprobs_cpu" "$here/llama_logprobs.c" -lm
 llama_cpp_cc vulkan "$tmp/llama_logprobs_vulkan" "$here/llama_logprobs.c" -lm
 cc -O2 -std=c11 -o "$tmp/ember_logprobs" "$here/ember_logprobs.c" -I"$root/include" "$build/libember.a" \
-  $(pkg-config --libs vulkan libpcre2-8) -lpthread -lm
+  $(pkg-config --libs vulkan) -lpthread -lm -ldl
 echo "llama.cpp $llama_version (npm node-llama-cpp $version)"
 
 "$ember" make-test-model "$tmp/f32.gguf" --dim 256 --layers 4 --heads 8 --kv-heads 2 --ffn 512 --vocab 512 --ctx 256 \

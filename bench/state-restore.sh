@@ -17,5 +17,5 @@ if [ -z "$model" ]; then
     --ctx 4096 --type q8_0 >/dev/null
 fi
 cc -O2 -std=c11 -o "$tmp/restore_bench" "$root/bench/state_restore/restore_bench.c" -I"$root/include" \
-  "$build/libember.a" $(pkg-config --libs vulkan libpcre2-8) -lpthread -lm
+  "$build/libember.a" $(pkg-config --libs vulkan) -lpthread -lm -ldl
 "$tmp/restore_bench" "$model" "${2:-2000}" "${3:-5}" "${4:-vulkan}"

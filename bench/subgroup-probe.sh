@@ -11,7 +11,7 @@ out=build/subgroup-probe
 mkdir -p "$out"
 glslc --target-env=vulkan1.2 -fshader-stage=compute bench/subgroup_probe/probe.comp -o "$out/probe.spv"
 cc -O1 -std=c11 -D_GNU_SOURCE -I. -Itests -Iinclude -Ibuild/shaders bench/subgroup_probe/probe.c \
-  tests/kernel_fixture.c tests/testutil.c build/libember.a -lvulkan -lpcre2-8 -lm -lpthread -ldl -o "$out/probe"
+  tests/kernel_fixture.c tests/testutil.c build/libember.a -lvulkan -lm -lpthread -ldl -o "$out/probe"
 for w in "${@:-128 256 512 1024 2048}"; do
   for width in $w; do
     echo "LP_NATIVE_VECTOR_WIDTH=$width:"

@@ -1,5 +1,5 @@
 /* fuzz_tokenizer_bpe.c — GPT-2 byte-level BPE in both directions, under each
- * pre-tokenizer (their PCRE2 regexes see the text), on the small vocabulary of util.c.
+ * pre-tokenizer (their pattern matchers see the text), on the small vocabulary of util.c.
  *
  * Input: byte 0 picks the direction, flags and pre-tokenizer; the rest is the text, or
  * the ids.

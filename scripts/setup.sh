@@ -8,7 +8,9 @@ PACKAGES=(
   build-essential cmake pkg-config
   libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   glslc glslang-tools spirv-tools
-  libpcre2-dev curl python3
+  curl python3
+  # tests/test_pretokenize.c: the pre-tokenizers checked against PCRE2 (the library needs none)
+  libpcre2-dev
   # tests/test_json_schema.py: outputs of --json-schema validated by an independent validator
   python3-jsonschema
   # ember serve (server/): HTTP, JSON; ember bench --url: an HTTP client

@@ -45,7 +45,7 @@ check "cc embed.c \$(pkg-config --cflags --libs ember)" cc "$embed_c" $(pkg-conf
 check "embed (libember.so) runs" runs "$tmp/embed"
 check "embed loads libember.so" grep -q libember.so <(LD_LIBRARY_PATH=$libdir ldd "$tmp/embed")
 
-# Static: Libs.private / Requires.private bring Vulkan, PCRE2, threads and libm.
+# Static: Libs.private brings threads, libm and libdl.
 static_libs=$(pkg-config --static --libs ember | sed 's/-lember/-Wl,-Bstatic -lember -Wl,-Bdynamic/')
 check "cc embed.c with pkg-config --static" cc "$embed_c" $(pkg-config --cflags ember) $static_libs -o "$tmp/embed_static"
 check "embed (libember.a) needs no libember.so" bash -c "! ldd '$tmp/embed_static' | grep -q libember"

@@ -1,5 +1,5 @@
-/* pretokenize.h — the regex pre-tokenizers (PCRE2) that cut text into words before BPE
- * merges them (pretokenize.c). Library-internal. */
+/* pretokenize.h — the regex pre-tokenizers that cut text into words before BPE merges
+ * them (pretokenize.c). Library-internal. */
 #ifndef EMBER_PRETOKENIZE_H
 #define EMBER_PRETOKENIZE_H
 

@@ -8,7 +8,8 @@
  *   spm.c          SentencePiece-style merges by score ("llama")
  *   bpe.c          GPT-2 byte-level BPE merges by rank ("gpt2")
  *   merge.c        the merge loop both use: symbol list and bigram queue
- *   pretokenize.c  the regex pre-tokenizers (PCRE2) that cut text into words
+ *   pretokenize.c  the regex pre-tokenizers that cut text into words (pretok_match.c
+ *                  matches their patterns, with unicode_class.c's character classes)
  *   utf8.c         UTF-8 helpers
  *   detok.c        the streaming detokenizer */
 #ifndef EMBER_VOCAB_H
