@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/error.h" /* EMBER_PRINTF */
+
 typedef struct ember_sbuf {
     char *s;     /* NULL until the first append; the caller frees it (ember_free) */
     size_t len, cap;
@@ -15,7 +17,7 @@ typedef struct ember_sbuf {
 
 void ember_sbuf_add(ember_sbuf *b, const char *s, size_t n);
 void ember_sbuf_puts(ember_sbuf *b, const char *s);
-void ember_sbuf_printf(ember_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ember_sbuf_printf(ember_sbuf *b, const char *fmt, ...) EMBER_PRINTF(2, 3);
 /* Empties b, keeping its memory. */
 void ember_sbuf_clear(ember_sbuf *b);
 /* Hands the text over (NULL when out of memory; "" when empty) and empties b. */

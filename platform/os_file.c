@@ -43,7 +43,9 @@ ember_status ember_file_map_open(const char *path, ember_file_map *m, ember_err 
 {
     *m = (ember_file_map){0};
     wchar_t *w = wide(path);
-    if (!w) return ember_fail(err, EMBER_ERR_IO, "cannot open: not a UTF-8 path, or out of memory");
+    if (!w && MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, path, -1, NULL, 0) > 0)
+        return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!w) return ember_fail(err, EMBER_ERR_IO, "cannot open: not a UTF-8 path");
     HANDLE f = CreateFileW(w, GENERIC_READ, FILE_SHARE_READ, NULL, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
     DWORD attr = GetFileAttributesW(w);
     ember_free(w);

@@ -9,15 +9,12 @@
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>
 
-#include "common/alloc.h"
-
+/* The name as UTF-16 on the stack: no allocation that could fail and pass for "no library". */
 void *ember_library_open(const char *name)
 {
-    int n = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, name, -1, NULL, 0);
-    wchar_t *w = n > 0 ? ember_malloc(sizeof *w * (size_t)n) : NULL;
-    HMODULE h = w && MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, name, -1, w, n) == n ? LoadLibraryW(w) : NULL;
-    ember_free(w);
-    return (void *)h;
+    wchar_t w[MAX_PATH];
+    int n = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, name, -1, w, MAX_PATH);
+    return n > 0 ? (void *)LoadLibraryW(w) : NULL;
 }
 
 void *ember_library_symbol(void *lib, const char *symbol)

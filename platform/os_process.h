@@ -6,7 +6,8 @@
 
 #include <stddef.h>
 
-/* Runs cmd and waits for it: its standard output into out[0..cap) (NUL-terminated, the
+/* Runs cmd, a command line in sh's syntax (words in 'single quotes', 2>&1, |, /dev/null;
+ * on Windows rewritten for cmd.exe), and waits for it: its standard output into out[0..cap) (NUL-terminated, the
  * rest read and dropped; out may be NULL). The exit status, or -1 when it could not be
  * started or did not exit by itself (a signal). */
 int ember_process_run(const char *cmd, char *out, size_t cap);

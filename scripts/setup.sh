@@ -23,6 +23,8 @@ PACKAGES=(
   time
   # scripts/fuzz.sh: clang and its libFuzzer, ASan and UBSan runtimes (libclang_rt.*.a)
   clang libclang-rt-14-dev
+  # scripts/test-windows.sh: Ember built for Windows (mingw-w64) and tested under Wine
+  gcc-mingw-w64-x86-64-posix mingw-w64-tools wine wine64
 )
 
 missing=()

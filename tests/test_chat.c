@@ -266,13 +266,17 @@ static int read_turns(const char *path, turn_line *t, int cap)
  * prompt served mostly from the cache. */
 static void cli_two_turns(const char *what, const char *model, const char *extra)
 {
-    char err[512], cmd[2048];
+    char err[512], in[512], cmd[2048];
     static char out[65536];
-    snprintf(err, sizeof err, "%s/chat_stderr.txt", tu_tmp_dir());
-    snprintf(cmd, sizeof cmd,
-             "printf 'Once upon a time there was a little dog\\nwhat did the dog do then\\n' | "
-             "%s chat -m %s -n 8 --system '%s' %s 2>%s",
-             tu_ember_bin(), model, SYSTEM, extra, err);
+    static int call;
+    call++; /* files of its own: under Wine the last run's stderr file was seen still held ("Sharing violation") */
+    snprintf(err, sizeof err, "%s/chat_stderr%d.txt", tu_tmp_dir(), call);
+    snprintf(in, sizeof in, "%s/chat_stdin%d.txt", tu_tmp_dir(), call);
+    FILE *f = fopen(in, "wb"); /* a file, not printf | : the same on every system's shell */
+    CHECK(f && fputs("Once upon a time there was a little dog\nwhat did the dog do then\n", f) >= 0);
+    if (f) fclose(f);
+    snprintf(cmd, sizeof cmd, "%s chat -m %s -n 8 --system '%s' %s <%s 2>%s", tu_ember_bin(), model, SYSTEM, extra,
+             in, err);
     int rc = tu_run(cmd, out, sizeof out);
     turn_line t[4];
     int n = read_turns(err, t, 4);

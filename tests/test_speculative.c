@@ -229,11 +229,12 @@ static void test_engine(void)
     model_path("spec_target.gguf", target, sizeof target);
     model_path("spec_draft.gguf", draft, sizeof draft);
     model_path("spec_other.gguf", other, sizeof other);
+    const char *bin = tu_ember_bin();
     snprintf(cmd, sizeof cmd,
-             "%1$s make-test-model %2$s --dim 128 --layers 2 --heads 4 --kv-heads 2 --ffn 256 --vocab 512 --ctx 256 "
-             "--seed 4 && %1$s quantize %2$s %3$s q8_0 && %1$s make-test-model %4$s --dim 64 --layers 1 --heads 2 "
+             "%s make-test-model %s --dim 128 --layers 2 --heads 4 --kv-heads 2 --ffn 256 --vocab 512 --ctx 256 "
+             "--seed 4 && %s quantize %s %s q8_0 && %s make-test-model %s --dim 64 --layers 1 --heads 2 "
              "--kv-heads 1 --ffn 64 --vocab 600 --ctx 256",
-             tu_ember_bin(), target, draft, other);
+             bin, target, bin, target, draft, bin, other);
     CHECK(tu_run(cmd, NULL, 0) == 0);
     ember_model_opts mo = {.enable_validation = tu_validation(), .memory = tu_memory_mode()};
     ember_model *mt = NULL, *md = NULL, *mx = NULL;

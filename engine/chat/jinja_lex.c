@@ -186,7 +186,7 @@ static void line_col(const char *s, size_t upto, uint32_t *line, uint32_t *col)
     }
 }
 
-static bool fail(lexer *x, size_t at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool fail(lexer *x, size_t at, const char *fmt, ...) EMBER_PRINTF(3, 4);
 static bool fail(lexer *x, size_t at, const char *fmt, ...)
 {
     if (x->failed) return false;

@@ -28,7 +28,7 @@ typedef struct nvec {
 
 static const ember_jtok *cur(const parser *p) { return p->at < p->n ? &p->t[p->at] : NULL; }
 
-static bool fail(parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool fail(parser *p, const char *fmt, ...) EMBER_PRINTF(2, 3);
 static bool fail(parser *p, const char *fmt, ...)
 {
     if (p->failed) return false;

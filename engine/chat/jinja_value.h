@@ -98,7 +98,7 @@ typedef struct ember_jctx {
 
 /* Records the first failure as "jinja: line L, column C: reason" (the current place) and
  * returns false, so that callers can `return ember_jfail(...)`. */
-bool ember_jfail(ember_jctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool ember_jfail(ember_jctx *c, const char *fmt, ...) EMBER_PRINTF(2, 3);
 /* Zeroed memory from the arena; NULL (and the failure recorded) past max_memory. */
 void *ember_jalloc(ember_jctx *c, size_t size);
 /* Counts n steps of work; false (failure recorded) past max_steps. */

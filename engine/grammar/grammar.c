@@ -55,7 +55,7 @@ static bool grow(parser *ps, void **v, uint32_t *cap, uint32_t need, size_t size
     return true;
 }
 
-static void fail_at(parser *ps, const char *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void fail_at(parser *ps, const char *at, const char *fmt, ...) EMBER_PRINTF(3, 4);
 static void fail_at(parser *ps, const char *at, const char *fmt, ...)
 {
     if (ps->failed) return;

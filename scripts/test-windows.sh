@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Ember for Windows: built with mingw-w64 (cmake/mingw-w64-x86_64.cmake) and its C tests
+# run under Wine, on this machine's Vulkan driver through winevulkan (docs/portability.md).
+#   scripts/test-windows.sh [ctest arguments...]
+# WIN_BUILD_DIR: the Windows build (default build-win). The shaders are taken from the native
+# build (NATIVE_BUILD_DIR, default build) when it has them. Wine needs
+# an X display for Vulkan: a private Xvfb is started when DISPLAY is unset. The Wine prefix
+# is made once, in the build folder, and the wineserver is kept up for the run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+WIN_BUILD_DIR=${WIN_BUILD_DIR:-build-win}
+native=${NATIVE_BUILD_DIR:-build}
+for tool in x86_64-w64-mingw32-gcc-posix wine Xvfb; do
+  command -v "$tool" >/dev/null || { echo "test-windows: $tool is missing (scripts/setup.sh installs it)"; exit 1; }
+done
+prebuilt=()
+[ -f "$native/shaders/ember_shaders.h" ] && prebuilt=(-DEMBER_PREBUILT_SHADERS="$(realpath "$native/shaders")")
+cmake -S . -B "$WIN_BUILD_DIR" -DCMAKE_TOOLCHAIN_FILE="$root/cmake/mingw-w64-x86_64.cmake" \
+      -DCMAKE_BUILD_TYPE=Release "${prebuilt[@]}" >/dev/null
+cmake --build "$WIN_BUILD_DIR" -j"$(nproc)"
+
+export WINEPREFIX="$(realpath -m "$WIN_BUILD_DIR")/wineprefix" WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
+xvfb=""
+if [ -z "${DISPLAY:-}" ]; then
+  for n in $(seq 90 120); do [ -e /tmp/.X11-unix/X$n ] || [ -e /tmp/.X$n-lock ] || break; done
+  Xvfb ":$n" -screen 0 640x480x24 -nolisten tcp >/dev/null 2>&1 &
+  xvfb=$!
+  export DISPLAY=":$n"
+  for _ in $(seq 100); do [ -e "/tmp/.X11-unix/X$n" ] && break; sleep 0.05; done
+fi
+stop() { wineserver -k 2>/dev/null || true; [ -n "$xvfb" ] && kill "$xvfb" 2>/dev/null || true; }
+trap stop EXIT
+start=$(date +%s)
+mkdir -p "$WINEPREFIX"
+wineserver -p  # kept up between the tests: each then starts in a fraction of a second
+[ -d "$WINEPREFIX/drive_c" ] || wineboot -i </dev/null >/dev/null 2>&1
+# Wine's services (services.exe, winedevice.exe, ...) start with the first program and stay;
+# started here, they hold /dev/null, not the output pipe of the first test (ctest would wait
+# for that pipe to close until the end of the run).
+wine cmd /c exit </dev/null >/dev/null 2>&1
+echo "wine prefix ready in $(( $(date +%s) - start )) s"
+start=$(date +%s)
+ctest --test-dir "$WIN_BUILD_DIR" --output-on-failure -j2 "$@"
+echo "windows test wall time: $(( $(date +%s) - start )) s"
