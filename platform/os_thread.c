@@ -91,6 +91,15 @@ void ember_sleep_ms(double ms)
     if (ms > 0) Sleep(ms < 4e9 ? (DWORD)(ms + 0.999) : INFINITE - 1);
 }
 
+double ember_cpu_seconds(void)
+{
+    FILETIME made, ended, kernel, user; /* 100 ns units */
+    if (!GetProcessTimes(GetCurrentProcess(), &made, &ended, &kernel, &user)) return 0;
+    ULARGE_INTEGER k = {.LowPart = kernel.dwLowDateTime, .HighPart = kernel.dwHighDateTime};
+    ULARGE_INTEGER u = {.LowPart = user.dwLowDateTime, .HighPart = user.dwHighDateTime};
+    return (double)(k.QuadPart + u.QuadPart) * 1e-7;
+}
+
 double ember_now_ms(void)
 {
     LARGE_INTEGER f, c;
@@ -101,6 +110,7 @@ double ember_now_ms(void)
 
 #else /* POSIX */
 
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -173,6 +183,13 @@ uint64_t ember_memory_bytes(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+}
+
+double ember_cpu_seconds(void)
+{
+    struct rusage u;
+    if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
+    return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
 }
 
 void ember_sleep_ms(double ms)

@@ -47,6 +47,9 @@ uint32_t ember_cpu_count(void);
 /* The machine's physical memory in bytes (0 when the system does not say). */
 uint64_t ember_memory_bytes(void);
 
+/* CPU seconds this process has used, all its threads (a driver's too), user and system. */
+double ember_cpu_seconds(void);
+
 /* Sleeps the calling thread for ms milliseconds (at least; ms <= 0 returns at once). */
 void ember_sleep_ms(double ms);
 

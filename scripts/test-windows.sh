@@ -23,11 +23,13 @@ cmake --build "$WIN_BUILD_DIR" -j"$(nproc)"
 export WINEPREFIX="$(realpath -m "$WIN_BUILD_DIR")/wineprefix" WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
 xvfb=""
 if [ -z "${DISPLAY:-}" ]; then
-  for n in $(seq 90 120); do [ -e /tmp/.X11-unix/X$n ] || [ -e /tmp/.X$n-lock ] || break; done
-  Xvfb ":$n" -screen 0 640x480x24 -nolisten tcp >/dev/null 2>&1 &
+  # Xvfb picks a free display and writes its number once it accepts connections.
+  displayfd=$(mktemp)
+  Xvfb -displayfd 3 -screen 0 640x480x24 -nolisten tcp 3>"$displayfd" >/dev/null 2>&1 &
   xvfb=$!
-  export DISPLAY=":$n"
-  for _ in $(seq 100); do [ -e "/tmp/.X11-unix/X$n" ] && break; sleep 0.05; done
+  for _ in $(seq 200); do [ -s "$displayfd" ] && break; sleep 0.05; done
+  export DISPLAY=":$(head -n1 "$displayfd")"
+  rm -f "$displayfd"
 fi
 stop() { wineserver -k 2>/dev/null || true; [ -n "$xvfb" ] && kill "$xvfb" 2>/dev/null || true; }
 trap stop EXIT

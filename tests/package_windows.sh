@@ -29,15 +29,16 @@ runs() { # runs EXE: streams 32 tokens on the test model, under Wine
 zip=$(WIN_BUILD_DIR=$EMBER_BUILD_DIR bash "$src/scripts/package-windows.sh" "$tmp/ember.zip")
 (cd "$tmp" && python3 -m zipfile -e "$zip" .)
 pkg=$(find "$tmp" -maxdepth 1 -type d -name 'ember-*-windows-x86_64')
-for f in bin/ember.exe bin/ember.dll lib/libember.dll.a lib/libember.a include/ember.h lib/pkgconfig/ember.pc \
-         lib/cmake/ember/emberConfig.cmake README.txt; do
+for f in bin/ember.exe bin/ember.dll lib/libember.dll.a lib/libember.a include/ember.h \
+         lib/pkgconfig/ember.pc lib/cmake/ember/emberConfig.cmake README.txt; do
   check "the zip holds $f" test -f "$pkg/$f"
 done
-check "ember.dll needs no mingw runtime DLL" bash -c "! x86_64-w64-mingw32-objdump -p '$pkg/bin/ember.dll' | grep 'DLL Name: lib'"
+dump="x86_64-w64-mingw32-objdump -p"
+check "ember.dll needs no mingw runtime DLL" bash -c "! $dump '$pkg/bin/ember.dll' | grep 'DLL Name: lib'"
 
 model=$(winepath -w "$tmp/model.gguf")
-check "ember.exe from the zip makes a test model" wine "$pkg/bin/ember.exe" make-test-model "$model" --dim 64 --layers 2 \
-  --heads 4 --kv-heads 2 --ffn 128 --vocab 512 --ctx 128
+check "ember.exe from the zip makes a test model" wine "$pkg/bin/ember.exe" make-test-model "$model" --dim 64 \
+  --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 512 --ctx 128
 
 cc=x86_64-w64-mingw32-gcc-posix
 embed_c=$src/examples/embed.c
@@ -48,7 +49,7 @@ cp "$pkg/bin/ember.dll" "$tmp/dll/"
 check "embed.exe with ember.dll runs" runs "$tmp/dll/embed.exe"
 check "gcc -DEMBER_STATIC embed.c libember.a" $cc -DEMBER_STATIC "$embed_c" -I"$pkg/include" "$pkg/lib/libember.a" \
   -static -o "$tmp/static/embed.exe"
-check "the static one imports no ember.dll" bash -c "! x86_64-w64-mingw32-objdump -p '$tmp/static/embed.exe' | grep ember.dll"
+check "the static one imports no ember.dll" bash -c "! $dump '$tmp/static/embed.exe' | grep ember.dll"
 mkdir -p "$tmp/pc"
 # shellcheck disable=SC2046 # the flags are words
 check "gcc embed.c \$(pkg-config --cflags --libs ember)" $cc "$embed_c" \

@@ -3,7 +3,8 @@
  *    0 on an application's device;
  *  - the test makes its own instance, device and queue as a game would and hands them
  *    over (ember_model_opts.vulkan), once with its vkGetInstanceProcAddr (Ember's Vulkan
- *    calls then go through the application's loader) and once without: the tokens equal those on Ember's own device, Ember's
+ *    calls then go through the application's loader, which the test opens itself, as a
+ *    game would) and once without: the tokens equal those on Ember's own device, Ember's
  *    submissions take the application's queue lock while a "renderer" thread submits to
  *    the same queue under it, and after ember_model_free the device is intact and can be
  *    destroyed with the validation layer reporting nothing left behind;
@@ -13,21 +14,66 @@
  *  - the memory budget: a model whose weights exceed it is refused with the numbers; an
  *    engine's pool is sized to what the budget leaves, shrinks when the budget drops
  *    (preempting, tokens unchanged) and grows back when it rises. */
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <vulkan/vulkan.h>
+#include <vulkan/vulkan.h> /* with VK_NO_PROTOTYPES: every call through host_vk */
 
 #include "ember.h"
 #include "engine_fixture.h"
+#include "platform/os_library.h"
+#include "platform/os_thread.h"
 #include "testutil.h"
 
 #define NREQ 4
 #define NGEN 24
 
+/* The Vulkan calls the "application" makes, through the loader it opens itself as a game
+ * would (the system's, by the names platform/os_library.c knows). */
+#define HOST_VK_FNS(X)                                                                                       \
+    X(EnumeratePhysicalDevices) X(GetPhysicalDeviceQueueFamilyProperties) X(GetPhysicalDeviceFeatures2)      \
+    X(CreateDevice) X(DestroyInstance) X(GetDeviceQueue) X(DeviceWaitIdle) X(DestroyDevice) X(CreateFence)  \
+    X(DestroyFence) X(QueueSubmit) X(WaitForFences) X(ResetFences) X(CreateSemaphore) X(DestroySemaphore)   \
+    X(SignalSemaphore) X(WaitSemaphores) X(GetSemaphoreCounterValue)
+
+typedef struct host_vk {
+    void *lib;
+    PFN_vkGetInstanceProcAddr GetInstanceProcAddr;
+    PFN_vkCreateInstance CreateInstance;
+#define HOST_FN(name) PFN_vk##name name;
+    HOST_VK_FNS(HOST_FN)
+#undef HOST_FN
+} host_vk;
+
+/* Opens the loader; false when there is none. */
+static bool host_vk_open(host_vk *vk)
+{
+    const char *const *names = ember_vulkan_library_names();
+    for (size_t i = 0; !vk->GetInstanceProcAddr && names[i]; i++) {
+        ember_library_close(vk->lib);
+        vk->lib = ember_library_open(names[i]);
+        vk->GetInstanceProcAddr =
+            (PFN_vkGetInstanceProcAddr)(uintptr_t)ember_library_symbol(vk->lib, "vkGetInstanceProcAddr");
+    }
+    if (vk->GetInstanceProcAddr)
+        vk->CreateInstance = (PFN_vkCreateInstance)(uintptr_t)vk->GetInstanceProcAddr(NULL, "vkCreateInstance");
+    return vk->CreateInstance != NULL;
+}
+
+/* The rest, once there is an instance (device functions through the loader's trampolines). */
+static bool host_vk_load(host_vk *vk, VkInstance instance)
+{
+    bool all = true;
+#define HOST_FN(name)                                                                                        \
+    vk->name = (PFN_vk##name)(uintptr_t)vk->GetInstanceProcAddr(instance, "vk" #name);                      \
+    all &= vk->name != NULL;
+    HOST_VK_FNS(HOST_FN)
+#undef HOST_FN
+    return all;
+}
+
 typedef struct host {
+    host_vk vk;
     VkInstance instance;
     VkPhysicalDevice phys;
     VkDevice device;
@@ -36,47 +82,50 @@ typedef struct host {
     VkPhysicalDeviceVulkan12Features f12;
     VkPhysicalDeviceVulkan11Features f11;
     VkPhysicalDeviceFeatures2 features;
-    pthread_mutex_t queue_mu;
+    ember_mutex queue_mu;
     atomic_int locks;
     atomic_bool stop;
+    int frames; /* the renderer's submissions */
 } host;
 
 static void lock_queue(void *user)
 {
     host *h = user;
-    pthread_mutex_lock(&h->queue_mu);
+    ember_mutex_lock(&h->queue_mu);
     atomic_fetch_add(&h->locks, 1);
 }
 
-static void unlock_queue(void *user) { pthread_mutex_unlock(&((host *)user)->queue_mu); }
+static void unlock_queue(void *user) { ember_mutex_unlock(&((host *)user)->queue_mu); }
 
 static bool host_create(host *h, bool optional_features)
 {
     memset(h, 0, sizeof *h);
-    pthread_mutex_init(&h->queue_mu, NULL);
+    ember_mutex_init(&h->queue_mu);
+    if (!host_vk_open(&h->vk)) return false;
     VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .apiVersion = VK_API_VERSION_1_2};
     VkInstanceCreateInfo ici = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pApplicationInfo = &app};
-    if (vkCreateInstance(&ici, NULL, &h->instance) != VK_SUCCESS) return false;
+    if (h->vk.CreateInstance(&ici, NULL, &h->instance) != VK_SUCCESS) return false;
+    if (!host_vk_load(&h->vk, h->instance)) return false;
     uint32_t n = 1;
-    if (vkEnumeratePhysicalDevices(h->instance, &n, &h->phys) < 0 || n == 0) return false;
+    if (h->vk.EnumeratePhysicalDevices(h->instance, &n, &h->phys) < 0 || n == 0) return false;
     VkQueueFamilyProperties q[16];
     uint32_t nq = 16;
-    vkGetPhysicalDeviceQueueFamilyProperties(h->phys, &nq, q);
+    h->vk.GetPhysicalDeviceQueueFamilyProperties(h->phys, &nq, q);
     for (h->family = 0; h->family < nq && !(q[h->family].queueFlags & VK_QUEUE_COMPUTE_BIT); h->family++) {}
     /* Enable what the device has, as a game that wants Ember's fast paths would. */
     h->f12 = (VkPhysicalDeviceVulkan12Features){.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
     h->f11 = (VkPhysicalDeviceVulkan11Features){.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
                                                 .pNext = &h->f12};
     h->features = (VkPhysicalDeviceFeatures2){.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &h->f11};
-    if (optional_features) vkGetPhysicalDeviceFeatures2(h->phys, &h->features);
+    if (optional_features) h->vk.GetPhysicalDeviceFeatures2(h->phys, &h->features);
     else h->f11.pNext = NULL;
     float prio = 1;
     VkDeviceQueueCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = h->family,
                                   .queueCount = 1, .pQueuePriorities = &prio};
     VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &h->features,
                               .queueCreateInfoCount = 1, .pQueueCreateInfos = &qi};
-    if (vkCreateDevice(h->phys, &dci, NULL, &h->device) != VK_SUCCESS) return false;
-    vkGetDeviceQueue(h->device, h->family, 0, &h->queue);
+    if (h->vk.CreateDevice(h->phys, &dci, NULL, &h->device) != VK_SUCCESS) return false;
+    h->vk.GetDeviceQueue(h->device, h->family, 0, &h->queue);
     return true;
 }
 
@@ -91,31 +140,32 @@ static ember_vulkan_device host_desc(host *h)
 static void host_destroy(host *h)
 {
     if (h->device) {
-        CHECK(vkDeviceWaitIdle(h->device) == VK_SUCCESS);
-        vkDestroyDevice(h->device, NULL);
+        CHECK(h->vk.DeviceWaitIdle(h->device) == VK_SUCCESS);
+        h->vk.DestroyDevice(h->device, NULL);
     }
-    if (h->instance) vkDestroyInstance(h->instance, NULL);
-    pthread_mutex_destroy(&h->queue_mu);
+    if (h->instance) h->vk.DestroyInstance(h->instance, NULL);
+    ember_library_close(h->vk.lib);
+    ember_mutex_destroy(&h->queue_mu);
 }
 
 /* The renderer: empty submissions with a fence, under the queue lock, until stopped. */
-static void *renderer_main(void *arg)
+static void renderer_main(void *arg)
 {
     host *h = arg;
     VkFence fence;
     VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    vkCreateFence(h->device, &fi, NULL, &fence);
+    h->vk.CreateFence(h->device, &fi, NULL, &fence);
     int frames = 0;
     while (!atomic_load(&h->stop)) {
-        pthread_mutex_lock(&h->queue_mu);
-        vkQueueSubmit(h->queue, 0, NULL, fence);
-        pthread_mutex_unlock(&h->queue_mu);
-        vkWaitForFences(h->device, 1, &fence, VK_TRUE, UINT64_MAX);
-        vkResetFences(h->device, 1, &fence);
+        ember_mutex_lock(&h->queue_mu);
+        h->vk.QueueSubmit(h->queue, 0, NULL, fence);
+        ember_mutex_unlock(&h->queue_mu);
+        h->vk.WaitForFences(h->device, 1, &fence, VK_TRUE, UINT64_MAX);
+        h->vk.ResetFences(h->device, 1, &fence);
         frames++;
     }
-    vkDestroyFence(h->device, fence, NULL);
-    return (void *)(intptr_t)frames;
+    h->vk.DestroyFence(h->device, fence, NULL);
+    h->frames = frames;
 }
 
 /* ---- generating ------------------------------------------------------------------------ */
@@ -179,24 +229,24 @@ static void test_host_device(const char *path, const ef_result *ref, bool option
     ember_vulkan_device vd = host_desc(&h);
     /* With every optional feature, Ember finds its functions through the application's
      * vkGetInstanceProcAddr; without, it opens the system's loader itself. */
-    if (optional_features) vd.get_instance_proc_addr = (void *)(uintptr_t)vkGetInstanceProcAddr;
+    if (optional_features) vd.get_instance_proc_addr = (void *)(uintptr_t)h.vk.GetInstanceProcAddr;
     ember_model_opts mo = {.vulkan = &vd};
     ember_model *m = NULL;
     CHECKF(ember_model_load(path, &mo, &m) == EMBER_OK, "%s", ember_model_error(m));
     ember_model_info info;
     ember_model_get_info(m, &info);
     CHECKF(info.device_index == 0, "the application's device has no device_index (got %d)", info.device_index);
-    pthread_t t;
-    pthread_create(&t, NULL, renderer_main, &h);
+    ember_thread t;
+    bool started = ember_thread_start(&t, renderer_main, &h);
+    CHECK(started);
     static ef_result res[NREQ];
     if (m) generate(m, res, 0, 0, NULL, NULL, NULL);
     atomic_store(&h.stop, true);
-    void *frames;
-    pthread_join(t, &frames);
+    if (started) ember_thread_join(&t);
     int same = ef_count_same(res, ref, NREQ, NGEN);
     printf("the application's device (%s optional features): %d/%d requests identical to Ember's own device; "
            "Ember took the queue lock %d times beside %d renderer submissions\n",
-           optional_features ? "with" : "without", same, NREQ, atomic_load(&h.locks), (int)(intptr_t)frames);
+           optional_features ? "with" : "without", same, NREQ, atomic_load(&h.locks), h.frames);
     CHECK(same == NREQ && atomic_load(&h.locks) > 0);
     ember_model_free(m);
     /* The device is the application's again: it still works and is destroyed by it. */
@@ -240,7 +290,7 @@ static void test_timeline(const char *path)
                                      .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE};
     VkSemaphoreCreateInfo sci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, .pNext = &tci};
     VkSemaphore sem = VK_NULL_HANDLE;
-    CHECK(vkCreateSemaphore(h.device, &sci, NULL, &sem) == VK_SUCCESS);
+    CHECK(h.vk.CreateSemaphore(h.device, &sci, NULL, &sem) == VK_SUCCESS);
     static ef_result r;
     ember_request_desc d = ef_desc(prompts[0], 30, 4, &r);
     ember_status waiting = EMBER_OK, after = EMBER_OK;
@@ -249,19 +299,18 @@ static void test_timeline(const char *path)
         CHECK(ember_submit(e, &d, NULL) == EMBER_OK);
         CHECKF(ember_engine_sync_next_step(e, sem, 1, 2) == EMBER_OK, "%s", ember_engine_error(e));
         CHECK(ember_engine_step_begin(e) == EMBER_OK);
-        struct timespec pause = {0, 50 * 1000 * 1000};
-        nanosleep(&pause, NULL);
+        ember_sleep_ms(50);
         waiting = ember_engine_step_end(e, 0); /* the application has not signalled yet */
         VkSemaphoreSignalInfo si = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO, .semaphore = sem, .value = 1};
-        CHECK(vkSignalSemaphore(h.device, &si) == VK_SUCCESS);
+        CHECK(h.vk.SignalSemaphore(h.device, &si) == VK_SUCCESS);
         after = ember_engine_step_end(e, UINT64_MAX);
         /* The fence Ember waited on and the semaphore's signal complete together, but a
          * driver may make the value visible a moment later: wait for it (1 s at most). */
         uint64_t two = 2;
         VkSemaphoreWaitInfo wi = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO, .semaphoreCount = 1,
                                   .pSemaphores = &sem, .pValues = &two};
-        vkWaitSemaphores(h.device, &wi, 1000ull * 1000 * 1000);
-        vkGetSemaphoreCounterValue(h.device, sem, &value);
+        h.vk.WaitSemaphores(h.device, &wi, 1000ull * 1000 * 1000);
+        h.vk.GetSemaphoreCounterValue(h.device, sem, &value);
         while (ember_engine_step(e) == EMBER_OK) {}
     }
     printf("timeline semaphore: the step was %s before the application signalled 1, %s after, and left the value "
@@ -270,7 +319,7 @@ static void test_timeline(const char *path)
     CHECK(waiting == EMBER_NOT_READY && after == EMBER_OK && value == 2 && r.done == 1 && r.n == 4);
     ember_engine_destroy(e);
     ember_model_free(m);
-    if (sem) vkDestroySemaphore(h.device, sem, NULL);
+    if (sem) h.vk.DestroySemaphore(h.device, sem, NULL);
     host_destroy(&h);
 }
 

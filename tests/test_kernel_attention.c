@@ -27,10 +27,10 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 
 #include "engine/model/floats.h"
+#include "platform/os_thread.h"
 #include "kernel_fixture.h"
 
 #define TOL 1e-4
@@ -458,15 +458,6 @@ static void test_attention_kv(ctx *t, ember_attn_shape s, ember_kv_type kv, uint
 
 /* ---- timing (`test_kernel_attention bench`) ------------------------------------------- */
 
-/* CPU seconds of the whole process (lavapipe's worker threads included): less disturbed
- * than wall time by other jobs on a shared machine. */
-static double cpu_s(void)
-{
-    struct rusage u;
-    getrusage(RUSAGE_SELF, &u);
-    return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
-}
-
 /* Median wall time (and CPU time, *cpu_ms) of one ember_k_attention_runs over batch b
  * (random q and cache, tile hint max_run) in ms: rounds timed submits of reps dispatches
  * each, after one warm-up. */
@@ -494,11 +485,11 @@ static double time_attention(ctx *t, const kt_batch *b, uint32_t max_run, int ro
             ember_vk_cmd_barrier(t->cmd);
         }
         t0 = kt_now_s();
-        c0 = cpu_s();
+        c0 = ember_cpu_seconds();
         if (!kt_submit(t, "bench")) exit(1);
         double dt = kt_now_s() - t0;
         if (round < 0) reps = dt < 0.02 ? (int)(0.02 / (dt + 1e-6)) + 1 : 1; /* ~20 ms per submit */
-        else ms[round] = dt / reps * 1e3, cms[round] = (cpu_s() - c0) / reps * 1e3;
+        else ms[round] = dt / reps * 1e3, cms[round] = (ember_cpu_seconds() - c0) / reps * 1e3;
     }
     qsort(ms, (size_t)rounds, sizeof ms[0], kt_cmp_double);
     qsort(cms, (size_t)rounds, sizeof cms[0], kt_cmp_double);
