@@ -629,6 +629,8 @@ int main(int argc, char **argv)
     const kt_variant *variants = kt_variants;
     for (int v = 0; v < 4; v++) {
         if (!variants[v].no_subgroup && !caps->subgroup_arith) continue;
+        /* a repeat at another subgroup size: the baseline uses no subgroup operation */
+        if (variants[v].no_subgroup && tu_subgroup_repeat()) continue;
         /* bench: the default kernels; EMBER_BENCH_ALL=1 adds the storage-buffer path. */
         if (do_bench && (variants[v].no_subgroup || (variants[v].no_texel && !getenv("EMBER_BENCH_ALL")))) continue;
         /* Chunks of 64 positions, merged in every run, and split-K made (lavapipe does

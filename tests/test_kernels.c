@@ -235,9 +235,10 @@ static const ember_dtype BLOCK_TYPES[] = {EMBER_DTYPE_Q4_0, EMBER_DTYPE_Q4_1, EM
 /* How much of the block types a variant runs. Their pipelines are made on demand and are
  * costly to compile on lavapipe (seconds each), so the first variant (subgroup and texel
  * reads where the device has them) takes them fully, the baseline+storage variant (Vulkan
- * 1.2 core) one decode case of a type of each layout family, the other two none: the unit of every type is the same
- * code in every variant, only the loads and the combine differ, which the F32/F16/Q8_0
- * cases cover. */
+ * 1.2 core) one decode case of a type of each layout family, the other two none: the unit
+ * of every type is the same code in every variant, only the loads and the combine differ,
+ * which the F32/F16/Q8_0 cases cover. A repeat at another subgroup size changes only the
+ * combine: its first variant takes the smoke set. */
 typedef enum { BLOCKS_NONE, BLOCKS_SMOKE, BLOCKS_FULL } blocks_level;
 
 static bool lanes_run(const ctx *t) { return strncmp(t->variant, "lanes", 5) == 0; }
@@ -245,7 +246,7 @@ static bool lanes_run(const ctx *t) { return strncmp(t->variant, "lanes", 5) == 
 static blocks_level blocks_here(const ctx *t)
 {
     if (lanes_run(t)) return t->variant_index == 0 ? BLOCKS_SMOKE : BLOCKS_NONE;
-    if (t->variant_index == 0) return BLOCKS_FULL;
+    if (t->variant_index == 0) return tu_subgroup_repeat() ? BLOCKS_SMOKE : BLOCKS_FULL;
     return strcmp(t->variant, "baseline+storage") == 0 ? BLOCKS_SMOKE : BLOCKS_NONE;
 }
 
@@ -353,7 +354,8 @@ static void test_block_types(ctx *t, tu_rng *r)
 }
 
 /* The full set on the first variant; a smoke set on the others, whose bits the
- * invariance test compares with the first variant's anyway. */
+ * invariance test compares with the first variant's anyway, and on every variant of a
+ * repeat at another subgroup size. */
 static void test_linear(ctx *t, bool quick)
 {
     static const ember_dtype types[] = {EMBER_DTYPE_F32, EMBER_DTYPE_F16, EMBER_DTYPE_Q8_0};
@@ -1021,13 +1023,18 @@ static void bench(ctx *t)
 
 /* ---- main --------------------------------------------------------------------------- */
 
-static void run_all(ctx *t, bool quick)
+/* lin_subgroup: whether this variant's linear combines its lanes in a subgroup (a repeat
+ * at another subgroup size checks the linear only then: tu_subgroup_repeat). */
+static void run_all(ctx *t, bool quick, bool lin_subgroup)
 {
+    bool linear = lin_subgroup || !tu_subgroup_repeat();
     double t0 = kt_now_s();
-    test_linear(t, quick);
+    if (linear) test_linear(t, quick);
     double t1 = kt_now_s();
-    test_invariance(t);
-    test_linear_norm(t);
+    if (linear) {
+        test_invariance(t);
+        test_linear_norm(t);
+    }
     double t2 = kt_now_s();
     test_embed(t);
     test_rmsnorm(t);
@@ -1127,9 +1134,11 @@ static void run_lanes(ctx *t)
             /* on demand: the pipelines the cases' weights use (upload makes them) */
             ember_kernels_opts ko = {.no_subgroup = v == 1, .norm_fusion = EMBER_NORM_FUSION_ON, .on_demand = true,
                                      .linear_lanes = widths[w]};
-            if (ember_kernels_create_opts(t->vk, &ko, &t->k, &t->err) != EMBER_OK) kt_die(t, "ember_kernels_create");
             ember_kernel_choice c;
             ember_kernels_describe(ember_vk_get_caps(t->vk), &ko, &c);
+            /* a repeat: widths wider than the subgroup ran in shared memory at the default size */
+            if (v == 0 && !c.lin_subgroup && tu_subgroup_repeat()) break;
+            if (ember_kernels_create_opts(t->vk, &ko, &t->k, &t->err) != EMBER_OK) kt_die(t, "ember_kernels_create");
             CHECKF(c.lin_lanes == widths[w], "lanes %u chosen, %u forced", c.lin_lanes, widths[w]);
             char name[64];
             snprintf(name, sizeof name, "lanes %u, %s", widths[w], c.lin_subgroup ? "subgroup" : "shared memory");
@@ -1177,6 +1186,7 @@ static void run_idot(ctx *t)
             ember_kernels_describe(ember_vk_get_caps(t->vk), &k0, &c0);
             CHECK(c.lin_int_dot);
             if (v == 1 && !c0.lin_subgroup) continue; /* the first run's kernels again */
+            if (!c0.lin_subgroup && tu_subgroup_repeat()) continue; /* shared memory only: as at the default size */
             if (ember_kernels_create_opts(t->vk, &ko, &t->k, &t->err) != EMBER_OK) kt_die(t, "ember_kernels_create");
             char name[64];
             snprintf(name, sizeof name, "idot, %u lanes, %s", c.lin_lanes, c.lin_subgroup ? "subgroup" : "shared memory");
@@ -1228,6 +1238,7 @@ static void run_fp16(ctx *t)
         ember_kernel_choice c;
         ember_kernels_describe(ember_vk_get_caps(t->vk), &ko, &c);
         CHECK(c.lin_fp16_dot);
+        if (!c.lin_subgroup && tu_subgroup_repeat()) continue; /* shared memory only: as at the default size */
         if (ember_kernels_create_opts(t->vk, &ko, &t->k, &t->err) != EMBER_OK) kt_die(t, "ember_kernels_create");
         CHECK(ember_kernels_fp16_dot(t->k, EMBER_DTYPE_F16) && ember_kernels_fp16_dot(t->k, EMBER_DTYPE_Q8_0) &&
               !ember_kernels_fp16_dot(t->k, EMBER_DTYPE_F32) && !ember_kernels_fp16_dot(t->k, EMBER_DTYPE_Q4_K));
@@ -1328,6 +1339,7 @@ static void run_stage(ctx *t)
         ember_kernels_describe(ember_vk_get_caps(t->vk), &on, &c);
         ember_kernels_describe(ember_vk_get_caps(t->vk), &off, &c0);
         if (pairs[p].no_subgroup && !c0.lin_subgroup) continue; /* the first pairing again */
+        if (!c.lin_subgroup && !c0.lin_subgroup && tu_subgroup_repeat()) continue; /* as at the default size */
         /* every tile shape staged where its x fits (at 8 lanes, all) */
         CHECKF(c0.lin_staged == 0 && (c.lin_staged == 0x11e || (pairs[p].lanes && c.lin_staged)),
                "staged tiles %#x, %#x", c0.lin_staged, c.lin_staged);
@@ -1422,9 +1434,11 @@ int main(int argc, char **argv)
     }
     /* The four variants, then the first again with another linear tile shape (2 lane
      * groups of 8 rows a workgroup: neither lavapipe's nor a GPU's default): the same
-     * bits as the first (check_across_variants). */
+     * bits as the first (check_across_variants). A repeat at another subgroup size
+     * (tu_subgroup_repeat) skips the baseline variants: no subgroup operation in them. */
     for (int v = 0, done = 0; v < 5; v++) {
         const kt_variant *kv = &variants[v % 4];
+        if (kv->no_subgroup && tu_subgroup_repeat()) continue;
         /* The fused RMSNorm's pipelines exist beside the plain ones (test_linear_norm). */
         ember_kernels_opts ko = {.no_subgroup = kv->no_subgroup, .no_texel = kv->no_texel,
                                  .norm_fusion = EMBER_NORM_FUSION_ON};
@@ -1433,12 +1447,15 @@ int main(int argc, char **argv)
         if (ember_kernels_create_opts(t.vk, &ko, &t.k, &t.err) != EMBER_OK) kt_die(&t, "ember_kernels_create");
         /* A variant the device lacks falls back to one already run. */
         bool dup = (!kv->no_texel && !ember_kernels_texel(t.k)) || (!kv->no_subgroup && !caps->subgroup_arith);
+        ember_kernel_choice c;
+        ember_kernels_describe(caps, &ko, &c);
+        if (v == 4 && !c.lin_subgroup && tu_subgroup_repeat()) dup = true; /* linear checks only */
         if (!dup) {
             t.variant = v == 4 ? "subgroup+texel, 2 groups of 8 rows" : kv->name;
             t.variant_index = done++;
             printf("[%s] pipelines created in %.2f s\n", t.variant, kt_now_s() - t0);
             if (v < 4) {
-                run_all(&t, v != 0);
+                run_all(&t, v != 0 || tu_subgroup_repeat(), c.lin_subgroup);
             } else { /* the checks that compare bits across variants */
                 test_invariance(&t);
                 test_linear_norm(&t);

@@ -69,6 +69,12 @@ ember_memory_mode tu_memory_mode(void)
     return v && strcmp(v, "discrete") == 0 ? EMBER_MEMORY_DISCRETE : EMBER_MEMORY_AUTO;
 }
 
+bool tu_subgroup_repeat(void)
+{
+    const char *v = getenv("EMBER_TEST_SUBGROUP_REPEAT");
+    return v && strcmp(v, "1") == 0;
+}
+
 int tu_run(const char *cmd, char *out, size_t cap) { return ember_process_run(cmd, out, cap); }
 
 bool tu_ember(const char *args)

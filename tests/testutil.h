@@ -36,6 +36,11 @@ int tu_validation(void);           /* EMBER_VALIDATION set to 1 */
  * the tests load models with (EMBER_MEMORY_DISCRETE: staging copies, as on a discrete
  * GPU); else EMBER_MEMORY_AUTO. Read by the tests only, never by the library. */
 ember_memory_mode tu_memory_mode(void);
+/* EMBER_TEST_SUBGROUP_REPEAT=1 (set by ctest for the *_sg4 and *_sg16 entries, which run
+ * a kernel test again at another lavapipe subgroup size): the run checks only the passes
+ * whose kernels use subgroup operations, since the others are the same shaders the run at
+ * the default size checked (tests/CMakeLists.txt). */
+bool tu_subgroup_repeat(void);
 
 /* Runs a shell command, captures up to cap-1 bytes of stdout into out (NUL-terminated),
  * returns the exit status (or -1). */
