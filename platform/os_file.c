@@ -33,10 +33,41 @@ static wchar_t *wide(const char *path)
     return w;
 }
 
+/* The errors a file can meet that the C runtime also reports (through fopen and errno), as
+ * errno values, so that Ember says the same words for them however it opened the file. */
+static const struct { DWORD code; int errno_value; } C_ERRORS[] = {
+    {ERROR_FILE_NOT_FOUND, ENOENT}, {ERROR_PATH_NOT_FOUND, ENOENT},    {ERROR_INVALID_NAME, ENOENT},
+    {ERROR_ACCESS_DENIED, EACCES},  {ERROR_SHARING_VIOLATION, EACCES}, {ERROR_LOCK_VIOLATION, EACCES},
+    {ERROR_NOT_ENOUGH_MEMORY, ENOMEM}, {ERROR_DISK_FULL, ENOSPC},
+};
+
+/* Fails with what, then words for the last error and its number: the C runtime's for the
+ * errors above ("cannot open: No such file or directory (Windows error 2)", as fopen's
+ * callers say), else the system's own (in the user's language, as UTF-8, without the
+ * final period). */
+static ember_status fail_last(ember_err *err, ember_status s, const char *what)
+{
+    DWORD code = GetLastError();
+    for (size_t i = 0; i < sizeof C_ERRORS / sizeof C_ERRORS[0]; i++)
+        if (C_ERRORS[i].code == code)
+            return ember_fail(err, s, "%s: %s (Windows error %lu)", what, strerror(C_ERRORS[i].errno_value),
+                              (unsigned long)code);
+    wchar_t w[256];
+    char text[512] = "";
+    DWORD n = FormatMessageW(FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, NULL, code, 0, w,
+                             sizeof w / sizeof w[0], NULL);
+    while (n > 0 && (w[n - 1] == L'\r' || w[n - 1] == L'\n' || w[n - 1] == L' ' || w[n - 1] == L'.')) n--;
+    if (n > 0 && WideCharToMultiByte(CP_UTF8, 0, w, (int)n, text, sizeof text - 1, NULL, NULL) <= 0) text[0] = 0;
+    if (!text[0]) return ember_fail(err, s, "%s (Windows error %lu)", what, (unsigned long)code);
+    return ember_fail(err, s, "%s: %s (Windows error %lu)", what, text, (unsigned long)code);
+}
+
 static ember_status refuse(ember_err *err, HANDLE f, ember_status s, const char *what)
 {
+    DWORD code = GetLastError(); /* CloseHandle may set another */
     if (f != INVALID_HANDLE_VALUE) CloseHandle(f);
-    return ember_fail(err, s, "%s (Windows error %lu)", what, (unsigned long)GetLastError());
+    SetLastError(code);
+    return fail_last(err, s, what);
 }
 
 ember_status ember_file_map_open(const char *path, ember_file_map *m, ember_err *err)
@@ -64,8 +95,10 @@ ember_status ember_file_map_open(const char *path, ember_file_map *m, ember_err 
     CloseHandle(f); /* the mapping keeps the file open */
     const void *data = map ? MapViewOfFile(map, FILE_MAP_READ, 0, 0, 0) : NULL;
     if (!data) {
+        DWORD code = GetLastError();
         if (map) CloseHandle(map);
-        return ember_fail(err, EMBER_ERR_IO, "cannot map (Windows error %lu)", (unsigned long)GetLastError());
+        SetLastError(code);
+        return fail_last(err, EMBER_ERR_IO, "cannot map");
     }
     *m = (ember_file_map){data, (size_t)size.QuadPart, map};
     return EMBER_OK;
@@ -163,6 +196,14 @@ bool ember_cache_dir(char *buf, size_t cap)
     if (n <= 0 || (size_t)n + 6 > cap) return false;
     memcpy(buf + n - 1, "\\ember", 7);
     return true;
+}
+
+bool ember_cache_home_set(const char *dir)
+{
+    wchar_t *w = wide(dir);
+    bool ok = w && _wputenv_s(L"LOCALAPPDATA", w) == 0;
+    ember_free(w);
+    return ok;
 }
 
 #else /* POSIX */
@@ -271,6 +312,8 @@ bool ember_cache_dir(char *buf, size_t cap)
     else if (home && home[0] == '/') n = snprintf(buf, cap, "%s/.cache/ember", home);
     return n > 0 && (size_t)n < cap;
 }
+
+bool ember_cache_home_set(const char *dir) { return setenv("XDG_CACHE_HOME", dir, 1) == 0; }
 
 #endif
 

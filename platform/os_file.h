@@ -57,4 +57,9 @@ bool ember_file_replace(const char *path, const void *buf, size_t n);
  * (or it does not fit cap). */
 bool ember_cache_dir(char *buf, size_t cap);
 
+/* Points this process's cache home (XDG_CACHE_HOME; LOCALAPPDATA on Windows) at dir, an
+ * absolute path, so that ember_cache_dir gives dir/ember: for the tests, which must never
+ * write into the user's cache. False when the environment could not be changed. */
+bool ember_cache_home_set(const char *dir);
+
 #endif

@@ -3,7 +3,8 @@
 # run under Wine, on this machine's Vulkan driver through winevulkan (docs/portability.md).
 #   scripts/test-windows.sh [ctest arguments...]
 # WIN_BUILD_DIR: the Windows build (default build-win). The shaders are taken from the native
-# build (NATIVE_BUILD_DIR, default build) when it has them. Wine needs
+# build (NATIVE_BUILD_DIR, default build) when it has them, and so is the test Vulkan layer
+# (test_info). Wine needs
 # an X display for Vulkan: a private Xvfb is started when DISPLAY is unset. The Wine prefix
 # is made once, in the build folder, and the wineserver is kept up for the run.
 set -euo pipefail
@@ -16,6 +17,8 @@ for tool in x86_64-w64-mingw32-gcc-posix wine Xvfb; do
 done
 prebuilt=()
 [ -f "$native/shaders/ember_shaders.h" ] && prebuilt=(-DEMBER_PREBUILT_SHADERS="$(realpath "$native/shaders")")
+# test_info's old-device layer is a Linux one: the native build's (tests/CMakeLists.txt)
+[ -d "$native/tests/layers" ] && prebuilt+=(-DEMBER_HOST_BUILD_DIR="$(realpath "$native")")
 cmake -S . -B "$WIN_BUILD_DIR" -DCMAKE_TOOLCHAIN_FILE="$root/cmake/mingw-w64-x86_64.cmake" \
       -DCMAKE_BUILD_TYPE=Release "${prebuilt[@]}" >/dev/null
 cmake --build "$WIN_BUILD_DIR" -j"$(nproc)"

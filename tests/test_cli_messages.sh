@@ -334,8 +334,14 @@ print(seen.decode(errors="replace")[-1500:])
 for f in fails: print("FAIL:", f)
 sys.exit(1 if fails else 0)
 EOF
-python3 "$tmp/pty_chat.py" "$ember" "$tmp/chat.gguf" "$backend"
-check "chat on a terminal: SIGINT stops a reply and the chat goes on" $?
+# EMBER_TEST_NO_TTY=1: ember is a Windows program under Wine (tests/CMakeLists.txt), which
+# a Unix terminal and its signals do not reach as a Windows console and Ctrl-C.
+if [ "${EMBER_TEST_NO_TTY:-0}" = 1 ]; then
+    echo "not checked here: chat on a terminal (EMBER_TEST_NO_TTY: no Unix terminal reaches ember)"
+else
+    python3 "$tmp/pty_chat.py" "$ember" "$tmp/chat.gguf" "$backend"
+    check "chat on a terminal: SIGINT stops a reply and the chat goes on" $?
+fi
 # Piped, a context of 64 tokens: the conversation goes on past it. Each line is answered;
 # a reply that reaches the context's end says so, and the next turn drops the oldest
 # one, in one line; /reset starts over, /exit leaves without reading what follows.

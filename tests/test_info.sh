@@ -36,6 +36,11 @@ assert set(d["types"]) == {"F32", "Q4_K", "Q6_K"} and d["fits"] is False and d["
 assert sum(t["bytes"] for t in d["types"].values()) < d["file_bytes"], d
 EOF
 check "info -m --json: the fields add up" $?
+# A path beyond ASCII (on Windows the command line reaches main() in the ANSI code page,
+# where "è" is not UTF-8: ember.exe takes its arguments as UTF-8, platform/os_main.c).
+cp "$model" "$EMBER_TEST_TMP/modèl ü.gguf"
+out=$("$ember" info -m "$EMBER_TEST_TMP/modèl ü.gguf" 2>&1)
+has "$out" "^model: +.*/modèl ü\.gguf: llama, 4 layers"; check "info -m on a path beyond ASCII: $out" $?
 out=$("$ember" info -m "$EMBER_TEST_TMP/none.gguf" 2>&1); rc=$?
 [ $rc -eq 1 ] && has "$out" "^ember: .*none.gguf: cannot open: No such file"; check "info -m on a missing file: exit 1 and why ($rc: $out)" $?
 out=$("$ember" info -m "$model" --ctx 0 2>&1); rc=$?
@@ -117,7 +122,10 @@ fi
 
 # A device too old for Ember (tests/layer_old_device.c makes every device claim Vulkan
 # 1.1): info says why no variant applies; a command that needs the device names it.
-layers="$EMBER_BUILD_DIR/tests/layers"
+# EMBER_TEST_LAYERS: where the layer is when this build has none of its own (the Windows
+# build under Wine: winevulkan hands the instance to this system's Vulkan loader, which
+# loads the native build's layer).
+layers="${EMBER_TEST_LAYERS:-$EMBER_BUILD_DIR/tests/layers}"
 if [ -f "$layers/VkLayer_ember_old_device.json" ]; then
     old=(env VK_LAYER_PATH="$layers" VK_INSTANCE_LAYERS=VK_LAYER_EMBER_old_device)
     w=$("${old[@]}" "$ember" info 2>&1)

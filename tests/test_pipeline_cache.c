@@ -2,9 +2,10 @@
  *  - ember_vk_pipeline_cache_check trusts a file only when Ember's header (magic,
  *    version, driver, size, checksum) and Vulkan's (length, version, vendor, device,
  *    pipelineCacheUUID) match: every other file is corrupt, old or foreign;
- *  - a model loaded with XDG_CACHE_HOME in a temporary folder writes its cache file
- *    there; a second load reads it (and, nothing new compiled, leaves it untouched: same
- *    size and mtime); both give the same greedy tokens;
+ *  - a model loaded with the cache home (XDG_CACHE_HOME; LOCALAPPDATA on Windows) in a
+ *    temporary folder writes its cache file there; a second load reads it (and, nothing
+ *    new compiled, leaves it untouched: same bytes, size, mtime and inode); both give the
+ *    same greedy tokens;
  *  - a truncated file, a file whose UUID or vendor was changed (checksum fixed, so that
  *    the Vulkan header check is what refuses it) and a file of another Ember version are
  *    ignored and replaced by a valid one, and the model still runs right;
@@ -13,7 +14,6 @@
  *    created from two threads at once;
  *  - no_pipeline_cache neither reads nor writes a file.
  * Nothing here compares times. */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -21,6 +21,8 @@
 
 #include "engine/gpu/kernels.h"
 #include "engine/model_handle.h"
+#include "platform/os_file.h"
+#include "platform/os_thread.h"
 #include "platform/vk_pipeline_cache.h"
 #include "testutil.h"
 
@@ -189,11 +191,10 @@ typedef struct engine_job {
     bool ok;
 } engine_job;
 
-static void *engine_thread(void *arg)
+static void engine_thread(void *arg)
 {
     engine_job *j = arg;
     j->ok = generate(j->m, j->kv, j->t);
-    return NULL;
 }
 
 /* Two engines, F32 and Q8_0 caches, created and run from two threads at once: the Q8_0
@@ -206,9 +207,11 @@ static void test_two_threads(const uint32_t *ref, uint32_t f32_pipelines)
         return;
     }
     engine_job j[2] = {{.m = m, .kv = EMBER_KV_F32}, {.m = m, .kv = EMBER_KV_Q8_0}};
-    pthread_t th[2];
-    for (int i = 0; i < 2; i++) CHECK(pthread_create(&th[i], NULL, engine_thread, &j[i]) == 0);
-    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    ember_thread th[2];
+    bool started[2];
+    for (int i = 0; i < 2; i++) CHECK(started[i] = ember_thread_start(&th[i], engine_thread, &j[i]));
+    for (int i = 0; i < 2; i++)
+        if (started[i]) ember_thread_join(&th[i]);
     CHECK(j[0].ok && j[1].ok);
     CHECK(memcmp(j[0].t, ref, sizeof j[0].t) == 0);
     CHECKF(stats_of(m).pipelines > f32_pipelines, "a Q8_0 cache's pipelines: %u, F32 only %u",
@@ -276,15 +279,24 @@ static size_t old_version(uint8_t *f, size_t n)
     return n;
 }
 
+/* A file rewritten, even with the same bytes, has another inode (it is replaced through a
+ * rename) or mtime; Windows has no inode numbers (0), and mtime in seconds is what both
+ * systems' struct stat has. */
 static bool same_file(const struct stat *a, const struct stat *b)
 {
-    return a->st_size == b->st_size && a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
-           a->st_mtim.tv_nsec == b->st_mtim.tv_nsec && a->st_ino == b->st_ino;
+    return a->st_size == b->st_size && a->st_mtime == b->st_mtime && a->st_ino == b->st_ino;
+}
+
+static bool file_exists(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (f) fclose(f);
+    return f != NULL;
 }
 
 static void test_no_cache(const char *path, const uint32_t *ref)
 {
-    unlink(path);
+    remove(path);
     ember_model *m = load(1);
     CHECK(m != NULL);
     if (!m) return;
@@ -293,7 +305,7 @@ static void test_no_cache(const char *path, const uint32_t *ref)
     ember_kernels_stats st = stats_of(m);
     CHECK(st.cache_path[0] == 0 && st.cache.writes == 0);
     finish_model(m);
-    CHECK(access(path, F_OK) != 0);
+    CHECK(!file_exists(path));
 }
 
 int main(void)
@@ -302,7 +314,7 @@ int main(void)
     char cache[512];
     snprintf(cache, sizeof cache, "%s/pipeline_cache.%d", tu_tmp_dir(), (int)getpid());
     /* The cache folder of this process: never the user's. */
-    setenv("XDG_CACHE_HOME", cache, 1);
+    if (!ember_cache_home_set(cache)) return tu_skip("cannot set the cache home");
     snprintf(model_path, sizeof model_path, "%s/pipeline_cache_model.gguf", tu_tmp_dir());
     if (!tu_make_model(model_path, "--dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 300 --ctx 128 "
                                    "--type f32 --seed 9"))
@@ -322,6 +334,9 @@ int main(void)
 
     struct stat first, again;
     CHECKF(stat(path, &first) == 0 && first.st_size > HDR, "no cache file at %s", path);
+    size_t n_before = read_file(path, file_buf, sizeof file_buf);
+    uint8_t *before = malloc(n_before ? n_before : 1);
+    memcpy(before, file_buf, n_before);
     m = load(0);
     CHECK(m != NULL);
     if (m) {
@@ -335,6 +350,8 @@ int main(void)
         finish_model(m);
     }
     CHECK(stat(path, &again) == 0 && same_file(&first, &again));
+    CHECK(read_file(path, file_buf, sizeof file_buf) == n_before && memcmp(file_buf, before, n_before) == 0);
+    free(before);
 
     test_two_threads(ref, f32_pipelines);
     test_damaged("truncated", path, EMBER_VK_CACHE_CORRUPT, truncate_half, ref);

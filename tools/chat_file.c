@@ -5,6 +5,7 @@
 
 #include "chat_file.h"
 #include "cli.h"
+#include "platform/os_file.h"
 
 typedef struct kept {
     void *state;
@@ -41,7 +42,7 @@ static bool state_of(ember_engine *e, const uint32_t *ids, size_t n, kept *k)
 
 static bool write_all(const char *path, const void *buf, size_t len)
 {
-    FILE *f = fopen(path, "wb");
+    FILE *f = ember_fopen(path, "wb");
     bool ok = f && fwrite(buf, 1, len, f) == len;
     if (f && fclose(f) != 0) ok = false;
     if (!ok) fprintf(stderr, "ember chat: cannot write %s\n", path);

@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "ember.h"
+#include "platform/os_main.h"
 
 typedef struct command {
     const char *name;
@@ -46,6 +47,10 @@ static const command *find(const char *name)
 
 int main(int argc, char **argv)
 {
+    if (!ember_main_begin(&argc, &argv)) {
+        fprintf(stderr, "ember: out of memory reading the command line\n");
+        return 1;
+    }
     bool help = argc >= 2 && strcmp(argv[1], "help") == 0;
     if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || (help && argc == 2)) {
         usage(argc < 2 ? stderr : stdout);
