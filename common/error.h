@@ -5,18 +5,15 @@
 #ifndef EMBER_ERROR_H
 #define EMBER_ERROR_H
 
-#include <stdio.h> /* on mingw, _mingw.h's __MINGW_PRINTF_FORMAT */
-
 #include "ember.h"
 
-/* printf-style format checking. gcc's "printf" means Microsoft's printf on mingw, which
- * knows no %zu; Ember is built there with mingw's C99 printf (__USE_MINGW_ANSI_STDIO, set
- * by CMakeLists.txt), whose archetype mingw names. */
-#ifdef __MINGW_PRINTF_FORMAT
-#define EMBER_PRINTF(fmt, args) __attribute__((format(__MINGW_PRINTF_FORMAT, fmt, args)))
-#else
-#define EMBER_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+/* printf-style format checking against the printf the build links: EMBER_PRINTF_ARCHETYPE
+ * is set by CMakeLists.txt where that is not the compiler's "printf" (mingw: gnu_printf,
+ * its C99 printf, since gcc's "printf" there means Microsoft's, which knows no %zu). */
+#ifndef EMBER_PRINTF_ARCHETYPE
+#define EMBER_PRINTF_ARCHETYPE printf
 #endif
+#define EMBER_PRINTF(fmt, args) __attribute__((format(EMBER_PRINTF_ARCHETYPE, fmt, args)))
 
 typedef struct ember_err {
     char msg[512];

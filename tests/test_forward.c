@@ -158,6 +158,11 @@ static void test_greedy_lanes(ember_vk *vk, const char *path, bool int_codes, bo
         if (idot_only && !cfg[l].idot) continue;
         if ((cfg[l].matrix || cfg[l].fp16) && !ember_vk_get_caps(vk)->fp16_arith) continue;
         if (cfg[l].fp16 && !int_codes) continue; /* F32 weights: no fp16 variant */
+        /* a repeat at another subgroup size (tu_subgroup_repeat): the first configuration
+         * (attention and the row kernels in subgroups), then only the linears that combine
+         * in a subgroup; the others are the shaders the run at the default size checks */
+        uint32_t sg = ember_vk_get_caps(vk)->subgroup_size;
+        if (tu_subgroup_repeat() && l > 0 && (cfg[l].matrix || cfg[l].lanes > sg)) continue;
         ember_forward_opts o = {.max_tokens = 1, .max_seqs = 1, .n_blocks = 4, .block_size = 16,
                                 .max_blocks_per_seq = 4};
         ember_gpu_model_opts go = {.norm_fusion = EMBER_NORM_FUSION_ON, .attn_split = EMBER_ATTN_SPLIT_ON,
