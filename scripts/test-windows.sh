@@ -24,18 +24,12 @@ cmake -S . -B "$WIN_BUILD_DIR" -DCMAKE_TOOLCHAIN_FILE="$root/cmake/mingw-w64-x86
 cmake --build "$WIN_BUILD_DIR" -j"$(nproc)"
 
 export WINEPREFIX="$(realpath -m "$WIN_BUILD_DIR")/wineprefix" WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
-xvfb=""
-if [ -z "${DISPLAY:-}" ]; then
-  # Xvfb picks a free display and writes its number once it accepts connections.
-  displayfd=$(mktemp)
-  Xvfb -displayfd 3 -screen 0 640x480x24 -nolisten tcp 3>"$displayfd" >/dev/null 2>&1 &
-  xvfb=$!
-  for _ in $(seq 200); do [ -s "$displayfd" ] && break; sleep 0.05; done
-  export DISPLAY=":$(head -n1 "$displayfd")"
-  rm -f "$displayfd"
-fi
-stop() { wineserver -k 2>/dev/null || true; [ -n "$xvfb" ] && kill "$xvfb" 2>/dev/null || true; }
+source tests/xvfb_fixture.sh
+stop() { wineserver -k 2>/dev/null || true; xvfb_stop; }
 trap stop EXIT
+if [ -z "${DISPLAY:-}" ]; then
+  xvfb_start || { echo "test-windows: Xvfb did not start"; exit 1; }
+fi
 start=$(date +%s)
 mkdir -p "$WINEPREFIX"
 wineserver -p  # kept up between the tests: each then starts in a fraction of a second

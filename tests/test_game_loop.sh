@@ -7,19 +7,22 @@ set -uo pipefail
 if [ -z "${EMBER_GAME_LOOP_EXAMPLE:-}" ]; then
   echo "SKIP: examples/game_loop.c was not built (SDL2 not found by CMake)"; exit 77
 fi
-if ! command -v xvfb-run >/dev/null; then
-  echo "SKIP: xvfb-run not installed (apt-get install xvfb)"; exit 77
+if ! command -v Xvfb >/dev/null; then
+  echo "SKIP: Xvfb not installed (apt-get install xvfb)"; exit 77
 fi
+source "$(dirname "${BASH_SOURCE[0]}")/xvfb_fixture.sh"
+trap xvfb_stop EXIT
+xvfb_start || { echo "FAIL: Xvfb did not start"; exit 1; }
 tmp=${EMBER_TEST_TMP:-/tmp}
 model=$tmp/game_loop_model.gguf
 "$EMBER_BIN" make-test-model "$model" --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 512 --ctx 128 || exit 1
 
 passed=0 failed=0
-# check NAME FLAGS...: one run of the example in a virtual X server.
+# check NAME FLAGS...: one run of the example on the private X server.
 check() {
   local name=$1; shift
   local out rc
-  out=$(xvfb-run -a -s "-screen 0 640x480x24" "$EMBER_GAME_LOOP_EXAMPLE" -m "$model" --validation \
+  out=$("$EMBER_GAME_LOOP_EXAMPLE" -m "$model" --validation \
         --requests 3 -n 16 --min-frames 30 --max-seconds 120 "$@" 2>&1)
   rc=$?
   echo "$out" | sed "s/^/  [$name] /"

@@ -15,7 +15,11 @@ that B's object file defines (nm). Checked:
      built into the programs alone, PROGRAM_ONLY, is checked for the rest only);
   5. tools/ includes no platform/ header but the operating system's (platform/os_*.h): it
      reaches devices through include/ember.h, and the system through the same door as
-     the library, so that nothing outside platform/ knows which system it runs on.
+     the library, so that nothing outside platform/ knows which system it runs on;
+  6. no file outside platform/ asks the preprocessor which system or toolchain it is built
+     for (_WIN32, __linux__, __APPLE__, _MSC_VER, __MINGW*, ...), in the library, the
+     programs, the server, the demo, the examples or the tests; include/ember.h alone
+     does, for its Windows export declarations.
 Prints what is wrong and exits 1; prints a summary and exits 0 when all hold."""
 import os
 import re
@@ -30,6 +34,11 @@ MAX_C_PER_DIR = 20
 PROGRAM_ONLY = {"platform/os_main.c"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 # A function declaration at file scope: starts in column 0 with a type, names ember_*.
+# A preprocessor condition on the system or the toolchain (rule 6).
+SYSTEM_TEST = re.compile(r"^\s*#\s*(?:if|ifdef|ifndef|elif)\b.*\b(_WIN32|_WIN64|__linux__|__APPLE__|__unix__|"
+                         r"_MSC_VER|__MINGW\w*|__CYGWIN__|__FreeBSD__|__ANDROID__)\b", re.M)
+SYSTEM_DIRS = LIB_DIRS + ("tools", "server", "demo", "examples", "tests", "bench")
+SYSTEM_ALLOWED = ("platform/", "include/ember.h")
 DECL = re.compile(r"^(?!typedef|static|extern\s+\"C\"|#|\s)[A-Za-z_][\w\s\*]*?\b(ember_\w+)\s*\(", re.M)
 
 
@@ -162,6 +171,14 @@ def main(argv):
     for comp in find_cycles(edges):
         lines = [f"  {a} -> {b}: {why[(a, b)]}" for a in comp for b in sorted(edges[a]) if b in comp]
         problems.append("cycle between " + ", ".join(comp) + ":\n" + "\n".join(lines))
+
+    for f in source_files(root, SYSTEM_DIRS + ("include",)):
+        if f.startswith(SYSTEM_ALLOWED):
+            continue
+        text = open(os.path.join(root, f), encoding="utf-8", errors="replace").read()
+        for m in SYSTEM_TEST.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            problems.append(f"{f}:{line}: tests for the system ({m.group(1)}); only platform/ may")
 
     per_dir = defaultdict(int)
     for f in files:
