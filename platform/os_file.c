@@ -41,13 +41,12 @@ static const struct { DWORD code; int errno_value; } C_ERRORS[] = {
     {ERROR_NOT_ENOUGH_MEMORY, ENOMEM}, {ERROR_DISK_FULL, ENOSPC},
 };
 
-/* Fails with what, then words for the last error and its number: the C runtime's for the
- * errors above ("cannot open: No such file or directory (Windows error 2)", as fopen's
- * callers say), else the system's own (in the user's language, as UTF-8, without the
- * final period). */
-static ember_status fail_last(ember_err *err, ember_status s, const char *what)
+/* Fails with what, then words for the system error code and its number: the C runtime's
+ * for the errors above ("cannot open: No such file or directory (Windows error 2)", as
+ * fopen's callers say), else the system's own (in the user's language, as UTF-8, without
+ * the final period). */
+static ember_status fail_code(ember_err *err, ember_status s, const char *what, DWORD code)
 {
-    DWORD code = GetLastError();
     for (size_t i = 0; i < sizeof C_ERRORS / sizeof C_ERRORS[0]; i++)
         if (C_ERRORS[i].code == code)
             return ember_fail(err, s, "%s: %s (Windows error %lu)", what, strerror(C_ERRORS[i].errno_value),
@@ -64,10 +63,9 @@ static ember_status fail_last(ember_err *err, ember_status s, const char *what)
 
 static ember_status refuse(ember_err *err, HANDLE f, ember_status s, const char *what)
 {
-    DWORD code = GetLastError(); /* CloseHandle may set another */
+    DWORD code = GetLastError(); /* before CloseHandle, which may set another */
     if (f != INVALID_HANDLE_VALUE) CloseHandle(f);
-    SetLastError(code);
-    return fail_last(err, s, what);
+    return fail_code(err, s, what, code);
 }
 
 ember_status ember_file_map_open(const char *path, ember_file_map *m, ember_err *err)
@@ -95,10 +93,7 @@ ember_status ember_file_map_open(const char *path, ember_file_map *m, ember_err 
     CloseHandle(f); /* the mapping keeps the file open */
     const void *data = map ? MapViewOfFile(map, FILE_MAP_READ, 0, 0, 0) : NULL;
     if (!data) {
-        DWORD code = GetLastError();
-        if (map) CloseHandle(map);
-        SetLastError(code);
-        return fail_last(err, EMBER_ERR_IO, "cannot map");
+        return refuse(err, map ? map : INVALID_HANDLE_VALUE, EMBER_ERR_IO, "cannot map");
     }
     *m = (ember_file_map){data, (size_t)size.QuadPart, map};
     return EMBER_OK;
