@@ -192,7 +192,11 @@ ember=${EMBER_BIN:-build/ember}
 if [ -x "$ember" ]; then
   m=(--dim 8 --layers 1 --heads 2 --kv-heads 1 --ffn 16 --vocab 264 --ctx 16)
   "$ember" make-test-model "$out/gguf/model-f32.gguf" "${m[@]}" >/dev/null
-  "$ember" make-test-model "$out/gguf/model-qwen2.gguf" "${m[@]}" --type f16 --arch qwen2 --rope-freqs --tied >/dev/null
+  "$ember" make-test-model "$out/gguf/model-qwen2.gguf" "${m[@]}" --type f16 --arch qwen2 --tied >/dev/null
+  "$ember" make-test-model "$out/gguf/model-llama-freqs.gguf" "${m[@]}" --type f16 --rope-freqs >/dev/null
+  "$ember" make-test-model "$out/gguf/model-phi3.gguf" "${m[@]}" --arch phi3 --longrope --orig-ctx 8 >/dev/null
+  "$ember" make-test-model "$out/gguf/model-gemma3.gguf" "${m[@]}" --arch gemma3 --head-dim 8 \
+    --key attention.sliding_window=4 >/dev/null
   "$ember" make-test-model "$out/gguf/model-q8_0.gguf" --dim 32 --layers 1 --heads 2 --kv-heads 1 --ffn 32 \
     --vocab 264 --ctx 16 --type q8_0 --rope-scale 2 >/dev/null
 else

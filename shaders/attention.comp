@@ -26,6 +26,11 @@
 // 16-byte aligned) read with texelFetch, which lavapipe does far faster than storage-
 // buffer loads (docs/kernels.md).
 //
+// A local (sliding-window) layer: a pair at position pos attends to positions
+// pos - window + 1 .. pos only (window 0: all); the walk starts at the earliest position
+// one of the run's pairs needs, so a long sequence costs a window, not its length.
+// Soft-capped logits (gemma2): s -> softcap * tanh(s / softcap) before the softmax.
+//
 // Limits: head_dim % 4 == 0 and head_dim <= 4 * CPL * lanes (the host checks).
 #extension GL_EXT_control_flow_attributes : require
 #ifdef SUBGROUP
@@ -51,6 +56,8 @@ layout(push_constant) uniform Push {
     uint row0;        // first batch row of this dispatch (rows row0 .. row0 + n_tok - 1)
     uint chunk_log2;  // positions per chunk: 1 << chunk_log2 (attn_merge.glsl)
     uint n_chunks;    // SPLIT: chunks per pair, workgroups along z
+    uint window;      // a local layer's window (0: every earlier position)
+    float softcap;    // attention logits soft-capped at it (0: none)
 } pc;
 
 layout(std430, binding = 0) readonly buffer QKV { vec4 qkv[]; };
@@ -109,6 +116,7 @@ uint row_stride() { return pc.head_dim / 4u; }
 vec4 q[SLOTS][CPL], acc[SLOTS][CPL], racc[SLOTS][CPL];
 float m[SLOTS], l[SLOTS], rm[SLOTS], rl[SLOTS];
 uint npos[SLOTS];  // positions the pair attends to (0: the slot is idle in this run)
+uint plo[SLOTS];   // its first position (a window's start; 0 on a global layer)
 uint tok[SLOTS], head[SLOTS];
 
 // Reads chunk j of a row only when it lies in the row (j < nc) in the baseline, where
@@ -136,6 +144,9 @@ void step(uint row, uint p, uint ch[CPL], uint nc)
 #ifdef SUBGROUP
         d = subgroupAdd(d);
 #endif
+        // tanh of a clamped argument: |x| > 15 is +-1 in float, and a driver's
+        // exp-based tanh would give inf / inf there.
+        if (pc.softcap > 0.0) d = pc.softcap * tanh(clamp(d / pc.softcap, -15.0, 15.0));
         s[u] = d;
     }
     [[unroll]] for (uint j = 0; j < CPL; j++) {
@@ -143,7 +154,7 @@ void step(uint row, uint p, uint ch[CPL], uint nc)
         if (IN_ROW(j, nc)) vr[j] = LOAD(vcache, row, ch[j]);
     }
     [[unroll]] for (uint u = 0; u < SLOTS; u++) {
-        if (p < npos[u]) {
+        if (p < npos[u] && p >= plo[u]) {
             // One of exp(m - mn) and exp(s - mn) is exp(0) = 1: only the other is computed.
             precise float dm = s[u] - m[u];
             precise float x = exp(-abs(dm));
@@ -187,6 +198,7 @@ void fold()
 // iterations: the positions plus one per block (gallivm's limit is 65535 per invocation).
 void walk(uint sq, uint p_begin, uint p_end, uint kvh, uint ch[CPL], uint nc)
 {
+    if (p_begin >= p_end) return;
     uint tab = sq * pc.max_blocks, stride = row_stride(), cmask = (1u << pc.chunk_log2) - 1u;
     for (uint b = p_begin / pc.block_size; b * pc.block_size < p_end; b++) {
         uint base = (block_table[tab + b] * pc.n_kv_heads + kvh) * pc.block_size;
@@ -212,6 +224,7 @@ void begin_run(uint run, uint t0, uint kvh, uint hg0, uint lane, uint lanes)
         tok[u] = min(t0 + ti, pc.row0 + pc.n_tok - 1u);
         head[u] = kvh * gq + min(hg0 + hi, gq - 1u);
         npos[u] = on ? pos[tok[u]] + 1u : 0u;
+        plo[u] = pc.window != 0u && npos[u] > pc.window ? npos[u] - pc.window : 0u;
         m[u] = rm[u] = -3.0e38;
         l[u] = rl[u] = 0.0;
         [[unroll]] for (uint j = 0; j < CPL; j++) {
@@ -270,20 +283,22 @@ void attend(uint tile, uint k, uint lane, uint lanes)
         if (t0 + i < pc.row0 + pc.n_tok) pending |= 1u << i;
     while (pending != 0u) {
         // A run: the pending tokens of the first pending token's sequence.
-        uint lead = findLSB(pending), sq = seq[t0 + lead], run = 0u, nmax = 0u;
+        uint lead = findLSB(pending), sq = seq[t0 + lead], run = 0u, nmax = 0u, nmin = 0xffffffffu;
         for (uint i = lead; i < pc.tile_tok; i++)
             if ((pending >> i & 1u) != 0u && seq[t0 + i] == sq) {
                 run |= 1u << i;
                 nmax = max(nmax, pos[t0 + i] + 1u);
+                nmin = min(nmin, pos[t0 + i] + 1u);
             }
         pending &= ~run;
+        uint lo = pc.window != 0u && nmin > pc.window ? nmin - pc.window : 0u;  // the run's first position
         begin_run(run, t0, kvh, hg0, lane, lanes);
         if (SPLIT != 0u) {
             uint c0 = k << pc.chunk_log2;
-            walk(sq, min(c0, nmax), min(c0 + (1u << pc.chunk_log2), nmax), kvh, ch, nc);
+            walk(sq, max(min(c0, nmax), lo), min(c0 + (1u << pc.chunk_log2), nmax), kvh, ch, nc);
             store_chunk(k, lane, lanes);
         } else {
-            walk(sq, 0u, nmax, kvh, ch, nc);
+            walk(sq, lo, nmax, kvh, ch, nc);
             if (CHUNKS != 0u) fold();
             store_run(lane, lanes);
         }

@@ -1,5 +1,6 @@
 #version 450
-// embed.comp — x[t] = row tokens[t] of one part of the embedding table, as f32. One
+// embed.comp — x[t] = row tokens[t] of one part of the embedding table, as f32, times
+// scale (gemma's sqrt(dim), granite's embedding_scale; 1 for the others). One
 // dispatch per part; a workgroup per token writes only when the token's row lies in the
 // part. The dtype is a push constant: this shader is cheap and one pipeline serves all.
 layout(local_size_x_id = 0) in;
@@ -7,6 +8,7 @@ layout(local_size_x_id = 0) in;
 layout(push_constant) uniform Push {
     uint cols, n_tok, row0, n_rows;
     uint dtype, wgx;  // dtype: ggml numbering (0 F32, 1 F16, 8 Q8_0, the block types)
+    float scale;
 } pc;
 
 layout(std430, binding = 0) readonly buffer T { uint tokens[]; };
@@ -81,7 +83,7 @@ void main()
     uint r = id - pc.row0;
     if (pc.dtype == 0u || pc.dtype == 1u || pc.dtype == 8u) {
         for (uint c = gl_LocalInvocationID.x; c < pc.cols; c += gl_WorkGroupSize.x)
-            x[t * pc.cols + c] = elem(r, c);
+            x[t * pc.cols + c] = elem(r, c) * pc.scale;
         return;
     }
     // a block type: 32 values a unit, units over the workgroup
@@ -89,6 +91,6 @@ void main()
     for (uint u = gl_LocalInvocationID.x; u < pc.cols / 32u; u += gl_WorkGroupSize.x) {
         float w[32];
         block_unit(row, u, w);
-        for (uint j = 0u; j < 32u; j++) x[t * pc.cols + u * 32u + j] = w[j];
+        for (uint j = 0u; j < 32u; j++) x[t * pc.cols + u * 32u + j] = w[j] * pc.scale;
     }
 }

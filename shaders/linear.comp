@@ -554,7 +554,7 @@ void subgroup_tile(uint g, uint p, uint tok_begin, uint tok_end, bool live)
             // SWIGLU: up row r + HR is in lane p ^ (HR*S) (one group) or in this lane's
             // other group (two: then S is 1).
             if (NGRP == 1u) {
-                float up = pc.mode == MODE_SWIGLU ? subgroupShuffleXor(sum[0], HR * S) : 0.0;
+                float up = GATED ? subgroupShuffleXor(sum[0], HR * S) : 0.0;
                 if (live && p % S == 0u) store_tile_row(g, tok0 + t, p / S, HR, sum[0], up);
             } else if (live) {
                 [[unroll]] for (uint i = 0; i < 2u; i++)
@@ -600,7 +600,7 @@ void main()
         if (g * pc.step < pc.n_out) {
             [[unroll]] for (uint t = 0; t < TM; t++)
                 for (uint r = p; r < TN; r += NPART) {
-                    bool swiglu = pc.mode == MODE_SWIGLU;
+                    bool swiglu = GATED;
                     if (swiglu && r >= HR) continue;
                     float up = swiglu ? combine_shared(k, r + HR, t) : 0.0;
                     store_tile_row(g, tok0 + t, r, HR, combine_shared(k, r, t), up);

@@ -49,6 +49,9 @@ layout(constant_id = 6) const uint NPART = 8;
 #define MODE_STORE 0u
 #define MODE_ADD 1u
 #define MODE_SWIGLU 2u
+#define MODE_GEGLU 3u
+// Gated modes pair gate row i with up row i + h and store act(gate) * up.
+#define GATED (pc.mode >= MODE_SWIGLU)
 
 layout(push_constant) uniform Push {
     uint cols;   // input length (x row length)
@@ -65,6 +68,8 @@ layout(push_constant) uniform Push {
     uint xrow0;  // token t reads x row xrow0 + t
     uint yrow0;  // and writes y row yrow0 + t
     float eps;   // NORM: the RMS norm's epsilon
+    float oscale;  // STORE/ADD: the output times it before it is stored or added (1: none)
+    float ocap;    // STORE: then soft-capped, c tanh(v / c) (0: none)
 } pc;
 
 layout(std430, binding = 1) buffer Y { float y[]; };
@@ -293,19 +298,29 @@ uint tile_row(uint g, uint r, uint half_rows)
                          : min(pc.off1 + g * pc.step + r - half_rows, pc.lim1 - 1u);
 }
 
-// silu(gate) * up. precise: the product must not be fused with the residual add of
+// silu(gate) * up, or gelu(gate) * up by GELU's tanh approximation (ggml_gelu; its
+// argument clamped where tanh is +-1 in float anyway, so that an exp-based tanh cannot
+// give inf / inf). precise: the product must not be fused with the residual add of
 // store_out, which the compiler cannot tell apart from this mode.
-float swiglu(float gate, float up)
+float glu(float gate, float up)
 {
+    if (pc.mode == MODE_GEGLU) {
+        precise float z = 0.7978845608 * gate * (1.0 + 0.044715 * gate * gate);
+        precise float g = 0.5 * gate * (1.0 + tanh(clamp(z, -15.0, 15.0))) * up;
+        return g;
+    }
     precise float r = gate / (1.0 + exp(-gate)) * up;
     return r;
 }
 
-// Writes output j (0-based within this dispatch) of token tok.
+// Writes output j (0-based within this dispatch) of token tok. A scale of 1 and no cap
+// leave v's bits as they are.
 void store_out(uint tok, uint j, float v)
 {
     uint idx = (pc.yrow0 + tok) * pc.ldy + pc.out0 + j;
-    precise float r = pc.mode == MODE_ADD ? y[idx] + v : v;
+    precise float s = GATED ? v : v * pc.oscale;
+    if (pc.ocap > 0.0) s = pc.ocap * tanh(clamp(s / pc.ocap, -15.0, 15.0));
+    precise float r = pc.mode == MODE_ADD ? y[idx] + s : s;
     y[idx] = r;
 }
 
@@ -316,6 +331,6 @@ void store_tile_row(uint g, uint tok, uint r, uint half_rows, float v, float up)
 {
     uint j = g * pc.step + r;
     if (tok >= pc.n_tok || j >= pc.n_out) return;
-    if (pc.mode != MODE_SWIGLU) store_out(tok, j, v);
-    else if (r < half_rows) store_out(tok, j, swiglu(v, up));
+    if (!GATED) store_out(tok, j, v);
+    else if (r < half_rows) store_out(tok, j, glu(v, up));
 }

@@ -136,10 +136,10 @@ void tile(uint g, uint tok0)
         [[unroll]] for (uint j = 0; j < 2u; j++)
             if (i < FR && j < FC) coopMatStoreNV(acc[i][j], Cs, (r0 + 16u * i) * BN + t0 + 16u * j, BN, false);
     barrier();
-    uint rows = pc.mode == MODE_SWIGLU ? HR : BM;
+    uint rows = GATED ? HR : BM;
     for (uint e = gl_LocalInvocationID.x; e < rows * BN; e += WG) {
         uint r = e / BN, t = e % BN;
-        store_tile_row(g, tok0 + t, r, HR, Cs[r * BN + t], pc.mode == MODE_SWIGLU ? Cs[(r + HR) * BN + t] : 0.0);
+        store_tile_row(g, tok0 + t, r, HR, Cs[r * BN + t], GATED ? Cs[(r + HR) * BN + t] : 0.0);
     }
 }
 #else
@@ -169,7 +169,7 @@ void tile(uint g, uint tok0)
     [[unroll]] for (uint t = 0; t < 16u; t++) {
         if (t >= NT) break;
         uint tok = tok0 + q * NT + t;
-        if (pc.mode == MODE_SWIGLU) {
+        if (GATED) {
             store_tile_row(g, tok, r, HR, acc[0][t], acc[1][t]);
         } else {
             store_tile_row(g, tok, r, HR, acc[0][t], 0.0);

@@ -144,24 +144,26 @@ void kt_attention_ref(const kt_batch *b, const float *qkv, const double *kc, con
 {
     const ember_attn_shape *s = &b->s;
     uint32_t D = s->head_dim, w = (s->n_heads + 2 * s->n_kv_heads) * D, group = s->n_heads / s->n_kv_heads;
-    double *p = NULL;
+    double *p = NULL, scale = s->attn_scale > 0 ? s->attn_scale : 1 / sqrt((double)D);
     for (uint32_t i = 0; i < b->n_tok; i++) {
-        uint32_t n = b->pos[i] + 1;
+        /* positions lo .. pos[i]: the window's on a local layer */
+        uint32_t n = b->pos[i] + 1, lo = s->window && n > s->window ? n - s->window : 0;
         p = realloc(p, sizeof(double) * n);
         for (uint32_t h = 0; h < s->n_heads; h++) {
             const float *q = qkv + (size_t)i * w + h * D;
             double m = -INFINITY, l = 0;
-            for (uint32_t j = 0; j < n; j++) {
+            for (uint32_t j = lo; j < n; j++) {
                 const double *k = kc + kt_cache_row(b, b->seq[i], j, h / group) * D;
                 double d = 0;
                 for (uint32_t e = 0; e < D; e++) d += (double)q[e] * k[e];
-                p[j] = d / sqrt((double)D);
+                p[j] = d * scale;
+                if (s->softcap > 0) p[j] = s->softcap * tanh(p[j] / s->softcap);
                 m = fmax(m, p[j]);
             }
-            for (uint32_t j = 0; j < n; j++) l += p[j] = exp(p[j] - m);
+            for (uint32_t j = lo; j < n; j++) l += p[j] = exp(p[j] - m);
             for (uint32_t e = 0; e < D; e++) {
                 double o = 0;
-                for (uint32_t j = 0; j < n; j++) o += p[j] * vc[kt_cache_row(b, b->seq[i], j, h / group) * D + e];
+                for (uint32_t j = lo; j < n; j++) o += p[j] * vc[kt_cache_row(b, b->seq[i], j, h / group) * D + e];
                 want[((size_t)i * s->n_heads + h) * D + e] = o / l;
             }
         }

@@ -1,19 +1,24 @@
-/* test_arch.c — the qwen2 architecture, Llama 3 RoPE frequency factors and linear RoPE
- * scaling (docs/models.md):
+/* test_arch.c — the qwen2 architecture, Llama 3 RoPE frequency factors, linear RoPE
+ * scaling, and what the loader refuses of the families' table (docs/models.md; the other
+ * families' numbers are checked against llama.cpp by test_arch_vs_llama.sh and against the
+ * GPU by test_forward_arch.c):
  *
  * - the reference forward pass equals a naive re-implementation written here from the
  *   formulas (double precision, HF-style rotate_half for NeoX, complex multiplication
- *   for the normal style), for llama, qwen2 (GQA, two layers), qwen2 with factors and
- *   scaling, and llama with factors; the same naive pass without the biases, or with
- *   the other RoPE pairing, is far off, so the comparison would catch either mistake;
+ *   for the normal style), for llama, qwen2 (GQA, two layers), qwen2 with scaling, and
+ *   llama with factors; the same naive pass without the biases, or with the other RoPE
+ *   pairing, is far off, so the comparison would catch either mistake;
  * - NeoX and normal RoPE give different logits on the same weights (equal at pos 0);
  * - factors all 1.0 give logits identical to no factors, the tool's 1..8 factors change
  *   them; linear factor 1 is the identity, factor 4 is not;
  * - refusals, each with a message naming the problem and the file: unknown
- *   architectures, YaRN / LongRoPE / unknown scaling types, a missing qwen2 bias, a bias
- *   of the wrong length or type, a bias Ember does not apply, bad rope_freqs;
- * - `ember make-test-model --arch/--rope-freqs/--rope-scale`: deterministic, validated,
- *   and a qwen2 model holds the llama model's weights of the same seed. */
+ *   architectures, scaling types Ember does not know (or another family's LongRoPE), a
+ *   missing qwen2 bias, a bias of the wrong length or type, a bias Ember does not apply,
+ *   bad rope_freqs, keys of other families (a sliding window, soft-caps, a temperature)
+ *   set to values that would change the result, experts, a value length other than the
+ *   key length, a tensor the family does not use;
+ * - `ember make-test-model --arch/--rope-freqs/--rope-scale/--key`: deterministic,
+ *   validated, and a qwen2 model holds the llama model's weights of the same seed. */
 #include "model_fixture.h"
 
 #include <math.h>
@@ -38,6 +43,8 @@ typedef struct edit {
     const char *str_key, *str_val;   /* set (replacing) a string key */
     const char *f32_key;             /* set (replacing) a float key */
     float f32_val;
+    const char *u32_key;             /* set (replacing) a uint32 key */
+    uint32_t u32_val;
     const char *drop;                /* a tensor left out */
     const char *put;                 /* a 1-D tensor added, or replacing one of that name */
     ember_dtype put_type;
@@ -52,10 +59,12 @@ static bool rewrite(const char *src, const char *dst, const edit *e)
     ember_err err = {{0}};
     bool ok = ember_gguf_open(src, &g, &err) == EMBER_OK &&
               ember_gguf_writer_create(&w, &err) == EMBER_OK;
-    const char *skip[] = { e->str_key ? e->str_key : "", e->f32_key ? e->f32_key : "", NULL };
+    const char *skip[] = { e->str_key ? e->str_key : "", e->f32_key ? e->f32_key : "",
+                           e->u32_key ? e->u32_key : "", NULL };
     ok = ok && ember_gguf_copy_kv(w, g, skip) == EMBER_OK;
     if (ok && e->str_key) ember_gguf_add_str(w, e->str_key, e->str_val);
     if (ok && e->f32_key) ember_gguf_add_f32(w, e->f32_key, e->f32_val);
+    if (ok && e->u32_key) ember_gguf_add_u32(w, e->u32_key, e->u32_val);
     for (uint64_t i = 0; ok && i < g->n_tensors; i++) {
         const ember_gguf_tensor *t = &g->tensors[i];
         if ((e->drop && strcmp(t->name, e->drop) == 0) || (e->put && strcmp(t->name, e->put) == 0))
@@ -329,19 +338,19 @@ static void check_against_naive(const char *path, bool expect_bias)
 #define BASE "--dim 32 --layers 2 --heads 4 --kv-heads 2 --ffn 48 --vocab 300 --ctx 32 --seed 11 --type f32"
 
 typedef struct files {
-    char llama[512], qwen2[512], qwen2_fs[512], llama_f[512], llama_s1[512], llama_s4[512];
+    char llama[512], qwen2[512], qwen2_s[512], llama_f[512], llama_s1[512], llama_s4[512];
 } files;
 
 static bool make_files(files *f)
 {
     tmp_path(f->llama, sizeof f->llama, "llama");
     tmp_path(f->qwen2, sizeof f->qwen2, "qwen2");
-    tmp_path(f->qwen2_fs, sizeof f->qwen2_fs, "qwen2-freqs-scale");
+    tmp_path(f->qwen2_s, sizeof f->qwen2_s, "qwen2-scale");
     tmp_path(f->llama_f, sizeof f->llama_f, "llama-freqs");
     tmp_path(f->llama_s1, sizeof f->llama_s1, "llama-scale1");
     tmp_path(f->llama_s4, sizeof f->llama_s4, "llama-scale4");
     return tu_make_model(f->llama, BASE) && tu_make_model(f->qwen2, BASE " --arch qwen2") &&
-           tu_make_model(f->qwen2_fs, BASE " --arch qwen2 --rope-freqs --rope-scale 2.5") &&
+           tu_make_model(f->qwen2_s, BASE " --arch qwen2 --rope-scale 2.5") &&
            tu_make_model(f->llama_f, BASE " --rope-freqs") &&
            tu_make_model(f->llama_s1, BASE " --rope-scale 1") &&
            tu_make_model(f->llama_s4, BASE " --rope-scale 4");
@@ -388,12 +397,13 @@ static void test_descriptions(const files *f)
     }
     mf_unload(&L);
 
-    CHECKF(load(f->qwen2_fs, &L, &err) == EMBER_OK, "%s", err.msg);
+    CHECKF(load(f->qwen2_s, &L, &err) == EMBER_OK, "%s", err.msg);
     if (L.m.layers) {
         CHECK(L.m.hp.rope_scale == 2.5f && fabsf(ember_rope_pos_scale(&L.m.hp) - 0.4f) < 1e-7f);
-        CHECK(L.m.rope_freqs && L.m.rope_freqs->ne[0] == 4);
-        CHECK(ember_llama_features(&L.m) == 15);
-        ember_llama_features_str(15, what, 20); /* truncated, still terminated */
+        CHECK(!L.m.rope_freqs);
+        uint32_t want = EMBER_FEAT_QKV_BIAS | EMBER_FEAT_ROPE_NEOX | EMBER_FEAT_ROPE_SCALE;
+        CHECK(ember_llama_features(&L.m) == want);
+        ember_llama_features_str(want, what, 20); /* truncated, still terminated */
         CHECK(strlen(what) < 20);
     }
     mf_unload(&L);
@@ -493,20 +503,35 @@ static void test_refusals(const files *f)
 {
     char dst[512];
     tmp_path(dst, sizeof dst, "edited");
-    static const char *const archs[] = { "gpt2", "phi3", "gemma" };
+    static const char *const archs[] = { "gpt2", "gemma", "qwen2moe" };
     for (int i = 0; i < 3; i++) {
         char want[64];
         snprintf(want, sizeof want, "unsupported architecture '%s'", archs[i]);
         if (rewrite(f->qwen2, dst, &(edit){ .str_key = "general.architecture", .str_val = archs[i] }))
-            expect(dst, EMBER_ERR_UNSUPPORTED, want, NULL);
+            expect(dst, EMBER_ERR_UNSUPPORTED, want, "Ember runs llama, qwen2, qwen3, gemma2");
     }
-    static const char *const types[] = { "yarn", "longrope", "dynamic" };
+    static const char *const types[] = { "longrope", "dynamic", "su" };
     for (int i = 0; i < 3; i++) {
         char want[64];
         snprintf(want, sizeof want, "rope.scaling.type '%s'", types[i]);
         if (rewrite(f->qwen2, dst, &(edit){ .str_key = "qwen2.rope.scaling.type", .str_val = types[i] }))
-            expect(dst, EMBER_ERR_UNSUPPORTED, want, "YaRN");
+            expect(dst, EMBER_ERR_UNSUPPORTED, want, "'none', 'linear' and 'yarn'");
     }
+    /* keys that change the computation, in a family that does not read them, and a
+     * tensor a family does not use: refused by name, not ignored */
+    if (rewrite(f->qwen2, dst, &(edit){ .u32_key = "qwen2.attention.sliding_window", .u32_val = 4096 }))
+        expect(dst, EMBER_ERR_UNSUPPORTED, "qwen2.attention.sliding_window = 4096", "does not apply it");
+    static const char *const unread[] = { "qwen2.final_logit_softcapping", "qwen2.attention.temperature_scale" };
+    for (int i = 0; i < 2; i++)
+        if (rewrite(f->qwen2, dst, &(edit){ .f32_key = unread[i], .f32_val = 8.0f }))
+            expect(dst, EMBER_ERR_UNSUPPORTED, unread[i], "does not apply it");
+    if (rewrite(f->qwen2, dst, &(edit){ .u32_key = "qwen2.expert_count", .u32_val = 8 }))
+        expect(dst, EMBER_ERR_UNSUPPORTED, "qwen2.expert_count = 8", "mixtures of experts");
+    if (rewrite(f->qwen2, dst, &(edit){ .u32_key = "qwen2.attention.value_length", .u32_val = 16 }))
+        expect(dst, EMBER_ERR_UNSUPPORTED, "value_length 16 differs from the key length 8", NULL);
+    if (rewrite(f->llama, dst, &(edit){ .put = "blk.0.attn_q_norm.weight", .put_type = EMBER_DTYPE_F32,
+                                        .put_n = 8, .put_data = (float[8]){1, 1, 1, 1, 1, 1, 1, 1} }))
+        expect(dst, EMBER_ERR_UNSUPPORTED, "'blk.0.attn_q_norm.weight' is not part of a llama model", NULL);
     if (rewrite(f->qwen2, dst, &(edit){ .drop = "blk.1.attn_k.bias" }))
         expect(dst, EMBER_ERR_FORMAT, "missing tensor 'blk.1.attn_k.bias'", "qwen2");
     float v[64];
@@ -574,6 +599,16 @@ static void test_accepted(const files *f)
         CHECKF(load(dst, &L, &err) == EMBER_OK && L.m.hp.rope_scale == 3.0f, "%s", err.msg);
         mf_unload(&L); /* a factor without a type is linear, as in llama.cpp */
     }
+    if (rewrite(f->qwen2_s, dst, &(edit){ .str_key = "qwen2.rope.scaling.type", .str_val = "yarn" })) {
+        CHECKF(load(dst, &L, &err) == EMBER_OK && L.m.hp.rope_scaling == EMBER_ROPE_SCALING_YARN &&
+               (ember_llama_features(&L.m) & EMBER_FEAT_YARN), "%s", err.msg);
+        mf_unload(&L); /* YaRN: the same factor, blended per pair (test_forward_arch, llama.cpp) */
+    }
+    /* a key another family reads, at the value that changes nothing */
+    if (rewrite(f->qwen2, dst, &(edit){ .f32_key = "qwen2.final_logit_softcapping", .f32_val = 0.0f })) {
+        CHECKF(load(dst, &L, &err) == EMBER_OK, "%s", err.msg);
+        mf_unload(&L);
+    }
     remove(dst);
 }
 
@@ -585,6 +620,10 @@ static void test_tool(const files *f)
     tmp_path(a, sizeof a, "tool");
     static const struct { const char *args, *word; } bad[] = {
         { "--arch gpt2", "arch" },
+        { "--arch qwen2 --rope-freqs", "--rope-freqs does not fit a qwen2 model" },
+        { "--arch olmo2 --tied", "--tied does not fit" },
+        { "--arch gemma2 --key final_softcap=3", "gemma2 models read no such key" },
+        { "--key attention.sliding_window", "SUFFIX=NUMBER" },
         { "--rope-scale 0", "rope-scale" },
         { "--rope-scale nan", "rope-scale" },
     };
@@ -619,7 +658,7 @@ int main(void)
     test_descriptions(&f);
     check_against_naive(f.llama, false);
     check_against_naive(f.qwen2, true);
-    check_against_naive(f.qwen2_fs, true);
+    check_against_naive(f.qwen2_s, true);
     check_against_naive(f.llama_f, false);
     check_against_naive(f.llama_s4, false);
     test_neox_differs(&f);
@@ -628,7 +667,7 @@ int main(void)
     test_refusals(&f);
     test_accepted(&f);
     test_tool(&f);
-    remove(f.llama), remove(f.qwen2), remove(f.qwen2_fs);
+    remove(f.llama), remove(f.qwen2), remove(f.qwen2_s);
     remove(f.llama_f), remove(f.llama_s1), remove(f.llama_s4);
     return tu_finish("test_arch");
 }

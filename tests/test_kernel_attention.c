@@ -58,24 +58,59 @@ static size_t row_words(const ember_attn_shape *s) { return ember_kv_row_bytes(s
 typedef struct rope_in {
     const float *bias;  /* one qkv row, or NULL */
     const float *freqs; /* rope_dim / 2, or NULL */
+    const float *qk_w;  /* QK-norm weights [q's | k's] (s->qk_norm), or NULL */
 } rope_in;
 
-/* Token row in -> out: biases added, q and k heads rotated. */
+/* RMSNorm of n values at x with weights w, in place. */
+static void norm_ref(double *x, uint32_t n, const float *w, double eps)
+{
+    double ss = 0;
+    for (uint32_t e = 0; e < n; e++) ss += x[e] * x[e];
+    for (uint32_t e = 0; e < n; e++) x[e] = x[e] / sqrt(ss / n + eps) * w[e];
+}
+
+/* The QK-norm of a row (after the biases): each head, or all of q and all of k. */
+static void qk_norm_ref(const ember_attn_shape *s, const float *w, double *row)
+{
+    uint32_t hd = s->head_dim, nq = s->n_heads * hd, nk = s->n_kv_heads * hd;
+    if (s->qk_norm == EMBER_QK_NORM_FULL) {
+        norm_ref(row, nq, w, s->eps);
+        norm_ref(row + nq, nk, w + nq, s->eps);
+    } else if (s->qk_norm == EMBER_QK_NORM_HEAD) {
+        for (uint32_t h = 0; h < s->n_heads + s->n_kv_heads; h++) norm_ref(row + h * hd, hd, w + (h < s->n_heads ? 0 : hd), s->eps);
+    }
+}
+
+/* theta_i of docs/models.md: the scaled angle, blended with the unscaled one by YaRN. */
+static double theta_ref(const ember_attn_shape *s, const rope_in *ri, uint32_t pos, uint32_t i)
+{
+    double extrap = pos * pow(s->rope_base, -2.0 * i / s->rope_dim) / (ri->freqs ? ri->freqs[i] : 1.0);
+    double interp = extrap * (s->pos_scale > 0 ? s->pos_scale : 1.0);
+    if (s->ext_factor == 0) return interp;
+    double y = (i - s->corr_lo) / fmax(0.001, s->corr_hi - s->corr_lo);
+    double mix = (1 - fmin(1, fmax(0, y))) * s->ext_factor;
+    return interp * (1 - mix) + extrap * mix;
+}
+
+/* Token row in -> out: biases added, q and k normalised and rotated (cos and sin times
+ * mscale; none on a NoPE layer), q times the temperature. */
 static void rope_row_ref(const ember_attn_shape *s, const rope_in *ri, const float *in, uint32_t pos, double *out)
 {
     uint32_t w = qkv_width(s), hd = s->head_dim, half = s->rope_dim / 2;
-    double scale = s->pos_scale > 0 ? s->pos_scale : 1.0;
+    double ms = s->mscale > 0 ? s->mscale : 1.0;
     for (uint32_t e = 0; e < w; e++) out[e] = (double)in[e] + (ri->bias ? ri->bias[e] : 0.0);
-    for (uint32_t h = 0; h < s->n_heads + s->n_kv_heads; h++)
+    if (ri->qk_w) qk_norm_ref(s, ri->qk_w, out);
+    for (uint32_t h = 0; !s->no_rope && h < s->n_heads + s->n_kv_heads; h++)
         for (uint32_t i = 0; i < half; i++) {
-            double th = pos * scale * pow(s->rope_base, -2.0 * i / s->rope_dim);
-            if (ri->freqs) th /= ri->freqs[i];
+            double th = theta_ref(s, ri, pos, i);
             uint32_t a = h * hd + (s->rope_style == EMBER_ROPE_NEOX ? i : 2 * i);
             uint32_t b = s->rope_style == EMBER_ROPE_NEOX ? a + half : a + 1;
             double x = out[a], y = out[b];
-            out[a] = x * cos(th) - y * sin(th);
-            out[b] = x * sin(th) + y * cos(th);
+            out[a] = (x * cos(th) - y * sin(th)) * ms;
+            out[b] = (x * sin(th) + y * cos(th)) * ms;
         }
+    if (s->temp_scale > 0)
+        for (uint32_t e = 0; e < s->n_heads * hd; e++) out[e] *= log(floor(pos / s->temp_floor) + 1) * s->temp_scale + 1;
 }
 
 /* Runs rope_store over b with random qkv; returns the expected rows (double) and the
@@ -98,8 +133,9 @@ static bool run_rope(ctx *t, const kt_batch *b, const rope_in *ri, const float *
     ember_vk_span qs = kt_buf(t, qkv_in, qkv_bytes), ps = kt_buf(t, b->pos, 4 * b->n_tok), ss = kt_buf(t, b->seq, 4 * b->n_tok);
     ember_vk_span bt = kt_buf(t, b->table, 4 * b->n_seqs * s->max_blocks_per_seq);
     ember_vk_span ks = kt_buf(t, NULL, cache_bytes), vs = kt_buf(t, NULL, cache_bytes);
-    ember_rope_bufs rb = {{0}, {0}};
+    ember_rope_bufs rb = {{0}, {0}, {0}};
     if (ri->bias) rb.bias = kt_buf(t, ri->bias, sizeof(float) * w);
+    if (ri->qk_w) rb.qk_norm = kt_buf(t, ri->qk_w, sizeof(float) * (s->n_heads + s->n_kv_heads) * s->head_dim);
     if (ri->freqs) rb.freqs = kt_buf(t, ri->freqs, sizeof(float) * s->rope_dim / 2);
     ember_k_rope_store(t->cmd, t->k, s, &rb, qs, ps, ss, bt, ks, vs, b->n_tok);
     if (!kt_submit(t, "rope_store")) return false;
@@ -212,9 +248,9 @@ static void test_rope_case(ctx *t, ember_attn_shape s, bool bias, bool freqs, co
     kt_batch b = kt_make_batch(&r, s, 3, last, chunk);
     uint32_t w = qkv_width(&s);
     float *qkv = kt_rand_floats(&r, (size_t)b.n_tok * w, -1, 1), *bv = kt_rand_floats(&r, w, -0.5f, 0.5f);
-    float fv[128];
+    float fv[128], *nw = kt_rand_floats(&r, (size_t)(s.n_heads + s.n_kv_heads) * s.head_dim, 0.8f, 1.2f);
     for (uint32_t i = 0; i < s.rope_dim / 2; i++) fv[i] = 1.0f + 7.0f * i / (s.rope_dim / 2); /* 1 .. 8 */
-    rope_in ri = {bias ? bv : NULL, freqs ? fv : NULL};
+    rope_in ri = {bias ? bv : NULL, freqs ? fv : NULL, s.qk_norm ? nw : NULL};
     rope_run run = {0};
     char what[160];
     snprintf(what, sizeof what, "[%s] rope_store %s hd %u rope %u %s%s scale %g %s", t->variant, name, s.head_dim,
@@ -229,6 +265,7 @@ static void test_rope_case(ctx *t, ember_attn_shape s, bool bias, bool freqs, co
     free_run(&run);
     free(qkv);
     free(bv);
+    free(nw);
     kt_free_batch(&b);
 }
 
@@ -572,6 +609,18 @@ static void run_all(ctx *t)
         s.rope_style = EMBER_ROPE_NEOX;
         s.head_dim = s.rope_dim = 8;
         test_rope_case(t, s, true, false, "tiny");
+        if (kq != 0) continue; /* the families' steps: before the cache, whatever its type */
+        s = (ember_attn_shape){8, 2, 64, 64, 1000000.0f, 16, 40, EMBER_ROPE_NEOX};
+        s.qk_norm = EMBER_QK_NORM_HEAD, s.eps = 1e-6f;
+        test_rope_case(t, s, true, false, "qwen3 qk-norm");
+        s.qk_norm = EMBER_QK_NORM_FULL;
+        test_rope_case(t, s, false, false, "olmo2 qk-norm");
+        s.qk_norm = EMBER_QK_NORM_NONE, s.no_rope = true;
+        test_rope_case(t, s, true, false, "nope");
+        s = (ember_attn_shape){8, 2, 64, 64, 1000000.0f, 16, 40};
+        s.pos_scale = 0.25f, s.ext_factor = 1.0f, s.corr_lo = 5.0f, s.corr_hi = 21.0f, s.mscale = 1.13f;
+        s.temp_scale = 0.1f, s.temp_floor = 32.0f;
+        test_rope_case(t, s, false, false, "yarn+temperature");
         s = (ember_attn_shape){8, 2, 64, 64, 10000.0f, 16, 60};
         s.kv_type = kvs[kq];
         test_rope_neutral(t, s);
@@ -611,6 +660,15 @@ static void run_all(ctx *t)
     test_attention_kv(t, (ember_attn_shape){8, 2, 64, 64, 10000.0f, 16, 130}, f16, 2, lastl, chunkl);
     test_attention_kv(t, (ember_attn_shape){8, 4, 32, 32, 10000.0f, 16, 130}, f16, 3, lastp, chunkp);
     test_attention_kv(t, (ember_attn_shape){8, 1, 96, 96, 10000.0f, 16, 40}, f16, 2, last2, chunk2);
+    /* A local layer (window 100; 37 with a prefill chunk) with soft-capped logits and
+     * another query scale (gemma2): the split-K decode rows lie past the window, whose
+     * earlier chunks hold no position of theirs. */
+    ember_attn_shape win = {8, 2, 64, 64, 10000.0f, 16, 130};
+    win.window = 100, win.softcap = 2.0f, win.attn_scale = 0.3f;
+    test_attention_kv(t, win, f32, 2, lastl, chunkl);
+    win = (ember_attn_shape){8, 4, 32, 32, 10000.0f, 16, 130};
+    win.window = 37, win.softcap = 1.5f;
+    test_attention_kv(t, win, q8, 3, lastp, chunkp);
     /* Six decode tokens at ~11000 positions through ember_k_attention (tiles of up to 16
      * tokens): lavapipe's loop limit (65535 iterations per invocation) caps a tile's
      * tokens, or the last runs would stop early. */

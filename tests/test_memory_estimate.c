@@ -41,7 +41,8 @@ static spans uploaded(const ember_gpu_model *g)
         add_weight(&s, &g->output);
     for (uint32_t l = 0; l < g->hp.n_layers; l++) {
         const ember_gpu_layer *L = &g->layers[l];
-        s.bytes += L->attn_norm.size + L->ffn_norm.size + L->bias_qkv.size;
+        s.bytes += L->attn_norm.size + L->ffn_norm.size + L->bias_qkv.size + L->qk_norm.size;
+        s.bytes += L->attn_post_norm.size + L->ffn_post_norm.size;
         add_weight(&s, &L->qkv), add_weight(&s, &L->wo), add_weight(&s, &L->gate_up), add_weight(&s, &L->down);
     }
     return s;
@@ -90,7 +91,11 @@ static void test_weights(void)
         {"--type q8_0", "q8_0 (quants and scales)", 0},
         {"--type q4_k_m", "q4_k_m (Q4_K + Q6_K)", 0},
         {"--type q3_k_l --tied", "q3_k_l, tied (Q3_K + Q5_K)", 0},
-        {"--type q4_0 --arch qwen2 --rope-freqs", "q4_0, qwen2 biases, rope_freqs", 0},
+        {"--type q4_0 --arch qwen2", "q4_0, qwen2 biases", 0},
+        {"--type q4_0 --rope-freqs", "q4_0, rope_freqs", 0},
+        {"--type q8_0 --arch phi3 --longrope --rope-dim 16", "q8_0, phi3: fused QKV and gate|up, LongRoPE", 0},
+        {"--type q4_k_m --arch gemma3 --head-dim 64", "q4_k_m, gemma3: QK-norm, post-norms", 0},
+        {"--type q4_0 --arch olmo2", "q4_0, olmo2: no pre-norms, full QK-norm", 0},
         {"--type q6_k", "q6_k in parts of 16 KiB", 16384},
         {"--type bf16 --ffn 320", "bf16, ffn 320", 0},
     };

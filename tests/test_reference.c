@@ -346,15 +346,15 @@ static float *run_prompt(const char *path, const uint32_t *prompt, uint32_t n, u
     return logits;
 }
 
-/* A qwen2 Q8_0 GQA model with RoPE factors and linear scaling (biases, NeoX pairing,
- * divided angles; docs/models.md) keeps the properties of the llama ones: one call
+/* A qwen2 Q8_0 GQA model with linear scaling (biases, NeoX pairing, scaled angles;
+ * docs/models.md) keeps the properties of the llama ones: one call
  * equals token by token, the context limit holds. Its numbers are checked against a
  * naive pass in test_arch.c. */
 static void test_generated_qwen2(const char *common, const uint32_t *prompt)
 {
     char path[512], args[512];
     snprintf(path, sizeof path, "%s/ref_qwen2.gguf", tu_tmp_dir());
-    snprintf(args, sizeof args, "%s --type q8_0 --arch qwen2 --rope-freqs --rope-scale 2", common);
+    snprintf(args, sizeof args, "%s --type q8_0 --arch qwen2 --rope-scale 2", common);
     if (!make_model(path, args)) {
         CHECK(0);
         return;
@@ -362,7 +362,7 @@ static void test_generated_qwen2(const char *common, const uint32_t *prompt)
     mf_model L;
     if (load(path, &L)) {
         CHECK(L.m.arch == EMBER_ARCH_QWEN2 && L.m.hp.rope_style == EMBER_ROPE_NEOX);
-        CHECK(L.m.rope_freqs && L.m.hp.rope_scale == 2.0f && L.m.layers[2].bv);
+        CHECK(!L.m.rope_freqs && L.m.hp.rope_scale == 2.0f && L.m.layers[2].bv);
         mf_unload(&L);
     }
     test_prompt_vs_steps(path, prompt, 12);

@@ -214,3 +214,23 @@ double tu_json_num(const char *json, const char *key)
     const char *p = strstr(json, k);
     return p ? atof(p + strlen(k)) : -1.0;
 }
+
+int tu_families(tu_family *out, int cap)
+{
+    char path[1024], line[1024];
+    const char *src = getenv("EMBER_SOURCE_DIR");
+    snprintf(path, sizeof path, "%s/tests/data/families.txt", src ? src : ".");
+    FILE *f = fopen(path, "r");
+    CHECKF(f != NULL, "cannot open %s", path);
+    int n = 0;
+    while (f && n < cap && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = 0;
+        if (line[0] == '#' || line[0] == 0) continue;
+        size_t k = strcspn(line, " ");
+        snprintf(out[n].name, sizeof out[n].name, "%.*s", (int)k, line);
+        snprintf(out[n].args, sizeof out[n].args, "%s", line + k + strspn(line + k, " "));
+        n++;
+    }
+    if (f) fclose(f);
+    return n;
+}

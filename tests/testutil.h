@@ -67,6 +67,15 @@ int tu_make_model_rc(const char *path, const char *args, char *msg, size_t cap);
 /* The same, checked: a failure names the arguments and the tool's message. */
 bool tu_make_model(const char *path, const char *args);
 
+/* The families of tests/data/families.txt: each a name and its make-test-model options
+ * (docs/models.md). Returns how many it read into out (at most cap); 0 when the file is
+ * missing (checked). */
+typedef struct tu_family {
+    char name[32];
+    char args[480];
+} tu_family;
+int tu_families(tu_family *out, int cap);
+
 /* Prints the summary line and returns the process exit code. */
 int tu_finish(const char *name);
 /* Prints "SKIP: why" and returns 77 (ctest's skip code). */

@@ -1,6 +1,8 @@
-/* make_test_model.c — `ember make-test-model OUT.gguf [options]`: writes a small llama
- * or qwen2 GGUF with seeded random weights and a working SentencePiece-style vocabulary,
- * so the test suite needs no downloaded model. See docs/test-models.md.
+/* make_test_model.c — `ember make-test-model OUT.gguf [options]`: writes a small GGUF of
+ * any family of engine/model/arch.h (the tensors its table entry lists, the keys it
+ * reads), with seeded random weights and a working SentencePiece-style vocabulary
+ * (test_vocab.c), so the test suite needs no downloaded model and llama.cpp loads the
+ * same file. See docs/test-models.md.
  *
  * Same arguments and seed give a byte-identical file. Each tensor draws from its own
  * stream (seeded by the seed and the tensor's name), so the F32, F16 and Q8_0 models
@@ -20,11 +22,10 @@
 #include "engine/model/model.h"
 #include "engine/model/quant.h"
 #include "quant_rules.h"
+#include "test_vocab.h"
 
-#define SPACE_MARK "\xe2\x96\x81" /* U+2581 */
-#define PIECE_MAX 32
-#define VOCAB_MIN (3 + 256 + 5)
-#define VOCAB_MAX 1000000
+#define VOCAB_MIN TEST_VOCAB_MIN
+#define VOCAB_MAX TEST_VOCAB_MAX
 #define MAX_THREADS 16 /* making a tensor */
 
 typedef struct tm_args {
@@ -34,208 +35,23 @@ typedef struct tm_args {
     ember_dtype type;     /* the matrices' type; a preset's default type when preset is set */
     const quant_preset *preset; /* q4_k_m and the like: llama-quantize's per-tensor mix */
     bool tied;
-    const char *arch;     /* "llama" or "qwen2": the key prefix; qwen2 adds Q/K/V biases */
+    const ember_arch *arch; /* the family: its key prefix, tensors and keys (arch.h) */
     bool rope_freqs;      /* write rope_freqs.weight (Llama 3.1-style frequency factors) */
-    float rope_scale;     /* linear RoPE scaling factor; 0 = no scaling keys */
+    float rope_scale;     /* RoPE scaling factor (linear, or YaRN with yarn); 0 = none */
+    bool yarn;            /* rope.scaling.type yarn */
+    bool longrope;        /* rope_factors_long/short.weight and LongRoPE's attn_factor */
+    long head_dim;        /* attention.key_length/value_length (0: dim / heads, not written) */
+    long rope_dim;        /* rope.dimension_count (0: the head size) */
+    long orig_ctx;        /* rope.scaling.original_context_length (0: not written) */
     char *chat_template;  /* --chat-template FILE: tokenizer.chat_template (malloc'd), or NULL */
     long pooling;         /* <arch>.pooling_type to write (0..4), or -1: none */
+    const char *keys[16]; /* --key SUFFIX=VALUE: the family's own keys (arch.c) */
+    int n_keys;
 } tm_args;
 
-/* ---- vocabulary ------------------------------------------------------------------ */
-
-enum { TYPE_NORMAL = 1, TYPE_UNKNOWN = 2, TYPE_CONTROL = 3, TYPE_BYTE = 6 };
-
-typedef struct vocab {
-    char (*piece)[PIECE_MAX];
-    float *score;
-    int32_t *type;
-    uint32_t n, cap;
-    uint32_t *set;   /* open addressing over pieces: id + 1, 0 = empty */
-    uint64_t mask;
-} vocab;
-
-/* Common words of simple English stories; each gets "▁word" and the "▁" prefixes that
- * lead to it, so that real text tokenizes into word-sized pieces. */
-static const char *const words[] = {
-    "the", "and", "a", "to", "was", "he", "she", "it", "they", "of", "in", "said", "his",
-    "her", "with", "you", "that", "on", "for", "is", "I", "The", "She", "He", "They", "It",
-    "Once", "One", "upon", "time", "there", "little", "girl", "boy", "named", "Lily", "Tom",
-    "Ben", "mom", "dad", "friend", "friends", "happy", "sad", "saw", "went", "had", "not",
-    "but", "so", "very", "wanted", "want", "go", "play", "played", "park", "ball", "tree",
-    "dog", "cat", "bird", "fun", "together", "help", "helped", "looked", "found", "made",
-    "make", "were", "their", "then", "when", "what", "would", "could", "can", "all", "at",
-    "be", "have", "do", "did", "know", "like", "liked", "loved", "love", "home", "house",
-    "big", "red", "blue", "green", "sun", "sky", "water", "food", "toy", "toys", "good",
-    "new", "every", "day", "how", "too", "out", "up", "down", "from", "this", "are", "we",
-    "me", "my", "your", "our", "one", "two", "three", "run", "ran", "jump", "smiled",
-    "laughed", "thank", "share", "sorry", "about", "after", "again", "because", "come",
-    "came", "get", "got", "just", "look", "many", "more", "now", "only", "other", "over",
-    "some", "than", "them", "think", "through", "under", "way", "where", "who", "will",
-    "man", "world", "hello", "quick", "brown", "fox", "jumps", "lazy", "times", "an", "as",
-    "if", "or", "by", "no", "yes", "night", "story",
-};
-
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-    while (*s)
-        h = (h ^ (uint8_t)*s++) * 0x100000001b3ull;
-    return h;
-}
-
-static uint32_t *set_slot(vocab *v, const char *s)
-{
-    for (uint64_t i = hash_str(s) & v->mask;; i = (i + 1) & v->mask) {
-        uint32_t e = v->set[i];
-        if (e == 0 || strcmp(v->piece[e - 1], s) == 0)
-            return &v->set[i];
-    }
-}
-
-static bool vocab_has(vocab *v, const char *s) { return *set_slot(v, s) != 0; }
-static bool vocab_full(const vocab *v) { return v->n == v->cap; }
-
-/* Appends s unless present or the vocabulary is full. Normal pieces are scored by
- * rank (earlier = higher), so shorter pieces merge first, as in a trained BPE. */
-static void vocab_add(vocab *v, const char *s, int32_t type)
-{
-    if (vocab_full(v) || strlen(s) >= PIECE_MAX)
-        return;
-    uint32_t *slot = set_slot(v, s);
-    if (*slot)
-        return;
-    strcpy(v->piece[v->n], s);
-    v->type[v->n] = type;
-    v->score[v->n] = type == TYPE_NORMAL ? -(float)v->n : 0.0f;
-    *slot = ++v->n;
-}
-
-/* Adds left+right only when both halves are pieces: every merged piece stays reachable
- * by one SentencePiece merge of two shorter pieces. */
-static void add_merged(vocab *v, const char *left, const char *right)
-{
-    char s[2 * PIECE_MAX];
-    if (!vocab_has(v, left) || !vocab_has(v, right))
-        return;
-    snprintf(s, sizeof s, "%s%s", left, right);
-    vocab_add(v, s, TYPE_NORMAL);
-}
-
-static void add_specials_and_bytes(vocab *v)
-{
-    vocab_add(v, "<unk>", TYPE_UNKNOWN);
-    vocab_add(v, "<s>", TYPE_CONTROL);
-    vocab_add(v, "</s>", TYPE_CONTROL);
-    for (int b = 0; b < 256; b++) {
-        char s[8];
-        snprintf(s, sizeof s, "<0x%02X>", b);
-        vocab_add(v, s, TYPE_BYTE);
-    }
-}
-
-/* The space mark, then printable ASCII in rough English frequency order. */
-static void add_chars(vocab *v)
-{
-    static const char order[] = "etaoinshrdlcumwfgypbvkjxqzETAOINSHRDLCUMWFGYPBVKJXQZ.,'\"!?-";
-    vocab_add(v, SPACE_MARK, TYPE_NORMAL);
-    char s[2] = {0, 0};
-    for (const char *c = order; *c; c++)
-        s[0] = *c, vocab_add(v, s, TYPE_NORMAL);
-    for (int c = 0x21; c < 0x7f; c++)
-        s[0] = (char)c, vocab_add(v, s, TYPE_NORMAL);
-}
-
-/* "▁" + the first k characters of each word, shortest pieces first. */
-static void add_words(vocab *v)
-{
-    size_t n_words = sizeof words / sizeof *words;
-    for (size_t k = 1; k < PIECE_MAX - 4; k++) {
-        for (size_t i = 0; i < n_words; i++) {
-            size_t len = strlen(words[i]);
-            if (len < k)
-                continue;
-            char left[PIECE_MAX], right[2] = { words[i][k - 1], 0 };
-            snprintf(left, sizeof left, SPACE_MARK "%.*s", (int)(k - 1), words[i]);
-            add_merged(v, left, right);
-        }
-    }
-}
-
-/* Fills the rest with every lowercase string of length 1, 2, 3, ... as "▁s" and (from
- * length 2) "s", each the merge of its prefix and its last letter. */
-static void add_letter_strings(vocab *v)
-{
-    for (int len = 1; len <= 8 && !vocab_full(v); len++) {
-        char s[16] = {0};
-        memset(s, 'a', (size_t)len);
-        for (;;) {
-            char prefix[PIECE_MAX], last[2] = { s[len - 1], 0 };
-            snprintf(prefix, sizeof prefix, SPACE_MARK "%.*s", len - 1, s);
-            add_merged(v, prefix, last);
-            if (len >= 2) {
-                snprintf(prefix, sizeof prefix, "%.*s", len - 1, s);
-                add_merged(v, prefix, last);
-            }
-            if (vocab_full(v))
-                return;
-            int i = len - 1; /* next string, like an odometer */
-            while (i >= 0 && s[i] == 'z')
-                s[i--] = 'a';
-            if (i < 0)
-                break;
-            s[i]++;
-        }
-    }
-}
-
-static void vocab_free(vocab *v)
-{
-    free(v->piece), free(v->score), free(v->type), free(v->set);
-}
-
-static bool vocab_build(vocab *v, uint32_t size)
-{
-    memset(v, 0, sizeof *v);
-    uint64_t slots = 16;
-    while (slots < 2ull * size)
-        slots *= 2;
-    v->cap = size;
-    v->mask = slots - 1;
-    v->piece = calloc(size, sizeof *v->piece);
-    v->score = calloc(size, sizeof *v->score);
-    v->type = calloc(size, sizeof *v->type);
-    v->set = calloc(slots, sizeof *v->set);
-    if (!v->piece || !v->score || !v->type || !v->set) {
-        vocab_free(v);
-        return false;
-    }
-    add_specials_and_bytes(v);
-    add_chars(v);
-    add_words(v);
-    add_letter_strings(v);
-    return vocab_full(v);
-}
-
-static ember_status add_vocab(ember_gguf_writer *w, const vocab *v)
-{
-    const char **ptrs = malloc(v->n * sizeof *ptrs);
-    if (!ptrs)
-        return EMBER_ERR_OUT_OF_MEMORY;
-    for (uint32_t i = 0; i < v->n; i++)
-        ptrs[i] = v->piece[i];
-    ember_status st;
-    (void)((st = ember_gguf_add_str(w, "tokenizer.ggml.model", "llama")) ||
-           (st = ember_gguf_add_arr_str(w, "tokenizer.ggml.tokens", ptrs, v->n)) ||
-           (st = ember_gguf_add_arr_f32(w, "tokenizer.ggml.scores", v->score, v->n)) ||
-           (st = ember_gguf_add_arr_i32(w, "tokenizer.ggml.token_type", v->type, v->n)) ||
-           (st = ember_gguf_add_u32(w, "tokenizer.ggml.bos_token_id", 1)) ||
-           (st = ember_gguf_add_u32(w, "tokenizer.ggml.eos_token_id", 2)) ||
-           (st = ember_gguf_add_u32(w, "tokenizer.ggml.unknown_token_id", 0)) ||
-           (st = ember_gguf_add_bool(w, "tokenizer.ggml.add_bos_token", true)) ||
-           (st = ember_gguf_add_bool(w, "tokenizer.ggml.add_eos_token", false)));
-    free(ptrs);
-    return st;
-}
+/* The head size the file declares or implies. */
+static long head_dim_of(const tm_args *a) { return a->head_dim ? a->head_dim : a->dim / a->heads; }
+static long rope_dim_of(const tm_args *a) { return a->rope_dim ? a->rope_dim : head_dim_of(a); }
 
 /* ---- weights --------------------------------------------------------------------- */
 
@@ -340,7 +156,7 @@ static uint32_t threads_for(const spec *t)
 static ember_status make_tensor(void *user, void *dst, uint64_t nbytes)
 {
     const spec *t = user;
-    uint64_t seed = (uint64_t)t->seed ^ hash_str(t->name);
+    uint64_t seed = (uint64_t)t->seed ^ test_hash_str(t->name);
     (void)splitmix64(&seed); /* decorrelate seeds that differ in a few bits */
     uint32_t n = threads_for(t);
     rows_job jobs[MAX_THREADS];
@@ -369,45 +185,37 @@ static ember_status add_matrix(plan *p, const tm_args *a, const char *name, uint
     return add_weight(p, a, name, true, 2, fan_in, rows, 0.0f, sqrtf(3.0f / (float)fan_in));
 }
 
-/* Norm weights 1 +- 0.1: not all ones, so a missing or misplaced norm shows. */
-static ember_status add_norm(plan *p, const tm_args *a, const char *name)
+/* A layer's vectors: biases uniform(-0.5, 0.5), not zeros, so a bias that is missing,
+ * misplaced or added after RoPE instead of before changes the result; norm weights
+ * 1 +- 0.1, not all ones, so a missing or misplaced norm shows. */
+static ember_status add_vector(plan *p, const tm_args *a, const char *name, uint64_t n, bool bias)
 {
-    return add_weight(p, a, name, false, 1, (uint64_t)a->dim, 1, 1.0f, 0.1f);
+    return add_weight(p, a, name, false, 1, n, 1, bias ? 0.0f : 1.0f, bias ? 0.5f : 0.1f);
 }
 
-/* qwen2's Q/K/V biases, F32 uniform(-0.5, 0.5): not zeros, so a bias that is missing,
- * misplaced or added after RoPE instead of before changes the result. */
-static ember_status add_biases(plan *p, const tm_args *a, long l, uint64_t q, uint64_t kv)
+/* The hyper-parameters the family's tensor table (arch.c) is sized by. */
+static ember_hparams hparams_of(const tm_args *a)
 {
-    static const char *const parts[3] = { "attn_q", "attn_k", "attn_v" };
-    const uint64_t rows[3] = { q, kv, kv };
-    for (int i = 0; i < 3; i++) {
-        char name[64];
-        snprintf(name, sizeof name, "blk.%ld.%s.bias", l, parts[i]);
-        ember_status st = add_weight(p, a, name, false, 1, rows[i], 1, 0.0f, 0.5f);
-        if (st)
-            return st;
-    }
-    return EMBER_OK;
+    return (ember_hparams){.dim = (uint32_t)a->dim, .n_layers = (uint32_t)a->layers, .n_heads = (uint32_t)a->heads,
+                           .n_kv_heads = (uint32_t)a->kv_heads, .head_dim = (uint32_t)head_dim_of(a),
+                           .ffn_dim = (uint32_t)a->ffn};
 }
 
+/* Layer l's tensors as the family's table lists them, each one it may have. */
 static ember_status add_layer(plan *p, const tm_args *a, long l)
 {
-    uint64_t dim = (uint64_t)a->dim, ffn = (uint64_t)a->ffn;
-    uint64_t kv = dim / (uint64_t)a->heads * (uint64_t)a->kv_heads;
-    char n[9][64];
-    static const char *const parts[9] = { "attn_norm", "attn_q", "attn_k", "attn_v",
-        "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down" };
-    for (int i = 0; i < 9; i++)
-        snprintf(n[i], sizeof n[i], "blk.%ld.%s.weight", l, parts[i]);
-    ember_status st;
-    (void)((st = add_norm(p, a, n[0])) || (st = add_matrix(p, a, n[1], dim, dim)) ||
-           (st = add_matrix(p, a, n[2], dim, kv)) || (st = add_matrix(p, a, n[3], dim, kv)) ||
-           (st = add_matrix(p, a, n[4], dim, dim)) || (st = add_norm(p, a, n[5])) ||
-           (st = add_matrix(p, a, n[6], dim, ffn)) || (st = add_matrix(p, a, n[7], dim, ffn)) ||
-           (st = add_matrix(p, a, n[8], ffn, dim)));
-    if (!st && strcmp(a->arch, "qwen2") == 0)
-        st = add_biases(p, a, l, dim, kv);
+    ember_hparams hp = hparams_of(a);
+    ember_tensor_spec specs[EMBER_MAX_LAYER_TENSORS];
+    uint32_t n = ember_arch_layer_tensors(a->arch, &hp, (a->arch->flags & EMBER_ARCH_FUSED_QKV) != 0, specs);
+    ember_status st = EMBER_OK;
+    for (uint32_t i = 0; i < n && !st; i++) {
+        const ember_tensor_spec *t = &specs[i];
+        char name[64];
+        snprintf(name, sizeof name, "blk.%ld.%.24s.%s", l, t->part, t->bias ? "bias" : "weight");
+        /* Optional biases are written only where the family requires them (qwen2). */
+        if (t->bias && !t->required) continue;
+        st = t->vector ? add_vector(p, a, name, t->ne0, t->bias) : add_matrix(p, a, name, t->ne0, t->ne1);
+    }
     return st;
 }
 
@@ -422,9 +230,10 @@ static ember_status plan_tensors(plan *p, const tm_args *a)
     for (long l = 0; l < a->layers; l++)
         if ((st = add_layer(p, a, l)))
             return st;
-    if ((st = add_norm(p, a, "output_norm.weight")))
+    if ((st = add_vector(p, a, "output_norm.weight", dim, false)))
         return st;
-    if (!a->tied && (st = add_matrix(p, a, "output.weight", dim, n_vocab)))
+    bool tied = a->tied || (a->arch->flags & EMBER_ARCH_TIED);
+    if (!tied && (st = add_matrix(p, a, "output.weight", dim, n_vocab)))
         return st;
     return EMBER_OK;
 }
@@ -444,7 +253,7 @@ static ember_status choose_types(plan *p, const tm_args *a)
     for (size_t i = 0; i < p->n; i++)
         t[i] = (ember_gguf_tensor){.name = p->s[i].name, .n_dims = p->s[i].n_dims,
                                    .ne = {p->s[i].ne[0], p->s[i].ne[1], 1, 1}, .type = EMBER_DTYPE_F32};
-    ember_llama m = {.arch = strcmp(a->arch, "qwen2") == 0 ? EMBER_ARCH_QWEN2 : EMBER_ARCH_LLAMA};
+    ember_llama m = {.arch = a->arch->id};
     m.hp.n_layers = (uint32_t)a->layers, m.hp.n_heads = (uint32_t)a->heads, m.hp.n_kv_heads = (uint32_t)a->kv_heads;
     quant_job job = {.preset = a->preset, .model = quant_model_of(&m), .tensors = t, .n_tensors = p->n};
     for (size_t i = 0; i < p->n; i++) p->s[i].type = quant_tensor_type(&job, i);
@@ -464,20 +273,30 @@ static ember_status add_planned(ember_gguf_writer *w, plan *p)
     return st;
 }
 
-/* rope_freqs.weight: one divisor per rotation pair, rising geometrically from 1 (the
- * fastest-turning pair) to 8 (the slowest), the range Llama 3.1's converter writes
- * (its factor 8), but spread over every pair so that short contexts see the change. */
-static ember_status add_rope_freqs(ember_gguf_writer *w, const tm_args *a)
+/* n RoPE frequency factors rising geometrically from 1 (the fastest-turning pair) to top
+ * (the slowest). */
+static ember_status add_factors(ember_gguf_writer *w, const char *name, uint64_t n, double top)
 {
-    uint64_t n = (uint64_t)(a->dim / a->heads) / 2;
     float *f = malloc(n * sizeof *f);
     if (!f)
         return EMBER_ERR_OUT_OF_MEMORY;
     for (uint64_t i = 0; i < n; i++)
-        f[i] = n > 1 ? (float)pow(8.0, (double)i / (double)(n - 1)) : 1.0f;
-    ember_status st = ember_gguf_add_tensor(w, "rope_freqs.weight", EMBER_DTYPE_F32, 1, &n, f,
-                                            n * sizeof *f);
+        f[i] = n > 1 ? (float)pow(top, (double)i / (double)(n - 1)) : 1.0f;
+    ember_status st = ember_gguf_add_tensor(w, name, EMBER_DTYPE_F32, 1, &n, f, n * sizeof *f);
     free(f);
+    return st;
+}
+
+/* rope_freqs.weight: factors 1..8, the range Llama 3.1's converter writes (its factor 8),
+ * but spread over every pair so that short contexts see the change. LongRoPE's (phi3):
+ * long factors 1..8 and short ones 1..2. */
+static ember_status add_rope_factors(ember_gguf_writer *w, const tm_args *a)
+{
+    uint64_t n = (uint64_t)rope_dim_of(a) / 2;
+    ember_status st = EMBER_OK;
+    if (a->rope_freqs) st = add_factors(w, "rope_freqs.weight", n, 8.0);
+    if (!st && a->longrope) st = add_factors(w, "rope_factors_long.weight", n, 8.0);
+    if (!st && a->longrope) st = add_factors(w, "rope_factors_short.weight", n, 2.0);
     return st;
 }
 
@@ -486,16 +305,16 @@ static ember_status add_tensors(ember_gguf_writer *w, const tm_args *a, plan *p)
     ember_status st = plan_tensors(p, a);
     if (!st) st = choose_types(p, a);
     if (!st) st = add_planned(w, p);
-    if (!st && a->rope_freqs) st = add_rope_freqs(w, a);
+    if (!st) st = add_rope_factors(w, a);
     return st;
 }
 
 /* ---- metadata -------------------------------------------------------------------- */
 
-/* "<arch>.<name>": llama and qwen2 keys share their suffixes. */
+/* "<arch>.<name>": the families' keys share their suffixes. */
 static const char *akey(const tm_args *a, const char *name, char buf[96])
 {
-    snprintf(buf, 96, "%s.%s", a->arch, name);
+    snprintf(buf, 96, "%s.%s", a->arch->name, name);
     return buf;
 }
 
@@ -505,12 +324,70 @@ static uint32_t file_type(const tm_args *a)
     return a->preset ? (uint32_t)a->preset->ftype : ember_dtype_find(a->type)->ftype;
 }
 
+/* The family's key of this suffix (arch.c), or NULL. */
+static const ember_arch_key *family_key(const ember_arch *arch, const char *suffix, size_t n)
+{
+    for (const ember_arch_key *k = arch->keys; k->suffix; k++)
+        if (strlen(k->suffix) == n && strncmp(k->suffix, suffix, n) == 0) return k;
+    return NULL;
+}
+
+/* One --key SUFFIX=VALUE, in the type the family reads it as (llama.cpp insists). */
+static ember_status add_family_key(ember_gguf_writer *w, const tm_args *a, const char *kv)
+{
+    const char *eq = strchr(kv, '=');
+    const ember_arch_key *k = family_key(a->arch, kv, (size_t)(eq - kv));
+    char name[96];
+    akey(a, k->suffix, name);
+    double v = strtod(eq + 1, NULL);
+    if (k->kind == EMBER_KEY_F32) return ember_gguf_add_f32(w, name, (float)v);
+    if (k->kind == EMBER_KEY_U32) return ember_gguf_add_u32(w, name, (uint32_t)v);
+    return ember_gguf_add_bool(w, name, v != 0);
+}
+
+/* The family's required keys the command line did not set, at their defaults. */
+static ember_status add_required_keys(ember_gguf_writer *w, const tm_args *a)
+{
+    char name[96], kv[128];
+    ember_status st = EMBER_OK;
+    for (const ember_arch_key *k = a->arch->keys; k->suffix && !st; k++) {
+        bool given = false;
+        for (int i = 0; i < a->n_keys; i++)
+            given |= strncmp(a->keys[i], k->suffix, strlen(k->suffix)) == 0 && a->keys[i][strlen(k->suffix)] == '=';
+        if (!k->required || given) continue;
+        snprintf(kv, sizeof kv, "%s=%g", akey(a, k->suffix, name) + strlen(a->arch->name) + 1, k->def);
+        st = add_family_key(w, a, kv);
+    }
+    for (int i = 0; i < a->n_keys && !st; i++) st = add_family_key(w, a, a->keys[i]);
+    return st;
+}
+
+/* RoPE scaling as llama.cpp's converter writes it: linear (type and factor), YaRN (type,
+ * factor and original context), LongRoPE (attn_factor from the context ratio, the
+ * original context; the factor tensors are written with the tensors). */
+static ember_status add_rope_scaling(ember_gguf_writer *w, const tm_args *a)
+{
+    char k[96];
+    ember_status st = EMBER_OK;
+    if (a->rope_scale > 0)
+        (void)((st = ember_gguf_add_str(w, akey(a, "rope.scaling.type", k), a->yarn ? "yarn" : "linear")) ||
+               (st = ember_gguf_add_f32(w, akey(a, "rope.scaling.factor", k), a->rope_scale)));
+    if (!st && a->orig_ctx)
+        st = ember_gguf_add_u32(w, akey(a, "rope.scaling.original_context_length", k), (uint32_t)a->orig_ctx);
+    if (!st && a->longrope) {
+        double scale = (double)a->ctx / (double)(a->orig_ctx ? a->orig_ctx : a->ctx);
+        float f = scale > 1 ? (float)sqrt(1 + log(scale) / log((double)(a->orig_ctx ? a->orig_ctx : a->ctx))) : 1.0f;
+        st = ember_gguf_add_f32(w, akey(a, "rope.scaling.attn_factor", k), f);
+    }
+    return st;
+}
+
 static ember_status add_hparams(ember_gguf_writer *w, const tm_args *a)
 {
     ember_status st;
     char k[96];
     if (a->chat_template && (st = ember_gguf_add_str(w, "tokenizer.chat_template", a->chat_template))) return st;
-    (void)((st = ember_gguf_add_str(w, "general.architecture", a->arch)) ||
+    (void)((st = ember_gguf_add_str(w, "general.architecture", a->arch->name)) ||
            (st = ember_gguf_add_str(w, "general.name", "ember-test-model")) ||
            (st = ember_gguf_add_u32(w, "general.file_type", file_type(a))) ||
            (st = ember_gguf_add_u32(w, akey(a, "context_length", k), (uint32_t)a->ctx)) ||
@@ -520,12 +397,14 @@ static ember_status add_hparams(ember_gguf_writer *w, const tm_args *a)
            (st = ember_gguf_add_u32(w, akey(a, "attention.head_count", k), (uint32_t)a->heads)) ||
            (st = ember_gguf_add_u32(w, akey(a, "attention.head_count_kv", k), (uint32_t)a->kv_heads)) ||
            (st = ember_gguf_add_f32(w, akey(a, "rope.freq_base", k), a->rope_base)) ||
-           (st = ember_gguf_add_u32(w, akey(a, "rope.dimension_count", k), (uint32_t)(a->dim / a->heads))) ||
+           (st = ember_gguf_add_u32(w, akey(a, "rope.dimension_count", k), (uint32_t)rope_dim_of(a))) ||
            (st = ember_gguf_add_f32(w, akey(a, "attention.layer_norm_rms_epsilon", k), 1e-5f)) ||
            (st = ember_gguf_add_u32(w, akey(a, "vocab_size", k), (uint32_t)a->vocab)));
-    if (!st && a->rope_scale > 0) /* as llama.cpp's converter writes linear scaling */
-        (void)((st = ember_gguf_add_str(w, akey(a, "rope.scaling.type", k), "linear")) ||
-               (st = ember_gguf_add_f32(w, akey(a, "rope.scaling.factor", k), a->rope_scale)));
+    if (!st && a->head_dim)
+        (void)((st = ember_gguf_add_u32(w, akey(a, "attention.key_length", k), (uint32_t)a->head_dim)) ||
+               (st = ember_gguf_add_u32(w, akey(a, "attention.value_length", k), (uint32_t)a->head_dim)));
+    if (!st) st = add_rope_scaling(w, a);
+    if (!st) st = add_required_keys(w, a);
     if (!st && a->pooling >= 0) st = ember_gguf_add_u32(w, akey(a, "pooling_type", k), (uint32_t)a->pooling);
     if (!st && ember_dtype_block(a->type) > 1)
         st = ember_gguf_add_u32(w, "general.quantization_version", 2);
@@ -540,7 +419,7 @@ static int usage(FILE *out, int code)
         "usage: ember make-test-model OUT.gguf [options]\n"
         "  --dim N        embedding length (64)\n"
         "  --layers N     transformer blocks (2)\n"
-        "  --heads N      attention heads; must divide --dim, head size even (4)\n"
+        "  --heads N      attention heads; must divide --dim unless --head-dim (4)\n"
         "  --kv-heads N   key/value heads; must divide --heads (2)\n"
         "  --ffn N        feed-forward length (128)\n"
         "  --vocab N      vocabulary size, %d..%d (512)\n"
@@ -551,16 +430,26 @@ static int usage(FILE *out, int code)
         "  --seed N       random seed (1)\n"
         "  --rope-base F  RoPE frequency base (10000)\n"
         "  --tied         no output.weight: the LM head reuses token_embd\n"
-        "  --arch A       llama or qwen2 (llama); qwen2 adds Q/K/V biases, NeoX RoPE\n"
+        "  --arch A       the family: %s (llama); its tensors and\n"
+        "                 recipe as docs/models.md lists them\n"
+        "  --head-dim N   attention.key_length and value_length: the head size, when it is\n"
+        "                 not --dim/--heads (Mistral-Nemo, Qwen3, Gemma); even\n"
+        "  --rope-dim N   rope.dimension_count: partial rotary below the head size (all)\n"
         "  --rope-freqs   write rope_freqs.weight (Llama 3.1-style factors 1..8)\n"
-        "  --rope-scale F linear RoPE scaling factor (none)\n"
+        "  --rope-scale F RoPE scaling factor, linear unless --yarn (none)\n"
+        "  --yarn         the scaling is YaRN (rope.scaling.type yarn); needs --rope-scale\n"
+        "  --orig-ctx N   rope.scaling.original_context_length (none)\n"
+        "  --longrope     LongRoPE factor tensors and attn_factor (phi3); the long factors\n"
+        "                 apply when --ctx exceeds --orig-ctx\n"
+        "  --key K=V      the family's own key <arch>.K (arch.c: sliding windows, soft-caps,\n"
+        "                 scales, ...), in the type llama.cpp reads; repeatable\n"
         "  --chat-template FILE  its tokenizer.chat_template (Jinja), for chat tests (none)\n"
         "  --pooling N    <arch>.pooling_type for embeddings: 0 none, 1 mean, 2 cls, 3 last,\n"
         "                 4 rank (none written)\n"
         "Tensors are made one at a time as the file is written, so a model larger than\n"
         "memory can be made (an 8B shape: --dim 4096 --layers 32 --heads 32 --kv-heads 8\n"
         "--ffn 14336 --vocab 128256 --type q4_k_m).\n",
-        VOCAB_MIN, VOCAB_MAX);
+        VOCAB_MIN, VOCAB_MAX, ember_arch_names());
     return code;
 }
 
@@ -576,14 +465,44 @@ static bool parse_type(const char *s, tm_args *a)
     return t || p;
 }
 
-static bool parse_arch(const char *s, const char **out)
+static bool parse_arch(const char *s, const ember_arch **out)
 {
-    if (strcmp(s, "llama") != 0 && strcmp(s, "qwen2") != 0) {
-        fprintf(stderr, "ember: --arch is llama or qwen2, got '%s'\n", s);
+    const ember_arch *a = ember_arch_find(s, strlen(s));
+    if (!a) {
+        fprintf(stderr, "ember: --arch is one of %s, got '%s'\n", ember_arch_names(), s);
         return false;
     }
-    *out = strcmp(s, "llama") == 0 ? "llama" : "qwen2";
+    *out = a;
     return true;
+}
+
+/* --key K=V: K one of the family's keys (checked once the family is known), V a number. */
+static bool parse_key(const char *s, tm_args *a)
+{
+    const char *eq = strchr(s, '=');
+    char *end = NULL;
+    if (!eq || eq == s || (strtod(eq + 1, &end), end == eq + 1 || *end)) {
+        fprintf(stderr, "ember: --key wants SUFFIX=NUMBER (e.g. attention.sliding_window=8), got '%s'\n", s);
+        return false;
+    }
+    if (a->n_keys == (int)(sizeof a->keys / sizeof *a->keys)) {
+        fprintf(stderr, "ember: at most %d --key options\n", a->n_keys);
+        return false;
+    }
+    a->keys[a->n_keys++] = s;
+    return true;
+}
+
+/* A flag of no value: 1 when argv[*i] is one, 0 when not. */
+static int parse_switch(const char *f, tm_args *a)
+{
+    static const struct { const char *flag; size_t off; } sw[] = {
+        { "--tied", offsetof(tm_args, tied) }, { "--rope-freqs", offsetof(tm_args, rope_freqs) },
+        { "--yarn", offsetof(tm_args, yarn) }, { "--longrope", offsetof(tm_args, longrope) },
+    };
+    for (size_t k = 0; k < sizeof sw / sizeof *sw; k++)
+        if (strcmp(f, sw[k].flag) == 0) return *(bool *)((char *)a + sw[k].off) = true, 1;
+    return 0;
 }
 
 /* Returns 1 when argv[*i] was a known flag and parsed, 0 when unknown, -1 on error. */
@@ -599,12 +518,12 @@ static int parse_flag(int argc, char **argv, int *i, tm_args *a)
         { "--ctx", offsetof(tm_args, ctx), 1, 1 << 24 },
         { "--seed", offsetof(tm_args, seed), 0, 0x7fffffffL },
         { "--pooling", offsetof(tm_args, pooling), 0, 4 },
+        { "--head-dim", offsetof(tm_args, head_dim), 2, 1 << 16 },
+        { "--rope-dim", offsetof(tm_args, rope_dim), 2, 1 << 16 },
+        { "--orig-ctx", offsetof(tm_args, orig_ctx), 1, 1 << 24 },
     };
     const char *f = argv[*i], *v;
-    if (strcmp(f, "--tied") == 0) {
-        a->tied = true;
-        return 1;
-    }
+    if (parse_switch(f, a)) return 1;
     for (size_t k = 0; k < sizeof ints / sizeof *ints; k++) {
         if (strcmp(f, ints[k].flag) != 0)
             continue;
@@ -614,10 +533,8 @@ static int parse_flag(int argc, char **argv, int *i, tm_args *a)
     }
     if (strcmp(f, "--type") == 0)
         return (v = cli_value(argc, argv, i)) && parse_type(v, a) ? 1 : -1;
-    if (strcmp(f, "--rope-freqs") == 0) {
-        a->rope_freqs = true;
-        return 1;
-    }
+    if (strcmp(f, "--key") == 0)
+        return (v = cli_value(argc, argv, i)) && parse_key(v, a) ? 1 : -1;
     if (strcmp(f, "--arch") == 0)
         return (v = cli_value(argc, argv, i)) && parse_arch(v, &a->arch) ? 1 : -1;
     if (strcmp(f, "--chat-template") == 0) {
@@ -647,7 +564,7 @@ static int parse_flag(int argc, char **argv, int *i, tm_args *a)
 
 static bool check_shape(const tm_args *a)
 {
-    if (a->dim % a->heads) {
+    if (!a->head_dim && a->dim % a->heads) {
         fprintf(stderr, "ember: --heads %ld does not divide --dim %ld\n", a->heads, a->dim);
         return false;
     }
@@ -655,11 +572,33 @@ static bool check_shape(const tm_args *a)
         fprintf(stderr, "ember: --kv-heads %ld does not divide --heads %ld\n", a->kv_heads, a->heads);
         return false;
     }
-    if ((a->dim / a->heads) % 2) {
-        fprintf(stderr, "ember: head size --dim/--heads = %ld must be even (RoPE rotates pairs)\n",
-                a->dim / a->heads);
+    if (head_dim_of(a) % 2 || rope_dim_of(a) % 2 || rope_dim_of(a) > head_dim_of(a)) {
+        fprintf(stderr, "ember: head size %ld and rotary size %ld must be even, the rotary one at most the head "
+                        "size (RoPE rotates pairs)\n", head_dim_of(a), rope_dim_of(a));
         return false;
     }
+    return true;
+}
+
+/* What the family has and the options ask for agree (what llama.cpp would refuse). */
+static bool check_family(const tm_args *a)
+{
+    const ember_arch *f = a->arch;
+    const char *bad = a->rope_freqs && !(f->flags & EMBER_ARCH_ROPE_FREQS) ? "--rope-freqs"
+                      : a->longrope && !(f->flags & EMBER_ARCH_LONGROPE)    ? "--longrope"
+                      : a->tied && (f->flags & EMBER_ARCH_OUTPUT)           ? "--tied"
+                      : a->yarn && !(a->rope_scale > 0)                     ? "--yarn without --rope-scale"
+                                                                            : NULL;
+    if (bad) {
+        fprintf(stderr, "ember make-test-model: %s does not fit a %s model (%s)\n", bad, f->name, f->models);
+        return false;
+    }
+    for (int i = 0; i < a->n_keys; i++)
+        if (!family_key(f, a->keys[i], (size_t)(strchr(a->keys[i], '=') - a->keys[i]))) {
+            fprintf(stderr, "ember make-test-model: --key %s: %s models read no such key (docs/models.md)\n",
+                    a->keys[i], f->name);
+            return false;
+        }
     return true;
 }
 
@@ -680,10 +619,12 @@ static double matrix_bytes(const tm_args *a, double fan_in, double rows)
 static double peak_bytes(const tm_args *a, double *params)
 {
     double dim = (double)a->dim, ffn = (double)a->ffn, vocab = (double)a->vocab, layers = (double)a->layers;
-    double kv = dim / (double)a->heads * (double)a->kv_heads;
-    double rows = ffn > vocab ? ffn : vocab;
-    *params = layers * (2 * dim * dim + 2 * dim * kv + 3 * dim * ffn + 2 * dim) + dim * vocab * (a->tied ? 1 : 2) + dim;
-    return dim * rows * 4 + matrix_bytes(a, dim, rows) + vocab * (PIECE_MAX + 4 + 4 + 2 * 2 * 4);
+    double q = (double)head_dim_of(a) * (double)a->heads, kv = (double)head_dim_of(a) * (double)a->kv_heads;
+    double up = a->arch->flags & EMBER_ARCH_FUSED_UP ? 2 * ffn : ffn;
+    double rows = up > vocab ? up : vocab;
+    if ((a->arch->flags & EMBER_ARCH_FUSED_QKV) && q + 2 * kv > rows) rows = q + 2 * kv;
+    *params = layers * (2 * dim * q + 2 * dim * kv + 3 * dim * ffn + 2 * dim) + dim * vocab * (a->tied ? 1 : 2) + dim;
+    return dim * rows * 4 + matrix_bytes(a, dim, rows) + vocab * (TEST_VOCAB_PIECE_MAX + 4 + 4 + 2 * 2 * 4);
 }
 
 /* Refuses, at once, a model that cannot be built in this machine's memory (rather than
@@ -703,22 +644,22 @@ static bool check_size(const tm_args *a)
 
 static int write_model(const tm_args *a)
 {
-    vocab v;
+    test_vocab v;
     ember_gguf_writer *w = NULL;
     ember_err err = {{0}};
-    if (!vocab_build(&v, (uint32_t)a->vocab)) {
+    if (!test_vocab_build(&v, (uint32_t)a->vocab)) {
         fprintf(stderr, "ember: make-test-model: out of memory building the vocabulary\n");
         return 1;
     }
     plan p = {0}; /* the writer reads it while it writes: freed after */
     ember_status st = ember_gguf_writer_create(&w, &err);
-    if (!st && !(st = add_hparams(w, a)) && !(st = add_vocab(w, &v)) && !(st = add_tensors(w, a, &p)))
+    if (!st && !(st = add_hparams(w, a)) && !(st = test_vocab_write(w, &v)) && !(st = add_tensors(w, a, &p)))
         st = ember_gguf_write(w, a->out, &err);
     else if (st && !err.msg[0])
         snprintf(err.msg, sizeof err.msg, "%s", ember_status_name(st));
     ember_gguf_writer_free(w);
     free(p.s);
-    vocab_free(&v);
+    test_vocab_free(&v);
     if (st) {
         fprintf(stderr, "ember: make-test-model: %s\n", err.msg);
         return 1;
@@ -728,8 +669,9 @@ static int write_model(const tm_args *a)
 
 int ember_cmd_make_test_model(int argc, char **argv)
 {
-    tm_args a = { NULL, 64, 2, 4, 2, 128, 512, 256, 1, 10000.0f, EMBER_DTYPE_F32, NULL, false,
-                  "llama", false, 0.0f, NULL, -1 };
+    tm_args a = {.dim = 64, .layers = 2, .heads = 4, .kv_heads = 2, .ffn = 128, .vocab = 512, .ctx = 256, .seed = 1,
+                 .rope_base = 10000.0f, .type = EMBER_DTYPE_F32, .arch = ember_arch_get(EMBER_ARCH_LLAMA),
+                 .pooling = -1};
     for (int i = 1; i < argc; i++)
         if (cli_is_help(argv[i]))
             return usage(stdout, CLI_OK);
@@ -748,7 +690,7 @@ int ember_cmd_make_test_model(int argc, char **argv)
         fprintf(stderr, "ember make-test-model: no output file given\n");
         return usage(stderr, CLI_USAGE);
     }
-    if (!check_shape(&a))
+    if (!check_shape(&a) || !check_family(&a))
         return CLI_USAGE;
     if (!check_size(&a))
         return CLI_FAILED;

@@ -1,6 +1,8 @@
-/* reference.c — the plain-C forward pass of the llama and qwen2 architectures (llama2.c
- * style): Q/K/V biases when the model has them, normal or NeoX RoPE with optional
- * frequency factors and linear position scaling (docs/models.md).
+/* reference.c — the plain-C forward pass of every family of arch.h (llama2.c style),
+ * following the recipe of the model's description (docs/models.md): pre- and post-norms,
+ * Q/K/V fused or split with optional biases, QK-norm, normal or NeoX RoPE with frequency
+ * factors, linear or YaRN scaling, NoPE and sliding-window layers, soft-capped attention
+ * and logits, SwiGLU or GeGLU, and the families' scales.
  *
  * This is the oracle the GPU path is tested against, so it is written to be obviously
  * right rather than fast: one token at a time, plain loops, dot products and norms
@@ -24,9 +26,10 @@ struct ember_ref {
     uint32_t q_dim, kv_dim;  /* n_heads * head_dim, n_kv_heads * head_dim */
     float *x;                /* residual stream (dim) */
     float *xn;               /* normed input of a block (dim) */
-    float *q, *k, *v;        /* projections of the current token */
+    float *qkv;              /* projections of the current token: q | k | v */
+    float *q, *k, *v;        /* ... each, inside qkv */
     float *att_out;          /* attention output before wo (q_dim) */
-    float *gate, *up;        /* FFN hidden (ffn_dim) */
+    float *ffn;              /* FFN hidden: gate | up (2 * ffn_dim) */
     float *proj;             /* output of wo / w_down before the residual add (dim) */
     float *scores;           /* attention scores over positions (ctx_len) */
     float *row;              /* one row of logits (n_vocab), for argmax */
@@ -53,6 +56,7 @@ static void matvec(const ember_gguf_tensor *w, const float *x, float *y)
     ember_matvec_host(w->type, w->data, x, y, (size_t)w->ne[1], (size_t)w->ne[0]);
 }
 
+/* out = x / sqrt(mean(x^2) + eps) * w over n values (out may be x). */
 static void rmsnorm(float *out, const float *x, const ember_gguf_tensor *w, uint32_t n, float eps)
 {
     const float *weight = w->data; /* norm weights are F32 (checked by ember_llama_load) */
@@ -64,22 +68,27 @@ static void rmsnorm(float *out, const float *x, const ember_gguf_tensor *w, uint
         out[i] = (float)(x[i] * scale * weight[i]);
 }
 
-/* The angle of rotation pair i at position pos (model.h):
- *   theta_i = (pos / rope_scale) * rope_base^(-2i/rope_dim) / freq_factor[i] */
-static double rope_theta(const ember_llama *m, uint32_t pos, uint32_t i)
+/* The angle of rotation pair i at position pos for a layer (model.h):
+ *   extrap = pos * base^(-2i/rope_dim) / freq_factor[i],  interp = extrap * pos_scale,
+ * and with YaRN the two blended by the ramp over pair indices (ggml's rope_yarn). */
+static double rope_theta(const ember_llama *m, const ember_layer_attn *at, uint32_t pos, uint32_t i)
 {
     const ember_hparams *hp = &m->hp;
-    double scale = hp->rope_scale > 0 ? hp->rope_scale : 1.0; /* 0: a hand-built hp */
-    double theta = pos / scale * pow((double)hp->rope_base, -2.0 * i / hp->rope_dim);
+    double extrap = pos * pow((double)at->rope_base, -2.0 * i / hp->rope_dim);
     if (m->rope_freqs) /* F32, rope_dim/2 positive values (checked by ember_llama_load) */
-        theta /= ((const float *)m->rope_freqs->data)[i];
-    return theta;
+        extrap /= ((const float *)m->rope_freqs->data)[i];
+    double interp = extrap * at->pos_scale;
+    if (at->ext_factor == 0) return interp;
+    double y = (i - at->corr_lo) / fmax(0.001, at->corr_hi - at->corr_lo);
+    double mix = (1.0 - fmin(1.0, fmax(0.0, y))) * at->ext_factor;
+    return interp * (1.0 - mix) + extrap * mix;
 }
 
 /* Rotates rope_dim/2 pairs of each head; the rest of each head is left alone. Pair i is
  * (2i, 2i+1) in the normal style, (i, i + rope_dim/2) in the NeoX style: the same
- * rotation applied to a permutation of the head's elements. */
-static void rope(float *vec, uint32_t n_heads, const ember_llama *m, uint32_t pos)
+ * rotation applied to a permutation of the head's elements. cos and sin are scaled by the
+ * layer's mscale (YaRN, LongRoPE). */
+static void rope(float *vec, uint32_t n_heads, const ember_llama *m, const ember_layer_attn *at, uint32_t pos)
 {
     const ember_hparams *hp = &m->hp;
     uint32_t half = hp->rope_dim / 2;
@@ -87,8 +96,8 @@ static void rope(float *vec, uint32_t n_heads, const ember_llama *m, uint32_t po
     for (uint32_t h = 0; h < n_heads; h++) {
         float *head = vec + (size_t)h * hp->head_dim;
         for (uint32_t i = 0; i < half; i++) {
-            double theta = rope_theta(m, pos, i);
-            double c = cos(theta), s = sin(theta);
+            double theta = rope_theta(m, at, pos, i);
+            double c = cos(theta) * at->mscale, s = sin(theta) * at->mscale;
             float *a = neox ? &head[i] : &head[2 * i];
             float *b = neox ? &head[i + half] : &head[2 * i + 1];
             double x = *a, y = *b;
@@ -121,72 +130,144 @@ static void softmax(float *x, uint32_t n)
         x[i] = (float)(exp((double)x[i] - max) / sum);
 }
 
+/* c tanh(x / c): the soft cap of gemma2's attention and final logits (c > 0). */
+static double softcap(double x, float c) { return c > 0 ? c * tanh(x / c) : x; }
+
 static float silu(float x) { return (float)(x / (1.0 + exp(-(double)x))); }
+
+/* GELU by its tanh approximation (ggml_gelu, PyTorch's approximate="tanh"). */
+static float gelu_tanh(float x)
+{
+    double v = x;
+    return (float)(0.5 * v * (1.0 + tanh(0.7978845608028654 * v * (1.0 + 0.044715 * v * v))));
+}
+
+/* x += s * y over n values (s = the family's residual scale, 1 without). */
+static void residual_add(float *x, const float *y, uint32_t n, float s)
+{
+    for (uint32_t i = 0; i < n; i++)
+        x[i] += s > 0 ? s * y[i] : y[i];
+}
 
 /* ---- one layer ------------------------------------------------------------------- */
 
 /* Causal attention of the current token (at pos, its K/V already cached) over positions
- * 0..pos. Query head h reads KV head h / (n_heads / n_kv_heads). */
-static void attention(ember_ref *r, uint32_t layer, uint32_t pos)
+ * 0..pos, or the last `window` of them on a local layer. Query head h reads KV head
+ * h / (n_heads / n_kv_heads). */
+static void attention(ember_ref *r, uint32_t layer, uint32_t pos, uint32_t window)
 {
     const ember_hparams *hp = &r->m->hp;
-    uint32_t group = hp->n_heads / hp->n_kv_heads;
-    double scale = 1.0 / sqrt((double)hp->head_dim);
+    uint32_t group = hp->n_heads / hp->n_kv_heads, lo = window && pos + 1 > window ? pos + 1 - window : 0;
+    double scale = ember_attn_scale(hp);
     for (uint32_t h = 0; h < hp->n_heads; h++) {
         const float *q = r->q + (size_t)h * hp->head_dim;
         size_t kv_off = (size_t)(h / group) * hp->head_dim;
-        for (uint32_t t = 0; t <= pos; t++) {
+        for (uint32_t t = lo; t <= pos; t++) {
             const float *k = r->key_cache + cache_index(r, layer, t) + kv_off;
             double dot = 0.0;
             for (uint32_t i = 0; i < hp->head_dim; i++)
                 dot += (double)q[i] * k[i];
-            r->scores[t] = (float)(dot * scale);
+            r->scores[t - lo] = (float)softcap(dot * scale, hp->attn_softcap);
         }
-        softmax(r->scores, pos + 1);
+        softmax(r->scores, pos + 1 - lo);
         float *out = r->att_out + (size_t)h * hp->head_dim;
         for (uint32_t i = 0; i < hp->head_dim; i++) {
             double acc = 0.0;
-            for (uint32_t t = 0; t <= pos; t++)
-                acc += (double)r->scores[t] * r->value_cache[cache_index(r, layer, t) + kv_off + i];
+            for (uint32_t t = lo; t <= pos; t++)
+                acc += (double)r->scores[t - lo] * r->value_cache[cache_index(r, layer, t) + kv_off + i];
             out[i] = (float)acc;
         }
     }
+}
+
+/* q, k, v = the projections of the block's input, biases added. */
+static void project_qkv(ember_ref *r, const ember_layer_tensors *L, const float *in)
+{
+    if (L->wqkv) {
+        matvec(L->wqkv, in, r->qkv);
+        add_bias(r->qkv, L->bqkv);
+        return;
+    }
+    matvec(L->wq, in, r->q);
+    matvec(L->wk, in, r->k);
+    matvec(L->wv, in, r->v);
+    add_bias(r->q, L->bq);
+    add_bias(r->k, L->bk);
+    add_bias(r->v, L->bv);
+}
+
+/* QK-norm: each head of q and k over head_dim, or each projection as a whole. */
+static void qk_norm(ember_ref *r, const ember_layer_tensors *L)
+{
+    const ember_hparams *hp = &r->m->hp;
+    if (hp->qk_norm == EMBER_QK_NORM_FULL) {
+        rmsnorm(r->q, r->q, L->q_norm, r->q_dim, hp->rms_eps);
+        rmsnorm(r->k, r->k, L->k_norm, r->kv_dim, hp->rms_eps);
+    } else if (hp->qk_norm == EMBER_QK_NORM_HEAD) {
+        for (uint32_t h = 0; h < hp->n_heads; h++)
+            rmsnorm(r->q + (size_t)h * hp->head_dim, r->q + (size_t)h * hp->head_dim, L->q_norm, hp->head_dim,
+                    hp->rms_eps);
+        for (uint32_t h = 0; h < hp->n_kv_heads; h++)
+            rmsnorm(r->k + (size_t)h * hp->head_dim, r->k + (size_t)h * hp->head_dim, L->k_norm, hp->head_dim,
+                    hp->rms_eps);
+    }
+}
+
+/* The block's input: x normalised by its pre-norm, or x itself where the family has none. */
+static const float *block_input(ember_ref *r, const ember_gguf_tensor *norm)
+{
+    if (!norm) return r->x;
+    rmsnorm(r->xn, r->x, norm, r->m->hp.dim, r->m->hp.rms_eps);
+    return r->xn;
+}
+
+/* proj through the post-norm where the family has one, then into the residual. */
+static void block_output(ember_ref *r, const ember_gguf_tensor *post_norm)
+{
+    const ember_hparams *hp = &r->m->hp;
+    if (post_norm) rmsnorm(r->proj, r->proj, post_norm, hp->dim, hp->rms_eps);
+    residual_add(r->x, r->proj, hp->dim, hp->residual_scale);
 }
 
 static void attention_block(ember_ref *r, uint32_t layer, uint32_t pos)
 {
     const ember_hparams *hp = &r->m->hp;
     const ember_layer_tensors *L = &r->m->layers[layer];
-    rmsnorm(r->xn, r->x, L->attn_norm, hp->dim, hp->rms_eps);
-    matvec(L->wq, r->xn, r->q);
-    matvec(L->wk, r->xn, r->k);
-    matvec(L->wv, r->xn, r->v);
-    add_bias(r->q, L->bq);
-    add_bias(r->k, L->bk);
-    add_bias(r->v, L->bv);
-    rope(r->q, hp->n_heads, r->m, pos);
-    rope(r->k, hp->n_kv_heads, r->m, pos);
+    ember_layer_attn at;
+    ember_layer_attn_of(hp, layer, &at);
+    project_qkv(r, L, block_input(r, L->attn_norm));
+    qk_norm(r, L);
+    if (at.rope) {
+        rope(r->q, hp->n_heads, r->m, &at, pos);
+        rope(r->k, hp->n_kv_heads, r->m, &at, pos);
+    }
+    float temp = ember_attn_temp(hp, pos);
+    for (uint32_t i = 0; temp != 1.0f && i < r->q_dim; i++) r->q[i] *= temp;
     memcpy(r->key_cache + cache_index(r, layer, pos), r->k, r->kv_dim * sizeof(float));
     memcpy(r->value_cache + cache_index(r, layer, pos), r->v, r->kv_dim * sizeof(float));
-    attention(r, layer, pos);
+    attention(r, layer, pos, at.window);
     matvec(L->wo, r->att_out, r->proj);
-    for (uint32_t i = 0; i < hp->dim; i++)
-        r->x[i] += r->proj[i];
+    block_output(r, L->attn_post_norm);
 }
 
-/* x += down(silu(gate(xn)) * up(xn)) */
+/* x += down(act(gate(xn)) * up(xn)); gate and up from one fused matrix where the family
+ * has one (phi3: its first ffn_dim rows are the gate's). */
 static void ffn_block(ember_ref *r, uint32_t layer)
 {
     const ember_hparams *hp = &r->m->hp;
     const ember_layer_tensors *L = &r->m->layers[layer];
-    rmsnorm(r->xn, r->x, L->ffn_norm, hp->dim, hp->rms_eps);
-    matvec(L->w_gate, r->xn, r->gate);
-    matvec(L->w_up, r->xn, r->up);
+    const float *in = block_input(r, L->ffn_norm);
+    float *gate = r->ffn, *up = r->ffn + hp->ffn_dim;
+    if (L->w_gate) {
+        matvec(L->w_gate, in, gate);
+        matvec(L->w_up, in, up);
+    } else {
+        matvec(L->w_up, in, r->ffn);
+    }
     for (uint32_t i = 0; i < hp->ffn_dim; i++)
-        r->gate[i] = silu(r->gate[i]) * r->up[i];
-    matvec(L->w_down, r->gate, r->proj);
-    for (uint32_t i = 0; i < hp->dim; i++)
-        r->x[i] += r->proj[i];
+        gate[i] = (hp->act == EMBER_FFN_GELU_TANH ? gelu_tanh(gate[i]) : silu(gate[i])) * up[i];
+    matvec(L->w_down, gate, r->proj);
+    block_output(r, L->ffn_post_norm);
 }
 
 /* ---- the whole pass -------------------------------------------------------------- */
@@ -194,7 +275,9 @@ static void ffn_block(ember_ref *r, uint32_t layer)
 static void embed(ember_ref *r, uint32_t token)
 {
     const ember_gguf_tensor *e = r->m->tok_embd;
-    ember_dequantize_span(e->type, e->data, (uint64_t)token * r->m->hp.dim, r->m->hp.dim, r->x);
+    const ember_hparams *hp = &r->m->hp;
+    ember_dequantize_span(e->type, e->data, (uint64_t)token * hp->dim, hp->dim, r->x);
+    for (uint32_t i = 0; hp->embed_scale > 0 && i < hp->dim; i++) r->x[i] *= hp->embed_scale;
 }
 
 static void lm_head(ember_ref *r, float *logits)
@@ -203,6 +286,11 @@ static void lm_head(ember_ref *r, float *logits)
     rmsnorm(r->xn, r->x, r->m->output_norm, hp->dim, hp->rms_eps);
     const ember_gguf_tensor *out = r->m->output;
     ember_matvec_host(out->type, out->data, r->xn, logits, hp->n_vocab, hp->dim);
+    if (!(hp->logit_scale > 0) && !(hp->final_softcap > 0)) return;
+    for (uint32_t j = 0; j < hp->n_vocab; j++) {
+        double v = hp->logit_scale > 0 ? (double)logits[j] * hp->logit_scale : logits[j];
+        logits[j] = (float)softcap(v, hp->final_softcap);
+    }
 }
 
 /* One token through every layer, its K/V stored at pos through r->table. */
@@ -374,12 +462,10 @@ ember_status ember_ref_create_paged(const ember_llama *m, uint32_t n_blocks, uin
     bool ok = per_block == 0 || cache / per_block == n_blocks;
     r->x = alloc_floats(hp->dim, &ok);
     r->xn = alloc_floats(hp->dim, &ok);
-    r->q = alloc_floats(r->q_dim, &ok);
-    r->k = alloc_floats(r->kv_dim, &ok);
-    r->v = alloc_floats(r->kv_dim, &ok);
+    r->qkv = alloc_floats(r->q_dim + 2 * (size_t)r->kv_dim, &ok);
+    if (r->qkv) r->q = r->qkv, r->k = r->q + r->q_dim, r->v = r->k + r->kv_dim;
     r->att_out = alloc_floats(r->q_dim, &ok);
-    r->gate = alloc_floats(hp->ffn_dim, &ok);
-    r->up = alloc_floats(hp->ffn_dim, &ok);
+    r->ffn = alloc_floats(2 * (size_t)hp->ffn_dim, &ok);
     r->proj = alloc_floats(hp->dim, &ok);
     r->scores = alloc_floats(hp->ctx_len, &ok);
     r->row = alloc_floats(hp->n_vocab, &ok);
@@ -406,8 +492,8 @@ void ember_ref_free(ember_ref *r)
 {
     if (!r)
         return;
-    ember_free(r->x), ember_free(r->xn), ember_free(r->q), ember_free(r->k), ember_free(r->v), ember_free(r->att_out);
-    ember_free(r->gate), ember_free(r->up), ember_free(r->proj), ember_free(r->scores), ember_free(r->row);
+    ember_free(r->x), ember_free(r->xn), ember_free(r->qkv), ember_free(r->att_out);
+    ember_free(r->ffn), ember_free(r->proj), ember_free(r->scores), ember_free(r->row);
     ember_free(r->key_cache), ember_free(r->value_cache);
     ember_free(r);
 }

@@ -1,8 +1,10 @@
 /* forward.c — one step of the transformer on the GPU, recorded into one command buffer:
  *
- *   embed -> per layer: rmsnorm, QKV, rope+store K/V into blocks, paged attention,
- *            output projection (+residual), rmsnorm, gate/up+SiLU, down (+residual)
- *            (each rmsnorm fused into the product after it where the kernels fuse)
+ *   embed -> per layer: rmsnorm, QKV, QK-norm+rope+store K/V into blocks, paged attention,
+ *            output projection (+residual), rmsnorm, gate/up+SiLU (or GELU), down
+ *            (+residual) (each rmsnorm fused into the product after it where the kernels
+ *            fuse; a family's post-norms fused into their residual adds: one rmsnorm
+ *            dispatch each; the recipe of docs/models.md)
  *         -> final rmsnorm of the rows that need logits -> LM head -> argmax
  *            (-> their best candidates, for samplers that read only those)
  *
@@ -229,9 +231,12 @@ ember_status ember_forward_create(ember_gpu_model *g, const ember_forward_opts *
     if (!f) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     f->g = g;
     f->o = *o;
-    f->shape = (ember_attn_shape){g->hp.n_heads, g->hp.n_kv_heads, g->hp.head_dim, g->hp.rope_dim,
-                                  g->hp.rope_base, o->block_size, o->max_blocks_per_seq,
-                                  g->hp.rope_style, ember_rope_pos_scale(&g->hp), o->kv_type};
+    const ember_hparams *hp = &g->hp;
+    f->shape = (ember_attn_shape){hp->n_heads, hp->n_kv_heads, hp->head_dim, hp->rope_dim, hp->rope_base,
+                                  o->block_size, o->max_blocks_per_seq, hp->rope_style, ember_rope_pos_scale(hp),
+                                  o->kv_type, .attn_scale = ember_attn_scale(hp), .softcap = hp->attn_softcap,
+                                  .qk_norm = hp->qk_norm, .eps = hp->rms_eps, .temp_scale = hp->attn_temp_scale,
+                                  .temp_floor = (float)(hp->rope_orig_ctx ? hp->rope_orig_ctx : hp->ctx_len)};
     ember_status s = ember_kernels_check_attn(g->kernels, &f->shape, err);
     if (s == EMBER_OK) s = ember_vk_arena_create(g->vk, &f->arena, err);
     if (s == EMBER_OK && (s = alloc_buffers(f, err)) != EMBER_OK)
@@ -365,27 +370,30 @@ static uint32_t attention_segments(const ember_batch *b, att_seg *seg)
 
 /* A segment's attention: decode rows split over workgroups where the kernels split
  * (ember_k_attention_split), else one dispatch of tiles. */
-static void record_attention(ember_forward *f, uint32_t l, const att_seg *g)
+static void record_attention(ember_forward *f, const ember_attn_shape *s, uint32_t l, const att_seg *g)
 {
     ember_vk_cmd *c = f->cmd;
     const ember_kernels *k = f->g->kernels;
-    if (g->max_run == 1 && ember_k_attention_split(c, k, &f->shape, f->qkv, f->in.pos, f->in.seq, f->in.block_tables,
+    if (g->max_run == 1 && ember_k_attention_split(c, k, s, f->qkv, f->in.pos, f->in.seq, f->in.block_tables,
                                                    f->kcache[l], f->vcache[l], f->att, g->row0, g->n, g->max_pos,
                                                    &f->split))
         return;
-    ember_k_attention_rows(c, k, &f->shape, f->qkv, f->in.pos, f->in.seq, f->in.block_tables, f->kcache[l],
-                           f->vcache[l], f->att, g->row0, g->n, g->max_run);
+    ember_k_attention_rows(c, k, s, f->qkv, f->in.pos, f->in.seq, f->in.block_tables, f->kcache[l], f->vcache[l],
+                           f->att, g->row0, g->n, g->max_run);
 }
 
 /* y = W rmsnorm(x): one fused dispatch where the kernels fuse it (ember_k_linear_norm),
- * else the norm into xn and the product; then the barrier before y's readers. */
+ * else the norm into xn and the product; y = W x where the family has no pre-norm (norm_w
+ * of size 0); then the barrier before y's readers. */
 static void normed_linear(ember_forward *f, const ember_gpu_weight *w, ember_vk_span norm_w, ember_vk_span y,
                           uint32_t T, ember_out_mode mode)
 {
     ember_vk_cmd *c = f->cmd;
     const ember_kernels *k = f->g->kernels;
     const ember_hparams *hp = &f->g->hp;
-    if (ember_k_linear_can_norm(k, w)) {
+    if (!norm_w.size) {
+        ember_k_linear(c, k, w, f->x, y, T, mode);
+    } else if (ember_k_linear_can_norm(k, w)) {
         ember_linear_norm n = {norm_w, hp->rms_eps};
         ember_k_linear_norm(c, k, w, f->x, &n, y, T, mode);
     } else {
@@ -396,24 +404,53 @@ static void normed_linear(ember_forward *f, const ember_gpu_weight *w, ember_vk_
     ember_vk_cmd_barrier(c);
 }
 
+/* x += residual_scale * W in, through the post-norm where the family has one (post of
+ * size 0: none): the product into xn, then its norm added to x in one dispatch. */
+static void residual_linear(ember_forward *f, const ember_gpu_weight *w, ember_vk_span in, ember_vk_span post,
+                            uint32_t T)
+{
+    ember_vk_cmd *c = f->cmd;
+    const ember_kernels *k = f->g->kernels;
+    const ember_hparams *hp = &f->g->hp;
+    if (!post.size) {
+        ember_k_linear_out(c, k, w, in, f->x, T, EMBER_OUT_ADD, hp->residual_scale, 0);
+    } else {
+        ember_k_linear(c, k, w, in, f->xn, T, EMBER_OUT_STORE);
+        ember_vk_cmd_barrier(c);
+        ember_k_rmsnorm_add(c, k, f->xn, post, f->x, T, hp->dim, hp->rms_eps, hp->residual_scale);
+    }
+    ember_vk_cmd_barrier(c);
+}
+
+/* The attention shape of layer l: the model's, with the layer's window, RoPE base and
+ * scale, YaRN ramp (model.h's ember_layer_attn). */
+static ember_attn_shape layer_shape(const ember_forward *f, uint32_t l)
+{
+    ember_attn_shape s = f->shape;
+    ember_layer_attn at;
+    ember_layer_attn_of(&f->g->hp, l, &at);
+    s.rope_base = at.rope_base, s.pos_scale = at.pos_scale, s.window = at.window, s.no_rope = !at.rope;
+    s.ext_factor = at.ext_factor, s.corr_lo = at.corr_lo, s.corr_hi = at.corr_hi, s.mscale = at.mscale;
+    return s;
+}
+
 static void record_layer(ember_forward *f, uint32_t l, uint32_t T, const att_seg *seg, uint32_t n_seg)
 {
     ember_vk_cmd *c = f->cmd;
     const ember_kernels *k = f->g->kernels;
     const ember_gpu_layer *L = &f->g->layers[l];
+    ember_attn_shape s = layer_shape(f, l);
+    ember_out_mode glu = f->g->hp.act == EMBER_FFN_GELU_TANH ? EMBER_OUT_GEGLU : EMBER_OUT_SWIGLU;
 
     normed_linear(f, &L->qkv, L->attn_norm, f->qkv, T, EMBER_OUT_STORE);
-    ember_rope_bufs rb = {L->bias_qkv, f->g->rope_freqs};
-    ember_k_rope_store(c, k, &f->shape, &rb, f->qkv, f->in.pos, f->in.seq, f->in.block_tables, f->kcache[l],
-                       f->vcache[l], T);
+    ember_rope_bufs rb = {L->bias_qkv, f->g->rope_freqs, L->qk_norm};
+    ember_k_rope_store(c, k, &s, &rb, f->qkv, f->in.pos, f->in.seq, f->in.block_tables, f->kcache[l], f->vcache[l], T);
     ember_vk_cmd_barrier(c);
-    for (uint32_t i = 0; i < n_seg; i++) record_attention(f, l, &seg[i]);
+    for (uint32_t i = 0; i < n_seg; i++) record_attention(f, &s, l, &seg[i]);
     ember_vk_cmd_barrier(c);
-    ember_k_linear(c, k, &L->wo, f->att, f->x, T, EMBER_OUT_ADD);
-    ember_vk_cmd_barrier(c);
-    normed_linear(f, &L->gate_up, L->ffn_norm, f->ffn, T, EMBER_OUT_SWIGLU);
-    ember_k_linear(c, k, &L->down, f->ffn, f->x, T, EMBER_OUT_ADD);
-    ember_vk_cmd_barrier(c);
+    residual_linear(f, &L->wo, f->att, L->attn_post_norm, T);
+    normed_linear(f, &L->gate_up, L->ffn_norm, f->ffn, T, glu);
+    residual_linear(f, &L->down, f->ffn, L->ffn_post_norm, T);
 }
 
 /* Where the host reads logits: the device buffer where it is mapped, else logits_out. */
@@ -456,7 +493,7 @@ static void record_step(ember_forward *f, const ember_batch *b, const ember_step
     uint32_t T = b->n_tokens;
 
     ember_vk_cmd_timestamp(c, 0);
-    ember_k_embed(c, k, &f->g->tok_embd, f->in.tokens, f->x, T);
+    ember_k_embed_scaled(c, k, &f->g->tok_embd, f->in.tokens, f->x, T, hp->embed_scale);
     ember_vk_cmd_barrier(c);
     att_seg seg[MAX_SEGS];
     uint32_t n_seg = attention_segments(b, seg);
@@ -469,7 +506,8 @@ static void record_step(ember_forward *f, const ember_batch *b, const ember_step
         ember_k_rmsnorm(c, k, f->x, f->g->output_norm, f->xl, &f->in.logit_rows, b->n_logits, hp->dim,
                         hp->rms_eps);
         ember_vk_cmd_barrier(c);
-        ember_k_linear(c, k, &f->g->output, f->xl, f->logits, b->n_logits, EMBER_OUT_STORE);
+        ember_k_linear_out(c, k, &f->g->output, f->xl, f->logits, b->n_logits, EMBER_OUT_STORE, hp->logit_scale,
+                           hp->final_softcap);
         ember_vk_cmd_barrier(c);
         record_outputs(f, b, out);
     }

@@ -1,6 +1,7 @@
 /* gpu_model.c — the model's weights in GPU memory. Q, K and V are stacked into one
- * matrix and gate and up into another, so that each pair/triple is one dispatch; their
- * biases, when the layer has any, into one row that rope_store adds. */
+ * matrix and gate and up into another (or taken as the file fuses them), so that each
+ * pair/triple is one dispatch; their biases, when the layer has any, into one row that
+ * rope_store adds, and the QK-norm weights into one span it reads. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,10 +48,12 @@ static ember_status upload_stack(ember_gpu_model *g, const ember_gguf_tensor *co
 }
 
 /* One f32 row [bq | bk | bv] laid out like a qkv row, zeros for an absent bias: one
- * buffer and one flag instead of three optional ones. Nothing when the layer has none. */
+ * buffer and one flag instead of three optional ones (a fused attn_qkv.bias is that row
+ * already). Nothing when the layer has none. */
 static ember_status upload_bias(ember_gpu_model *g, const ember_layer_tensors *lt, ember_vk_span *out,
                                 ember_err *err)
 {
+    if (lt->bqkv) return upload_vector(g, lt->bqkv, out, err);
     if (!lt->bq && !lt->bk && !lt->bv) return EMBER_OK;
     const ember_hparams *hp = &g->hp;
     size_t nq = (size_t)hp->n_heads * hp->head_dim, nkv = (size_t)hp->n_kv_heads * hp->head_dim;
@@ -67,26 +70,62 @@ static ember_status upload_bias(ember_gpu_model *g, const ember_layer_tensors *l
     return s;
 }
 
-static uint64_t bias_bytes(const ember_gguf_tensor *t) { return t ? t->nbytes : 0; }
+/* The QK-norm weights as one f32 span [q_norm | k_norm], what rope_store reads. */
+static ember_status upload_qk_norm(ember_gpu_model *g, const ember_layer_tensors *lt, ember_vk_span *out,
+                                   ember_err *err)
+{
+    if (!lt->q_norm) return EMBER_OK;
+    uint64_t nq = lt->q_norm->nbytes, nk = lt->k_norm->nbytes;
+    ember_status s = ember_vk_alloc(g->arena, nq + nk, EMBER_VK_MEM_DEVICE, out, err);
+    if (s == EMBER_OK) s = ember_vk_upload(g->vk, out, 0, lt->q_norm->data, nq, err);
+    if (s == EMBER_OK) s = ember_vk_upload(g->vk, out, nq, lt->k_norm->data, nk, err);
+    return s;
+}
+
+static uint64_t vector_bytes(const ember_gguf_tensor *t) { return t ? t->nbytes : 0; }
+
+/* The matrices one dispatch reads together: Q/K/V (or the fused attn_qkv) and gate/up (or
+ * the fused ffn_up). */
+typedef struct layer_stacks {
+    const ember_gguf_tensor *qkv[3], *gate_up[2];
+    uint32_t n_qkv, n_gate_up;
+} layer_stacks;
+
+static layer_stacks stacks_of(const ember_layer_tensors *lt)
+{
+    layer_stacks st = {.qkv = {lt->wqkv ? lt->wqkv : lt->wq, lt->wk, lt->wv}, .n_qkv = lt->wqkv ? 1 : 3,
+                       .gate_up = {lt->w_gate ? lt->w_gate : lt->w_up, lt->w_up}, .n_gate_up = lt->w_gate ? 2 : 1};
+    return st;
+}
 
 static uint64_t layer_bytes(const ember_layer_tensors *lt)
 {
-    return lt->attn_norm->nbytes + lt->ffn_norm->nbytes + lt->wq->nbytes + lt->wk->nbytes + lt->wv->nbytes +
-           lt->wo->nbytes + lt->w_gate->nbytes + lt->w_up->nbytes + lt->w_down->nbytes + bias_bytes(lt->bq) +
-           bias_bytes(lt->bk) + bias_bytes(lt->bv);
+    const ember_gguf_tensor *t[EMBER_MAX_LAYER_TENSORS];
+    uint32_t n = ember_layer_tensor_list(lt, t);
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < n; i++) sum += t[i]->nbytes;
+    return sum;
 }
 
+static ember_status upload_optional(ember_gpu_model *g, const ember_gguf_tensor *t, ember_vk_span *out, ember_err *err)
+{
+    return t ? upload_vector(g, t, out, err) : EMBER_OK;
+}
+
+/* In upload_sizes' order. */
 static ember_status upload_layer(ember_gpu_model *g, const ember_layer_tensors *lt, uint64_t max_part,
                                  ember_gpu_layer *gl, ember_err *err)
 {
-    const ember_gguf_tensor *qkv[3] = {lt->wq, lt->wk, lt->wv};
-    const ember_gguf_tensor *gate_up[2] = {lt->w_gate, lt->w_up};
-    ember_status s = upload_vector(g, lt->attn_norm, &gl->attn_norm, err);
-    if (s == EMBER_OK) s = upload_vector(g, lt->ffn_norm, &gl->ffn_norm, err);
+    layer_stacks st = stacks_of(lt);
+    ember_status s = upload_optional(g, lt->attn_norm, &gl->attn_norm, err);
+    if (s == EMBER_OK) s = upload_optional(g, lt->ffn_norm, &gl->ffn_norm, err);
     if (s == EMBER_OK) s = upload_bias(g, lt, &gl->bias_qkv, err);
-    if (s == EMBER_OK) s = upload_stack(g, qkv, 3, false, max_part, &gl->qkv, err);
+    if (s == EMBER_OK) s = upload_qk_norm(g, lt, &gl->qk_norm, err);
+    if (s == EMBER_OK) s = upload_optional(g, lt->attn_post_norm, &gl->attn_post_norm, err);
+    if (s == EMBER_OK) s = upload_optional(g, lt->ffn_post_norm, &gl->ffn_post_norm, err);
+    if (s == EMBER_OK) s = upload_stack(g, st.qkv, st.n_qkv, false, max_part, &gl->qkv, err);
     if (s == EMBER_OK) s = upload_stack(g, &lt->wo, 1, true, max_part, &gl->wo, err);
-    if (s == EMBER_OK) s = upload_stack(g, gate_up, 2, true, max_part, &gl->gate_up, err);
+    if (s == EMBER_OK) s = upload_stack(g, st.gate_up, st.n_gate_up, true, max_part, &gl->gate_up, err);
     if (s == EMBER_OK) s = upload_stack(g, &lt->w_down, 1, true, max_part, &gl->down, err);
     return s;
 }
@@ -115,24 +154,35 @@ static void put(size_list *l, uint64_t bytes)
     l->sum += bytes;
 }
 
+/* put() for a vector the layer may not have. */
+static void put_optional(size_list *l, uint64_t bytes)
+{
+    if (bytes) put(l, bytes);
+}
+
+static void layer_sizes(const ember_hparams *hp, const ember_layer_tensors *lt, size_list *l)
+{
+    layer_stacks st = stacks_of(lt);
+    bool bias = lt->bq || lt->bk || lt->bv || lt->bqkv;
+    put_optional(l, vector_bytes(lt->attn_norm));
+    put_optional(l, vector_bytes(lt->ffn_norm));
+    put_optional(l, bias ? (uint64_t)(hp->n_heads + 2 * hp->n_kv_heads) * hp->head_dim * 4 : 0);
+    put_optional(l, vector_bytes(lt->q_norm) + vector_bytes(lt->k_norm));
+    put_optional(l, vector_bytes(lt->attn_post_norm));
+    put_optional(l, vector_bytes(lt->ffn_post_norm));
+    put(l, stack_bytes(st.qkv, st.n_qkv));
+    put(l, stack_bytes(&lt->wo, 1));
+    put(l, stack_bytes(st.gate_up, st.n_gate_up));
+    put(l, stack_bytes(&lt->w_down, 1));
+}
+
 static void upload_sizes(const ember_llama *m, size_list *l)
 {
-    const ember_hparams *hp = &m->hp;
     put(l, stack_bytes(&m->tok_embd, 1));
     put(l, m->output_norm->nbytes);
     if (m->rope_freqs) put(l, m->rope_freqs->nbytes);
     if (m->output != m->tok_embd) put(l, stack_bytes(&m->output, 1));
-    for (uint32_t i = 0; i < hp->n_layers; i++) {
-        const ember_layer_tensors *lt = &m->layers[i];
-        const ember_gguf_tensor *qkv[3] = {lt->wq, lt->wk, lt->wv}, *gate_up[2] = {lt->w_gate, lt->w_up};
-        put(l, lt->attn_norm->nbytes);
-        put(l, lt->ffn_norm->nbytes);
-        if (lt->bq || lt->bk || lt->bv) put(l, (uint64_t)(hp->n_heads + 2 * hp->n_kv_heads) * hp->head_dim * 4);
-        put(l, stack_bytes(qkv, 3));
-        put(l, stack_bytes(&lt->wo, 1));
-        put(l, stack_bytes(gate_up, 2));
-        put(l, stack_bytes(&lt->w_down, 1));
-    }
+    for (uint32_t i = 0; i < m->hp.n_layers; i++) layer_sizes(&m->hp, &m->layers[i], l);
 }
 
 uint64_t ember_gpu_model_bytes(const ember_llama *m)
@@ -172,11 +222,13 @@ static ember_status make_pipelines(ember_gpu_model *g, ember_err *err)
     ember_kernels_want_linear(g->kernels, &g->output, false, &want);
     for (uint32_t l = 0; l < g->hp.n_layers; l++) {
         const ember_gpu_layer *L = &g->layers[l];
-        /* QKV and gate/up follow an RMSNorm: fused where the kernels can (forward.c). */
+        /* QKV and gate/up follow an RMSNorm: fused where the kernels can (forward.c);
+         * without pre-norms they read x as it is. */
         const ember_gpu_weight *w[] = {&L->qkv, &L->wo, &L->gate_up, &L->down};
+        bool pre = L->attn_norm.size != 0;
         for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
-            ember_kernels_want_linear(g->kernels, w[i], i % 2 == 0 && ember_k_linear_can_norm(g->kernels, w[i]),
-                                      &want);
+            ember_kernels_want_linear(g->kernels, w[i],
+                                      pre && i % 2 == 0 && ember_k_linear_can_norm(g->kernels, w[i]), &want);
     }
     return ember_kernels_make(g->kernels, &want, err);
 }

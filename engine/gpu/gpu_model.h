@@ -8,10 +8,13 @@
 #include "kernels.h"
 
 typedef struct ember_gpu_layer {
-    ember_vk_span attn_norm, ffn_norm;         /* f32 [dim] */
+    ember_vk_span attn_norm, ffn_norm;         /* f32 [dim]; size 0 without pre-norms */
     ember_vk_span bias_qkv;                    /* f32 [bq | bk | bv] (zeros for an absent
                                                   one); size 0 when the layer has none */
-    ember_gpu_weight qkv, wo, gate_up, down;
+    ember_vk_span qk_norm;                     /* f32 [q_norm | k_norm]; size 0 without */
+    ember_vk_span attn_post_norm, ffn_post_norm; /* f32 [dim]; size 0 without post-norms */
+    ember_gpu_weight qkv, wo, gate_up, down;   /* qkv and gate_up: the file's fused matrix
+                                                  where it has one */
 } ember_gpu_layer;
 
 typedef struct ember_gpu_model {

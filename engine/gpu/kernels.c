@@ -300,9 +300,9 @@ static void describe_row(const ember_kernels *k, uint32_t id, job *j)
         {"embed", EMBED, 4, sizeof(embed_push), 64},
         {"rmsnorm", RMSNORM[k->subgroup], 4, sizeof(rmsnorm_push), row_wg(k)},
         {"argmax", ARGMAX[k->subgroup], 2, sizeof(argmax_push), row_wg(k)},
-        {"rope_store", ROPE, 8, sizeof(rope_push), 64},
-        {"rope_store_q8", ROPE_Q8, 8, sizeof(rope_push), 64},
-        {"rope_store_f16", ROPE_F16, 8, sizeof(rope_push), 64},
+        {"rope_store", ROPE, 9, sizeof(rope_push), 64},
+        {"rope_store_q8", ROPE_Q8, 9, sizeof(rope_push), 64},
+        {"rope_store_f16", ROPE_F16, 9, sizeof(rope_push), 64},
         {"attention_merge", ATTN_MERGE, 3, sizeof(attn_merge_push), 64},
         {"topk", TOPK, 4, sizeof(argmax_push), topk_wg(k)},
     };

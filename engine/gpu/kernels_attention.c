@@ -8,7 +8,21 @@
 #include "engine/kv_layout.h"
 #include "kernels_internal.h"
 
-enum { ROPE_BIAS = 1, ROPE_FREQS = 2, ROPE_NEOX = 4 }; /* rope_store.comp's FLAG_* */
+/* rope_store.comp's FLAG_* */
+enum {
+    ROPE_BIAS = 1, ROPE_FREQS = 2, ROPE_NEOX = 4, ROPE_NOPE = 8, ROPE_QKNORM_HEAD = 16, ROPE_QKNORM_FULL = 32,
+    ROPE_YARN = 64, ROPE_TEMP = 128
+};
+
+/* rope_store's flags for shape s and buffers rb. */
+static uint32_t rope_flags(const ember_attn_shape *s, const ember_rope_bufs *rb)
+{
+    bool bias = rb && rb->bias.size, freqs = rb && rb->freqs.size, norm = rb && rb->qk_norm.size;
+    return (bias ? ROPE_BIAS : 0) | (freqs ? ROPE_FREQS : 0) | (s->rope_style == EMBER_ROPE_NEOX ? ROPE_NEOX : 0) |
+           (s->no_rope ? ROPE_NOPE : 0) | (norm && s->qk_norm == EMBER_QK_NORM_HEAD ? ROPE_QKNORM_HEAD : 0) |
+           (norm && s->qk_norm == EMBER_QK_NORM_FULL ? ROPE_QKNORM_FULL : 0) | (s->ext_factor != 0 ? ROPE_YARN : 0) |
+           (s->temp_scale > 0 && s->temp_floor > 0 ? ROPE_TEMP : 0);
+}
 
 /* The pipelines' cache type (ATT_F32, ATT_Q8, ATT_F16) of a KV type. */
 static int att_type(ember_kv_type t) { return t == EMBER_KV_Q8_0 ? ATT_Q8 : t == EMBER_KV_F16 ? ATT_F16 : ATT_F32; }
@@ -21,18 +35,19 @@ void ember_k_rope_store(ember_vk_cmd *c, const ember_kernels *k, const ember_att
     if (n_tok == 0) return;
     uint32_t gx, gy;
     ember_k_grid(n_tok, k->caps.max_wg_count[0], &gx, &gy);
-    bool bias = rb && rb->bias.size, freqs = rb && rb->freqs.size;
-    uint32_t flags = (bias ? ROPE_BIAS : 0) | (freqs ? ROPE_FREQS : 0) |
-                     (s->rope_style == EMBER_ROPE_NEOX ? ROPE_NEOX : 0);
+    uint32_t flags = rope_flags(s, rb);
     /* log2 in double on the host: the shader computes base^(-2i/d) as one exp2. A scale
      * of exactly 1 keeps the angles bit-identical to an unscaled pass. */
     rope_push pc = {s->n_heads, s->n_kv_heads, s->head_dim, s->rope_dim, s->block_size,
                     s->max_blocks_per_seq, n_tok, gx, (float)log2((double)s->rope_base),
-                    s->pos_scale > 0 ? s->pos_scale : 1.0f, flags, ember_kv_q8_group(s->head_dim)};
+                    s->pos_scale > 0 ? s->pos_scale : 1.0f, flags, ember_kv_q8_group(s->head_dim),
+                    s->ext_factor, s->corr_lo, s->corr_hi, s->mscale > 0 ? s->mscale : 1.0f, s->eps,
+                    s->temp_scale, s->temp_floor};
     /* An absent input's binding is never read; pos stands in for it (a binding must be
      * valid whether the shader reads it or not). */
-    ember_vk_span b[8] = {qkv, pos, seq, block_table, kcache, vcache, bias ? rb->bias : pos,
-                          freqs ? rb->freqs : pos};
+    ember_vk_span b[9] = {qkv, pos, seq, block_table, kcache, vcache, flags & ROPE_BIAS ? rb->bias : pos,
+                          flags & ROPE_FREQS ? rb->freqs : pos,
+                          flags & (ROPE_QKNORM_HEAD | ROPE_QKNORM_FULL) ? rb->qk_norm : pos};
     const ember_vk_pipeline *rope[ATT_KV_TYPES] = {k->rope, k->rope_q8, k->rope_f16};
     ember_vk_cmd_dispatch(c, rope[att_type(s->kv_type)], b, &pc, gx, gy, 1);
 }
@@ -114,8 +129,9 @@ static attn_launch attn_plan(const ember_kernels *k, const ember_attn_shape *s, 
     attn_launch l = {.n_tiles = (uint64_t)ember_k_ceil(n_tok, tt) * s->n_kv_heads * ember_k_ceil(gq, th)};
     ember_k_grid(ember_k_ceil(l.n_tiles, k->attn_tpw), k->caps.max_wg_count[0], &l.gx, &l.gy);
     l.pc = (attention_push){s->n_heads, s->n_kv_heads, s->head_dim, s->block_size, s->max_blocks_per_seq, n_tok, l.gx,
-                            (float)(1.0 / sqrt((double)s->head_dim)), log2_u32(ember_kv_q8_group(s->head_dim)), tt,
-                            th, row0, k->attn_chunk_log2, 0};
+                            s->attn_scale > 0 ? s->attn_scale : (float)(1.0 / sqrt((double)s->head_dim)),
+                            log2_u32(ember_kv_q8_group(s->head_dim)), tt, th, row0, k->attn_chunk_log2, 0, s->window,
+                            s->softcap > 0 ? s->softcap : 0.0f};
     l.p = k->attention[att_type(s->kv_type)][texel ? ATT_TEXEL : ATT_STORAGE][cls][split ? ATT_SPLIT : tile];
     return l;
 }
@@ -191,6 +207,9 @@ ember_status ember_kernels_check_attn(ember_kernels *k, const ember_attn_shape *
     if (s->rope_dim % 2 != 0 || s->rope_dim > s->head_dim)
         return ember_fail(err, EMBER_ERR_UNSUPPORTED, "rope_dim %u: must be even and at most head_dim",
                           s->rope_dim);
+    if (s->qk_norm == EMBER_QK_NORM_HEAD && s->n_heads + s->n_kv_heads > 256)
+        return ember_fail(err, EMBER_ERR_UNSUPPORTED, "QK-norm per head of %u query and %u KV heads: at most 256 in all",
+                          s->n_heads, s->n_kv_heads);
     if (s->rope_style != EMBER_ROPE_NORM && s->rope_style != EMBER_ROPE_NEOX)
         return ember_fail(err, EMBER_ERR_UNSUPPORTED, "unknown RoPE style %d", (int)s->rope_style);
     if (!ember_kv_type_known(s->kv_type))

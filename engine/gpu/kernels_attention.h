@@ -14,7 +14,8 @@
  *                  scale per ember_kv_q8_group(head_dim) values, two per uint32 (low
  *                  half first; the last word half empty when the group count is odd).
  * block_table is uint32 [n_seq_slots][max_blocks_per_seq]. Fields after
- * max_blocks_per_seq may be left zero: normal RoPE, unscaled, F32 cache. */
+ * max_blocks_per_seq may be left zero: normal RoPE, unscaled, F32 cache, a global layer
+ * without QK-norm, soft-cap or temperature. */
 typedef struct ember_attn_shape {
     uint32_t n_heads, n_kv_heads, head_dim, rope_dim;
     float rope_base;
@@ -22,6 +23,16 @@ typedef struct ember_attn_shape {
     ember_rope_style rope_style;  /* which elements RoPE pairs (model.h) */
     float pos_scale;              /* positions are multiplied by it before RoPE; 0 = 1 */
     ember_kv_type kv_type;        /* how the cache stores K and V */
+    /* A layer's own (forward.c sets them from ember_layer_attn before recording it). */
+    float attn_scale;             /* q.k multiplier; 0 = 1/sqrt(head_dim) */
+    float softcap;                /* attention logits s -> c tanh(s / c); 0: none */
+    uint32_t window;              /* a local layer attends to the last window positions; 0: all */
+    bool no_rope;                 /* a NoPE layer: no rotation */
+    float ext_factor, corr_lo, corr_hi; /* YaRN's blend and ramp (ext_factor 0: none) */
+    float mscale;                 /* cos and sin times it; 0 = 1 */
+    ember_qk_norm qk_norm;        /* rope_store's RMSNorm of q and k (rope bufs' qk_norm) */
+    float eps;                    /* ... its epsilon */
+    float temp_scale, temp_floor; /* q times log(floor(pos / floor) + 1) * scale + 1; 0: none */
 } ember_attn_shape;
 
 /* Gives one layer's K or V cache (of the given type) the texel view attention reads it
@@ -53,10 +64,13 @@ typedef struct ember_rope_bufs {
                              before RoPE (absent: no biases) */
     ember_vk_span freqs;  /* f32 [rope_dim / 2]: theta_i is divided by freqs[i]
                              (absent: all 1) */
+    ember_vk_span qk_norm; /* f32 [q's weights | k's]: head_dim each (QK_NORM_HEAD) or the
+                              projections' lengths (QK_NORM_FULL) */
 } ember_rope_bufs;
 
 /* qkv rows are [q (n_heads*head_dim) | k (n_kv_heads*head_dim) | v (same)].
- * Adds the biases (rb may be NULL), rotates q and k by pos[t] (docs/models.md), writes
+ * Adds the biases (rb may be NULL), normalises q and k (s->qk_norm), rotates them by
+ * pos[t] (docs/models.md; not on a NoPE layer), scales q by the temperature, writes
  * q, k and v back in place, and stores k and v of token t into block
  * block_table[seq[t]][pos[t] / block_size], slot pos[t] % block_size, in s->kv_type. */
 void ember_k_rope_store(ember_vk_cmd *c, const ember_kernels *k, const ember_attn_shape *s,
@@ -64,7 +78,8 @@ void ember_k_rope_store(ember_vk_cmd *c, const ember_kernels *k, const ember_att
                         ember_vk_span seq, ember_vk_span block_table, ember_vk_span kcache,
                         ember_vk_span vcache, uint32_t n_tok);
 
-/* out[t][h] = softmax(q_h . K / sqrt(head_dim)) V over positions 0..pos[t] of sequence
+/* out[t][h] = softmax(q_h . K * s->attn_scale) V (logits soft-capped at s->softcap) over
+ * positions 0..pos[t] (the last s->window of them on a local layer) of sequence
  * seq[t], read through its block table (K/V in s->kv_type, dequantized as read); query
  * head h uses KV head h / (n_heads/n_kv_heads). Online softmax; out is n_tok x
  * (n_heads*head_dim). K and V are read through their texel views when both have one

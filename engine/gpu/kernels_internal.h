@@ -148,20 +148,24 @@ typedef struct linear_push {
     uint32_t off0, lim0, off1, lim1;
     uint32_t tpw, xrow0, yrow0;
     float eps;
+    float oscale, ocap;
 } linear_push;
-_Static_assert(sizeof(linear_push) == 64, "linear_push: the Push block of shaders/linear.glsl");
+_Static_assert(sizeof(linear_push) == 72, "linear_push: the Push block of shaders/linear.glsl");
 
 typedef struct embed_push {
     uint32_t cols, n_tok, row0, n_rows;
     uint32_t dtype, wgx;
+    float scale;
 } embed_push;
-_Static_assert(sizeof(embed_push) == 24, "embed_push: the Push block of shaders/embed.comp");
+_Static_assert(sizeof(embed_push) == 28, "embed_push: the Push block of shaders/embed.comp");
 
 typedef struct rmsnorm_push {
     uint32_t n, dim, use_rows, wgx;
     float eps;
+    uint32_t add;
+    float scale;
 } rmsnorm_push;
-_Static_assert(sizeof(rmsnorm_push) == 20, "rmsnorm_push: the Push block of shaders/rmsnorm.comp");
+_Static_assert(sizeof(rmsnorm_push) == 28, "rmsnorm_push: the Push block of shaders/rmsnorm.comp");
 
 typedef struct argmax_push {
     uint32_t n_rows, n_cols, wgx;
@@ -173,8 +177,10 @@ typedef struct rope_push {
     uint32_t block_size, max_blocks, n_tok, wgx;
     float log2_base, pos_scale;
     uint32_t flags, group;
+    float ext_factor, corr_lo, corr_hi, mscale;
+    float eps, temp_scale, temp_floor;
 } rope_push;
-_Static_assert(sizeof(rope_push) == 48, "rope_push: the Push block of shaders/rope_store.comp");
+_Static_assert(sizeof(rope_push) == 76, "rope_push: the Push block of shaders/rope_store.comp");
 
 typedef struct attention_push {
     uint32_t n_heads, n_kv_heads, head_dim, block_size;
@@ -182,8 +188,10 @@ typedef struct attention_push {
     float scale;
     uint32_t group_log2, tile_tok, tile_heads, row0;
     uint32_t chunk_log2, n_chunks;
+    uint32_t window;
+    float softcap;
 } attention_push;
-_Static_assert(sizeof(attention_push) == 56, "attention_push: the Push block of shaders/attention.comp");
+_Static_assert(sizeof(attention_push) == 64, "attention_push: the Push block of shaders/attention.comp");
 
 typedef struct attn_merge_push {
     uint32_t n_pairs, d4, n_chunks, out0, wgx;

@@ -150,7 +150,7 @@ static void linear_rows(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu
     }
 }
 
-/* SWIGLU: output i needs gate row i and up row i + h, which may sit in different parts;
+/* SWIGLU, GEGLU: output i needs gate row i and up row i + h, which may sit in different parts;
  * each dispatch covers a run of outputs over which both stay within one part. Gate and up
  * have one type (gpu_model.c stacks them only then), so the gate part's launch serves. */
 static void linear_swiglu(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span b[7],
@@ -177,38 +177,53 @@ static void linear_swiglu(ember_vk_cmd *c, const ember_kernels *k, const ember_g
     }
 }
 
+static bool gated(ember_out_mode mode) { return mode == EMBER_OUT_SWIGLU || mode == EMBER_OUT_GEGLU; }
+
+/* The output transform of a STORE or ADD call: v times scale, then soft-capped at cap. */
+typedef struct out_xform {
+    float scale, cap;
+} out_xform;
+
+static const out_xform PLAIN_OUT = {1.0f, 0.0f};
+
 /* Every linear call: norm (NULL: none) gives the fused RMSNorm's weights and epsilon. */
 static void linear(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span x,
                    uint32_t x_row0, ember_vk_span y, uint32_t y_row0, uint32_t n_tok, ember_out_mode mode,
-                   const ember_linear_norm *norm)
+                   const ember_linear_norm *norm, out_xform ox)
 {
     if (n_tok == 0 || w->n_parts == 0) return;
-    uint32_t ldy = mode == EMBER_OUT_SWIGLU ? w->rows / 2 : w->rows;
+    uint32_t ldy = gated(mode) ? w->rows / 2 : w->rows;
     ember_vk_span b[7];
     /* Offset 0: the texel view (which starts at the span's first byte) is kept. */
     b[0] = ember_vk_span_sub(x, 0, (VkDeviceSize)(x_row0 + n_tok) * w->cols * sizeof(float));
     b[1] = ember_vk_span_sub(y, 0, (VkDeviceSize)(y_row0 + n_tok) * ldy * sizeof(float));
     b[6] = norm ? norm->w : b[1]; /* unread without the norm, but every binding is filled */
     linear_push pc = {.cols = w->cols, .n_tok = n_tok, .mode = (uint32_t)mode, .ldy = ldy, .xrow0 = x_row0,
-                      .yrow0 = y_row0, .eps = norm ? norm->eps : 0};
-    if (mode == EMBER_OUT_SWIGLU) linear_swiglu(c, k, w, b, pc, norm != NULL);
+                      .yrow0 = y_row0, .eps = norm ? norm->eps : 0, .oscale = ox.scale, .ocap = ox.cap};
+    if (gated(mode)) linear_swiglu(c, k, w, b, pc, norm != NULL);
     else linear_rows(c, k, w, b, pc, norm != NULL);
 }
 
 void ember_k_linear_rows(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span x,
                          uint32_t x_row0, ember_vk_span y, uint32_t y_row0, uint32_t n_tok, ember_out_mode mode)
 {
-    linear(c, k, w, x, x_row0, y, y_row0, n_tok, mode, NULL);
+    linear(c, k, w, x, x_row0, y, y_row0, n_tok, mode, NULL, PLAIN_OUT);
 }
 
 void ember_k_linear(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span x,
                     ember_vk_span y, uint32_t n_tok, ember_out_mode mode)
 {
-    linear(c, k, w, x, 0, y, 0, n_tok, mode, NULL);
+    linear(c, k, w, x, 0, y, 0, n_tok, mode, NULL, PLAIN_OUT);
+}
+
+void ember_k_linear_out(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span x,
+                        ember_vk_span y, uint32_t n_tok, ember_out_mode mode, float scale, float cap)
+{
+    linear(c, k, w, x, 0, y, 0, n_tok, mode, NULL, (out_xform){scale > 0 ? scale : 1.0f, cap > 0 ? cap : 0.0f});
 }
 
 void ember_k_linear_norm(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span x,
                          const ember_linear_norm *norm, ember_vk_span y, uint32_t n_tok, ember_out_mode mode)
 {
-    linear(c, k, w, x, 0, y, 0, n_tok, mode, norm);
+    linear(c, k, w, x, 0, y, 0, n_tok, mode, norm, PLAIN_OUT);
 }

@@ -11,6 +11,7 @@ typedef enum ember_out_mode {
     EMBER_OUT_ADD = 1,    /* y[t][r] += W[r].x[t]          (residual folded in) */
     EMBER_OUT_SWIGLU = 2, /* W has 2h rows: gate rows 0..h-1, up rows h..2h-1;
                              y[t][i] = silu(gate_i) * up_i, y has h columns */
+    EMBER_OUT_GEGLU = 3,  /* the same with gelu (tanh approximation) for silu */
 } ember_out_mode;
 
 /* y = W x for n_tok rows of x (cols wide), one dispatch per weight part. The tile shape
@@ -21,6 +22,13 @@ typedef enum ember_out_mode {
  * them and both have views (ember_kernels_input_view), else from storage buffers. */
 void ember_k_linear(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w,
                     ember_vk_span x, ember_vk_span y, uint32_t n_tok, ember_out_mode mode);
+
+/* The same with the output transformed before it is stored (STORE) or added (ADD): times
+ * scale (<= 0: 1), then soft-capped, cap * tanh(v / cap) (<= 0: none): a family's
+ * residual scale, its logit scale and final soft-cap (docs/models.md). Gated modes ignore
+ * both. Scale 1 and no cap give ember_k_linear's bits. */
+void ember_k_linear_out(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span x,
+                        ember_vk_span y, uint32_t n_tok, ember_out_mode mode, float scale, float cap);
 
 /* The same for tokens whose x rows start at row x_row0 of x and whose y rows start at row
  * y_row0 of y (row offsets are push constants: sub-spans could break the binding offset

@@ -11,9 +11,17 @@ void ember_k_rmsnorm(ember_vk_cmd *c, const ember_kernels *k, ember_vk_span x, e
                      ember_vk_span y, const ember_vk_span *rows, uint32_t n, uint32_t dim,
                      float eps);
 
+/* y[i] += scale * (x[i] / sqrt(mean(x[i]^2) + eps) * w), i < n: a post-norm folded into
+ * its residual add (scale <= 0: 1). */
+void ember_k_rmsnorm_add(ember_vk_cmd *c, const ember_kernels *k, ember_vk_span x, ember_vk_span w, ember_vk_span y,
+                         uint32_t n, uint32_t dim, float eps, float scale);
+
 /* x[t] = row tokens[t] (uint32) of the embedding table, as f32. */
 void ember_k_embed(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *emb,
                    ember_vk_span tokens, ember_vk_span x, uint32_t n_tok);
+/* The same times scale (<= 0: 1): gemma's sqrt(dim), granite's embedding_scale. */
+void ember_k_embed_scaled(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *emb,
+                          ember_vk_span tokens, ember_vk_span x, uint32_t n_tok, float scale);
 
 /* out[i] (uint32) = index of the largest of logits[i][0..n_cols) (lowest index on ties). */
 void ember_k_argmax(ember_vk_cmd *c, const ember_kernels *k, ember_vk_span logits,

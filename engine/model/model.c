@@ -1,9 +1,11 @@
-/* model.c — the `llama` and `qwen2` architectures read from an opened GGUF file:
- * hyper-parameters from the <arch>.* keys, then every tensor looked up and its shape
- * checked against them, so that the forward passes can trust every size without
- * checking again. The two differ only in Q/K/V biases (required for qwen2) and in the
- * RoPE pairing (NeoX for qwen2); see docs/models.md. */
+/* model.c — a model file read into its description (model.h): the family from
+ * general.architecture (arch.h), the hyper-parameters from its keys (hparams.c), then
+ * every tensor the family's layers have (arch.c) looked up and its shape checked against
+ * them, so that the forward passes can trust every size without checking again. A tensor
+ * the family does not use is refused by name: ignoring one would silently compute another
+ * model. See docs/models.md. */
 #include "common/alloc.h"
+#include "hparams.h"
 #include "model.h"
 
 #include <math.h>
@@ -13,140 +15,23 @@
 
 typedef unsigned long long ull;
 
-/* ---- hyper-parameters ----------------------------------------------------------- */
+/* The file being read, and which of its tensors the description has taken. */
+typedef struct loader {
+    const ember_gguf *g;
+    bool *used;          /* one per tensor of g */
+    ember_err *err;
+} loader;
 
-/* "<arch>.<name>": the keys of every architecture share their suffixes. Returned by
- * value, so K(a, "block_count").s lives until the end of the enclosing expression. */
-typedef struct keyname { char s[96]; } keyname;
-
-static keyname K(const char *arch, const char *name)
-{
-    keyname k;
-    snprintf(k.s, sizeof k.s, "%s.%s", arch, name);
-    return k;
-}
-
-/* A string from the file, made printable and at most 64 bytes for a message. */
-static void printable(ember_gguf_str s, char out[72])
-{
-    size_t n = s.len < 64 ? (size_t)s.len : 64;
-    for (size_t i = 0; i < n; i++)
-        out[i] = (unsigned char)s.ptr[i] < 0x20 ? '?' : s.ptr[i];
-    out[n] = 0;
-}
-
-static ember_status check_arch(const ember_gguf *g, ember_arch *out, ember_err *err)
+static ember_status check_arch(const ember_gguf *g, const ember_arch **out, ember_err *err)
 {
     ember_gguf_str arch;
     ember_status st = ember_gguf_get_str(g, "general.architecture", &arch, err);
     if (st) return st;
-    *out = EMBER_ARCH_LLAMA;
-    if (ember_gguf_str_eq(arch, "llama")) return EMBER_OK;
-    *out = EMBER_ARCH_QWEN2;
-    if (ember_gguf_str_eq(arch, "qwen2")) return EMBER_OK;
+    if ((*out = ember_arch_find(arch.ptr, (size_t)arch.len))) return EMBER_OK;
     char name[72];
-    printable(arch, name);
-    return ember_fail(err, EMBER_ERR_UNSUPPORTED, "%s: unsupported architecture '%s' (Ember runs "
-                      "'llama' and 'qwen2')", g->path, name);
-}
-
-static ember_status read_keys(const ember_gguf *g, const char *a, ember_hparams *hp, ember_err *err)
-{
-    ember_status st;
-    if ((st = ember_gguf_get_u32(g, K(a, "embedding_length").s, &hp->dim, err)) ||
-        (st = ember_gguf_get_u32(g, K(a, "block_count").s, &hp->n_layers, err)) ||
-        (st = ember_gguf_get_u32(g, K(a, "feed_forward_length").s, &hp->ffn_dim, err)) ||
-        (st = ember_gguf_get_u32(g, K(a, "attention.head_count").s, &hp->n_heads, err)) ||
-        (st = ember_gguf_get_u32(g, K(a, "context_length").s, &hp->ctx_len, err)))
-        return st;
-    hp->n_kv_heads = hp->n_heads;
-    hp->rope_base = 10000.0f;
-    hp->rms_eps = 1e-5f;
-    if ((st = ember_gguf_opt_u32(g, K(a, "attention.head_count_kv").s, &hp->n_kv_heads, err)) ||
-        (st = ember_gguf_opt_f32(g, K(a, "rope.freq_base").s, &hp->rope_base, err)) ||
-        (st = ember_gguf_opt_f32(g, K(a, "attention.layer_norm_rms_epsilon").s, &hp->rms_eps, err)))
-        return st;
-    return EMBER_OK;
-}
-
-/* <arch>.rope.scaling.*, as llama.cpp reads them: a factor without a type is linear;
- * the older key rope.scale_linear stands in for a missing factor; factor 0 means none.
- * Only linear scaling is implemented: YaRN and LongRoPE change more than positions
- * (per-dimension ramps, attention temperature), so they are refused, not approximated. */
-static ember_status read_rope_scaling(const ember_gguf *g, const char *a, ember_hparams *hp,
-                                      ember_err *err)
-{
-    float factor = 0.0f;
-    bool linear = true;
-    ember_status st;
-    if (ember_gguf_find(g, K(a, "rope.scaling.type").s)) {
-        ember_gguf_str type;
-        if ((st = ember_gguf_get_str(g, K(a, "rope.scaling.type").s, &type, err))) return st;
-        linear = ember_gguf_str_eq(type, "linear");
-        if (!linear && !ember_gguf_str_eq(type, "none")) {
-            char name[72];
-            printable(type, name);
-            return ember_fail(err, EMBER_ERR_UNSUPPORTED,
-                              "%s: %s.rope.scaling.type '%s' is not supported (Ember implements "
-                              "'none' and 'linear'; YaRN and LongRoPE scaling are not "
-                              "implemented)", g->path, a, name);
-        }
-    }
-    if ((st = ember_gguf_opt_f32(g, K(a, "rope.scale_linear").s, &factor, err)) ||
-        (st = ember_gguf_opt_f32(g, K(a, "rope.scaling.factor").s, &factor, err)) ||
-        (st = ember_gguf_opt_u32(g, K(a, "rope.scaling.original_context_length").s,
-                                 &hp->rope_orig_ctx, err)))
-        return st;
-    if (!(factor >= 0) || !isfinite(factor))
-        return ember_fail(err, EMBER_ERR_FORMAT, "%s: %s.rope.scaling.factor %g must be positive",
-                          g->path, a, factor);
-    hp->rope_scale = linear && factor > 0 ? factor : 1.0f;
-    return EMBER_OK;
-}
-
-static ember_status bad(const ember_gguf *g, ember_err *err, const char *a, const char *key, ull v)
-{
-    return ember_fail(err, EMBER_ERR_FORMAT, "%s: %s.%s must not be 0 (%llu)", g->path, a, key, v);
-}
-
-/* The relations the forward pass relies on; head_dim and rope_dim are derived here. */
-static ember_status check_hparams(const ember_gguf *g, const char *a, ember_hparams *hp,
-                                  ember_err *err)
-{
-    if (!hp->dim) return bad(g, err, a, "embedding_length", hp->dim);
-    if (!hp->n_layers) return bad(g, err, a, "block_count", hp->n_layers);
-    if (!hp->ffn_dim) return bad(g, err, a, "feed_forward_length", hp->ffn_dim);
-    if (!hp->ctx_len) return bad(g, err, a, "context_length", hp->ctx_len);
-    if (!hp->n_heads || hp->dim % hp->n_heads)
-        return ember_fail(err, EMBER_ERR_FORMAT,
-                          "%s: %s.attention.head_count %u does not divide "
-                          "%s.embedding_length %u", g->path, a, hp->n_heads, a, hp->dim);
-    if (!hp->n_kv_heads || hp->n_heads % hp->n_kv_heads)
-        return ember_fail(err, EMBER_ERR_FORMAT,
-                          "%s: %s.attention.head_count_kv %u does not divide "
-                          "%s.attention.head_count %u", g->path, a, hp->n_kv_heads, a, hp->n_heads);
-    hp->head_dim = hp->dim / hp->n_heads;
-    hp->rope_dim = hp->head_dim;
-    ember_status st = ember_gguf_opt_u32(g, K(a, "rope.dimension_count").s, &hp->rope_dim, err);
-    if (st) return st;
-    if (!hp->rope_dim || hp->rope_dim % 2 || hp->rope_dim > hp->head_dim)
-        return ember_fail(err, EMBER_ERR_FORMAT,
-                          "%s: %s.rope.dimension_count %u must be even, non-zero and at "
-                          "most head_dim %u", g->path, a, hp->rope_dim, hp->head_dim);
-    if (!(hp->rope_base > 0) || !isfinite(hp->rope_base))
-        return ember_fail(err, EMBER_ERR_FORMAT, "%s: %s.rope.freq_base %g must be positive",
-                          g->path, a, hp->rope_base);
-    if (!(hp->rms_eps > 0) || !isfinite(hp->rms_eps))
-        return ember_fail(err, EMBER_ERR_FORMAT,
-                          "%s: %s.attention.layer_norm_rms_epsilon %g must be positive",
-                          g->path, a, hp->rms_eps);
-    /* Each layer has at least nine tensors: a huge block_count in a small file is
-     * refused before the layer table is allocated. */
-    if (hp->n_layers > g->n_tensors / 9)
-        return ember_fail(err, EMBER_ERR_FORMAT,
-                          "%s: %s.block_count %u needs %llu tensors, the file has %llu",
-                          g->path, a, hp->n_layers, 9ull * hp->n_layers, (ull)g->n_tensors);
-    return EMBER_OK;
+    ember_printable(arch, name);
+    return ember_fail(err, EMBER_ERR_UNSUPPORTED, "%s: unsupported architecture '%s' (Ember runs %s)", g->path,
+                      name, ember_arch_names());
 }
 
 /* <arch>.vocab_size, else the tokenizer's token list, else the embedding's rows. */
@@ -157,8 +42,8 @@ static ember_status read_vocab(const ember_gguf *g, const char *a, const ember_g
     uint64_t n = embd->ne[1];
     if (tokens && (tokens->type != EMBER_GGUF_ARRAY || tokens->arr_type != EMBER_GGUF_STRING))
         tokens = NULL; /* not a token list: the tokenizer will say so */
-    if (ember_gguf_find(g, K(a, "vocab_size").s)) {
-        ember_status st = ember_gguf_get_u32(g, K(a, "vocab_size").s, &hp->n_vocab, err);
+    if (ember_gguf_find(g, ember_key(a, "vocab_size").s)) {
+        ember_status st = ember_gguf_get_u32(g, ember_key(a, "vocab_size").s, &hp->n_vocab, err);
         if (st) return st;
         n = hp->n_vocab;
     } else if (tokens) {
@@ -194,151 +79,168 @@ static void shape_str(const uint64_t *ne, char *buf, size_t cap)
  * biases, RoPE factors) must be F32: f32_what names them for the message, NULL for a
  * matrix. A block-quantized matrix must have whole blocks in each row, because the kernels
  * dequantize row by row. */
-static ember_status get_tensor(const ember_gguf *g, const char *name, const char *f32_what,
-                               uint64_t ne0, uint64_t ne1, const ember_gguf_tensor **out,
-                               ember_err *err)
+static ember_status get_tensor(loader *l, const char *name, const char *f32_what, uint64_t ne0, uint64_t ne1,
+                               const ember_gguf_tensor **out)
 {
+    const ember_gguf *g = l->g;
     const ember_gguf_tensor *t = ember_gguf_find_tensor(g, name);
-    if (!t) return ember_fail(err, EMBER_ERR_FORMAT, "%s: missing tensor '%s'", g->path, name);
+    if (!t) return ember_fail(l->err, EMBER_ERR_FORMAT, "%s: missing tensor '%s'", g->path, name);
     const uint64_t want[4] = { ne0, ne1, 1, 1 };
     if (memcmp(t->ne, want, sizeof want) != 0) {
         char have_s[96], want_s[96];
         shape_str(t->ne, have_s, sizeof have_s);
         shape_str(want, want_s, sizeof want_s);
-        return ember_fail(err, EMBER_ERR_FORMAT, "%s: tensor '%s' has shape %s, expected %s",
+        return ember_fail(l->err, EMBER_ERR_FORMAT, "%s: tensor '%s' has shape %s, expected %s",
                           g->path, name, have_s, want_s);
     }
     if (f32_what && t->type != EMBER_DTYPE_F32)
-        return ember_fail(err, EMBER_ERR_FORMAT, "%s: tensor '%s' is %s, %s must be F32",
+        return ember_fail(l->err, EMBER_ERR_FORMAT, "%s: tensor '%s' is %s, %s must be F32",
                           g->path, name, ember_dtype_name(t->type), f32_what);
     uint32_t block = ember_dtype_block(t->type);
     if (t->ne[0] % block)
-        return ember_fail(err, EMBER_ERR_UNSUPPORTED,
+        return ember_fail(l->err, EMBER_ERR_UNSUPPORTED,
                           "%s: tensor '%s' is %s with rows of %llu values, not a multiple of %u: its "
                           "%s blocks cross rows (an old llama.cpp quantization); quantize the model "
                           "again from F32 or F16", g->path, name, ember_dtype_name(t->type),
                           (ull)t->ne[0], block, ember_dtype_name(t->type));
+    l->used[t - g->tensors] = true;
     *out = t;
     return EMBER_OK;
 }
 
-/* blk.il.<part>.bias: one F32 value per output row of the projection. qwen2 always has
- * Q/K/V biases; llama.cpp's llama loader takes them when present, so Ember does too. */
-static ember_status get_bias(const ember_gguf *g, ember_arch arch, uint32_t il, const char *part,
-                             uint64_t rows, const ember_gguf_tensor **out, ember_err *err)
+/* One tensor of a layer's spec (arch.c): taken when the file has it; a missing one is an
+ * error when the family requires it. */
+static ember_status get_spec(loader *l, const ember_arch *a, uint32_t il, const ember_tensor_spec *s,
+                             ember_layer_tensors *lt)
 {
     char name[64];
-    snprintf(name, sizeof name, "blk.%u.%s.bias", il, part);
-    *out = NULL;
-    if (ember_gguf_find_tensor(g, name))
-        return get_tensor(g, name, "biases", rows, 1, out, err);
-    if (arch == EMBER_ARCH_QWEN2)
-        return ember_fail(err, EMBER_ERR_FORMAT, "%s: missing tensor '%s' (qwen2 models have "
-                          "Q, K and V biases)", g->path, name);
-    return EMBER_OK;
+    bool bias = s->bias;
+    snprintf(name, sizeof name, "blk.%u.%.24s.%s", il, s->part, bias ? "bias" : "weight");
+    const ember_gguf_tensor **slot = (const ember_gguf_tensor **)((char *)lt + s->slot);
+    *slot = NULL;
+    if (ember_gguf_find_tensor(l->g, name))
+        return get_tensor(l, name, !s->vector ? NULL : bias ? "biases" : "norms", s->ne0, s->ne1, slot);
+    if (!s->required) return EMBER_OK;
+    if (bias)
+        return ember_fail(l->err, EMBER_ERR_FORMAT, "%s: missing tensor '%s' (%s models have Q, K and V biases)",
+                          l->g->path, name, a->name);
+    return ember_fail(l->err, EMBER_ERR_FORMAT, "%s: missing tensor '%s'", l->g->path, name);
 }
 
-/* Biases llama.cpp accepts on other projections (attn_output, FFN): Ember does not
- * apply them, and ignoring one would silently compute another model. */
-static ember_status refuse_other_biases(const ember_gguf *g, uint32_t il, ember_err *err)
+static ember_status get_layer(loader *l, const ember_arch *a, const ember_hparams *hp, uint32_t il,
+                              ember_layer_tensors *lt)
 {
-    static const char *const parts[] = { "attn_output", "ffn_gate", "ffn_up", "ffn_down" };
-    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
-        char name[64];
-        snprintf(name, sizeof name, "blk.%u.%s.bias", il, parts[i]);
-        if (ember_gguf_find_tensor(g, name))
-            return ember_fail(err, EMBER_ERR_UNSUPPORTED, "%s: tensor '%s': Ember applies "
-                              "biases only after the Q, K and V projections", g->path, name);
+    char name[64];
+    snprintf(name, sizeof name, "blk.%u.attn_qkv.weight", il);
+    ember_tensor_spec specs[EMBER_MAX_LAYER_TENSORS];
+    uint32_t n = ember_arch_layer_tensors(a, hp, ember_gguf_find_tensor(l->g, name) != NULL, specs);
+    for (uint32_t i = 0; i < n; i++) {
+        ember_status st = get_spec(l, a, il, &specs[i], lt);
+        if (st) return st;
     }
     return EMBER_OK;
 }
 
-static ember_status get_layer(const ember_gguf *g, ember_arch arch, const ember_hparams *hp,
-                              uint32_t il, ember_layer_tensors *l, ember_err *err)
+/* A RoPE frequency-factor tensor: F32, rope_dim/2 values, each finite and positive (a
+ * zero, negative or non-finite one would put inf or NaN into every rotated query). */
+static ember_status get_factors(loader *l, const ember_hparams *hp, const char *name, const ember_gguf_tensor **out)
 {
-    const uint64_t dim = hp->dim, q = (uint64_t)hp->n_heads * hp->head_dim,
-                   kv = (uint64_t)hp->n_kv_heads * hp->head_dim, ffn = hp->ffn_dim;
-    const struct {
-        const char *name;
-        bool is_norm;
-        uint64_t ne0, ne1;
-        const ember_gguf_tensor **slot;
-    } spec[] = {
-        { "attn_norm", true, dim, 1, &l->attn_norm },
-        { "attn_q", false, dim, q, &l->wq },
-        { "attn_k", false, dim, kv, &l->wk },
-        { "attn_v", false, dim, kv, &l->wv },
-        { "attn_output", false, q, dim, &l->wo },
-        { "ffn_norm", true, dim, 1, &l->ffn_norm },
-        { "ffn_gate", false, dim, ffn, &l->w_gate },
-        { "ffn_up", false, dim, ffn, &l->w_up },
-        { "ffn_down", false, ffn, dim, &l->w_down },
-    };
-    ember_status st;
-    for (size_t i = 0; i < sizeof spec / sizeof *spec; i++) {
-        char name[64];
-        snprintf(name, sizeof name, "blk.%u.%s.weight", il, spec[i].name);
-        if ((st = get_tensor(g, name, spec[i].is_norm ? "norms" : NULL, spec[i].ne0,
-                             spec[i].ne1, spec[i].slot, err)))
-            return st;
-    }
-    if ((st = get_bias(g, arch, il, "attn_q", q, &l->bq, err)) ||
-        (st = get_bias(g, arch, il, "attn_k", kv, &l->bk, err)) ||
-        (st = get_bias(g, arch, il, "attn_v", kv, &l->bv, err)))
-        return st;
-    return refuse_other_biases(g, il, err);
-}
-
-/* rope_freqs.weight (optional): Llama 3.1+ files carry the frequency divisors llama.cpp's
- * converter computes from rope_scaling {factor, low/high_freq_factor}. A zero, negative
- * or non-finite one would put inf or NaN into every rotated query, so each is checked. */
-static ember_status get_rope_freqs(const ember_gguf *g, const ember_hparams *hp,
-                                   const ember_gguf_tensor **out, ember_err *err)
-{
-    const char *name = "rope_freqs.weight";
     *out = NULL;
-    if (!ember_gguf_find_tensor(g, name)) return EMBER_OK;
-    ember_status st = get_tensor(g, name, "RoPE frequency factors", hp->rope_dim / 2, 1, out, err);
+    if (!ember_gguf_find_tensor(l->g, name)) return EMBER_OK;
+    ember_status st = get_tensor(l, name, "RoPE frequency factors", hp->rope_dim / 2, 1, out);
     if (st) return st;
     const float *f = (*out)->data;
     for (uint32_t i = 0; i < hp->rope_dim / 2; i++)
         if (!(f[i] > 0) || !isfinite(f[i])) {
             *out = NULL;
-            return ember_fail(err, EMBER_ERR_FORMAT, "%s: tensor '%s' value %u is %g; "
-                              "RoPE frequency factors must be positive", g->path, name, i, f[i]);
+            return ember_fail(l->err, EMBER_ERR_FORMAT, "%s: tensor '%s' value %u is %g; "
+                              "RoPE frequency factors must be positive", l->g->path, name, i, f[i]);
         }
     return EMBER_OK;
+}
+
+/* rope_freqs.weight (Llama 3.1+: the divisors llama.cpp's converter computes from
+ * rope_scaling), or LongRoPE's long and short factors (phi3), of which llama.cpp takes
+ * the long ones when the context exceeds the original one: here the file's context. */
+static ember_status get_rope_freqs(loader *l, const ember_arch *a, const ember_hparams *hp,
+                                   const ember_gguf_tensor **out)
+{
+    const ember_gguf_tensor *lo = NULL, *sh = NULL;
+    ember_status st = EMBER_OK;
+    *out = NULL;
+    if (a->flags & EMBER_ARCH_ROPE_FREQS) st = get_factors(l, hp, "rope_freqs.weight", out);
+    if (!st && (a->flags & EMBER_ARCH_LONGROPE) && !(st = get_factors(l, hp, "rope_factors_long.weight", &lo)))
+        st = get_factors(l, hp, "rope_factors_short.weight", &sh);
+    if (!st && (lo || sh)) *out = hp->ctx_len > hp->rope_orig_ctx ? lo : sh;
+    return st;
+}
+
+/* The LM head: output.weight, or token_embd where the file has none (tied). gemma2's is
+ * always token_embd; olmo2 always has its own. */
+static ember_status get_output(loader *l, const ember_arch *a, const ember_hparams *hp, ember_llama *m)
+{
+    bool has = ember_gguf_find_tensor(l->g, "output.weight") != NULL;
+    m->output = m->tok_embd;
+    if (!has && (a->flags & EMBER_ARCH_OUTPUT))
+        return ember_fail(l->err, EMBER_ERR_FORMAT, "%s: missing tensor 'output.weight' (%s models have one)",
+                          l->g->path, a->name);
+    if (!has || (a->flags & EMBER_ARCH_TIED)) return EMBER_OK; /* gemma2's: refused as unused */
+    return get_tensor(l, "output.weight", NULL, hp->dim, hp->n_vocab, &m->output);
+}
+
+/* Every tensor of the file is one the description took: another is refused by name. */
+static ember_status check_unused(loader *l, const ember_arch *a)
+{
+    for (uint64_t i = 0; i < l->g->n_tensors; i++) {
+        if (l->used[i]) continue;
+        const char *name = l->g->tensors[i].name;
+        size_t n = strlen(name);
+        if (n > 5 && strcmp(name + n - 5, ".bias") == 0)
+            return ember_fail(l->err, EMBER_ERR_UNSUPPORTED, "%s: tensor '%s': Ember applies biases only after "
+                              "the Q, K and V projections", l->g->path, name);
+        return ember_fail(l->err, EMBER_ERR_UNSUPPORTED, "%s: tensor '%s' is not part of a %s model as Ember (and "
+                          "llama.cpp) computes it: refused rather than ignored", l->g->path, name, a->name);
+    }
+    return EMBER_OK;
+}
+
+static ember_status load_tensors(loader *l, ember_llama *m)
+{
+    const ember_arch *a = m->desc;
+    ember_hparams *hp = &m->hp;
+    const ember_gguf *g = l->g;
+    ember_status st;
+    m->tok_embd = ember_gguf_find_tensor(g, "token_embd.weight");
+    if (!m->tok_embd) return ember_fail(l->err, EMBER_ERR_FORMAT, "%s: missing tensor 'token_embd.weight'", g->path);
+    if ((st = read_vocab(g, a->name, m->tok_embd, hp, l->err)) ||
+        (st = get_tensor(l, "token_embd.weight", NULL, hp->dim, hp->n_vocab, &m->tok_embd)) ||
+        (st = get_tensor(l, "output_norm.weight", "norms", hp->dim, 1, &m->output_norm)) ||
+        (st = get_rope_freqs(l, a, hp, &m->rope_freqs)) || (st = get_output(l, a, hp, m)))
+        return st;
+    m->layers = ember_calloc(hp->n_layers, sizeof *m->layers);
+    if (!m->layers) return ember_fail(l->err, EMBER_ERR_OUT_OF_MEMORY, "%s: out of memory", g->path);
+    for (uint32_t il = 0; il < hp->n_layers; il++)
+        if ((st = get_layer(l, a, hp, il, &m->layers[il]))) return st;
+    return check_unused(l, a);
 }
 
 static ember_status load(const ember_gguf *g, ember_llama *m, ember_err *err)
 {
     ember_hparams *hp = &m->hp;
-    ember_status st = check_arch(g, &m->arch, err);
+    ember_status st = check_arch(g, &m->desc, err);
     if (st) return st;
-    const char *a = ember_arch_name(m->arch);
-    hp->rope_style = m->arch == EMBER_ARCH_QWEN2 ? EMBER_ROPE_NEOX : EMBER_ROPE_NORM;
-    if ((st = read_keys(g, a, hp, err)) || (st = check_hparams(g, a, hp, err)) ||
-        (st = read_rope_scaling(g, a, hp, err)) || (st = ember_gguf_opt_u32(g, K(a, "pooling_type").s, &m->pooling, err)))
+    m->arch = m->desc->id;
+    const char *a = m->desc->name;
+    if ((st = ember_hparams_read(g, m->desc, hp, err)) ||
+        (st = ember_gguf_opt_u32(g, ember_key(a, "pooling_type").s, &m->pooling, err)))
         return st;
     if (m->pooling > 4)
         return ember_fail(err, EMBER_ERR_FORMAT, "%s: %s.pooling_type %u is not one of 0..4", g->path, a, m->pooling);
-    m->tok_embd = ember_gguf_find_tensor(g, "token_embd.weight");
-    if (!m->tok_embd)
-        return ember_fail(err, EMBER_ERR_FORMAT, "%s: missing tensor 'token_embd.weight'", g->path);
-    if ((st = read_vocab(g, a, m->tok_embd, hp, err)) ||
-        (st = get_tensor(g, "token_embd.weight", NULL, hp->dim, hp->n_vocab, &m->tok_embd, err)) ||
-        (st = get_tensor(g, "output_norm.weight", "norms", hp->dim, 1, &m->output_norm, err)) ||
-        (st = get_rope_freqs(g, hp, &m->rope_freqs, err)))
-        return st;
-    m->output = m->tok_embd; /* tied unless the file has its own */
-    if (ember_gguf_find_tensor(g, "output.weight") &&
-        (st = get_tensor(g, "output.weight", NULL, hp->dim, hp->n_vocab, &m->output, err)))
-        return st;
-    m->layers = ember_calloc(hp->n_layers, sizeof *m->layers);
-    if (!m->layers) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "%s: out of memory", g->path);
-    for (uint32_t il = 0; il < hp->n_layers; il++)
-        if ((st = get_layer(g, m->arch, hp, il, &m->layers[il], err))) return st;
-    return EMBER_OK;
+    loader l = {g, ember_calloc(g->n_tensors ? g->n_tensors : 1, sizeof(bool)), err};
+    if (!l.used) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "%s: out of memory", g->path);
+    st = load_tensors(&l, m);
+    ember_free(l.used);
+    return st;
 }
 
 ember_status ember_llama_load(const ember_gguf *g, ember_llama *out, ember_err *err)
@@ -356,27 +258,58 @@ void ember_llama_free(ember_llama *m)
     memset(m, 0, sizeof *m);
 }
 
-/* ---- what a model uses ------------------------------------------------------------ */
-
-const char *ember_arch_name(ember_arch a)
+uint32_t ember_layer_tensor_list(const ember_layer_tensors *lt, const ember_gguf_tensor *out[EMBER_MAX_LAYER_TENSORS])
 {
-    return a == EMBER_ARCH_QWEN2 ? "qwen2" : "llama";
+    const ember_gguf_tensor *all[] = {lt->attn_norm, lt->wq, lt->wk, lt->wv, lt->wo, lt->ffn_norm, lt->w_gate,
+                                      lt->w_up, lt->w_down, lt->bq, lt->bk, lt->bv, lt->wqkv, lt->bqkv,
+                                      lt->q_norm, lt->k_norm, lt->attn_post_norm, lt->ffn_post_norm};
+    _Static_assert(sizeof all / sizeof *all <= EMBER_MAX_LAYER_TENSORS, "EMBER_MAX_LAYER_TENSORS");
+    uint32_t n = 0;
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        if (all[i]) out[n++] = all[i];
+    return n;
 }
 
-float ember_rope_pos_scale(const ember_hparams *hp)
+/* ---- what a model uses ------------------------------------------------------------ */
+
+const char *ember_arch_name(ember_arch_id a)
 {
-    return hp->rope_scale > 0 ? 1.0f / hp->rope_scale : 1.0f;
+    return ember_arch_get(a)->name;
+}
+
+static uint32_t layer_features(const ember_llama *m)
+{
+    uint32_t f = 0;
+    for (uint32_t l = 0; m->layers && l < m->hp.n_layers; l++) {
+        const ember_layer_tensors *t = &m->layers[l];
+        if (t->bq || t->bk || t->bv || t->bqkv) f |= EMBER_FEAT_QKV_BIAS;
+        if (t->wqkv || (t->w_up && !t->w_gate)) f |= EMBER_FEAT_FUSED;
+        ember_layer_attn at;
+        ember_layer_attn_of(&m->hp, l, &at);
+        if (at.window) f |= EMBER_FEAT_WINDOW;
+        if (!at.rope) f |= EMBER_FEAT_NOPE;
+    }
+    return f;
 }
 
 uint32_t ember_llama_features(const ember_llama *m)
 {
-    uint32_t f = 0;
-    for (uint32_t l = 0; m->layers && l < m->hp.n_layers; l++)
-        if (m->layers[l].bq || m->layers[l].bk || m->layers[l].bv)
-            f |= EMBER_FEAT_QKV_BIAS;
-    if (m->hp.rope_style == EMBER_ROPE_NEOX) f |= EMBER_FEAT_ROPE_NEOX;
+    const ember_hparams *hp = &m->hp;
+    uint32_t f = layer_features(m);
+    if (hp->rope_style == EMBER_ROPE_NEOX) f |= EMBER_FEAT_ROPE_NEOX;
     if (m->rope_freqs) f |= EMBER_FEAT_ROPE_FREQS;
-    if (ember_rope_pos_scale(&m->hp) != 1.0f) f |= EMBER_FEAT_ROPE_SCALE;
+    if (ember_rope_pos_scale(hp) != 1.0f) f |= EMBER_FEAT_ROPE_SCALE;
+    if (hp->qk_norm != EMBER_QK_NORM_NONE) f |= EMBER_FEAT_QK_NORM;
+    if (hp->recipe & EMBER_RECIPE_POST_NORMS) f |= EMBER_FEAT_POST_NORMS;
+    if (hp->recipe & EMBER_RECIPE_NO_PRE_NORMS) f |= EMBER_FEAT_NO_PRE_NORMS;
+    if (hp->attn_softcap > 0 || hp->final_softcap > 0) f |= EMBER_FEAT_SOFTCAP;
+    if (hp->rope_scaling == EMBER_ROPE_SCALING_YARN) f |= EMBER_FEAT_YARN;
+    if (hp->act == EMBER_FFN_GELU_TANH) f |= EMBER_FEAT_GEGLU;
+    if ((hp->embed_scale > 0 && hp->embed_scale != 1) || (hp->residual_scale > 0 && hp->residual_scale != 1) ||
+        (hp->logit_scale > 0 && hp->logit_scale != 1) || hp->attn_scale > 0 || hp->attn_temp_scale > 0)
+        f |= EMBER_FEAT_SCALES;
+    if (hp->rope_dim < hp->head_dim) f |= EMBER_FEAT_PARTIAL_ROPE;
+    if (hp->head_dim * hp->n_heads != hp->dim) f |= EMBER_FEAT_HEAD_DIM;
     return f;
 }
 
@@ -387,8 +320,10 @@ uint32_t ember_llama_pooling(const ember_llama *m)
 
 void ember_llama_features_str(uint32_t features, char *buf, size_t cap)
 {
-    static const char *const names[] = { "Q/K/V biases", "NeoX RoPE", "RoPE frequency factors",
-                                         "linear RoPE scaling" };
+    static const char *const names[] = {
+        "Q/K/V biases", "NeoX RoPE", "RoPE frequency factors", "RoPE scaling", "QK-norm", "post-norms",
+        "no pre-norms", "sliding window", "NoPE layers", "soft-capping", "YaRN", "GeGLU", "scales",
+        "fused matrices", "partial rotary", "head size from key_length"};
     size_t len = 0;
     if (!cap) return;
     buf[0] = 0;
