@@ -36,6 +36,23 @@ assert set(d["types"]) == {"F32", "Q4_K", "Q6_K"} and d["fits"] is False and d["
 assert sum(t["bytes"] for t in d["types"].values()) < d["file_bytes"], d
 EOF
 check "info -m --json: the fields add up" $?
+# The family and what the file uses of its recipe (docs/models.md): a Gemma 3 shape with
+# local layers, a head size from key_length, QK-norm and post-norms.
+g3="$EMBER_TEST_TMP/info_gemma3.gguf"
+"$ember" make-test-model "$g3" --arch gemma3 --dim 64 --heads 4 --kv-heads 2 --head-dim 32 --layers 3 \
+    --key attention.sliding_window=8 --key attention.sliding_window_pattern=3 --key final_logit_softcapping=30 >/dev/null
+out=$("$ember" info -m "$g3" 2>&1)
+has "$out" "^family: +gemma3 \(Gemma 3 \(text\)\); head size 32, RoPE on 32 of 32 dims"; check "info -m: the family: $out" $?
+has "$out" "^uses: .*QK-norm, post-norms, sliding window, soft-capping, GeGLU.*head size from key_length"; check "info -m: what it uses" $?
+has "$out" "^window: +8 positions on 2 of 3 layers \(local base 10000\)$"; check "info -m: the window" $?
+has "$out" "^soft-caps: +attention 0, final 30"; check "info -m: the caps" $?
+"$ember" info -m "$g3" --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["arch"] == "gemma3" and d["head_dim"] == 32 and d["sliding_window"] == 8 and d["local_layers"] == 2, d
+assert "QK-norm" in d["features"] and "post-norms" in d["features"] and d["final_softcap"] == 30, d
+'
+check "info -m --json: the family's fields" $?
 # A path beyond ASCII (on Windows the command line reaches main() in the ANSI code page,
 # where "è" is not UTF-8: ember.exe takes its arguments as UTF-8, platform/os_main.c).
 cp "$model" "$EMBER_TEST_TMP/modèl ü.gguf"

@@ -33,6 +33,35 @@ static void count_types(const ember_gguf *g, type_count *c)
     }
 }
 
+/* Layers that attend through a window (docs/models.md). */
+static uint32_t local_layers(const ember_llama *m)
+{
+    uint32_t n = 0;
+    for (uint32_t l = 0; l < m->hp.n_layers; l++) {
+        ember_layer_attn at;
+        ember_layer_attn_of(&m->hp, l, &at);
+        n += at.window != 0;
+    }
+    return n;
+}
+
+/* The family and what the file uses of its recipe. */
+static void print_family(const ember_llama *m)
+{
+    const ember_hparams *hp = &m->hp;
+    char what[512];
+    ember_llama_features_str(ember_llama_features(m), what, sizeof what);
+    printf("family:      %s (%s); head size %u, RoPE on %u of %u dims, base %g\n", m->desc->name, m->desc->models,
+           hp->head_dim, hp->rope_dim, hp->head_dim, hp->rope_base);
+    printf("uses:        %s\n", what);
+    if (local_layers(m))
+        printf("window:      %u positions on %u of %u layers (local base %g)\n", hp->swa_window, local_layers(m),
+               hp->n_layers, hp->rope_base_swa > 0 ? hp->rope_base_swa : hp->rope_base);
+    if (hp->attn_softcap > 0 || hp->final_softcap > 0)
+        printf("soft-caps:   attention %g, final %g (0: none)\n", hp->attn_softcap, hp->final_softcap);
+    if (m->desc->note) printf("note:        %s\n", m->desc->note);
+}
+
 static void print_text(const model_args *a, const ember_llama *m, const type_count *c, const ember_memory_estimate *e)
 {
     const ember_hparams *hp = &m->hp;
@@ -40,6 +69,7 @@ static void print_text(const model_args *a, const ember_llama *m, const type_cou
     printf("model:       %s: %s, %u layers, dim %u, %u/%u heads, FFN %u, vocab %u, context %u\n", a->path,
            ember_arch_name(m->arch), hp->n_layers, hp->dim, hp->n_heads, hp->n_kv_heads, hp->ffn_dim, hp->n_vocab,
            hp->ctx_len);
+    print_family(m);
     printf("file:        %s:", cli_size((double)e->file_bytes, b[0], sizeof b[0]));
     for (int t = 0, first = 1; t < TYPE_IDS; t++)
         if (c->tensors[t]) {
@@ -69,8 +99,14 @@ static void print_json(const model_args *a, const ember_llama *m, const type_cou
     printf("{\"model\": ");
     cli_json_string(stdout, a->path, strlen(a->path));
     printf(", \"arch\": \"%s\", \"n_layers\": %u, \"dim\": %u, \"n_heads\": %u, \"n_kv_heads\": %u, \"ffn_dim\": %u, "
-           "\"n_vocab\": %u, \"ctx_len\": %u, \"types\": {", ember_arch_name(m->arch), hp->n_layers, hp->dim,
+           "\"n_vocab\": %u, \"ctx_len\": %u, ", ember_arch_name(m->arch), hp->n_layers, hp->dim,
            hp->n_heads, hp->n_kv_heads, hp->ffn_dim, hp->n_vocab, hp->ctx_len);
+    uint32_t f = ember_llama_features(m);
+    printf("\"head_dim\": %u, \"rope_dim\": %u, \"features\": [", hp->head_dim, hp->rope_dim);
+    for (uint32_t i = 0, first = 1; ember_llama_feature_name(i); i++)
+        if (f & (1u << i)) printf("%s\"%s\"", first ? "" : ", ", ember_llama_feature_name(i)), first = 0;
+    printf("], \"sliding_window\": %u, \"local_layers\": %u, \"attn_softcap\": %g, \"final_softcap\": %g, "
+           "\"types\": {", local_layers(m) ? hp->swa_window : 0, local_layers(m), hp->attn_softcap, hp->final_softcap);
     for (int t = 0, first = 1; t < TYPE_IDS; t++)
         if (c->tensors[t]) {
             printf("%s\"%s\": {\"tensors\": %llu, \"bytes\": %llu}", first ? "" : ", ",

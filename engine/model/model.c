@@ -318,18 +318,23 @@ uint32_t ember_llama_pooling(const ember_llama *m)
     return m->pooling ? m->pooling : 3; /* ember_pooling's LAST */
 }
 
-void ember_llama_features_str(uint32_t features, char *buf, size_t cap)
+const char *ember_llama_feature_name(uint32_t i)
 {
     static const char *const names[] = {
         "Q/K/V biases", "NeoX RoPE", "RoPE frequency factors", "RoPE scaling", "QK-norm", "post-norms",
         "no pre-norms", "sliding window", "NoPE layers", "soft-capping", "YaRN", "GeGLU", "scales",
         "fused matrices", "partial rotary", "head size from key_length"};
+    return i < sizeof names / sizeof *names ? names[i] : NULL;
+}
+
+void ember_llama_features_str(uint32_t features, char *buf, size_t cap)
+{
     size_t len = 0;
     if (!cap) return;
     buf[0] = 0;
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    for (uint32_t i = 0; ember_llama_feature_name(i); i++) {
         if (!(features & (1u << i))) continue;
-        int n = snprintf(buf + len, cap - len, "%s%s", len ? ", " : "", names[i]);
+        int n = snprintf(buf + len, cap - len, "%s%s", len ? ", " : "", ember_llama_feature_name(i));
         if (n < 0 || (size_t)n >= cap - len) return; /* truncated: keep what fits */
         len += (size_t)n;
     }

@@ -90,6 +90,8 @@ uint32_t ember_llama_features(const ember_llama *m);
 /* The pooling embeddings use by default (an ember_pooling): the declared one, LAST where
  * the file declares none (include/ember.h says why). */
 uint32_t ember_llama_pooling(const ember_llama *m);
+/* The name of feature bit i ("Q/K/V biases" for bit 0), NULL past the last. */
+const char *ember_llama_feature_name(uint32_t i);
 /* "Q/K/V biases, NeoX RoPE" for the bits set in features ("none" when 0). */
 void ember_llama_features_str(uint32_t features, char *buf, size_t cap);
 
