@@ -108,7 +108,7 @@ static void test_families(ember_vk *vk)
     enum { NP = 24, NG = 16 };
     tu_family fam[16];
     int n = tu_families(fam, 16);
-    CHECKF(n >= 10, "%d families", n);
+    CHECKF(n >= 11, "%d families", n);
     for (int i = 0; i < n; i++) {
         char path[512], args[600];
         snprintf(args, sizeof args, "%s --type f32", fam[i].args);
