@@ -30,6 +30,9 @@
 # are kept in SPEED_DIR (default build/speed-vs-llama) and made again when the model or
 # llama.cpp changes. Not part of the test suite (network, time: about 6 minutes a round
 # for the issue's seven names on 2 cores, mostly llama.cpp's Vulkan backend on lavapipe).
+# MODEL_ARGS: more make-test-model options for the model, after the shape (a family's:
+# `--arch qwen3 --heads 16 --head-dim 128` for a Qwen3 shape; docs/models.md), with
+# SPEED_DIR kept per model (default build/speed-vs-llama-<arch>).
 #   bench/speed-vs-llama.sh [--rounds R] [NAME ...]
 # NAME: llama-quantize's names (default: q8_0 q4_k_m q5_k_m q6_k q4_0 iq4_xs bf16 f16 f32;
 # f32: the input itself).
@@ -43,7 +46,9 @@ n_gen=${N_GEN:-64}
 if [ "${1:-}" = --rounds ]; then rounds=$2; shift 2; fi
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=(q8_0 q4_k_m q5_k_m q6_k q4_0 iq4_xs bf16 f16 f32)
-files=${SPEED_DIR:-$build/speed-vs-llama}
+model_args=(${MODEL_ARGS:-})
+arch_name=$(sed -n 's/.*--arch \([a-z0-9]*\).*/\1/p' <<<"${MODEL_ARGS:-}")
+files=${SPEED_DIR:-$build/speed-vs-llama${arch_name:+-$arch_name}}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 t0=$(date +%s)
@@ -56,7 +61,7 @@ llama_cpp_cc cpu "$tmp/llama_speed_cpu" "$here/llama_speed.c"
 llama_cpp_cc vulkan "$tmp/llama_speed_vulkan" "$here/llama_speed.c"
 echo "llama.cpp $llama_version (npm node-llama-cpp $version)"
 
-shape=(--dim 2048 --layers 4 --heads 32 --kv-heads 8 --ffn 8192 --vocab 32000 --ctx 2048)
+shape=(--dim 2048 --layers 4 --heads 32 --kv-heads 8 --ffn 8192 --vocab 32000 --ctx 2048 "${model_args[@]}")
 mkdir -p "$files"
 stamp="make-test-model ${shape[*]} --type f32 --seed 1; llama.cpp $llama_version"
 if [ "$(cat "$files/stamp" 2>/dev/null)" != "$stamp" ]; then

@@ -22,8 +22,9 @@ ember_status ember_batch_buf_init(ember_batch_buf *b, uint32_t max_tokens, uint3
     b->drawn = ember_calloc(max_tokens, sizeof *b->drawn);
     b->hrows = ember_calloc(max_tokens, sizeof *b->hrows);
     b->block_tables = ember_calloc((size_t)max_seqs * max_blocks_per_seq, sizeof *b->block_tables);
+    b->local_tables = ember_calloc((size_t)max_seqs * max_blocks_per_seq, sizeof *b->local_tables);
     if (!b->tokens || !b->pos || !b->seq || !b->rows || !b->argmax || !b->want || !b->temp || !b->drawn || !b->hrows ||
-        !b->block_tables ||
+        !b->block_tables || !b->local_tables ||
         !ember_batch_buf_logits(b, max_seqs))
         return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     return EMBER_OK;
@@ -37,6 +38,7 @@ void ember_batch_buf_free(ember_batch_buf *b)
     ember_free(b->rows);
     ember_free(b->argmax);
     ember_free(b->block_tables);
+    ember_free(b->local_tables);
     ember_free(b->logits);
     ember_free(b->want);
     ember_free(b->temp);
@@ -79,5 +81,5 @@ bool ember_batch_buf_hidden(ember_batch_buf *b, uint32_t rows, uint32_t dim)
 
 ember_batch ember_batch_of(const ember_batch_buf *b, uint32_t n_tokens, uint32_t n_logits)
 {
-    return (ember_batch){n_tokens, b->tokens, b->pos, b->seq, b->block_tables, n_logits, b->rows, 0, b->hrows};
+    return (ember_batch){n_tokens, b->tokens, b->pos, b->seq, b->block_tables, n_logits, b->rows, 0, b->hrows, NULL};
 }

@@ -25,6 +25,9 @@ typedef struct ember_batch {
      * embeddings pool them */
     uint32_t n_hidden;
     const uint32_t *hidden_rows;
+    /* block_tables' entries' local slots (kv_cache.h), for a sliding-window model's local
+     * layers; NULL: the block ids themselves (no local slots) */
+    const uint32_t *local_tables;
 } ember_batch;
 
 /* What a step delivers for its logits rows (b->logit_rows, in order): every row's argmax,
@@ -60,6 +63,7 @@ typedef struct ember_batch_buf {
     uint32_t *tokens, *pos, *seq;  /* max_tokens each: the rows */
     uint32_t *rows, *argmax;       /* max_tokens each: logits rows and their argmax */
     uint32_t *block_tables;        /* max_seqs x max_blocks_per_seq */
+    uint32_t *local_tables;        /* ... their local slots (ember_batch.local_tables) */
     float *logits;                 /* logits_rows x n_vocab */
     uint8_t *want;                 /* max_tokens: what each logits row delivers (EMBER_WANT_*) */
     ember_cand_row *cands;         /* cands_rows */

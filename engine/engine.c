@@ -53,6 +53,11 @@ struct ember_engine {
     ember_inbox *inbox;           /* the thread-safe front */
     ember_grammars *grammars;     /* requests' grammars, shared by text (stepping thread) */
     uint32_t kv_now;              /* blocks in the pool now (o.kv_blocks: the most) */
+    uint32_t n_local, window;     /* the pool's local slots for the model's sliding window
+                                     (kv_cache.h; 0: none) */
+    uint32_t *local_row;          /* max_blocks_per_seq: a block table's local slots */
+    uint32_t *copy_local;         /* 2 x max_seqs: copies' source and destination slots */
+    uint32_t local_peak;          /* the most local slots in use after a step */
     uint64_t grow_failed_budget;  /* the budget at which growing the pool last failed */
     uint32_t *kv_map, *kv_src, *kv_dst; /* o.kv_blocks each: resizing the pool */
     ember_err step_err;           /* errors of the stepping thread, copied to err */
@@ -133,7 +138,10 @@ static ember_status alloc_scratch(ember_engine *e)
     e->kv_map = ember_calloc(B, sizeof *e->kv_map);
     e->kv_src = ember_calloc(B, sizeof *e->kv_src);
     e->kv_dst = ember_calloc(B, sizeof *e->kv_dst);
-    if (!e->items || !e->stuck || !e->row_of || !e->fetch || !e->kv_map || !e->kv_src || !e->kv_dst)
+    e->local_row = ember_calloc(e->max_blocks_per_seq, sizeof *e->local_row);
+    e->copy_local = ember_calloc(2 * S, sizeof *e->copy_local);
+    if (!e->items || !e->stuck || !e->row_of || !e->fetch || !e->kv_map || !e->kv_src || !e->kv_dst || !e->local_row ||
+        !e->copy_local)
         return ember_fail(&e->err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     return ember_batch_buf_init(&e->buf, e->o.max_batch_tokens + STEP_SPARE(S), S, e->max_blocks_per_seq,
                                 e->model->llama.hp.n_vocab, &e->err);
@@ -143,7 +151,7 @@ static ember_step_opts step_opts(const ember_engine *e, uint32_t max_tokens)
 {
     return (ember_step_opts){.max_tokens = max_tokens, .max_seqs = e->o.max_seqs, .n_blocks = e->kv_now,
                              .block_size = e->o.kv_block_size, .max_blocks_per_seq = e->max_blocks_per_seq,
-                             .kv_type = e->o.kv_type};
+                             .kv_type = e->o.kv_type, .n_local = e->n_local, .window = e->window};
 }
 
 /* Static batching: the scheduler's hook. */
@@ -183,12 +191,15 @@ static ember_status create_parts(ember_engine *e)
     if ((unsigned)e->o.sample_from > EMBER_SAMPLE_ROWS)
         return ember_fail(&e->err, EMBER_ERR_INVALID_ARG, "unknown sample_from %d", (int)e->o.sample_from);
     ember_status s = alloc_scratch(e);
-    if (s == EMBER_OK) s = ember_kv_create(e->kv_now, e->o.kv_block_size, &e->kv, &e->err);
+    /* a sliding-window model's local layers keep a window of each sequence (kv_cache.h) */
+    e->n_local = ember_engine_local_slots(&e->model->llama.hp, &e->o, e->o.kv_blocks);
+    e->window = e->n_local ? ember_model_window(&e->model->llama.hp) : 0;
+    if (s == EMBER_OK) s = ember_kv_create_local(e->kv_now, e->o.kv_block_size, e->n_local, &e->kv, &e->err);
     if (s == EMBER_OK) s = create_fixed(e);
     ember_sched_opts so = {.max_seqs = e->o.max_seqs, .max_batch_tokens = e->o.max_batch_tokens,
                            .max_blocks_per_seq = e->max_blocks_per_seq, .prefix_cache = !e->o.no_prefix_cache,
                            .contiguous_kv = e->o.kv_layout == EMBER_KV_CONTIGUOUS, .chunk_ctx = e->o.chunk_ctx,
-                           .hook = e->fixed ? ember_static_hook(e->fixed) : NULL};
+                           .hook = e->fixed ? ember_static_hook(e->fixed) : NULL, .window = e->window};
     if (s == EMBER_OK) s = ember_sched_create(&so, e->kv, &e->sched, &e->err);
     ember_step_opts to = step_opts(e, e->o.max_batch_tokens);
     if (s == EMBER_OK) s = ember_step_create(e->model, &to, &e->step, &e->err);
@@ -242,7 +253,8 @@ static ember_status move_blocks(ember_engine *e, uint32_t old_n)
             e->kv_src[n] = i;
             e->kv_dst[n++] = e->kv_map[i];
         }
-    ember_status s = n ? ember_step_copy_blocks(e->step, e->kv_src, e->kv_dst, n, &e->step_err) : EMBER_OK;
+    /* the blocks' local slots stay where they are */
+    ember_status s = n ? ember_step_copy_blocks(e->step, e->kv_src, e->kv_dst, NULL, NULL, n, &e->step_err) : EMBER_OK;
     if (s == EMBER_OK) s = ember_spec_copy_blocks(e->spec, e->kv_src, e->kv_dst, n, &e->step_err);
     return s;
 }
@@ -480,7 +492,9 @@ static ember_batch build_batch(ember_engine *e, uint32_t n_items)
         const request *r = it->r;
         uint32_t slot = r ? r->slot : it->fill.slot, pos0 = r ? r->n_computed : it->fill.pos0;
         const uint32_t *blocks = r ? r->blocks : it->fill.blocks;
-        memcpy(b->block_tables + (size_t)slot * W, blocks, (r ? r->n_blocks : it->fill.n_blocks) * sizeof *blocks);
+        uint32_t n_blocks = r ? r->n_blocks : it->fill.n_blocks;
+        memcpy(b->block_tables + (size_t)slot * W, blocks, n_blocks * sizeof *blocks);
+        ember_kv_local_row(e->kv, blocks, n_blocks, b->local_tables + (size_t)slot * W);
         e->row_of[i] = n_logits;
         for (uint32_t j = 0; j < it->n; j++, T++) {
             b->tokens[T] = r ? r->tokens[pos0 + j] : it->fill.token;
@@ -492,6 +506,7 @@ static ember_batch build_batch(ember_engine *e, uint32_t n_items)
     }
     ember_batch batch = ember_batch_of(b, T, n_logits);
     batch.n_hidden = n_hidden;
+    batch.local_tables = b->local_tables;
     return batch;
 }
 
@@ -729,6 +744,15 @@ static void give_embedding(ember_engine *e, request *r)
     r->on_embedding(r->user, r->id, r->embedding, dim);
 }
 
+/* r's block table as local slots (EMBER_NO_BLOCK where it dropped them), for moving its
+ * K/V; NULL without local slots. */
+static const uint32_t *local_row(ember_engine *e, const request *r)
+{
+    if (!e->n_local) return NULL;
+    for (uint32_t j = 0; j < r->n_blocks; j++) e->local_row[j] = ember_kv_local(e->kv, r->blocks[j]);
+    return e->local_row;
+}
+
 /* Hands r the KV state of its prompt (tokens and K/V read back from its blocks); false
  * when that failed (r's error then says why). */
 static bool give_state(ember_engine *e, request *r)
@@ -741,7 +765,8 @@ static bool give_state(ember_engine *e, request *r)
     r->state_saved = true;
     double t0 = ember_now_ms();
     bool ok = rows && buf && size &&
-              ember_step_transfer_kv(e->step, r->blocks, 0, r->n_prompt, rows, r->n_prompt, false, &e->step_err) == EMBER_OK;
+              ember_step_transfer_kv(e->step, r->blocks, local_row(e, r), 0, r->n_prompt, rows, r->n_prompt, false,
+                                     &e->step_err) == EMBER_OK;
     if (ok) {
         st.kv = rows;
         ember_kv_state_write(&st, buf);
@@ -815,8 +840,8 @@ static ember_status apply_restores(ember_engine *e, uint32_t n_items)
         request *r = e->items[i].r;
         if (!r || r->restore_to <= r->restore_from) continue;
         double t0 = ember_now_ms();
-        ember_status s = ember_step_transfer_kv(e->step, r->blocks, r->restore_from, r->restore_to, r->restore_rows,
-                                                r->restore_pos, true, &e->step_err);
+        ember_status s = ember_step_transfer_kv(e->step, r->blocks, local_row(e, r), r->restore_from, r->restore_to,
+                                                r->restore_rows, r->restore_pos, true, &e->step_err);
         if (s != EMBER_OK) return s;
         e->state_s += (ember_now_ms() - t0) / 1e3;
         e->states_restored++;
@@ -830,13 +855,20 @@ static ember_status apply_restores(ember_engine *e, uint32_t n_items)
 }
 
 /* The copies on write the scheduler planned, in the target's and the draft's KV pools
- * (they share block ids), before anything of the step writes. */
+ * (they share block ids), before anything of the step writes; with local slots, the
+ * slots' copies too. */
 static ember_status apply_copies(ember_engine *e)
 {
     const uint32_t *src, *dst;
-    uint32_t n = ember_sched_copies(e->sched, &src, &dst);
+    uint32_t n = ember_sched_copies(e->sched, &src, &dst), *lsrc = e->copy_local, *ldst = lsrc + e->o.max_seqs;
     e->pstep.submissions += n > 0;
-    ember_status s = n ? ember_step_copy_blocks(e->step, src, dst, n, &e->step_err) : EMBER_OK;
+    ember_kv_local_row(e->kv, src, n, lsrc);
+    ember_kv_local_row(e->kv, dst, n, ldst);
+    for (uint32_t i = 0; e->n_local && i < n; i++)
+        if (ember_kv_local(e->kv, src[i]) == EMBER_NO_BLOCK) lsrc[i] = EMBER_NO_BLOCK; /* nobody's window */
+    ember_status s = n ? ember_step_copy_blocks(e->step, src, dst, e->n_local ? lsrc : NULL, e->n_local ? ldst : NULL,
+                                                n, &e->step_err)
+                       : EMBER_OK;
     if (s == EMBER_OK) s = ember_spec_copy_blocks(e->spec, src, dst, n, &e->step_err);
     return s;
 }
@@ -945,6 +977,7 @@ static ember_status end_step(ember_engine *e, uint64_t timeout_ns)
         double t1 = ember_now_ms();
         after_step(e, e->n_items, e->t0, t1);
         ember_sched_end_step(e->sched);
+        if (ember_kv_n_local_used(e->kv) > e->local_peak) e->local_peak = ember_kv_n_local_used(e->kv);
         if (e->prof) profile_step(e, ember_now_ms() - t1);
     } else {
         fail_step(e, e->n_items, s);
@@ -1076,7 +1109,8 @@ static void publish_stats(ember_engine *e)
         .kv_type = e->o.kv_type,
         .kv_bytes_per_token = kv_token_bytes(hp, e->o.kv_type),
         .requests_running = n_run, .requests_waiting = n_wait, .kv_blocks_max = e->o.kv_blocks,
-        .device_lost = e->lost};
+        .device_lost = e->lost, .kv_window = e->window, .kv_local_slots = e->n_local,
+        .kv_local_slots_used = ember_kv_n_local_used(e->kv), .kv_local_peak_used = e->local_peak};
     ember_inbox_publish(e->inbox, &st);
 }
 
@@ -1134,6 +1168,8 @@ void ember_engine_destroy(ember_engine *e)
     ember_free(e->kv_map);
     ember_free(e->kv_src);
     ember_free(e->kv_dst);
+    ember_free(e->local_row);
+    ember_free(e->copy_local);
     ember_batch_buf_free(&e->buf);
     ember_grammars_free(e->grammars); /* after every request: they hold its grammars */
     ember_inbox_free(e->inbox);

@@ -78,7 +78,8 @@ bool ember_spec_has_draft(const ember_spec *sp) { return sp->draft_step != NULL;
 ember_status ember_spec_copy_blocks(ember_spec *sp, const uint32_t *src, const uint32_t *dst, uint32_t n,
                                     ember_err *err)
 {
-    return sp->draft_step && n ? ember_step_copy_blocks(sp->draft_step, src, dst, n, err) : EMBER_OK;
+    /* no local slots with a draft model (engine_opts.h) */
+    return sp->draft_step && n ? ember_step_copy_blocks(sp->draft_step, src, dst, NULL, NULL, n, err) : EMBER_OK;
 }
 
 uint64_t ember_spec_kv_bytes(const ember_spec *sp) { return sp->draft_step ? ember_step_kv_bytes(sp->draft_step) : 0; }

@@ -4,7 +4,10 @@
  * tokens (kept to rule out hash collisions). Lists:
  *   free   — unpublished blocks with count 0 (a stack);
  *   lru    — published blocks with count 0, oldest first (doubly linked);
- * and an open-addressing table from hash to published block. */
+ * and an open-addressing table from hash to published block. With local slots (the
+ * sliding-window layers' second pool), a block holds a slot and counts the holders that
+ * still need it (lrefs); free slots are a stack, and cached blocks holding one are
+ * counted, the slots alloc may take back. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +22,8 @@ typedef struct block {
     uint32_t n;                    /* tokens the published block holds: 1..block_size */
     uint64_t hash, parent;
     uint32_t lru_prev, lru_next;   /* valid while in the lru list */
+    uint32_t local;                /* its local slot, or NONE */
+    uint32_t lrefs;                /* holders that still need the local slot */
 } block;
 
 struct ember_kv_cache {
@@ -30,11 +35,20 @@ struct ember_kv_cache {
     uint32_t *table, table_mask;   /* hash -> block, NONE = empty, TOMB = deleted */
     uint32_t n_live, n_tomb;       /* table occupancy; rebuilt when tombstones pile up */
     uint32_t n_used;
+    uint32_t n_local;              /* local slots (0: none) */
+    uint32_t *local_free, n_local_free;
+    uint32_t n_cached_local;       /* cached blocks (count 0) holding a slot */
 };
 
 #define TOMB (NONE - 1)
 
 ember_status ember_kv_create(uint32_t n_blocks, uint32_t block_size, ember_kv_cache **out, ember_err *err)
+{
+    return ember_kv_create_local(n_blocks, block_size, 0, out, err);
+}
+
+ember_status ember_kv_create_local(uint32_t n_blocks, uint32_t block_size, uint32_t n_local, ember_kv_cache **out,
+                                   ember_err *err)
 {
     *out = NULL;
     if (n_blocks == 0 || block_size == 0)
@@ -47,8 +61,9 @@ ember_status ember_kv_create(uint32_t n_blocks, uint32_t block_size, ember_kv_ca
         kv->tokens = ember_malloc((size_t)n_blocks * block_size * sizeof *kv->tokens);
         kv->free_list = ember_malloc((size_t)n_blocks * sizeof *kv->free_list);
         kv->table = ember_malloc((size_t)cap * sizeof *kv->table);
+        kv->local_free = ember_malloc((size_t)(n_local ? n_local : 1) * sizeof *kv->local_free);
     }
-    if (!kv || !kv->b || !kv->tokens || !kv->free_list || !kv->table) {
+    if (!kv || !kv->b || !kv->tokens || !kv->free_list || !kv->table || !kv->local_free) {
         ember_kv_free(kv);
         return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     }
@@ -56,6 +71,9 @@ ember_status ember_kv_create(uint32_t n_blocks, uint32_t block_size, ember_kv_ca
     kv->block_size = block_size;
     for (uint32_t i = 0; i < n_blocks; i++) kv->free_list[i] = n_blocks - 1 - i; /* hand out 0 first */
     kv->n_free = n_blocks;
+    for (uint32_t i = 0; i < n_blocks; i++) kv->b[i].local = NONE;
+    for (uint32_t i = 0; i < n_local; i++) kv->local_free[i] = n_local - 1 - i;
+    kv->n_local = kv->n_local_free = n_local;
     kv->lru_head = kv->lru_tail = NONE;
     kv->table_mask = cap - 1;
     memset(kv->table, 0xff, (size_t)cap * sizeof *kv->table);
@@ -70,6 +88,7 @@ void ember_kv_free(ember_kv_cache *kv)
     ember_free(kv->tokens);
     ember_free(kv->free_list);
     ember_free(kv->table);
+    ember_free(kv->local_free);
     ember_free(kv);
 }
 
@@ -156,6 +175,61 @@ static void unpublish(ember_kv_cache *kv, uint32_t i)
     x->published = false;
 }
 
+/* ---- local slots ------------------------------------------------------------------- */
+
+static bool cached(const block *x) { return x->refs == 0 && x->published; }
+
+static void free_slot(ember_kv_cache *kv, uint32_t i)
+{
+    block *x = &kv->b[i];
+    if (x->local == NONE) return;
+    if (cached(x)) kv->n_cached_local--;
+    kv->local_free[kv->n_local_free++] = x->local;
+    x->local = NONE;
+    x->lrefs = 0;
+}
+
+/* A slot for block i (which has none): a free one, else one a cached block gives up,
+ * least recently used first. */
+static bool give_slot(ember_kv_cache *kv, uint32_t i)
+{
+    if (!kv->n_local_free)
+        for (uint32_t c = kv->lru_head; c != NONE && kv->n_cached_local; c = kv->b[c].lru_next)
+            if (kv->b[c].local != NONE) {
+                free_slot(kv, c);
+                break;
+            }
+    if (!kv->n_local_free) return false;
+    kv->b[i].local = kv->local_free[--kv->n_local_free];
+    kv->b[i].lrefs = 1;
+    return true;
+}
+
+uint32_t ember_kv_local(const ember_kv_cache *kv, uint32_t i)
+{
+    if (!kv->n_local) return i;
+    return i < kv->n_blocks ? kv->b[i].local : EMBER_NO_BLOCK;
+}
+
+void ember_kv_drop_local(ember_kv_cache *kv, uint32_t i)
+{
+    if (!kv->n_local || i >= kv->n_blocks) return;
+    block *x = &kv->b[i];
+    if (x->local == NONE || x->lrefs == 0) return;
+    if (--x->lrefs == 0 && x->refs) free_slot(kv, i);
+}
+
+void ember_kv_local_row(const ember_kv_cache *kv, const uint32_t *blocks, uint32_t n, uint32_t *out)
+{
+    for (uint32_t j = 0; j < n; j++) {
+        uint32_t l = ember_kv_local(kv, blocks[j]);
+        out[j] = l == EMBER_NO_BLOCK ? 0 : l;
+    }
+}
+
+uint32_t ember_kv_n_local(const ember_kv_cache *kv) { return kv->n_local; }
+uint32_t ember_kv_n_local_used(const ember_kv_cache *kv) { return kv->n_local - kv->n_local_free; }
+
 /* ---- blocks ---------------------------------------------------------------------------- */
 
 static uint32_t take(ember_kv_cache *kv, uint32_t i)
@@ -167,30 +241,58 @@ static uint32_t take(ember_kv_cache *kv, uint32_t i)
 
 uint32_t ember_kv_alloc(ember_kv_cache *kv)
 {
-    if (kv->n_free) return take(kv, kv->free_list[--kv->n_free]);
-    if (kv->lru_head == NONE) return EMBER_NO_BLOCK;
-    uint32_t i = kv->lru_head;
-    lru_remove(kv, i);
-    unpublish(kv, i);
+    uint32_t i;
+    if (kv->n_free) {
+        i = kv->free_list[--kv->n_free];
+    } else {
+        if (kv->lru_head == NONE) return EMBER_NO_BLOCK;
+        i = kv->lru_head;
+        free_slot(kv, i); /* the evicted block's slot is the first one free */
+        lru_remove(kv, i);
+        unpublish(kv, i);
+    }
+    if (kv->n_local && !give_slot(kv, i)) {
+        kv->free_list[kv->n_free++] = i; /* no slot: the block waits, free */
+        return EMBER_NO_BLOCK;
+    }
     return take(kv, i);
 }
 
 void ember_kv_retain(ember_kv_cache *kv, uint32_t i)
 {
-    if (i < kv->n_blocks && kv->b[i].refs++ == 0) {
-        lru_remove(kv, i); /* only published blocks sit at zero outside the free list */
+    if (i >= kv->n_blocks) return;
+    block *x = &kv->b[i];
+    if (x->refs == 0) { /* only published blocks sit at zero outside the free list */
+        if (x->local != NONE) kv->n_cached_local--, x->lrefs = 0;
+        lru_remove(kv, i);
         kv->n_used++;
+    }
+    x->refs++;
+    if (x->local != NONE) x->lrefs++;
+}
+
+/* Drops one reference of a holder that still needs the local slot (holds) or not. */
+static void release(ember_kv_cache *kv, uint32_t i, bool holds)
+{
+    if (i >= kv->n_blocks || kv->b[i].refs == 0) return;
+    block *x = &kv->b[i];
+    if (holds && x->local != NONE && x->lrefs) x->lrefs--;
+    if (--x->refs) {
+        if (x->local != NONE && !x->lrefs) free_slot(kv, i);
+        return;
+    }
+    kv->n_used--;
+    if (x->published) {
+        lru_push(kv, i);
+        if (x->local != NONE) kv->n_cached_local++; /* the cache keeps the window */
+    } else {
+        free_slot(kv, i);
+        kv->free_list[kv->n_free++] = i;
     }
 }
 
-void ember_kv_release(ember_kv_cache *kv, uint32_t i)
-{
-    if (i >= kv->n_blocks || kv->b[i].refs == 0) return;
-    if (--kv->b[i].refs) return;
-    kv->n_used--;
-    if (kv->b[i].published) lru_push(kv, i);
-    else kv->free_list[kv->n_free++] = i;
-}
+void ember_kv_release(ember_kv_cache *kv, uint32_t i) { release(kv, i, true); }
+void ember_kv_release_dropped(ember_kv_cache *kv, uint32_t i) { release(kv, i, false); }
 
 uint32_t ember_kv_lookup_n(ember_kv_cache *kv, uint64_t parent, const uint32_t *tokens, uint32_t n)
 {
@@ -233,7 +335,11 @@ bool ember_kv_is_shared(const ember_kv_cache *kv, uint32_t i)
 
 uint32_t ember_kv_block_size(const ember_kv_cache *kv) { return kv->block_size; }
 uint32_t ember_kv_n_blocks(const ember_kv_cache *kv) { return kv->n_blocks; }
-uint32_t ember_kv_n_available(const ember_kv_cache *kv) { return kv->n_free + kv->n_lru; }
+uint32_t ember_kv_n_available(const ember_kv_cache *kv)
+{
+    uint32_t blocks = kv->n_free + kv->n_lru, slots = kv->n_local_free + kv->n_cached_local;
+    return kv->n_local && slots < blocks ? slots : blocks;
+}
 uint32_t ember_kv_n_used(const ember_kv_cache *kv) { return kv->n_used; }
 uint32_t ember_kv_refcount(const ember_kv_cache *kv, uint32_t i) { return i < kv->n_blocks ? kv->b[i].refs : 0; }
 
@@ -286,6 +392,7 @@ ember_status ember_kv_resize(ember_kv_cache *kv, uint32_t n, uint32_t *map, embe
     }
     plan_resize(kv, n, map, taken);
     for (uint32_t i = 0; i < kv->n_blocks; i++) {
+        if (map[i] == NONE && kv->b[i].local != NONE) kv->local_free[kv->n_local_free++] = kv->b[i].local;
         if (map[i] == NONE) continue;
         b[map[i]] = kv->b[i];
         memcpy(tokens + (size_t)map[i] * kv->block_size, kv->tokens + (size_t)i * kv->block_size,
@@ -302,9 +409,11 @@ ember_status ember_kv_resize(ember_kv_cache *kv, uint32_t n, uint32_t *map, embe
     kv->lru_head = kv->lru_tail = NONE;
     for (uint32_t i = old_head; i != NONE; i = old[i].lru_next) /* the same order of use */
         if (old_map[i] != NONE) lru_push(kv, old_map[i]);
+    kv->n_cached_local = 0;
     for (uint32_t i = 0; i < n; i++) {
-        if (!taken[i]) b[i].published = false;
+        if (!taken[i]) b[i].published = false, b[i].local = NONE, b[i].lrefs = 0;
         if (b[i].published) table_insert(kv, i, b[i].hash);
+        if (cached(&b[i]) && b[i].local != NONE) kv->n_cached_local++;
     }
     for (uint32_t i = n; i-- > 0;)
         if (!taken[i]) kv->free_list[kv->n_free++] = i; /* hand out low ids first */

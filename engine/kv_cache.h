@@ -27,6 +27,30 @@ typedef struct ember_kv_cache ember_kv_cache;
 ember_status ember_kv_create(uint32_t n_blocks, uint32_t block_size, ember_kv_cache **out, ember_err *err);
 void ember_kv_free(ember_kv_cache *kv);
 
+/* Sliding-window layers (docs/serving.md): a pool made with n_local local slots (0: none)
+ * gives each block it hands out a slot of a second, smaller pool as well, where a
+ * model's local layers keep their K/V. A holder that no longer needs a block's local
+ * part (every position of the block lies behind the window of its next query) drops
+ * it; a slot no holder needs goes back to its pool, but a block that becomes cached keeps
+ * its slot while slots last, so that a request continuing the same tokens finds the
+ * window it needs there. A block is handed out only with a slot: ember_kv_alloc takes a
+ * free one, else one a cached block holds (least recently used first), else fails. */
+ember_status ember_kv_create_local(uint32_t n_blocks, uint32_t block_size, uint32_t n_local, ember_kv_cache **out,
+                                   ember_err *err);
+/* The block's local slot; EMBER_NO_BLOCK when it has none (dropped by every holder).
+ * Without local slots: the block itself (the local layers share the block's id). */
+uint32_t ember_kv_local(const ember_kv_cache *kv, uint32_t block);
+/* One holder (who took the block, or a reference to it, while it had a slot) no longer
+ * needs its local part. Once no holder does, the slot is freed. */
+void ember_kv_drop_local(ember_kv_cache *kv, uint32_t block);
+/* out[j] = the local slot of blocks[j], j < n, 0 where it has none: the block table of a
+ * step's local layers (a dropped entry is never read: it lies behind the window). */
+void ember_kv_local_row(const ember_kv_cache *kv, const uint32_t *blocks, uint32_t n, uint32_t *out);
+/* ember_kv_release for a holder that dropped the block's local part already. */
+void ember_kv_release_dropped(ember_kv_cache *kv, uint32_t block);
+uint32_t ember_kv_n_local(const ember_kv_cache *kv);      /* local slots (0: none) */
+uint32_t ember_kv_n_local_used(const ember_kv_cache *kv); /* ... held by a block */
+
 /* A block with reference count 1: a free one, else the least recently used cached one
  * (which is then forgotten). EMBER_NO_BLOCK when every block is in use. */
 uint32_t ember_kv_alloc(ember_kv_cache *kv);
@@ -58,7 +82,8 @@ ember_status ember_kv_resize(ember_kv_cache *kv, uint32_t n, uint32_t *map, embe
 
 uint32_t ember_kv_block_size(const ember_kv_cache *kv);
 uint32_t ember_kv_n_blocks(const ember_kv_cache *kv);
-/* Blocks that ember_kv_alloc can still hand out (free + cached-unused). */
+/* Blocks that ember_kv_alloc can still hand out (free + cached-unused; with local slots,
+ * at most the slots it can still find). */
 uint32_t ember_kv_n_available(const ember_kv_cache *kv);
 /* Blocks with a reference count above zero. */
 uint32_t ember_kv_n_used(const ember_kv_cache *kv);

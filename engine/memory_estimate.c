@@ -23,6 +23,18 @@ static void estimate(const ember_gguf *g, const ember_llama *m, uint32_t n_ctx, 
     out->weight_bytes = ember_gpu_model_bytes(m);
     out->kv_bytes_per_token = ember_kv_token_bytes(hp->n_layers, hp->n_kv_heads, hp->head_dim, o.kv_type);
     out->kv_bytes = (uint64_t)(ctx + bs - 1) / bs * bs * out->kv_bytes_per_token;
+    /* A sliding-window model's local layers: the engine's pool of local slots instead of
+     * the context (engine_opts.h) */
+    uint32_t blocks = (ctx + bs - 1) / bs, local = ember_engine_local_slots(hp, &o, blocks + 1), n_local = 0;
+    for (uint32_t l = 0; local && l < hp->n_layers; l++) {
+        ember_layer_attn at;
+        ember_layer_attn_of(hp, l, &at);
+        n_local += at.window != 0;
+    }
+    if (n_local) {
+        uint64_t layer_block = ember_kv_token_bytes(1, hp->n_kv_heads, hp->head_dim, o.kv_type) * bs;
+        out->kv_bytes = (uint64_t)blocks * layer_block * (hp->n_layers - n_local) + (uint64_t)local * layer_block * n_local;
+    }
     out->activation_bytes = ember_forward_buffer_bytes(hp, &fo, UINT64_MAX);
     out->total_bytes = out->weight_bytes + out->kv_bytes + out->activation_bytes;
     out->n_ctx = ctx;

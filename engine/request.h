@@ -59,6 +59,8 @@ typedef struct request {
     uint32_t *blocks;           /* block table, max_blocks_per_seq entries */
     uint64_t *hashes;           /* chained hash of each published full block */
     uint32_t n_blocks, n_published;
+    uint32_t n_local_dropped;   /* blocks [0, n) of it whose local (sliding-window) part it
+                                   no longer needs: behind the window (kv_cache.h) */
     uint32_t slot;              /* row in the step's block tables while running */
     uint64_t admitted;          /* admission counter (newest = largest) */
     uint64_t hash_seed;         /* first parent hash of its block chain (see engine.c) */

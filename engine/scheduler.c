@@ -95,11 +95,19 @@ static void unlink_waiting(ember_sched *s, request *r)
     if (s->tail == r) s->tail = prev;
 }
 
-static void release_blocks(ember_sched *s, request *r)
+/* Releases blocks [from, n_blocks) of r. */
+static void release_from(ember_sched *s, request *r, uint32_t from)
 {
-    for (uint32_t i = 0; i < r->n_blocks; i++) ember_kv_release(s->kv, r->blocks[i]);
-    r->n_blocks = r->n_published = 0;
+    for (uint32_t i = from; i < r->n_blocks; i++) {
+        if (i < r->n_local_dropped) ember_kv_release_dropped(s->kv, r->blocks[i]);
+        else ember_kv_release(s->kv, r->blocks[i]);
+    }
+    r->n_blocks = from;
+    if (r->n_published > from) r->n_published = from;
+    if (r->n_local_dropped > from) r->n_local_dropped = from;
 }
+
+static void release_blocks(ember_sched *s, request *r) { release_from(s, r, 0); }
 
 static uint32_t take_slot(ember_sched *s)
 {
@@ -154,7 +162,7 @@ void ember_sched_remove(ember_sched *s, request *r)
         const ember_sched_hook *h = s->o.hook;
         if (h && h->keep(h->ctx, s, r)) {
             unrun(s, r, true);
-            r->n_blocks = r->n_published = 0; /* the hook's now */
+            r->n_blocks = r->n_published = r->n_local_dropped = 0; /* the hook's now */
             left(s);
             return;
         }
@@ -223,6 +231,43 @@ static void match_partial(ember_sched *s, request *r, uint64_t parent)
     r->n_computed = r->draft_computed = r->n_computed + n;
 }
 
+/* ---- sliding windows (kv_cache.h's local slots) --------------------------------------- */
+
+/* The first block the window of r's next query (at position n_computed) reaches. */
+static uint32_t window_block(const ember_sched *s, const request *r)
+{
+    uint32_t w = s->o.window, q = r->n_computed;
+    return q + 1 > w ? (q + 1 - w) / ember_kv_block_size(s->kv) : 0;
+}
+
+/* r drops the local part of every block behind its window: a sequence's local layers
+ * hold at most a window of positions (plus what a step writes). */
+static void trim_window(ember_sched *s, request *r)
+{
+    if (!s->o.window) return;
+    uint32_t lo = window_block(s, r);
+    if (lo > r->n_blocks) lo = r->n_blocks;
+    for (; r->n_local_dropped < lo; r->n_local_dropped++) ember_kv_drop_local(s->kv, r->blocks[r->n_local_dropped]);
+}
+
+/* A cached prefix is usable only as far as the blocks of its last window still have their
+ * local slots: cut back to before the last one in the window that has none, until none
+ * is missing. */
+static void fit_window(ember_sched *s, request *r)
+{
+    uint32_t bs = ember_kv_block_size(s->kv);
+    for (bool cut = s->o.window != 0; cut;) {
+        cut = false;
+        for (uint32_t j = r->n_blocks; j-- > window_block(s, r) && !cut;)
+            if (ember_kv_local(s->kv, r->blocks[j]) == EMBER_NO_BLOCK) {
+                release_from(s, r, j);
+                r->n_computed = r->draft_computed = j * bs;
+                cut = true;
+            }
+    }
+    trim_window(s, r);
+}
+
 /* Takes the cached blocks of r's prefix, leaving at least its last token to compute (the
  * last token's logits are needed). */
 static void match_prefix(ember_sched *s, request *r)
@@ -240,6 +285,7 @@ static void match_prefix(ember_sched *s, request *r)
     r->n_published = r->n_blocks;
     r->n_computed = r->draft_computed = r->n_blocks * bs;
     match_partial(s, r, parent);
+    fit_window(s, r);
 }
 
 /* A sample of a group whose prompt another sample is computing: the one at the queue's
@@ -272,6 +318,7 @@ void ember_sched_advance(ember_sched *s, request *r, uint32_t n)
 {
     uint32_t bs = ember_kv_block_size(s->kv);
     r->n_computed += n;
+    trim_window(s, r);
     if (!s->o.prefix_cache) return;
     while ((r->n_published + 1) * bs <= r->n_computed && r->n_published < r->n_blocks) {
         uint32_t j = r->n_published;

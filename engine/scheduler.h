@@ -57,6 +57,9 @@ typedef struct ember_sched_opts {
     bool prefix_cache;     /* share published blocks between requests */
     bool contiguous_kv;    /* reserve max_blocks_per_seq blocks at admission (baseline) */
     uint32_t chunk_ctx;    /* a prompt row at position p costs 1 + p / chunk_ctx (0: 1) */
+    uint32_t window;       /* the model's sliding window, for a pool with local slots: a
+                              request drops the local part of each block behind the
+                              window of its next query (0: none; not with a hook) */
     const ember_sched_hook *hook; /* a batching baseline, or NULL (continuous batching) */
 } ember_sched_opts;
 

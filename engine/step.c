@@ -11,9 +11,10 @@
 typedef struct step_ops {
     ember_status (*submit)(void *impl, const ember_batch *b, const ember_step_out *out, ember_err *err);
     ember_status (*wait)(void *impl, uint64_t timeout_ns, ember_err *err);
-    ember_status (*copy_blocks)(void *impl, const uint32_t *src, const uint32_t *dst, uint32_t n, ember_err *err);
-    ember_status (*transfer_kv)(void *impl, const uint32_t *blocks, uint32_t p0, uint32_t p1, uint8_t *rows,
-                                uint32_t rows_pos, bool write, ember_err *err);
+    ember_status (*copy_blocks)(void *impl, const uint32_t *src, const uint32_t *dst, const uint32_t *lsrc,
+                                const uint32_t *ldst, uint32_t n, ember_err *err);
+    ember_status (*transfer_kv)(void *impl, const uint32_t *blocks, const uint32_t *local, uint32_t p0, uint32_t p1,
+                                uint8_t *rows, uint32_t rows_pos, bool write, ember_err *err);
     void (*free)(void *impl);
 } step_ops;
 
@@ -34,15 +35,16 @@ static ember_status gpu_wait(void *f, uint64_t timeout_ns, ember_err *err)
     return ember_forward_collect(f, timeout_ns, err);
 }
 
-static ember_status gpu_copy(void *f, const uint32_t *src, const uint32_t *dst, uint32_t n, ember_err *err)
+static ember_status gpu_copy(void *f, const uint32_t *src, const uint32_t *dst, const uint32_t *lsrc,
+                             const uint32_t *ldst, uint32_t n, ember_err *err)
 {
-    return ember_forward_copy_blocks(f, src, dst, n, err);
+    return ember_forward_copy_blocks(f, src, dst, lsrc, ldst, n, err);
 }
 
-static ember_status gpu_transfer(void *f, const uint32_t *blocks, uint32_t p0, uint32_t p1, uint8_t *rows,
-                                 uint32_t rows_pos, bool write, ember_err *err)
+static ember_status gpu_transfer(void *f, const uint32_t *blocks, const uint32_t *local, uint32_t p0, uint32_t p1,
+                                 uint8_t *rows, uint32_t rows_pos, bool write, ember_err *err)
 {
-    return ember_forward_transfer_kv(f, blocks, p0, p1, rows, rows_pos, write, err);
+    return ember_forward_transfer_kv(f, blocks, local, p0, p1, rows, rows_pos, write, err);
 }
 
 static void gpu_free(void *f) { ember_forward_free(f); }
@@ -53,14 +55,16 @@ static ember_status gpu_create(const ember_model *m, const ember_step_opts *o, v
 {
     ember_forward_opts fo = {.max_tokens = o->max_tokens, .max_seqs = o->max_seqs, .n_blocks = o->n_blocks,
                              .block_size = o->block_size, .max_blocks_per_seq = o->max_blocks_per_seq,
-                             .kv_type = o->kv_type};
+                             .kv_type = o->kv_type, .n_local = o->n_local, .window = o->window};
     return ember_forward_create(m->gpu, &fo, (ember_forward **)out, err);
 }
 
 /* ---- the CPU reference ---------------------------------------------------------------- */
 
 /* The CPU computes the whole step when it is submitted: there is nothing to wait for. Its
- * logits are in host memory already: every row is written, whatever out->want says. */
+ * logits are in host memory already: every row is written, whatever out->want says. It
+ * keeps every layer's K/V under the block ids (host memory): local slots need no copy
+ * of their own, and a saved state holds the positions behind a window too. */
 static ember_status cpu_submit(void *r, const ember_batch *b, const ember_step_out *out, ember_err *err)
 {
     if (out->cands) return ember_fail(err, EMBER_ERR_UNSUPPORTED, "the CPU backend reads whole rows of logits");
@@ -69,14 +73,17 @@ static ember_status cpu_submit(void *r, const ember_batch *b, const ember_step_o
 
 static ember_status cpu_wait(void *r, uint64_t timeout_ns, ember_err *err) { return EMBER_OK; }
 
-static ember_status cpu_copy(void *r, const uint32_t *src, const uint32_t *dst, uint32_t n, ember_err *err)
+static ember_status cpu_copy(void *r, const uint32_t *src, const uint32_t *dst, const uint32_t *lsrc,
+                             const uint32_t *ldst, uint32_t n, ember_err *err)
 {
+    (void)lsrc, (void)ldst;
     return ember_ref_copy_blocks(r, src, dst, n, err);
 }
 
-static ember_status cpu_transfer(void *r, const uint32_t *blocks, uint32_t p0, uint32_t p1, uint8_t *rows,
-                                 uint32_t rows_pos, bool write, ember_err *err)
+static ember_status cpu_transfer(void *r, const uint32_t *blocks, const uint32_t *local, uint32_t p0, uint32_t p1,
+                                 uint8_t *rows, uint32_t rows_pos, bool write, ember_err *err)
 {
+    (void)local;
     return ember_ref_transfer_kv(r, blocks, p0, p1, rows, rows_pos, write, err);
 }
 
@@ -143,16 +150,16 @@ ember_status ember_step_fetch_logits(ember_step *s, const uint32_t *rows, uint32
     return ember_forward_fetch_logits(s->impl, rows, n, out, err);
 }
 
-ember_status ember_step_transfer_kv(ember_step *s, const uint32_t *blocks, uint32_t p0, uint32_t p1, uint8_t *rows,
-                                    uint32_t rows_pos, bool write, ember_err *err)
+ember_status ember_step_transfer_kv(ember_step *s, const uint32_t *blocks, const uint32_t *local, uint32_t p0,
+                                    uint32_t p1, uint8_t *rows, uint32_t rows_pos, bool write, ember_err *err)
 {
-    return s->ops->transfer_kv(s->impl, blocks, p0, p1, rows, rows_pos, write, err);
+    return s->ops->transfer_kv(s->impl, blocks, local, p0, p1, rows, rows_pos, write, err);
 }
 
-ember_status ember_step_copy_blocks(ember_step *s, const uint32_t *src, const uint32_t *dst, uint32_t n,
-                                    ember_err *err)
+ember_status ember_step_copy_blocks(ember_step *s, const uint32_t *src, const uint32_t *dst, const uint32_t *lsrc,
+                                    const uint32_t *ldst, uint32_t n, ember_err *err)
 {
-    return s->ops->copy_blocks(s->impl, src, dst, n, err);
+    return s->ops->copy_blocks(s->impl, src, dst, lsrc, ldst, n, err);
 }
 
 ember_status ember_step_sync_next(ember_step *s, void *timeline, uint64_t wait_value, uint64_t signal_value,

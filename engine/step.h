@@ -15,6 +15,8 @@ typedef struct ember_step_opts {
     uint32_t n_blocks, block_size;/* the KV pool */
     uint32_t max_blocks_per_seq;  /* block-table width */
     ember_kv_type kv_type;        /* how the pool stores K and V (the CPU: F32 only) */
+    uint32_t n_local, window;     /* the pool's local slots and the window they serve
+                                     (kv_cache.h; 0: none) */
 } ember_step_opts;
 
 typedef struct ember_step ember_step;
@@ -42,16 +44,17 @@ bool ember_step_has_candidates(const ember_step *s);
  * floats, before the next submit: rows whose candidates did not decide. GPU only. */
 ember_status ember_step_fetch_logits(ember_step *s, const uint32_t *rows, uint32_t n, float *out, ember_err *err);
 /* Copies KV blocks src[i] -> dst[i] (every layer, K and V): the copy on write of a shared
- * block before a sequence writes into it. src and dst must be distinct. */
-ember_status ember_step_copy_blocks(ember_step *s, const uint32_t *src, const uint32_t *dst, uint32_t n,
-                                    ember_err *err);
+ * block before a sequence writes into it. src and dst must be distinct. lsrc/ldst: their
+ * local slots (NULL without; ember_forward_copy_blocks). */
+ember_status ember_step_copy_blocks(ember_step *s, const uint32_t *src, const uint32_t *dst, const uint32_t *lsrc,
+                                    const uint32_t *ldst, uint32_t n, ember_err *err);
 
-/* Moves the K/V of positions [p0, p1) of the sequence with block table blocks between
- * the pool and rows, rows of the step's KV type in a KV state's order ([layer][K, V]
+/* Moves the K/V of positions [p0, p1) of the sequence with block table blocks (local: its
+ * blocks' local slots, NULL without; ember_forward_transfer_kv) between the pool and rows, rows of the step's KV type in a KV state's order ([layer][K, V]
  * [position][KV head], positions 0 .. rows_pos - 1; kv_state.h), and waits: write puts
  * rows into the pool (a restore), else the pool's into rows (a save). Between steps. */
-ember_status ember_step_transfer_kv(ember_step *s, const uint32_t *blocks, uint32_t p0, uint32_t p1, uint8_t *rows,
-                                    uint32_t rows_pos, bool write, ember_err *err);
+ember_status ember_step_transfer_kv(ember_step *s, const uint32_t *blocks, const uint32_t *local, uint32_t p0,
+                                    uint32_t p1, uint8_t *rows, uint32_t rows_pos, bool write, ember_err *err);
 
 /* The next submitted step waits for / signals the application's timeline semaphore (a
  * VkSemaphore; GPU only). */

@@ -422,7 +422,9 @@ typedef struct ember_memory_estimate {
     uint64_t weight_bytes;       /* the weights as the Vulkan backend stores them: what
                                     ember_model_get_info's device_bytes says once loaded */
     uint64_t kv_bytes_per_token; /* K and V of one token, all layers, of opts' kv_type */
-    uint64_t kv_bytes;           /* the KV cache of n_ctx tokens, in whole blocks */
+    uint64_t kv_bytes;           /* the KV cache of n_ctx tokens, in whole blocks (a
+                                    sliding-window model's local layers: the engine's pool
+                                    of window slots instead, docs/serving.md) */
     uint64_t activation_bytes;   /* the engine's step buffers (activations, logits), at
                                     most: for every step row's logits */
     uint64_t total_bytes;        /* weights + KV + activations: what the memory budget must
@@ -748,6 +750,11 @@ typedef struct ember_engine_stats {
     uint64_t kv_state_bytes_saved, kv_state_bytes_restored;
     uint64_t kv_state_positions_restored; /* prompt positions written instead of computed */
     double kv_state_transfer_s;
+    /* A sliding-window model's local layers (docs/serving.md): they keep each sequence's
+     * last kv_window positions in a pool of kv_local_slots slots of kv_block_size
+     * positions (in use now, and at most after a step); all 0 when they keep whole
+     * sequences in the pool of blocks, as every other layer does. */
+    uint32_t kv_window, kv_local_slots, kv_local_slots_used, kv_local_peak_used;
 } ember_engine_stats;
 /* A snapshot taken at the end of the last step (and at submit, and as each request
  * finishes, so that it agrees with ember_engine_pending). Thread-safe. */

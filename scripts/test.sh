@@ -16,7 +16,7 @@ ctest --test-dir "$BUILD_DIR" --output-on-failure -j2 "$@"
 echo "test suite wall time: $(( $(date +%s) - start )) s"
 if [ $# -eq 0 ]; then
   start=$(date +%s)
-  numerical='^test_(kernels|kernel_attention|kernel_topk|forward|forward_arch|kv_types|logprobs|reference_types|quant_rules|sampler)$'
+  numerical='^test_(kernels|kernel_attention|kernel_topk|forward|forward_arch|kv_types|logprobs|reference_types|quant_rules|sampler|swa)$'
   NATIVE_BUILD_DIR=$BUILD_DIR bash scripts/test-windows.sh -E "$numerical"
   echo "windows leg wall time (build, Wine, tests): $(( $(date +%s) - start )) s"
 fi

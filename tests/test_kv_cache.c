@@ -1,6 +1,8 @@
 /* test_kv_cache.c — the block pool's bookkeeping: reference counts, publishing full and
  * partly filled blocks, lookups that must not confuse them, which blocks count as shared
- * (and must be copied before a write), and the LRU reuse of cached blocks. */
+ * (and must be copied before a write), the LRU reuse of cached blocks, and the local
+ * slots of sliding-window layers (kept while a holder needs them, kept by the cache,
+ * taken back from it, freed when no holder needs them, carried through a resize). */
 #include <stdio.h>
 
 #include "engine/kv_cache.h"
@@ -137,6 +139,58 @@ static void test_resize(void)
     ember_kv_free(kv);
 }
 
+/* The local pool of sliding-window layers: 3 slots for 6 blocks. */
+static void test_local_slots(void)
+{
+    ember_kv_cache *kv;
+    ember_err err;
+    CHECK(ember_kv_create_local(6, BS, 3, &kv, &err) == EMBER_OK);
+    uint32_t a = ember_kv_alloc(kv), b = ember_kv_alloc(kv), c = ember_kv_alloc(kv);
+    CHECK(ember_kv_local(kv, a) != EMBER_NO_BLOCK && ember_kv_local(kv, b) != EMBER_NO_BLOCK);
+    CHECK(ember_kv_local(kv, a) != ember_kv_local(kv, b) && ember_kv_n_local_used(kv) == 3);
+    /* three blocks free, no slot: nothing can be handed out */
+    CHECK(ember_kv_n_available(kv) == 0 && ember_kv_alloc(kv) == EMBER_NO_BLOCK);
+    /* a shared block keeps its slot until its last holder drops it */
+    ember_kv_retain(kv, a);
+    ember_kv_drop_local(kv, a);
+    CHECK(ember_kv_local(kv, a) != EMBER_NO_BLOCK);
+    ember_kv_drop_local(kv, a);
+    CHECK(ember_kv_local(kv, a) == EMBER_NO_BLOCK && ember_kv_refcount(kv, a) == 2);
+    CHECK(ember_kv_n_local_used(kv) == 2 && ember_kv_n_available(kv) == 1);
+    uint32_t d = ember_kv_alloc(kv); /* the slot a gave up */
+    CHECK(d != EMBER_NO_BLOCK && ember_kv_local(kv, d) != EMBER_NO_BLOCK);
+    ember_kv_release_dropped(kv, a);
+    ember_kv_release_dropped(kv, a);
+    CHECK(ember_kv_refcount(kv, a) == 0 && ember_kv_n_used(kv) == 3);
+    /* a published block released by a holder that needed it keeps its slot, cached */
+    const uint32_t toks[BS] = {3, 4, 5, 6};
+    ember_kv_publish(kv, b, 0, toks);
+    ember_kv_release(kv, b);
+    CHECK(ember_kv_local(kv, b) != EMBER_NO_BLOCK && ember_kv_n_local_used(kv) == 3);
+    uint32_t hit = ember_kv_lookup(kv, 0, toks);
+    CHECK(hit == b && ember_kv_local(kv, b) != EMBER_NO_BLOCK);
+    ember_kv_release(kv, b);
+    /* ... until a new block needs a slot: the cache gives it up, the block stays cached */
+    uint32_t e = ember_kv_alloc(kv);
+    CHECK(e != EMBER_NO_BLOCK && e != b && ember_kv_local(kv, b) == EMBER_NO_BLOCK);
+    hit = ember_kv_lookup(kv, 0, toks);
+    CHECK(hit == b && ember_kv_local(kv, hit) == EMBER_NO_BLOCK); /* found, without its window */
+    ember_kv_release(kv, hit);
+    /* a block dropped by its only holder while in use frees its slot at once */
+    ember_kv_drop_local(kv, c);
+    CHECK(ember_kv_local(kv, c) == EMBER_NO_BLOCK && ember_kv_n_local_used(kv) == 2);
+    /* a resize carries the slots of the blocks it keeps */
+    uint32_t map[6], keep = ember_kv_local(kv, d);
+    CHECK(ember_kv_resize(kv, 5, map, &err) == EMBER_OK);
+    CHECK(ember_kv_local(kv, map[d]) == keep && ember_kv_n_local_used(kv) == 2);
+    ember_kv_free(kv);
+    /* without local slots the local part is the block itself */
+    CHECK(ember_kv_create(2, BS, &kv, &err) == EMBER_OK);
+    a = ember_kv_alloc(kv);
+    CHECK(ember_kv_local(kv, a) == a && ember_kv_n_local(kv) == 0);
+    ember_kv_free(kv);
+}
+
 int main(void)
 {
     test_refcounts();
@@ -144,6 +198,7 @@ int main(void)
     test_lru();
     test_churn();
     test_resize();
+    test_local_slots();
     if (tu_failures) {
         fprintf(stderr, "test_kv_cache: %d failures\n", tu_failures);
         return 1;

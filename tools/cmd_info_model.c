@@ -78,8 +78,9 @@ static void print_text(const model_args *a, const ember_llama *m, const type_cou
             first = 0;
         }
     printf("\nweights:     %s on the device\n", cli_size((double)e->weight_bytes, b[0], sizeof b[0]));
-    printf("KV cache:    %u tokens x %s (%s) = %s\n", e->n_ctx, cli_size((double)e->kv_bytes_per_token, b[1], sizeof b[1]),
-           cli_kv_type_name(a->kv_type), cli_size((double)e->kv_bytes, b[2], sizeof b[2]));
+    printf("KV cache:    %u tokens x %s (%s) = %s%s\n", e->n_ctx, cli_size((double)e->kv_bytes_per_token, b[1], sizeof b[1]),
+           cli_kv_type_name(a->kv_type), cli_size((double)e->kv_bytes, b[2], sizeof b[2]),
+           e->kv_bytes < (uint64_t)e->n_ctx * e->kv_bytes_per_token ? " (the local layers keep a window)" : "");
     printf("activations: %s (%ld tokens a step)\n", cli_size((double)e->activation_bytes, b[3], sizeof b[3]),
            a->batch ? a->batch : 256);
     printf("total:       %s", cli_size((double)e->total_bytes, b[4], sizeof b[4]));

@@ -24,9 +24,11 @@
 #include "kernels_attention.h"
 #include "kernels_linear.h"
 #include "kernels_rows.h"
+#include "kv_pool.h"
 
 typedef struct step_inputs {  /* host-visible, written by the CPU before each submit */
     ember_vk_span tokens, pos, seq, block_tables, logit_rows;
+    ember_vk_span local_tables; /* the blocks' local slots, for local layers (kv_pool.h) */
     ember_vk_span hidden_rows; /* the rows whose hidden state is read back (embeddings) */
     ember_vk_span cand_rows;  /* the logits rows whose candidates are wanted */
     ember_vk_span cand_inv_t; /* and 1 / their temperature */
@@ -36,7 +38,7 @@ struct ember_forward {
     ember_gpu_model *g;
     ember_forward_opts o;
     ember_vk_arena *arena;
-    ember_vk_arena *kv_arena;                  /* the K/V pools alone */
+    ember_kv_pool *kv;                         /* the K/V pools */
     ember_vk_cmd *cmd;
     step_inputs in;
     ember_vk_span x, xn, qkv, att, ffn, xl;    /* activations (device) */
@@ -48,7 +50,6 @@ struct ember_forward {
     ember_vk_span hidden;                      /* the final norm of hidden_rows (host-visible) */
     uint32_t n_hidden_in_flight;
     ember_vk_cmd *fetch;                       /* copies a row of logits after the step */
-    ember_vk_span *kcache, *vcache;            /* per layer */
     uint32_t max_logits;                       /* logits rows per step */
     uint32_t n_logits_in_flight;               /* rows the submitted step reads back */
     uint32_t n_cands_in_flight;                /* ... of which give candidates (compact in cands) */
@@ -73,7 +74,7 @@ typedef struct buffer_plan {
     ember_vk_mem kind;
 } buffer_plan;
 
-enum { N_BUFFERS = 20 };
+enum { N_BUFFERS = 21 };
 
 /* Chunk states split-K attention can hold: every decode row's heads over the whole context
  * in chunks of the smallest size (tests use it), at most SPLIT_PAIR_CHUNKS (4 MiB for heads
@@ -114,6 +115,7 @@ static void plan_buffers(ember_forward *f, const ember_hparams *hp, const ember_
         {&f->cands, max_logits * sizeof(ember_cand_row), H},
         {&f->split.ml, pc * 2 * f4, D}, {&f->split.acc, pc * hd * f4, D},
         {&f->in.hidden_rows, T * u4, H}, {&f->hidden, T * hp->dim * f4, H},
+        {&f->in.local_tables, (uint64_t)o->max_seqs * o->max_blocks_per_seq * u4, H},
     };
     memcpy(want, plan, sizeof plan);
 }
@@ -176,49 +178,13 @@ static ember_status input_views(ember_forward *f, ember_err *err)
     return s;
 }
 
-/* Chunks of just the pool's size: n spans of bytes each. */
-static ember_status reserve_kv(ember_vk_arena *arena, uint32_t n, VkDeviceSize bytes, ember_err *err)
-{
-    VkDeviceSize *sizes = ember_malloc(n * sizeof *sizes);
-    if (!sizes) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
-    for (uint32_t i = 0; i < n; i++) sizes[i] = bytes;
-    ember_status s = ember_vk_arena_reserve(arena, sizes, n, EMBER_VK_MEM_DEVICE, err);
-    ember_free(sizes);
-    return s;
-}
-
-/* Each layer's K and V pools of n_blocks, in their own arena so that the pool can be
- * remade at another size (the memory budget) without touching the rest. */
-static ember_status alloc_kv(ember_forward *f, uint32_t n_blocks, bool over_budget_ok, ember_vk_arena **arena,
-                             ember_vk_span *k, ember_vk_span *v, ember_err *err)
-{
-    const ember_hparams *hp = &f->g->hp;
-    uint64_t bytes = (uint64_t)n_blocks * f->o.block_size * hp->n_kv_heads *
-                     ember_kv_row_bytes(hp->head_dim, f->o.kv_type);
-    if (bytes > ember_vk_get_caps(f->g->vk)->max_storage_range)
-        return ember_fail(err, EMBER_ERR_UNSUPPORTED,
-                          "KV pool of %u blocks needs %llu bytes per layer, more than one storage binding",
-                          n_blocks, (unsigned long long)bytes);
-    ember_status s = ember_vk_arena_create(f->g->vk, arena, err);
-    if (s == EMBER_OK && over_budget_ok) ember_vk_arena_allow_over_budget(*arena);
-    if (s == EMBER_OK) s = reserve_kv(*arena, 2 * hp->n_layers, bytes, err);
-    for (uint32_t l = 0; s == EMBER_OK && l < hp->n_layers; l++) {
-        s = ember_vk_alloc(*arena, bytes, EMBER_VK_MEM_DEVICE, &k[l], err);
-        if (s == EMBER_OK) s = ember_vk_alloc(*arena, bytes, EMBER_VK_MEM_DEVICE, &v[l], err);
-        /* Attention reads K and V through texel views where the device allows. */
-        if (s == EMBER_OK) s = ember_kernels_kv_view(f->g->kernels, *arena, f->o.kv_type, &k[l], err);
-        if (s == EMBER_OK) s = ember_kernels_kv_view(f->g->kernels, *arena, f->o.kv_type, &v[l], err);
-    }
-    return s;
-}
-
+/* The K/V pools (kv_pool.h): the global layers' of n_blocks, the local layers' of the
+ * pool's local slots. */
 static ember_status create_kv(ember_forward *f, ember_err *err)
 {
-    uint32_t L = f->g->hp.n_layers;
-    f->kcache = ember_calloc(L, sizeof *f->kcache);
-    f->vcache = ember_calloc(L, sizeof *f->vcache);
-    if (!f->kcache || !f->vcache) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
-    return alloc_kv(f, f->o.n_blocks, false, &f->kv_arena, f->kcache, f->vcache, err);
+    ember_kv_pool_opts po = {.n_blocks = f->o.n_blocks, .block_size = f->o.block_size, .n_local = f->o.n_local,
+                             .window = f->o.window, .kv_type = f->o.kv_type};
+    return ember_kv_pool_create(f->g, &po, &f->kv, err);
 }
 
 ember_status ember_forward_create(ember_gpu_model *g, const ember_forward_opts *o, ember_forward **out,
@@ -260,10 +226,8 @@ void ember_forward_free(ember_forward *f)
     if (!f) return;
     ember_vk_cmd_destroy(f->cmd);
     ember_vk_cmd_destroy(f->fetch);
-    ember_vk_arena_destroy(f->kv_arena);
+    ember_kv_pool_free(f->kv);
     ember_vk_arena_destroy(f->arena);
-    ember_free(f->kcache);
-    ember_free(f->vcache);
     ember_free(f);
 }
 
@@ -283,10 +247,11 @@ static ember_status check_batch(const ember_forward *f, const ember_batch *b, em
         if (b->seq[i] >= f->o.max_seqs || b->pos[i] >= max_pos)
             return ember_fail(err, EMBER_ERR_INVALID_ARG, "token %u: sequence slot %u / position %u out of range",
                               i, b->seq[i], b->pos[i]);
-        uint32_t blk = b->block_tables[b->seq[i] * f->o.max_blocks_per_seq + b->pos[i] / f->o.block_size];
-        if (blk >= f->o.n_blocks)
-            return ember_fail(err, EMBER_ERR_INVALID_ARG, "token %u maps to KV block %u of %u", i, blk,
-                              f->o.n_blocks);
+        size_t at = (size_t)b->seq[i] * f->o.max_blocks_per_seq + b->pos[i] / f->o.block_size;
+        uint32_t blk = b->block_tables[at], loc = b->local_tables ? b->local_tables[at] : blk;
+        if (blk >= f->o.n_blocks || loc >= ember_kv_pool_n_local(f->kv))
+            return ember_fail(err, EMBER_ERR_INVALID_ARG, "token %u maps to KV block %u of %u (local slot %u of %u)",
+                              i, blk, f->o.n_blocks, loc, ember_kv_pool_n_local(f->kv));
     }
     for (uint32_t i = 0; i < b->n_logits; i++)
         if (b->logit_rows[i] >= b->n_tokens)
@@ -321,11 +286,13 @@ static ember_status write_inputs(ember_forward *f, const ember_batch *b, ember_e
     memcpy(f->in.pos.host, b->pos, n);
     memcpy(f->in.seq.host, b->seq, n);
     memcpy(f->in.block_tables.host, b->block_tables, f->in.block_tables.size);
+    memcpy(f->in.local_tables.host, b->local_tables ? b->local_tables : b->block_tables, f->in.local_tables.size);
     if (b->n_logits) memcpy(f->in.logit_rows.host, b->logit_rows, b->n_logits * sizeof(uint32_t));
     if (b->n_hidden) memcpy(f->in.hidden_rows.host, b->hidden_rows, b->n_hidden * sizeof(uint32_t));
     ember_vk_span w[] = {f->in.tokens,     f->in.pos,       f->in.seq,        f->in.block_tables,
-                         f->in.logit_rows, f->in.cand_rows, f->in.cand_inv_t, f->in.hidden_rows};
-    return ember_vk_flush(f->g->vk, w, 8, err); /* where host memory is not coherent */
+                         f->in.logit_rows, f->in.cand_rows, f->in.cand_inv_t, f->in.hidden_rows,
+                         f->in.local_tables};
+    return ember_vk_flush(f->g->vk, w, 9, err); /* where host memory is not coherent */
 }
 
 /* Attention's dispatches: batch rows cut where runs of one token (decodes) meet longer
@@ -368,18 +335,24 @@ static uint32_t attention_segments(const ember_batch *b, att_seg *seg)
     return n_seg;
 }
 
+/* The block table layer l reads: the blocks' local slots for a local layer whose K/V live
+ * in the local pools. */
+static ember_vk_span layer_table(const ember_forward *f, uint32_t l)
+{
+    return ember_kv_pool_is_local(f->kv, l) ? f->in.local_tables : f->in.block_tables;
+}
+
 /* A segment's attention: decode rows split over workgroups where the kernels split
  * (ember_k_attention_split), else one dispatch of tiles. */
 static void record_attention(ember_forward *f, const ember_attn_shape *s, uint32_t l, const att_seg *g)
 {
     ember_vk_cmd *c = f->cmd;
     const ember_kernels *k = f->g->kernels;
-    if (g->max_run == 1 && ember_k_attention_split(c, k, s, f->qkv, f->in.pos, f->in.seq, f->in.block_tables,
-                                                   f->kcache[l], f->vcache[l], f->att, g->row0, g->n, g->max_pos,
-                                                   &f->split))
+    ember_vk_span kc = ember_kv_pool_k(f->kv, l), vc = ember_kv_pool_v(f->kv, l), bt = layer_table(f, l);
+    if (g->max_run == 1 && ember_k_attention_split(c, k, s, f->qkv, f->in.pos, f->in.seq, bt, kc, vc, f->att, g->row0,
+                                                   g->n, g->max_pos, &f->split))
         return;
-    ember_k_attention_rows(c, k, s, f->qkv, f->in.pos, f->in.seq, f->in.block_tables, f->kcache[l], f->vcache[l],
-                           f->att, g->row0, g->n, g->max_run);
+    ember_k_attention_rows(c, k, s, f->qkv, f->in.pos, f->in.seq, bt, kc, vc, f->att, g->row0, g->n, g->max_run);
 }
 
 /* y = W rmsnorm(x): one fused dispatch where the kernels fuse it (ember_k_linear_norm),
@@ -444,7 +417,8 @@ static void record_layer(ember_forward *f, uint32_t l, uint32_t T, const att_seg
 
     normed_linear(f, &L->qkv, L->attn_norm, f->qkv, T, EMBER_OUT_STORE);
     ember_rope_bufs rb = {L->bias_qkv, f->g->rope_freqs, L->qk_norm};
-    ember_k_rope_store(c, k, &s, &rb, f->qkv, f->in.pos, f->in.seq, f->in.block_tables, f->kcache[l], f->vcache[l], T);
+    ember_k_rope_store(c, k, &s, &rb, f->qkv, f->in.pos, f->in.seq, layer_table(f, l), ember_kv_pool_k(f->kv, l),
+                       ember_kv_pool_v(f->kv, l), T);
     ember_vk_cmd_barrier(c);
     for (uint32_t i = 0; i < n_seg; i++) record_attention(f, &s, l, &seg[i]);
     ember_vk_cmd_barrier(c);
@@ -608,111 +582,22 @@ uint32_t ember_forward_profile(const ember_forward *f, const ember_vk_dispatch_t
     return ember_vk_cmd_profile(f->cmd, d, n_barriers, gpu_ns);
 }
 
-ember_status ember_forward_copy_blocks(ember_forward *f, const uint32_t *src, const uint32_t *dst, uint32_t n,
-                                       ember_err *err)
+ember_status ember_forward_copy_blocks(ember_forward *f, const uint32_t *src, const uint32_t *dst, const uint32_t *lsrc,
+                                       const uint32_t *ldst, uint32_t n, ember_err *err)
 {
     if (!n) return EMBER_OK;
-    for (uint32_t i = 0; i < n; i++)
-        if (src[i] >= f->o.n_blocks || dst[i] >= f->o.n_blocks || src[i] == dst[i])
-            return ember_fail(err, EMBER_ERR_INVALID_ARG, "bad KV block copy %u -> %u", src[i], dst[i]);
-    /* A block is contiguous in each layer's K and V pool ([block][kv_head][slot][dim]). */
-    const ember_hparams *hp = &f->g->hp;
-    VkDeviceSize bb = (VkDeviceSize)f->o.block_size * hp->n_kv_heads * ember_kv_row_bytes(hp->head_dim, f->o.kv_type);
     ember_status s = ember_vk_cmd_begin(f->cmd, err);
-    if (s != EMBER_OK) return s;
-    for (uint32_t l = 0; l < hp->n_layers; l++)
-        for (uint32_t i = 0; i < n; i++) {
-            const ember_vk_span *pools[2] = {&f->kcache[l], &f->vcache[l]};
-            for (int p = 0; p < 2; p++) {
-                ember_vk_span a = ember_vk_span_sub(*pools[p], src[i] * bb, bb);
-                ember_vk_span b = ember_vk_span_sub(*pools[p], dst[i] * bb, bb);
-                ember_vk_cmd_copy(f->cmd, &a, &b, bb);
-            }
-        }
-    return ember_vk_cmd_submit(f->cmd, err);
+    if (s == EMBER_OK) s = ember_kv_pool_copies(f->kv, f->cmd, src, dst, lsrc, ldst, n, err);
+    return s == EMBER_OK ? ember_vk_cmd_submit(f->cmd, err) : s;
 }
 
 /* ---- K/V to and from the host ------------------------------------------------------ */
 
-/* One run of a transfer: slots [s0, s1) of KV head h in block j of layer l's K (v 0) or
- * V pool, at staging offset off. */
-typedef struct kv_run {
-    uint32_t l, v, j, h, s0, s1;
-    uint64_t off;
-} kv_run;
-
-typedef void (*kv_visit)(ember_forward *f, const kv_run *r, void *ctx);
-
-/* Walks positions [p0, p1) run by run in the pool's order (a run: one head's slots of one
- * block, contiguous in the pool), giving each its offset in a staging buffer that holds
- * them in this order; returns the staging bytes. */
-static uint64_t walk_kv(ember_forward *f, uint32_t p0, uint32_t p1, kv_visit visit, void *ctx)
+ember_status ember_forward_transfer_kv(ember_forward *f, const uint32_t *blocks, const uint32_t *local, uint32_t p0,
+                                       uint32_t p1, uint8_t *rows, uint32_t rows_pos, bool write, ember_err *err)
 {
-    uint32_t bs = f->o.block_size, H = f->g->hp.n_kv_heads;
-    uint64_t rb = ember_kv_row_bytes(f->g->hp.head_dim, f->o.kv_type), off = 0;
-    for (uint32_t l = 0; l < f->g->hp.n_layers; l++)
-        for (uint32_t v = 0; v < 2; v++)
-            for (uint32_t p = p0; p < p1;) {
-                uint32_t j = p / bs, s0 = p % bs, s1 = p1 - j * bs < bs ? p1 - j * bs : bs;
-                for (uint32_t h = 0; h < H; h++, off += (s1 - s0) * rb)
-                    if (visit) visit(f, &(kv_run){l, v, j, h, s0, s1, off}, ctx);
-                p = j * bs + s1;
-            }
-    return off;
-}
-
-typedef struct kv_xfer {
-    const uint32_t *blocks;
-    uint8_t *rows, *staging;
-    uint32_t rows_pos;
-    bool write, to_host;     /* to_host: the host side of the copy (rows <-> staging) */
-    ember_vk_span stage;
-} kv_xfer;
-
-/* A run's device copy, or its rows to or from staging on the host. */
-static void visit_run(ember_forward *f, const kv_run *r, void *ctx)
-{
-    kv_xfer *x = ctx;
-    uint32_t H = f->g->hp.n_kv_heads, bs = f->o.block_size;
-    uint64_t rb = ember_kv_row_bytes(f->g->hp.head_dim, f->o.kv_type), n = (uint64_t)(r->s1 - r->s0) * rb;
-    if (!x->to_host) {
-        ember_vk_span pool = r->v ? f->vcache[r->l] : f->kcache[r->l];
-        ember_vk_span dev = ember_vk_span_sub(pool, ((uint64_t)x->blocks[r->j] * H * bs + r->h * bs + r->s0) * rb, n);
-        ember_vk_span st = ember_vk_span_sub(x->stage, r->off, n);
-        if (x->write) ember_vk_cmd_copy(f->fetch, &st, &dev, n);
-        else ember_vk_cmd_copy(f->fetch, &dev, &st, n);
-        return;
-    }
-    for (uint32_t s = r->s0; s < r->s1; s++) {
-        uint64_t pos = (uint64_t)r->j * bs + s, row = ((r->l * 2ull + r->v) * x->rows_pos + pos) * H + r->h;
-        uint8_t *st = x->staging + r->off + (s - r->s0) * rb;
-        if (x->write) memcpy(st, x->rows + row * rb, rb);
-        else memcpy(x->rows + row * rb, st, rb);
-    }
-}
-
-ember_status ember_forward_transfer_kv(ember_forward *f, const uint32_t *blocks, uint32_t p0, uint32_t p1,
-                                       uint8_t *rows, uint32_t rows_pos, bool write, ember_err *err)
-{
-    if (p1 <= p0) return EMBER_OK;
-    if (p1 > rows_pos) return ember_fail(err, EMBER_ERR_INVALID_ARG, "K/V positions %u..%u of %u", p0, p1, rows_pos);
-    for (uint32_t j = p0 / f->o.block_size; j <= (p1 - 1) / f->o.block_size; j++)
-        if (blocks[j] >= f->o.n_blocks) return ember_fail(err, EMBER_ERR_INVALID_ARG, "KV block %u of %u", blocks[j], f->o.n_blocks);
-    kv_xfer x = {blocks, rows, NULL, rows_pos, write, write, {0}};
-    ember_vk_arena *a = NULL;
-    uint64_t bytes = walk_kv(f, p0, p1, NULL, NULL);
-    ember_status s = ember_vk_arena_create(f->g->vk, &a, err);
-    if (s == EMBER_OK) s = ember_vk_alloc(a, bytes, EMBER_VK_MEM_HOST, &x.stage, err);
-    x.staging = x.stage.host;
-    if (s == EMBER_OK && write) walk_kv(f, p0, p1, visit_run, &x), s = ember_vk_flush(f->g->vk, &x.stage, 1, err);
-    if (s == EMBER_OK) s = ember_vk_cmd_begin(f->fetch, err); /* the step's own stays for its profile */
-    x.to_host = false;
-    if (s == EMBER_OK) walk_kv(f, p0, p1, visit_run, &x), s = ember_vk_cmd_submit(f->fetch, err);
-    if (s == EMBER_OK && !write) s = ember_vk_invalidate(f->g->vk, &x.stage, 1, err);
-    x.to_host = true;
-    if (s == EMBER_OK && !write) walk_kv(f, p0, p1, visit_run, &x);
-    ember_vk_arena_destroy(a);
-    return s;
+    /* the step's own command buffer stays for its profile */
+    return ember_kv_pool_transfer(f->kv, f->fetch, blocks, local, p0, p1, rows, rows_pos, write, err);
 }
 
 ember_status ember_forward_sync_next(ember_forward *f, VkSemaphore timeline, uint64_t wait_value,
@@ -726,36 +611,11 @@ ember_status ember_forward_sync_next(ember_forward *f, VkSemaphore timeline, uin
     return EMBER_OK;
 }
 
-uint64_t ember_forward_kv_bytes(const ember_forward *f) { return ember_vk_arena_bytes(f->kv_arena); }
+uint64_t ember_forward_kv_bytes(const ember_forward *f) { return ember_kv_pool_bytes(f->kv); }
 
-/* The pool is made anew at n blocks and the first min(old, n) blocks of every layer
- * copied over; for that moment both pools exist. */
 ember_status ember_forward_resize_kv(ember_forward *f, uint32_t n, uint32_t keep, ember_err *err)
 {
-    if (n == f->o.n_blocks) return EMBER_OK;
-    const ember_hparams *hp = &f->g->hp;
-    uint32_t L = hp->n_layers;
-    ember_vk_span *k = ember_calloc(L, sizeof *k), *v = ember_calloc(L, sizeof *v);
-    ember_vk_arena *arena = NULL;
-    ember_status s = k && v ? EMBER_OK : ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
-    if (s == EMBER_OK) s = alloc_kv(f, n, true, &arena, k, v, err);
-    if (s == EMBER_OK) s = ember_vk_cmd_begin(f->cmd, err);
-    VkDeviceSize bb = (VkDeviceSize)f->o.block_size * hp->n_kv_heads * ember_kv_row_bytes(hp->head_dim, f->o.kv_type);
-    if (keep > n) keep = n;
-    if (keep > f->o.n_blocks) keep = f->o.n_blocks;
-    for (uint32_t l = 0; s == EMBER_OK && keep && l < L; l++) {
-        ember_vk_cmd_copy(f->cmd, &f->kcache[l], &k[l], bb * keep);
-        ember_vk_cmd_copy(f->cmd, &f->vcache[l], &v[l], bb * keep);
-    }
-    if (s == EMBER_OK) s = ember_vk_cmd_submit(f->cmd, err);
-    if (s != EMBER_OK) {
-        ember_vk_arena_destroy(arena);
-        ember_free(k), ember_free(v);
-        return s;
-    }
-    ember_vk_arena_destroy(f->kv_arena);
-    ember_free(f->kcache), ember_free(f->vcache);
-    f->kv_arena = arena, f->kcache = k, f->vcache = v;
-    f->o.n_blocks = n;
-    return EMBER_OK;
+    ember_status s = ember_kv_pool_resize(f->kv, f->cmd, n, keep, err);
+    if (s == EMBER_OK) f->o.n_blocks = n;
+    return s;
 }

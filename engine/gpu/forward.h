@@ -17,6 +17,8 @@ typedef struct ember_forward_opts {
     uint32_t n_blocks, block_size;/* the KV pool */
     uint32_t max_blocks_per_seq;  /* block table width */
     ember_kv_type kv_type;        /* how the pool stores K and V (default F32) */
+    uint32_t n_local, window;     /* local slots of a pool kept for this window (kv_cache.h;
+                                     0: none) */
 } ember_forward_opts;
 
 typedef struct ember_forward ember_forward;
@@ -47,17 +49,21 @@ ember_status ember_forward_fetch_logits(ember_forward *f, const uint32_t *rows, 
                                         ember_err *err);
 
 /* Copies KV blocks src[i] -> dst[i] (every layer, K and V) and waits: the copy on write
- * of a shared block before a sequence writes into it. src and dst must be distinct. */
-ember_status ember_forward_copy_blocks(ember_forward *f, const uint32_t *src, const uint32_t *dst, uint32_t n,
-                                       ember_err *err);
+ * of a shared block before a sequence writes into it. src and dst must be distinct. With
+ * local slots, lsrc[i] -> ldst[i] are the blocks' slots for the local layers (NULL: none;
+ * an entry EMBER_NO_BLOCK: that local part is not needed, not copied). */
+ember_status ember_forward_copy_blocks(ember_forward *f, const uint32_t *src, const uint32_t *dst, const uint32_t *lsrc,
+                                       const uint32_t *ldst, uint32_t n, ember_err *err);
 
-/* Moves the K/V of positions [p0, p1) of the sequence whose block table is blocks
- * between the pool and rows (write: rows to the pool), and waits. rows holds rows of the
- * pool's KV type in a KV state's order, [layer][K, V][position][KV head], for positions
- * 0 .. rows_pos - 1 (only [p0, p1) are read or written). The other slots of the blocks are
- * left as they are. No step may be in flight. */
-ember_status ember_forward_transfer_kv(ember_forward *f, const uint32_t *blocks, uint32_t p0, uint32_t p1,
-                                       uint8_t *rows, uint32_t rows_pos, bool write, ember_err *err);
+/* Moves the K/V of positions [p0, p1) of the sequence whose block table is blocks (and,
+ * with local slots, local: the blocks' slots; NULL: blocks) between the pool and rows
+ * (write: rows to the pool), and waits. rows holds rows of the pool's KV type in a KV
+ * state's order, [layer][K, V][position][KV head], for positions 0 .. rows_pos - 1 (only
+ * [p0, p1) are read or written). A local slot EMBER_NO_BLOCK (dropped: behind the
+ * window) saves zeros and restores nothing. The other slots of the blocks are left as
+ * they are. No step may be in flight. */
+ember_status ember_forward_transfer_kv(ember_forward *f, const uint32_t *blocks, const uint32_t *local, uint32_t p0,
+                                       uint32_t p1, uint8_t *rows, uint32_t rows_pos, bool write, ember_err *err);
 
 /* Orders the next step against the application's timeline semaphore (vk_cmd.h). */
 ember_status ember_forward_sync_next(ember_forward *f, VkSemaphore timeline, uint64_t wait_value,
