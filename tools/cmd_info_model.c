@@ -65,7 +65,7 @@ static void print_family(const ember_llama *m)
 static void print_text(const model_args *a, const ember_llama *m, const type_count *c, const ember_memory_estimate *e)
 {
     const ember_hparams *hp = &m->hp;
-    char b[5][32];
+    char b[6][32];
     printf("model:       %s: %s, %u layers, dim %u, %u/%u heads, FFN %u, vocab %u, context %u\n", a->path,
            ember_arch_name(m->arch), hp->n_layers, hp->dim, hp->n_heads, hp->n_kv_heads, hp->ffn_dim, hp->n_vocab,
            hp->ctx_len);
@@ -78,9 +78,14 @@ static void print_text(const model_args *a, const ember_llama *m, const type_cou
             first = 0;
         }
     printf("\nweights:     %s on the device\n", cli_size((double)e->weight_bytes, b[0], sizeof b[0]));
-    printf("KV cache:    %u tokens x %s (%s) = %s%s\n", e->n_ctx, cli_size((double)e->kv_bytes_per_token, b[1], sizeof b[1]),
-           cli_kv_type_name(a->kv_type), cli_size((double)e->kv_bytes, b[2], sizeof b[2]),
-           e->kv_bytes < (uint64_t)e->n_ctx * e->kv_bytes_per_token ? " (the local layers keep a window)" : "");
+    uint64_t every_layer = (uint64_t)e->n_ctx * e->kv_bytes_per_token;
+    if (e->kv_bytes < every_layer) /* a sliding-window model: its local layers keep a window */
+        printf("KV cache:    %u tokens x %s (%s) = %s on every layer; %s with the local layers keeping a window\n",
+               e->n_ctx, cli_size((double)e->kv_bytes_per_token, b[1], sizeof b[1]), cli_kv_type_name(a->kv_type),
+               cli_size((double)every_layer, b[5], sizeof b[5]), cli_size((double)e->kv_bytes, b[2], sizeof b[2]));
+    else
+        printf("KV cache:    %u tokens x %s (%s) = %s\n", e->n_ctx, cli_size((double)e->kv_bytes_per_token, b[1], sizeof b[1]),
+               cli_kv_type_name(a->kv_type), cli_size((double)e->kv_bytes, b[2], sizeof b[2]));
     printf("activations: %s (%ld tokens a step)\n", cli_size((double)e->activation_bytes, b[3], sizeof b[3]),
            a->batch ? a->batch : 256);
     printf("total:       %s", cli_size((double)e->total_bytes, b[4], sizeof b[4]));
