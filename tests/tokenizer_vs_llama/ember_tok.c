@@ -7,26 +7,24 @@
  *       each string of CASES.hex (hex, one a line) tokenized without BOS, special tokens
  *       parsed or not; the ids, one line a string
  * Built against libember.a (the writer and the JSON reader are library-internal). */
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ember.h"
+#include "common/alloc.h"
 #include "engine/grammar/json.h"
 #include "engine/model/gguf_write.h"
+#include "platform/os_file.h"
 
-static char *slurp(const char *path, size_t *len)
+/* The whole file at path (ember_free it), or NULL. */
+static char *read_whole(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) free(buf), buf = NULL;
-    fclose(f);
-    if (buf) buf[n] = 0, *len = (size_t)n;
-    return buf;
+    uint8_t *buf = NULL;
+    bool exists = false;
+    return ember_file_read(path, SIZE_MAX, &buf, len, &exists) ? (char *)buf : NULL;
 }
 
 static int fail(const char *what, const char *why)
@@ -61,7 +59,7 @@ static void add_flag(ember_gguf_writer *w, const ember_json *v, const char *json
 static int write_vocab(const char *json_path, const char *arch, const char *out)
 {
     size_t len = 0;
-    char *text = slurp(json_path, &len);
+    char *text = read_whole(json_path, &len);
     if (!text) return fail(json_path, "cannot read");
     ember_json_doc *doc = NULL;
     const ember_json *v = NULL;
@@ -94,7 +92,7 @@ static int write_vocab(const char *json_path, const char *arch, const char *out)
     ember_gguf_writer_free(w);
     free(t), free(sc), free(tokens), free(merges);
     ember_json_free(doc);
-    free(text);
+    ember_free(text);
     return s == EMBER_OK ? 0 : fail(out, err.msg);
 }
 
@@ -111,14 +109,14 @@ static int encode(const char *gguf, const char *cases, int flags, const char *ou
         return r;
     }
     size_t len = 0;
-    char *hex = slurp(cases, &len);
+    char *hex = read_whole(cases, &len);
     FILE *out = fopen(out_path, "w");
     if (!hex || !out) return fail(cases, "cannot read the cases or write the ids");
     char *text = malloc(len / 2 + 1);
     uint32_t *ids = malloc((len / 2 + 16) * sizeof *ids);
-    for (char *line = hex; *line;) {
-        char *end = strchr(line, '\n');
-        if (!end) end = line + strlen(line);
+    for (char *line = hex, *last = hex + len; line < last;) {
+        char *end = memchr(line, '\n', (size_t)(last - line));
+        if (!end) end = last;
         size_t n = 0;
         for (char *p = line; p + 1 < end; p += 2) text[n++] = (char)(hexval(p[0]) * 16 + hexval(p[1]));
         size_t n_ids = 0;
@@ -126,10 +124,11 @@ static int encode(const char *gguf, const char *cases, int flags, const char *ou
             return fail(gguf, ember_model_error(m));
         for (size_t i = 0; i < n_ids; i++) fprintf(out, i ? " %u" : "%u", ids[i]);
         fputc('\n', out);
-        line = *end ? end + 1 : end;
+        line = end + 1;
     }
     fclose(out);
-    free(ids), free(text), free(hex);
+    free(ids), free(text);
+    ember_free(hex);
     ember_model_free(m);
     return 0;
 }
