@@ -14,7 +14,8 @@
 # family cannot be made, loaded or run by either side.
 # Then, at seed 1, each feature of the ablation list switched off in Ember's CPU reference
 # (bench/arch_vs_llama/ember_ablate.c: gemma2 without its soft-caps, gemma2 without its
-# window, qwen3 without QK-norm, smollm3 rotating on every layer): each must be off
+# window, qwen3 without QK-norm, smollm3 rotating on every layer, qwen3moe running one
+# expert a token, mixtral without renormalising its two experts' weights): each must be off
 # llama.cpp by more than 1e-3, or the comparison would not catch the feature missing
 # (exit 1 too).
 # llama.cpp: the prebuilt CPU libraries of npm @node-llama-cpp/linux-x64 and llama.cpp's
@@ -24,7 +25,12 @@
 # Ember: build/ember and build/libember.a (EMBER_BUILD=DIR for another build); its Vulkan
 # device: EMBER_DEVICE. Not part of the test suite (network); tests/test_arch_vs_llama.sh
 # runs it with --tokens 64.
-#   bench/arch-vs-llama.sh [--tokens N] [--seeds "S ..."] [FAMILY ...]
+# With --type T (q4_k_m, mxfp4_moe, any name make-test-model takes) the models are made of
+# that type and Ember runs them as they are, while llama.cpp runs the same weights
+# dequantized to F32 (`ember quantize M.gguf M-f32.gguf f32`): its CPU backend quantizes
+# the activations for a quantized weight's products (Q8_0, Q8_K), Ember does not, so only
+# the weights are shared and the comparison stays at the 1e-3 of the F32 one.
+#   bench/arch-vs-llama.sh [--tokens N] [--seeds "S ..."] [--type T] [FAMILY ...]
 # FAMILY: a name of tests/data/families.txt (default: all of it), or a quoted line
 # ("NAME OPTIONS...", as in that file) to try a family not in it yet; N: tokens per sequence (128, at most the
 # context, 256); seeds: 1 2. Time: a few seconds a row on 2 cores (Ember's per-token
@@ -46,12 +52,13 @@ mapfile -t families < <(grep -v '^\s*#' "$root/tests/data/families.txt" | grep -
 shape=(--dim 128 --layers 2 --heads 8 --kv-heads 2 --ffn 256 --vocab 512 --ctx 256)
 tol=1e-3
 # Features switched off in Ember (FAMILY:FEATURE, ember_ablate.c): must fail at seed 1.
-ablations=(gemma2:softcap gemma2:window qwen3:qk-norm smollm3:nope)
+ablations=(gemma2:softcap gemma2:window qwen3:qk-norm smollm3:nope qwen3moe:top1 mixtral:expert-norm)
 
-n_tokens=128 seeds="1 2"
+n_tokens=128 seeds="1 2" type=f32
 while [ $# -gt 0 ]; do
   case $1 in
     --tokens) n_tokens=$2; shift 2 ;;
+    --type) type=$2; shift 2 ;;
     --seeds) seeds=$2; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     -*) echo "arch-vs-llama.sh: unknown option $1" >&2; exit 2 ;;
@@ -89,11 +96,14 @@ for line in "${rows[@]}"; do
   for seed in $seeds; do
     o=$tmp/$name-$seed log=$tmp/$name-$seed.log
     # shellcheck disable=SC2206 # $opts: the family's options, split into words
-    make=("${arch[@]}" "${shape[@]}" $opts --type f32 --seed "$seed")
+    make=("${arch[@]}" "${shape[@]}" $opts --type "$type" --seed "$seed")
     echo "$name, seed $seed: make-test-model ${make[*]}"
+    ref=$o.gguf
+    [ "$type" = f32 ] || ref=$o-f32.gguf
     if "$ember" make-test-model "$o.gguf" "${make[@]}" >"$log" 2>&1 &&
+      { [ "$type" = f32 ] || "$ember" quantize "$o.gguf" "$ref" f32 >>"$log" 2>&1; } &&
       python3 "$helper" tokens "$o.gguf" "$n_tokens" "$seed" >"$o.tokens" 2>>"$log" &&
-      "$tmp/llama_logprobs" "$cpulib" "$o.gguf" "$o.tokens" "$o.lc" 2 2>>"$log" &&
+      "$tmp/llama_logprobs" "$cpulib" "$ref" "$o.tokens" "$o.lc" 2 2>>"$log" &&
       "$tmp/ember_logprobs" "$o.gguf" vulkan "$o.tokens" "$o.ev" 2>>"$log" &&
       "$tmp/ember_logprobs" "$o.gguf" cpu "$o.tokens" "$o.ec" 2>>"$log"; then
       cat "$log" >>"$tmp/devices.log"
@@ -118,8 +128,9 @@ echo
 echo "Devices: Ember Vulkan: $(sed -n 's/^.* on \(.*\): [0-9]* tokens$/\1/p' "$tmp/devices.log" | grep -vx cpu |
   sort -u | paste -sd, -); llama.cpp CPU: $(sed -n 's|^load_backend: loaded CPU backend from .*/||p' "$tmp/devices.log" |
   sort -u | paste -sd, -)"
-echo "Models: make-test-model --arch FAMILY ${shape[*]} --type f32 --seed S (and a family's own options);" \
-  "$n_tokens tokens (BOS, then random ids in 3..vocab-1, seed S)"
+echo "Models: make-test-model --arch FAMILY ${shape[*]} --type $type --seed S (and a family's own options);" \
+  "$n_tokens tokens (BOS, then random ids in 3..vocab-1, seed S)$([ "$type" = f32 ] ||
+    echo "; llama.cpp on the weights dequantized to F32")"
 echo
 python3 "$helper" table "$tmp" "$tol" "${done_rows[@]}" || status=1
 if [ ${#ablated[@]} -gt 0 ]; then

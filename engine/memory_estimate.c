@@ -21,6 +21,7 @@ static void estimate(const ember_gguf *g, const ember_llama *m, uint32_t n_ctx, 
                              .max_blocks_per_seq = (hp->ctx_len + bs - 1) / bs, .kv_type = o.kv_type};
     out->file_bytes = g->size;
     out->weight_bytes = ember_gpu_model_bytes(m);
+    out->expert_bytes = ember_gpu_model_expert_bytes(m);
     out->kv_bytes_per_token = ember_kv_token_bytes(hp->n_layers, hp->n_kv_heads, hp->head_dim, o.kv_type);
     out->kv_bytes = (uint64_t)(ctx + bs - 1) / bs * bs * out->kv_bytes_per_token;
     /* A sliding-window model's local layers: the engine's pool of local slots instead of

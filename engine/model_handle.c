@@ -12,6 +12,22 @@
 #include "platform/os_file.h"
 #include "platform/vk_pipeline_cache.h"
 
+/* A model whose weights alone exceed the budget is refused before anything is uploaded,
+ * with the numbers; a mixture's experts all stay on the device (Ember does not offload
+ * them to the host), so they are counted and said. */
+static ember_status check_budget(const ember_llama *l, uint32_t mib, ember_err *err)
+{
+    uint64_t need = ember_gpu_model_bytes(l), experts = ember_gpu_model_expert_bytes(l);
+    if (!mib || need <= (uint64_t)mib << 20) return EMBER_OK;
+    if (!experts)
+        return ember_fail(err, EMBER_ERR_DEVICE_MEMORY, "the model's weights need %.1f MiB on the device, over the "
+                          "memory budget of %u MiB", need / 1048576.0, mib);
+    return ember_fail(err, EMBER_ERR_DEVICE_MEMORY, "the model's weights need %.1f MiB on the device, over the memory "
+                      "budget of %u MiB: its %u experts a layer take %.1f MiB of it, and every expert stays on the "
+                      "device (Ember does not offload experts to the host)", need / 1048576.0, mib, l->hp.n_expert,
+                      experts / 1048576.0);
+}
+
 static ember_status load(ember_model *m, const char *path, const ember_model_opts *o)
 {
     ember_status s = ember_gguf_open(path, &m->gguf, &m->err);
@@ -39,6 +55,7 @@ static ember_status load(ember_model *m, const char *path, const ember_model_opt
                                .fp16_dot = ko->fp16_dot,
                                .linear_stage = ko->stage_x, .norm_fusion = ko->norm_fusion,
                                .attn_split = ko->attn_split, .matrix = ko->matrix, .coop = ko->coop_matrix};
+    if ((s = check_budget(&m->llama, o->memory_budget_mib, &m->err)) != EMBER_OK) return s;
     s = ember_gpu_model_create_opts(m->vk, &m->llama, &go, &m->gpu, &m->err);
     if (s == EMBER_ERR_DEVICE_MEMORY && o->memory_budget_mib)
         return ember_fail_ctx(&m->err, s, "the model's weights do not fit the memory budget");

@@ -421,6 +421,8 @@ typedef struct ember_memory_estimate {
     uint64_t file_bytes;
     uint64_t weight_bytes;       /* the weights as the Vulkan backend stores them: what
                                     ember_model_get_info's device_bytes says once loaded */
+    uint64_t expert_bytes;       /* of weight_bytes, a mixture's expert matrices (every
+                                    expert stays on the device; 0 for a dense model) */
     uint64_t kv_bytes_per_token; /* K and V of one token, all layers, of opts' kv_type */
     uint64_t kv_bytes;           /* the KV cache of n_ctx tokens, in whole blocks (a
                                     sliding-window model's local layers: the engine's pool

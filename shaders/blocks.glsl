@@ -82,11 +82,32 @@ float blk_f16(bool hi, uint off) { return unpackHalf2x16(blk_u16(hi, off)).x; }
 // The field at bit `shift` of each byte of w (mask: its width), byte k in component k.
 uvec4 field4(uint w, uint shift, uint mask) { return (uvec4(w) >> (uvec4(0u, 8u, 16u, 24u) + shift)) & mask; }
 
+// The int8 levels of 4 codes n (0..15), as floats: L holds the 16 levels four to a word
+// (code 4i + k: byte k of L[i]), picked with selects: an array indexed per lane became a
+// gather from memory on lavapipe and made the 4-bit non-linear types ten times slower.
+vec4 blk_levels(uvec4 n, uvec4 L)
+{
+    uvec4 lo = mix(uvec4(L.x), uvec4(L.y), greaterThan(n, uvec4(3u)));
+    uvec4 up = mix(uvec4(L.z), uvec4(L.w), greaterThan(n, uvec4(11u)));
+    uvec4 w = mix(lo, up, greaterThan(n, uvec4(7u)));
+    return vec4(ivec4(w << (24u - 8u * (n & 3u))) >> 24);
+}
+
 // Bits j .. j+3 of w, one a component.
 uvec4 bits4(uint w, uint j) { return (uvec4(w) >> (uvec4(0u, 1u, 2u, 3u) + j)) & 1u; }
 
 // The 2-bit fields at bits j, j+2, j+4, j+6 of w, one a component.
 uvec4 crumbs4(uint w, uint j) { return (uvec4(w) >> (uvec4(0u, 2u, 4u, 6u) + j)) & 3u; }
+
+// The levels L (as blk_levels) of the 32 codes of 16 bytes w (byte i: code i | code
+// i + 16 << 4, as Q4_0's nibbles).
+void blk_level_codes(uvec4 w, uvec4 L, out vec4 q[8])
+{
+    for (uint k = 0u; k < 4u; k++) {
+        q[k] = blk_levels(field4(w[k], 0u, 15u), L);
+        q[k + 4u] = blk_levels(field4(w[k], 4u, 15u), L);
+    }
+}
 
 // Codes in place: the field `mask` at bit 0 of each byte of w where it lies, byte k's
 // times 2^(8k) (exact in a float: at most 8 significant bits).

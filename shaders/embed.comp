@@ -48,6 +48,7 @@ uint block_row_bytes(uint cols)
     case 14u: return cols / BV_Q6_K * BB_Q6_K;
     case 20u: return cols / BV_IQ4_NL * BB_IQ4_NL;
     case 23u: return cols / BV_IQ4_XS * BB_IQ4_XS;
+    case 39u: return cols / BV_MXFP4 * BB_MXFP4;
     default: return cols / BV_BF16 * BB_BF16;
     }
 }
@@ -69,6 +70,7 @@ void block_unit(uint row, uint u, out float w[32])
     case 14u: cq_q6_k(hi, row, u, q, a, c); break;
     case 20u: cq_iq4_nl(hi, row, u, q, a, c); break;
     case 23u: cq_iq4_xs(hi, row, u, q, a, c); break;
+    case 39u: cq_mxfp4(hi, row, u, q, a, c); break;
     default: cq_bf16(hi, row, u, q, a, c); break;
     }
     for (uint j = 0u; j < 32u; j++) w[j] = blk_value(q, a, c, j);

@@ -10,7 +10,9 @@
 // batch costs about one weight read); workgroups along y take further token ranges. The host picks TM, NG, UNROLL and tpw: none of them changes the bits of
 // an output (see linear.glsl).
 //
-// Defines: DT_F32 | DT_F16 | DT_Q8 | DT_BLOCK + BLK_<type>, TEXEL, GENERIC, SUBGROUP,
+// MOE: the grouped expert product (linear.glsl): workgroups along y are experts, each
+// over the (token, slot) pairs that chose it.
+// Defines: DT_F32 | DT_F16 | DT_Q8 | DT_BLOCK + BLK_<type>, TEXEL, GENERIC, SUBGROUP, MOE,
 // INT_DOT (DT_Q8 and DT_BLOCK; see linear.glsl), FP16_DOT (DT_F16 and DT_Q8: fp16
 // arithmetic inside a unit). Needs cols % UNIT == 0; the host uses GENERIC (UNIT 1) for F32/F16 rows
 // that are not.
@@ -482,7 +484,7 @@ void tile_partial(uint g, uint lane, uint tok0)
         [[unroll]] for (uint t = 0; t < TM; t++) acc[r][t] = 0.0;
     }
     [[unroll]] for (uint t = 0; t < TM; t++)
-        xb[t] = (pc.xrow0 + min(tok0 + t, pc.n_tok - 1u)) * (pc.cols / XPE);
+        xb[t] = x_row_of(min(tok0 + t, NTOK - 1u)) * (pc.cols / XPE);
 #if !defined(GENERIC)
     if (NORM != 0u) tile_norms(lane);
 #endif
@@ -568,8 +570,19 @@ void subgroup_tile(uint g, uint p, uint tok_begin, uint tok_end, bool live)
 void main()
 {
     uint wg = gl_WorkGroupID.z * pc.wgx + gl_WorkGroupID.x;
+#ifdef MOE
+    // One expert a workgroup row, all its pairs: a workgroup of an expert no token chose
+    // ends at once (the whole workgroup: no barrier is skipped by part of it).
+    uint e = pc.e0 + gl_WorkGroupID.y;
+    moe_n = mg[e];
+    moe_off = mg[pc.nexp + e];
+    moe_row = gl_WorkGroupID.y * pc.erows;
+    if (moe_n == 0u) return;
+    uint tok_begin = 0u, tok_end = moe_n;
+#else
     uint tok_begin = gl_WorkGroupID.y * pc.tpw;
     uint tok_end = min(tok_begin + pc.tpw, pc.n_tok);
+#endif
 #ifdef SUBGROUP
     // Lane groups are aligned runs of NPART lanes of a subgroup (the host needs a subgroup
     // size that is a multiple of NPART); tiles are spread over however many groups the

@@ -70,11 +70,36 @@ layout(push_constant) uniform Push {
     float eps;   // NORM: the RMS norm's epsilon
     float oscale;  // STORE/ADD: the output times it before it is stored or added (1: none)
     float ocap;    // STORE: then soft-capped, c tanh(v / c) (0: none)
+    uint e0;       // MOE: the first expert of this dispatch's weight part (workgroup y: e - e0)
+    uint erows;    // MOE: rows of one expert in the part (gated: its gate rows, then its up rows)
+    uint xdiv;     // MOE: a pair's x row is pair / xdiv (k: the token's row; 1: the pair's own)
+    uint nexp;     // MOE: experts of the model, the length of the group's counts and offsets
 } pc;
 
 layout(std430, binding = 1) buffer Y { float y[]; };
 // NORM: the RMS norm's weights, one per column (fused RMSNorm; linear.comp).
 layout(std430, binding = 6) readonly buffer G { vec4 g4[]; };
+
+// ---- MOE: the grouped expert product (mul_mat_id) ------------------------------------
+// A workgroup along y serves one expert e = e0 + y for every (token, slot) pair that chose
+// it: mg holds, as moe_route.comp writes them, the pairs per expert (mg[e]), where each
+// expert's run of the pair list starts (mg[nexp + e]) and the list (mg[2 nexp + i]). Tile
+// token t of the workgroup is pair list[off + t]: it reads x row pair / xdiv and writes y
+// row pair; the weight rows are those of expert e, erows a piece. Every output is the same
+// function of its x row and its expert's rows as in a plain dispatch: batch invariant.
+#ifdef MOE
+layout(std430, binding = 7) readonly buffer MG { uint mg[]; };
+uint moe_n, moe_off, moe_row;  // the expert's pairs, its run of the list, its first weight row
+#define NTOK moe_n
+uint moe_pair(uint t) { return mg[2u * pc.nexp + moe_off + t]; }
+uint x_row_of(uint t) { return moe_pair(t) / pc.xdiv; }
+uint y_row_of(uint t) { return moe_pair(t); }
+#else
+#define NTOK pc.n_tok
+const uint moe_row = 0u;
+uint x_row_of(uint t) { return pc.xrow0 + t; }
+uint y_row_of(uint t) { return pc.yrow0 + t; }
+#endif
 
 // ---- units: UNIT columns; XV vec4s of x per unit (GENERIC: one float) -----------------
 #if defined(GENERIC)
@@ -294,8 +319,8 @@ float lane_sum(float v)
 // into the binding so that tiles past the end read valid memory.
 uint tile_row(uint g, uint r, uint half_rows)
 {
-    return r < half_rows ? min(pc.off0 + g * pc.step + r, pc.lim0 - 1u)
-                         : min(pc.off1 + g * pc.step + r - half_rows, pc.lim1 - 1u);
+    return r < half_rows ? min(moe_row + pc.off0 + g * pc.step + r, pc.lim0 - 1u)
+                         : min(moe_row + pc.off1 + g * pc.step + r - half_rows, pc.lim1 - 1u);
 }
 
 // silu(gate) * up, or gelu(gate) * up by GELU's tanh approximation (ggml_gelu; its
@@ -317,7 +342,7 @@ float glu(float gate, float up)
 // leave v's bits as they are.
 void store_out(uint tok, uint j, float v)
 {
-    uint idx = (pc.yrow0 + tok) * pc.ldy + pc.out0 + j;
+    uint idx = y_row_of(tok) * pc.ldy + pc.out0 + j;
     precise float s = GATED ? v : v * pc.oscale;
     if (pc.ocap > 0.0) s = pc.ocap * tanh(clamp(s / pc.ocap, -15.0, 15.0));
     precise float r = pc.mode == MODE_ADD ? y[idx] + s : s;
@@ -330,7 +355,7 @@ void store_out(uint tok, uint j, float v)
 void store_tile_row(uint g, uint tok, uint r, uint half_rows, float v, float up)
 {
     uint j = g * pc.step + r;
-    if (tok >= pc.n_tok || j >= pc.n_out) return;
+    if (tok >= NTOK || j >= pc.n_out) return;
     if (!GATED) store_out(tok, j, v);
     else if (r < half_rows) store_out(tok, j, glu(v, up));
 }

@@ -81,7 +81,7 @@ for c in $commands; do
     expect 2 "^ember $c: unknown option --bogus$" "$c" --bogus
 done
 expect 2 "^ember make-test-model: unexpected argument 'b.gguf'" make-test-model "$tmp/a.gguf" b.gguf
-expect 2 "^ember quantize: unknown type 'q1_0': ember writes f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k_s, q3_k_m, q3_k_l, q3_k, q4_k_s, q4_k_m, q4_k, q5_k_s, q5_k_m, q5_k, q6_k, iq4_nl, iq4_xs$" quantize "$model" "$tmp/q.gguf" q1_0
+expect 2 "^ember quantize: unknown type 'q1_0': ember writes f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k_s, q3_k_m, q3_k_l, q3_k, q4_k_s, q4_k_m, q4_k, q5_k_s, q5_k_m, q5_k, q6_k, iq4_nl, iq4_xs, mxfp4_moe$" quantize "$model" "$tmp/q.gguf" q1_0
 expect 2 "^ember bench: --batching is continuous, static or static-ragged, got 'dynamic'" \
     bench -m "$model" --batching dynamic
 expect 2 "^ember bench: --kv is paged or contiguous, got 'flat'" bench -m "$model" --kv flat
@@ -91,7 +91,7 @@ expect 2 "^ember convert: unknown source format 'hf'" convert hf
 expect 2 "^ember convert llama2c: wants 3 files" convert llama2c a.bin
 expect 2 "^ember: --backend is vulkan or cpu, got 'gpu'" generate -m "$model" --backend gpu
 expect 2 "^ember: --kv-type is f32, f16 or q8_0, got 'q4'" generate -m "$model" --kv-type q4
-expect 2 "^ember: --type is one of f32, f16, bf16, q4_0, .*, iq4_xs, got 'q1_0'" make-test-model "$tmp/x.gguf" --type q1_0
+expect 2 "^ember: --type is one of f32, f16, bf16, q4_0, .*, iq4_xs, mxfp4_moe, got 'q1_0'" make-test-model "$tmp/x.gguf" --type q1_0
 # wrong types, missing values, missing arguments
 expect 2 "^ember: -n wants an integer in \[1, 1048576\], got 'many'" generate -m "$model" -n many
 expect 2 "^ember: --temp wants a number, got 'hot'" generate -m "$model" --temp hot

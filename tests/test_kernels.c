@@ -229,7 +229,8 @@ static const char *dtype_name(ember_dtype t) { return ember_dtype_name(t); }
 /* The block types the shaders read as ggml lays them out (shaders/types). */
 static const ember_dtype BLOCK_TYPES[] = {EMBER_DTYPE_Q4_0, EMBER_DTYPE_Q4_1, EMBER_DTYPE_Q5_0, EMBER_DTYPE_Q5_1,
                                           EMBER_DTYPE_Q2_K, EMBER_DTYPE_Q3_K, EMBER_DTYPE_Q4_K, EMBER_DTYPE_Q5_K,
-                                          EMBER_DTYPE_Q6_K, EMBER_DTYPE_IQ4_NL, EMBER_DTYPE_IQ4_XS, EMBER_DTYPE_BF16};
+                                          EMBER_DTYPE_Q6_K, EMBER_DTYPE_IQ4_NL, EMBER_DTYPE_IQ4_XS, EMBER_DTYPE_BF16,
+                                          EMBER_DTYPE_MXFP4};
 #define N_BLOCK_TYPES (sizeof BLOCK_TYPES / sizeof BLOCK_TYPES[0])
 
 /* How much of the block types a variant runs. Their pipelines are made on demand and are

@@ -4,11 +4,14 @@
  *    the bias rows) sum to the estimate, bar each part's rounding to 16 bytes, for single
  *    types, llama.cpp's mixes (Q4_K_M: Q4_K with Q6_K, padded to 224-byte blocks on the
  *    device; Q3_K_L: Q3_K, padded, with Q5_K), Q8_0 (quants and scales apart), a tied head,
- *    qwen2's biases, and weights cut into many parts;
+ *    qwen2's biases, weights cut into many parts, and mixtures of experts (Q8_0, Q4_K_M,
+ *    MXFP4 experts), whose expert stacks are counted apart (expert_bytes);
  *  - KV: bytes per token equal the engine's (ember_engine_stats) for F32 and Q8_0 KV, and
  *    a context is counted in whole blocks;
  *  - what the device holds once the model is loaded and an engine made is the estimate
  *    but for alignment (their pools are reserved at their size);
+ *  - a mixture whose weights exceed the memory budget is refused at load with its weights'
+ *    and experts' sizes;
  *  - a bad file gives its message. */
 #include <stdio.h>
 #include <string.h>
@@ -21,6 +24,7 @@
 
 typedef struct spans {
     uint64_t bytes, parts;
+    uint64_t experts; /* of bytes, the expert stacks' */
 } spans;
 
 static void add_weight(spans *s, const ember_gpu_weight *w)
@@ -44,6 +48,10 @@ static spans uploaded(const ember_gpu_model *g)
         s.bytes += L->attn_norm.size + L->ffn_norm.size + L->bias_qkv.size + L->qk_norm.size;
         s.bytes += L->attn_post_norm.size + L->ffn_post_norm.size;
         add_weight(&s, &L->qkv), add_weight(&s, &L->wo), add_weight(&s, &L->gate_up), add_weight(&s, &L->down);
+        add_weight(&s, &L->router);
+        uint64_t before = s.bytes;
+        add_weight(&s, &L->gate_up_exps), add_weight(&s, &L->down_exps);
+        s.experts += s.bytes - before;
     }
     return s;
 }
@@ -69,6 +77,9 @@ static bool check_weights(ember_vk *vk, const char *path, const char *what, uint
         CHECKF(s.bytes >= e.weight_bytes && s.bytes - e.weight_bytes <= 16 * s.parts, "%s: %llu vs %llu", what,
                (unsigned long long)s.bytes, (unsigned long long)e.weight_bytes);
         CHECK(e.weight_bytes == ember_gpu_model_bytes(&m));
+        CHECKF(s.experts >= e.expert_bytes && s.experts - e.expert_bytes <= 16 * s.parts &&
+                   (m.hp.n_expert != 0) == (e.expert_bytes != 0),
+               "%s: experts %llu vs %llu", what, (unsigned long long)s.experts, (unsigned long long)e.expert_bytes);
         CHECK(e.file_bytes == g->size);
     }
     ember_gpu_model_free(gm);
@@ -98,6 +109,11 @@ static void test_weights(void)
         {"--type q4_0 --arch olmo2", "q4_0, olmo2: no pre-norms, full QK-norm", 0},
         {"--type q6_k", "q6_k in parts of 16 KiB", 16384},
         {"--type bf16 --ffn 320", "bf16, ffn 320", 0},
+        {"--type q8_0 --arch qwen3moe --head-dim 32 --experts 8 --experts-used 2 --expert-ffn 256",
+         "q8_0, qwen3moe: 8 experts", 0},
+        {"--type q4_k_m --arch mixtral --experts 4", "q4_k_m, mixtral: 4 experts", 0},
+        {"--type mxfp4_moe --arch qwen3moe --head-dim 32 --experts 16 --expert-ffn 256", "mxfp4_moe, qwen3moe in parts",
+         200000},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char path[512], args[512];
@@ -170,6 +186,31 @@ static void test_kv_and_engine(void)
     remove(path);
 }
 
+/* A mixture whose weights exceed the memory budget is refused at load, before any upload,
+ * with the weights' and the experts' sizes. */
+static void test_moe_budget(void)
+{
+    char path[512], msg[256];
+    snprintf(path, sizeof path, "%s/memory_estimate_moe.gguf", tu_tmp_dir());
+    if (!tu_make_model(path, "--dim 256 --layers 2 --heads 8 --kv-heads 2 --head-dim 32 --ffn 512 --vocab 512 "
+                             "--arch qwen3moe --experts 32 --experts-used 4 --expert-ffn 256 --type q8_0"))
+        return;
+    ember_memory_estimate e;
+    CHECKF(ember_estimate_memory(path, 0, NULL, &e, msg, sizeof msg) == EMBER_OK, "%s", msg);
+    ember_model_opts mo = {.enable_validation = tu_validation(), .memory_budget_mib = (uint32_t)(e.weight_bytes >> 21)};
+    ember_model *m = NULL;
+    ember_status s = ember_model_load(path, &mo, &m);
+    const char *why = ember_model_error(m);
+    char want[64];
+    snprintf(want, sizeof want, "experts a layer take %.1f MiB", e.expert_bytes / 1048576.0);
+    printf("qwen3moe, 32 experts (%.1f MiB of %.1f MiB of weights), budget %u MiB: %s: %s\n",
+           e.expert_bytes / 1048576.0, e.weight_bytes / 1048576.0, mo.memory_budget_mib, ember_status_name(s), why);
+    if (s != EMBER_ERR_NO_DEVICE)
+        CHECKF(s == EMBER_ERR_DEVICE_MEMORY && strstr(why, want) && strstr(why, "need"), "%s", why);
+    ember_model_free(m);
+    remove(path);
+}
+
 static void test_errors(void)
 {
     ember_memory_estimate e;
@@ -185,6 +226,7 @@ int main(void)
 {
     test_weights();
     test_kv_and_engine();
+    test_moe_budget();
     test_errors();
     return tu_finish("test_memory_estimate");
 }

@@ -8,7 +8,10 @@
  *  - the types q4_k_m, q3_k_m and q2_k give each tensor of a 16-layer GQA-4 model (dim
  *    256, FFN 512), by the program: derived from llama.cpp's rules by hand below, and the
  *    same as llama.cpp's own llama_model_quantize wrote for that model
- *    (bench/quant-vs-llama.sh, docs/quantization.md); and --pure q4_k_m is Q4_K throughout.
+ *    (bench/quant-vs-llama.sh, docs/quantization.md); and --pure q4_k_m is Q4_K throughout;
+ *  - the same model with 8 experts a layer (make-test-model --arch mixtral): llama.cpp's
+ *    rules for 8 experts (attn_k, attn_v Q8_0, attn_output Q5_K), the router unquantized,
+ *    the 3-D expert tensors by the dense rules (ffn_down_exps by its layer).
  * No network: the model is made by make-test-model. */
 #include "testutil.h"
 
@@ -25,13 +28,16 @@ static void test_names(void)
     int singles = 0;
     for (uint64_t id = 0; id < 64; id++) {
         const ember_dtype_info *t = ember_dtype_find(id);
-        if (!t || !t->from_float) continue;
+        if (!t || !t->from_float || t->type == EMBER_DTYPE_MXFP4) continue; /* below */
         const quant_preset *p = quant_preset_find(t->name); /* "Q4_K": upper case works */
         CHECKF(p != NULL, "%s is no name", t->name);
         CHECKF(p && p->type == t->type, "%s is not its own type", t->name);
         singles++;
     }
     CHECK(singles == 15);
+    /* llama-quantize names MXFP4 only as the mix of MXFP4 experts */
+    CHECK(!quant_preset_find("mxfp4") && quant_preset_find("MXFP4_MOE")->ftype == 38 &&
+          quant_preset_find("mxfp4_moe")->type == EMBER_DTYPE_MXFP4);
     CHECK(quant_preset_find("q3_k")->ftype == QUANT_FTYPE_Q3_K_M);
     CHECK(quant_preset_find("Q4_K")->ftype == QUANT_FTYPE_Q4_K_M && quant_preset_find("q4_k_m")->ftype == 15);
     CHECK(quant_preset_find("q5_k")->ftype == QUANT_FTYPE_Q5_K_M);
@@ -41,7 +47,7 @@ static void test_names(void)
           !quant_preset_find("q4_") && !quant_preset_find(""));
     size_t n = 0;
     while (quant_preset_at(n)) n++;
-    CHECK(n == 22);
+    CHECK(n == 23);
     char names[512];
     CHECK(strstr(quant_preset_names(names, sizeof names), "f32, f16, bf16, q4_0") == names);
 }
@@ -131,7 +137,7 @@ static ember_dtype expected(const char *preset, const char *name)
     sscanf(name, "blk.%d.", &layer);
     if (strstr(name, "_norm.weight")) return EMBER_DTYPE_F32;
     if (strcmp(name, "output.weight") == 0) return EMBER_DTYPE_Q6_K;
-    bool v = strstr(name, "attn_v.") != NULL, down = strstr(name, "ffn_down.") != NULL;
+    bool v = strstr(name, "attn_v.") != NULL, down = strstr(name, "ffn_down") != NULL;
     bool o = strstr(name, "attn_output.") != NULL;
     if (strcmp(preset, "q4_k_m") == 0)  /* attn_v, ffn_down: Q6_K in the use_more_bits layers */
         return (v || down) && more_bits_16(layer) ? EMBER_DTYPE_Q6_K : EMBER_DTYPE_Q4_K;
@@ -144,6 +150,19 @@ static ember_dtype expected(const char *preset, const char *name)
     return v ? EMBER_DTYPE_Q4_K : down || o ? EMBER_DTYPE_Q3_K : EMBER_DTYPE_Q2_K;
 }
 
+/* The same for the model with 8 experts a layer (Mixtral's shape): the router stays F32;
+ * attn_k and attn_v are Q8_0 and attn_output Q5_K in both presets; ffn_down_exps follows
+ * the dense rules by the layer in its name; the other expert tensors take the default. */
+static ember_dtype expected_moe(const char *preset, const char *name)
+{
+    if (strstr(name, "ffn_gate_inp.") || strstr(name, "_norm.")) return EMBER_DTYPE_F32;
+    if (strcmp(preset, "mxfp4_moe") == 0) /* experts MXFP4, every other matrix Q8_0 */
+        return strstr(name, "_exps.") ? EMBER_DTYPE_MXFP4 : EMBER_DTYPE_Q8_0;
+    if (strstr(name, "attn_k.") || strstr(name, "attn_v.")) return EMBER_DTYPE_Q8_0;
+    if (strstr(name, "attn_output.")) return EMBER_DTYPE_Q5_K;
+    return expected(preset, name);
+}
+
 static uint64_t file_type(const ember_gguf *g)
 {
     const ember_gguf_kv *kv = ember_gguf_find(g, "general.file_type");
@@ -151,8 +170,9 @@ static uint64_t file_type(const ember_gguf *g)
 }
 
 /* Quantizes in with `ember quantize [--pure] in out preset`; checks every tensor's type
- * (expected(), or with --pure Q4_K for every matrix) and the file type. */
-static void check_preset(const char *in, const char *preset, bool pure, uint64_t ftype)
+ * (expected(), or expected_moe() for the model of 8 experts, or with --pure Q4_K for
+ * every matrix) and the file type. */
+static void check_preset(const char *in, const char *preset, bool pure, uint64_t ftype, bool moe)
 {
     char out[512], args[2048];
     snprintf(out, sizeof out, "%s/quant_rules_%s%s.gguf", tu_tmp_dir(), preset, pure ? "_pure" : "");
@@ -166,19 +186,23 @@ static void check_preset(const char *in, const char *preset, bool pure, uint64_t
     int bad = 0, counts[64] = {0};
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const ember_gguf_tensor *t = &g->tensors[i];
-        ember_dtype want = pure ? (strstr(t->name, "_norm.") ? EMBER_DTYPE_F32 : EMBER_DTYPE_Q4_K)
-                                : expected(preset, t->name);
+        bool kept = strstr(t->name, "_norm.") || strstr(t->name, "ffn_gate_inp.");
+        ember_dtype want = pure  ? (kept ? EMBER_DTYPE_F32 : EMBER_DTYPE_Q4_K)
+                           : moe ? expected_moe(preset, t->name)
+                                 : expected(preset, t->name);
         if (t->type != want && bad++ < 5)
             fprintf(stderr, "%s: %s is %s, want %s\n", args, t->name, ember_dtype_name(t->type), ember_dtype_name(want));
         if ((unsigned)t->type < 64) counts[t->type]++;
     }
-    printf("%s%-7s file type %2llu: %d Q2_K, %d Q3_K, %d Q4_K, %d Q5_K, %d Q6_K, %d F32 of %llu tensors\n",
-           pure ? "--pure " : "", preset, (unsigned long long)file_type(g), counts[EMBER_DTYPE_Q2_K],
-           counts[EMBER_DTYPE_Q3_K], counts[EMBER_DTYPE_Q4_K], counts[EMBER_DTYPE_Q5_K], counts[EMBER_DTYPE_Q6_K],
-           counts[EMBER_DTYPE_F32], (unsigned long long)g->n_tensors);
+    printf("%s%s%-7s file type %2llu: %d Q2_K, %d Q3_K, %d Q4_K, %d Q5_K, %d Q6_K, %d Q8_0, %d MXFP4, %d F32 of %llu "
+           "tensors\n",
+           moe ? "8 experts: " : "", pure ? "--pure " : "", preset, (unsigned long long)file_type(g),
+           counts[EMBER_DTYPE_Q2_K], counts[EMBER_DTYPE_Q3_K], counts[EMBER_DTYPE_Q4_K], counts[EMBER_DTYPE_Q5_K],
+           counts[EMBER_DTYPE_Q6_K], counts[EMBER_DTYPE_Q8_0], counts[EMBER_DTYPE_MXFP4], counts[EMBER_DTYPE_F32],
+           (unsigned long long)g->n_tensors);
     CHECKF(bad == 0, "%s: %d tensors of other types", args, bad);
     CHECKF(file_type(g) == ftype, "%s: file type %llu", args, (unsigned long long)file_type(g));
-    CHECK(g->n_tensors == 2 + 16 * 9 + 1);
+    CHECK(g->n_tensors == 2 + 16 * (moe ? 10 : 9) + 1); /* a mixture: the router beside */
     ember_gguf_close(g);
     remove(out);
 }
@@ -230,12 +254,26 @@ static void test_program(void)
         CHECK(0);
         return;
     }
-    check_preset(in, "q4_k_m", false, 15);
-    check_preset(in, "q3_k_m", false, 12);
-    check_preset(in, "q2_k", false, 10);
-    check_preset(in, "q4_k_m", true, 15);
+    check_preset(in, "q4_k_m", false, 15, false);
+    check_preset(in, "q3_k_m", false, 12, false);
+    check_preset(in, "q2_k", false, 10, false);
+    check_preset(in, "q4_k_m", true, 15, false);
     check_made_like_quantized(in, shape, "q4_k_m");
     check_made_like_quantized(in, shape, "q3_k_l");
+    remove(in);
+    static const char moe[] = "--dim 256 --layers 16 --heads 8 --kv-heads 2 --ffn 512 --vocab 512 --seed 7 "
+                              "--arch mixtral";
+    snprintf(args, sizeof args, "make-test-model '%s' %s --type f32", in, moe);
+    if (!tu_ember(args)) {
+        CHECK(0);
+        return;
+    }
+    check_preset(in, "q4_k_m", false, 15, true);
+    check_preset(in, "q3_k_m", false, 12, true);
+    check_preset(in, "q4_k_m", true, 15, true);
+    check_preset(in, "mxfp4_moe", false, 38, true);
+    check_made_like_quantized(in, moe, "q4_k_m");
+    check_made_like_quantized(in, moe, "mxfp4_moe");
     remove(in);
 }
 

@@ -86,6 +86,6 @@ int main(void)
         types++;
     }
     fclose(f);
-    CHECK(types == 14);
+    CHECK(types == 15);
     return tu_finish("test_quant_types");
 }

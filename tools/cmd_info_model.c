@@ -77,7 +77,9 @@ static void print_text(const model_args *a, const ember_llama *m, const type_cou
                    (unsigned long long)c->tensors[t], cli_size((double)c->bytes[t], b[0], sizeof b[0]));
             first = 0;
         }
-    printf("\nweights:     %s on the device\n", cli_size((double)e->weight_bytes, b[0], sizeof b[0]));
+    printf("\nweights:     %s on the device", cli_size((double)e->weight_bytes, b[0], sizeof b[0]));
+    if (e->expert_bytes) printf(", experts %s of it", cli_size((double)e->expert_bytes, b[1], sizeof b[1]));
+    printf("\n");
     uint64_t every_layer = (uint64_t)e->n_ctx * e->kv_bytes_per_token;
     if (e->kv_bytes < every_layer) /* a sliding-window model: its local layers keep a window */
         printf("KV cache:    %u tokens x %s (%s) = %s on every layer; %s with the local layers keeping a window\n",
@@ -121,9 +123,11 @@ static void print_json(const model_args *a, const ember_llama *m, const type_cou
             first = 0;
         }
     printf("}, \"n_ctx\": %u, \"kv_type\": \"%s\", \"file_bytes\": %llu, \"weight_bytes\": %llu, "
-           "\"kv_bytes_per_token\": %llu, \"kv_bytes\": %llu, \"activation_bytes\": %llu, \"total_bytes\": %llu",
+           "\"expert_bytes\": %llu, \"kv_bytes_per_token\": %llu, \"kv_bytes\": %llu, \"activation_bytes\": %llu, "
+           "\"total_bytes\": %llu",
            e->n_ctx, cli_kv_type_name(a->kv_type), (unsigned long long)e->file_bytes,
-           (unsigned long long)e->weight_bytes, (unsigned long long)e->kv_bytes_per_token,
+           (unsigned long long)e->weight_bytes, (unsigned long long)e->expert_bytes,
+           (unsigned long long)e->kv_bytes_per_token,
            (unsigned long long)e->kv_bytes, (unsigned long long)e->activation_bytes,
            (unsigned long long)e->total_bytes);
     if (a->budget_mib)

@@ -45,9 +45,19 @@ typedef struct tm_args {
     long orig_ctx;        /* rope.scaling.original_context_length (0: not written) */
     char *chat_template;  /* --chat-template FILE: tokenizer.chat_template (malloc'd), or NULL */
     long pooling;         /* <arch>.pooling_type to write (0..4), or -1: none */
+    long experts, experts_used, expert_ffn; /* a mixture of experts (0: dense; qwen3moe: 8, 2) */
+    bool mixtral;         /* --arch mixtral: llama with experts (8 unless --experts says) */
     const char *keys[16]; /* --key SUFFIX=VALUE: the family's own keys (arch.c) */
     int n_keys;
 } tm_args;
+
+/* An expert's FFN width: --expert-ffn, else --ffn (llama's Mixtral), else --ffn / k
+ * (qwen3moe's default when the file has no expert_feed_forward_length). */
+static long expert_ffn_of(const tm_args *a)
+{
+    if (a->expert_ffn) return a->expert_ffn;
+    return a->arch->flags & EMBER_ARCH_MOE ? a->ffn / a->experts_used : a->ffn;
+}
 
 /* The head size the file declares or implies. */
 static long head_dim_of(const tm_args *a) { return a->head_dim ? a->head_dim : a->dim / a->heads; }
@@ -85,7 +95,7 @@ static uint64_t stream_at(uint64_t seed, uint64_t i) { return seed + (i / 2) * 0
 typedef struct spec {
     char name[64];
     uint32_t n_dims;
-    uint64_t ne[2];
+    uint64_t ne[3];       /* ne[2]: experts (1 otherwise) */
     float center, half;   /* values center + uniform(-half, half), seeded by the name */
     ember_dtype type;     /* F32 for norms and biases; the matrices' type, then as chosen */
     bool matrix;
@@ -97,8 +107,8 @@ typedef struct plan {
     size_t n, cap;
 } plan;
 
-static ember_status add_weight(plan *p, const tm_args *a, const char *name, bool matrix, uint32_t n_dims,
-                               uint64_t ne0, uint64_t ne1, float center, float half)
+static ember_status add_weight3(plan *p, const tm_args *a, const char *name, bool matrix, uint32_t n_dims,
+                                const uint64_t ne[3], float center, float half)
 {
     if (p->n == p->cap) {
         size_t cap = p->cap ? 2 * p->cap : 64;
@@ -107,10 +117,16 @@ static ember_status add_weight(plan *p, const tm_args *a, const char *name, bool
         p->s = s, p->cap = cap;
     }
     spec *t = &p->s[p->n++];
-    *t = (spec){.n_dims = n_dims, .ne = {ne0, ne1}, .center = center, .half = half,
+    *t = (spec){.n_dims = n_dims, .ne = {ne[0], ne[1], ne[2]}, .center = center, .half = half,
                 .type = matrix ? a->type : EMBER_DTYPE_F32, .matrix = matrix, .seed = a->seed};
     snprintf(t->name, sizeof t->name, "%s", name);
     return EMBER_OK;
+}
+
+static ember_status add_weight(plan *p, const tm_args *a, const char *name, bool matrix, uint32_t n_dims,
+                               uint64_t ne0, uint64_t ne1, float center, float half)
+{
+    return add_weight3(p, a, name, matrix, n_dims, (uint64_t[3]){ne0, ne1, 1}, center, half);
 }
 
 /* Rows r0 .. r1-1 of a tensor, made on a thread of their own (make_tensor). */
@@ -142,13 +158,15 @@ static void make_rows(void *arg)
 
 /* Threads for a tensor of n values: one per core, each with at least a million values;
  * runs start at even values (a pair of the generator) and whole rows. */
+static uint64_t rows_of(const spec *t) { return t->ne[1] * t->ne[2]; }
+
 static uint32_t threads_for(const spec *t)
 {
-    uint64_t by_size = t->ne[0] * t->ne[1] / (1u << 20), most = ember_cpu_count();
+    uint64_t by_size = t->ne[0] * rows_of(t) / (1u << 20), most = ember_cpu_count();
     if (t->ne[0] % 2) return 1;
     if (most > MAX_THREADS) most = MAX_THREADS;
     if (by_size < most) most = by_size ? by_size : 1;
-    return most < t->ne[1] ? (uint32_t)most : (uint32_t)t->ne[1];
+    return most < rows_of(t) ? (uint32_t)most : (uint32_t)rows_of(t);
 }
 
 /* The values of t in its type, made into dst (the writer's buffer for it): rows in runs
@@ -163,7 +181,7 @@ static ember_status make_tensor(void *user, void *dst, uint64_t nbytes)
     ember_thread tid[MAX_THREADS];
     bool started[MAX_THREADS] = {false};
     for (uint32_t i = 0; i < n; i++) {
-        jobs[i] = (rows_job){t, dst, seed, t->ne[1] * i / n, t->ne[1] * (i + 1) / n, false};
+        jobs[i] = (rows_job){t, dst, seed, rows_of(t) * i / n, rows_of(t) * (i + 1) / n, false};
         started[i] = i > 0 && ember_thread_start(&tid[i], make_rows, &jobs[i]);
     }
     make_rows(&jobs[0]);
@@ -198,7 +216,8 @@ static ember_hparams hparams_of(const tm_args *a)
 {
     return (ember_hparams){.dim = (uint32_t)a->dim, .n_layers = (uint32_t)a->layers, .n_heads = (uint32_t)a->heads,
                            .n_kv_heads = (uint32_t)a->kv_heads, .head_dim = (uint32_t)head_dim_of(a),
-                           .ffn_dim = (uint32_t)a->ffn};
+                           .ffn_dim = (uint32_t)a->ffn, .n_expert = (uint32_t)a->experts,
+                           .n_expert_used = (uint32_t)a->experts_used, .expert_ffn = (uint32_t)expert_ffn_of(a)};
 }
 
 /* Layer l's tensors as the family's table lists them, each one it may have. */
@@ -214,7 +233,11 @@ static ember_status add_layer(plan *p, const tm_args *a, long l)
         snprintf(name, sizeof name, "blk.%ld.%.24s.%s", l, t->part, t->bias ? "bias" : "weight");
         /* Optional biases are written only where the family requires them (qwen2). */
         if (t->bias && !t->required) continue;
-        st = t->vector ? add_vector(p, a, name, t->ne0, t->bias) : add_matrix(p, a, name, t->ne0, t->ne1);
+        if (t->ne2 > 1)
+            st = add_weight3(p, a, name, true, 3, (uint64_t[3]){t->ne0, t->ne1, t->ne2}, 0.0f,
+                             sqrtf(3.0f / (float)t->ne0));
+        else
+            st = t->vector ? add_vector(p, a, name, t->ne0, t->bias) : add_matrix(p, a, name, t->ne0, t->ne1);
     }
     return st;
 }
@@ -252,9 +275,10 @@ static ember_status choose_types(plan *p, const tm_args *a)
     if (!t) return EMBER_ERR_OUT_OF_MEMORY;
     for (size_t i = 0; i < p->n; i++)
         t[i] = (ember_gguf_tensor){.name = p->s[i].name, .n_dims = p->s[i].n_dims,
-                                   .ne = {p->s[i].ne[0], p->s[i].ne[1], 1, 1}, .type = EMBER_DTYPE_F32};
+                                   .ne = {p->s[i].ne[0], p->s[i].ne[1], p->s[i].ne[2], 1}, .type = EMBER_DTYPE_F32};
     ember_llama m = {.arch = a->arch->id};
     m.hp.n_layers = (uint32_t)a->layers, m.hp.n_heads = (uint32_t)a->heads, m.hp.n_kv_heads = (uint32_t)a->kv_heads;
+    m.hp.n_expert = (uint32_t)a->experts;
     quant_job job = {.preset = a->preset, .model = quant_model_of(&m), .tensors = t, .n_tensors = p->n};
     for (size_t i = 0; i < p->n; i++) p->s[i].type = quant_tensor_type(&job, i);
     free(t);
@@ -267,7 +291,7 @@ static ember_status add_planned(ember_gguf_writer *w, plan *p)
     ember_status st = EMBER_OK;
     for (size_t i = 0; i < p->n && !st; i++) {
         spec *t = &p->s[i];
-        uint64_t nbytes = ember_dtype_size(t->type, t->ne[0] * t->ne[1]);
+        uint64_t nbytes = ember_dtype_size(t->type, t->ne[0] * rows_of(t));
         st = ember_gguf_add_tensor_lazy(w, t->name, t->type, t->n_dims, t->ne, nbytes, make_tensor, t);
     }
     return st;
@@ -406,6 +430,11 @@ static ember_status add_hparams(ember_gguf_writer *w, const tm_args *a)
     if (!st) st = add_rope_scaling(w, a);
     if (!st) st = add_required_keys(w, a);
     if (!st && a->pooling >= 0) st = ember_gguf_add_u32(w, akey(a, "pooling_type", k), (uint32_t)a->pooling);
+    if (!st && a->experts)
+        (void)((st = ember_gguf_add_u32(w, akey(a, "expert_count", k), (uint32_t)a->experts)) ||
+               (st = ember_gguf_add_u32(w, akey(a, "expert_used_count", k), (uint32_t)a->experts_used)));
+    if (!st && a->expert_ffn && (a->arch->flags & EMBER_ARCH_MOE))
+        st = ember_gguf_add_u32(w, akey(a, "expert_feed_forward_length", k), (uint32_t)a->expert_ffn);
     if (!st && ember_dtype_block(a->type) > 1)
         st = ember_gguf_add_u32(w, "general.quantization_version", 2);
     return st;
@@ -430,8 +459,9 @@ static int usage(FILE *out, int code)
         "  --seed N       random seed (1)\n"
         "  --rope-base F  RoPE frequency base (10000)\n"
         "  --tied         no output.weight: the LM head reuses token_embd\n"
-        "  --arch A       the family: %s (llama); its tensors and\n"
-        "                 recipe as docs/models.md lists them\n"
+        "  --arch A       the family: %s (llama), or mixtral\n"
+        "                 (llama with 8 experts); its tensors and recipe as docs/models.md\n"
+        "                 lists them\n"
         "  --head-dim N   attention.key_length and value_length: the head size, when it is\n"
         "                 not --dim/--heads (Mistral-Nemo, Qwen3, Gemma); even\n"
         "  --rope-dim N   rope.dimension_count: partial rotary below the head size (all)\n"
@@ -446,6 +476,10 @@ static int usage(FILE *out, int code)
         "  --chat-template FILE  its tokenizer.chat_template (Jinja), for chat tests (none)\n"
         "  --pooling N    <arch>.pooling_type for embeddings: 0 none, 1 mean, 2 cls, 3 last,\n"
         "                 4 rank (none written)\n"
+        "  --experts N    a mixture of N experts in every FFN (mixtral, qwen3moe: 8)\n"
+        "  --experts-used K  experts a token runs (2)\n"
+        "  --expert-ffn N an expert's FFN width (llama: --ffn; qwen3moe: --ffn / K, or N\n"
+        "                 written as expert_feed_forward_length)\n"
         "Tensors are made one at a time as the file is written, so a model larger than\n"
         "memory can be made (an 8B shape: --dim 4096 --layers 32 --heads 32 --kv-heads 8\n"
         "--ffn 14336 --vocab 128256 --type q4_k_m).\n",
@@ -465,14 +499,17 @@ static bool parse_type(const char *s, tm_args *a)
     return t || p;
 }
 
-static bool parse_arch(const char *s, const ember_arch **out)
+/* A family of arch.c, or mixtral: a file of llama's architecture with experts, as
+ * llama.cpp's converter writes Mixtral. */
+static bool parse_arch(const char *s, tm_args *t)
 {
-    const ember_arch *a = ember_arch_find(s, strlen(s));
+    t->mixtral = strcmp(s, "mixtral") == 0;
+    const ember_arch *a = t->mixtral ? ember_arch_get(EMBER_ARCH_LLAMA) : ember_arch_find(s, strlen(s));
     if (!a) {
-        fprintf(stderr, "ember: --arch is one of %s, got '%s'\n", ember_arch_names(), s);
+        fprintf(stderr, "ember: --arch is one of %s, mixtral, got '%s'\n", ember_arch_names(), s);
         return false;
     }
-    *out = a;
+    t->arch = a;
     return true;
 }
 
@@ -521,6 +558,9 @@ static int parse_flag(int argc, char **argv, int *i, tm_args *a)
         { "--head-dim", offsetof(tm_args, head_dim), 2, 1 << 16 },
         { "--rope-dim", offsetof(tm_args, rope_dim), 2, 1 << 16 },
         { "--orig-ctx", offsetof(tm_args, orig_ctx), 1, 1 << 24 },
+        { "--experts", offsetof(tm_args, experts), 1, EMBER_MAX_EXPERTS },
+        { "--experts-used", offsetof(tm_args, experts_used), 1, EMBER_MAX_EXPERTS_USED },
+        { "--expert-ffn", offsetof(tm_args, expert_ffn), 1, 1 << 22 },
     };
     const char *f = argv[*i], *v;
     if (parse_switch(f, a)) return 1;
@@ -536,7 +576,7 @@ static int parse_flag(int argc, char **argv, int *i, tm_args *a)
     if (strcmp(f, "--key") == 0)
         return (v = cli_value(argc, argv, i)) && parse_key(v, a) ? 1 : -1;
     if (strcmp(f, "--arch") == 0)
-        return (v = cli_value(argc, argv, i)) && parse_arch(v, &a->arch) ? 1 : -1;
+        return (v = cli_value(argc, argv, i)) && parse_arch(v, a) ? 1 : -1;
     if (strcmp(f, "--chat-template") == 0) {
         free(a->chat_template);
         return (v = cli_value(argc, argv, i)) && (a->chat_template = cli_read_file("make-test-model", v)) ? 1 : -1;
@@ -588,6 +628,8 @@ static bool check_family(const tm_args *a)
                       : a->longrope && !(f->flags & EMBER_ARCH_LONGROPE)    ? "--longrope"
                       : a->tied && (f->flags & EMBER_ARCH_OUTPUT)           ? "--tied"
                       : a->yarn && !(a->rope_scale > 0)                     ? "--yarn without --rope-scale"
+                      : a->experts && !(f->flags & (EMBER_ARCH_EXPERTS | EMBER_ARCH_MOE)) ? "--experts"
+                      : a->experts_used > a->experts                        ? "--experts-used above --experts"
                                                                             : NULL;
     if (bad) {
         fprintf(stderr, "ember make-test-model: %s does not fit a %s model (%s)\n", bad, f->name, f->models);
@@ -690,6 +732,8 @@ int ember_cmd_make_test_model(int argc, char **argv)
         fprintf(stderr, "ember make-test-model: no output file given\n");
         return usage(stderr, CLI_USAGE);
     }
+    if ((a.mixtral || (a.arch->flags & EMBER_ARCH_MOE)) && !a.experts) a.experts = 8;
+    if (a.experts && !a.experts_used) a.experts_used = a.experts < 2 ? a.experts : 2;
     if (!check_shape(&a) || !check_family(&a))
         return CLI_USAGE;
     if (!check_size(&a))

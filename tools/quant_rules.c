@@ -6,9 +6,8 @@
  * Left out, because they never apply to what Ember quantizes (a llama or qwen2 model it
  * loads, without an importance matrix, to a name of the table below):
  *  - the branches of other file types: IQ1_*, IQ2_*, IQ3_*, Q2_K_S (it needs an importance
- *    matrix), TQ*, Q1_0, Q2_0, MXFP4_MOE;
- *  - Falcon's rules (arch == LLM_ARCH_FALCON), and the mixture-of-experts ones (n_expert
- *    == 8, the layer parsed from the name): Ember reads no expert tensors;
+ *    matrix), TQ*, Q1_0, Q2_0, and BailingMoE3's exception to MXFP4_MOE;
+ *  - Falcon's rules (arch == LLM_ARCH_FALCON);
  *  - what an importance matrix changes (has_imatrix is false), and llama-quantize's
  *    --output-tensor-type, --token-embedding-type, --tensor-type overrides.
  * With those out, every type the rules choose is one Ember writes (Q3_K..Q6_K, Q8_0 and
@@ -49,6 +48,8 @@ static const quant_preset PRESETS[] = {
     {"q6_k", QUANT_FTYPE_Q6_K, EMBER_DTYPE_Q6_K},
     {"iq4_nl", QUANT_FTYPE_IQ4_NL, EMBER_DTYPE_IQ4_NL},
     {"iq4_xs", QUANT_FTYPE_IQ4_XS, EMBER_DTYPE_IQ4_XS},
+    /* MXFP4 has no name of its own in llama-quantize: only this mix, MXFP4 experts */
+    {"mxfp4_moe", QUANT_FTYPE_MXFP4_MOE, EMBER_DTYPE_MXFP4},
 };
 
 #define N_PRESETS (sizeof PRESETS / sizeof *PRESETS)
@@ -85,7 +86,8 @@ const char *quant_preset_names(char *buf, size_t cap)
 quant_model quant_model_of(const ember_llama *m)
 {
     const ember_hparams *hp = &m->hp;
-    quant_model q = {.n_layers = hp->n_layers, .n_gqa = hp->n_kv_heads ? hp->n_heads / hp->n_kv_heads : 0};
+    quant_model q = {.n_layers = hp->n_layers, .n_gqa = hp->n_kv_heads ? hp->n_heads / hp->n_kv_heads : 0,
+                     .n_expert = hp->n_expert};
     /* models/llama.cpp and models/qwen2.cpp: 80 layers is the 70B model (for llama only
      * with grouped KV heads: with as many as query heads it is LLaMA-1 65B) */
     q.is_70b = hp->n_layers == 80 && (m->arch == EMBER_ARCH_QWEN2 || hp->n_heads != hp->n_kv_heads);
@@ -135,14 +137,16 @@ static bool allows_quantization(const ember_gguf_tensor *t)
 /* ---- categories and counters -------------------------------------------------------- */
 
 /* tensor_get_category, the categories the rules below tell apart. */
-typedef enum category { CAT_OUTPUT, CAT_TOKEN_EMBD, CAT_ATTN_V, CAT_ATTN_OUTPUT, CAT_FFN_DOWN, CAT_OTHER } category;
+typedef enum category {
+    CAT_OUTPUT, CAT_TOKEN_EMBD, CAT_ATTN_V, CAT_ATTN_K, CAT_ATTN_OUTPUT, CAT_FFN_DOWN, CAT_OTHER
+} category;
 
 static category category_of(const char *name)
 {
     /* in llama.cpp's order, since the first match wins ("attn_qkv" before "attn_v"...) */
     static const struct { const char *part; category cat; } parts[] = {
         {"attn_qkv.weight", CAT_ATTN_V}, {"attn_kv_b.weight", CAT_ATTN_V}, {"attn_v.weight", CAT_ATTN_V},
-        {"attn_k.weight", CAT_OTHER}, {"attn_q.weight", CAT_OTHER}, {"attn_output.weight", CAT_ATTN_OUTPUT},
+        {"attn_k.weight", CAT_ATTN_K}, {"attn_q.weight", CAT_OTHER}, {"attn_output.weight", CAT_ATTN_OUTPUT},
         {"ffn_up", CAT_OTHER}, {"ffn_gate", CAT_OTHER}, {"ffn_down", CAT_FFN_DOWN},
     };
     if (strcmp(name, "output.weight") == 0) return CAT_OUTPUT;
@@ -239,32 +243,53 @@ static ember_dtype attn_v_type(const quant_job *job, uint64_t i)
     /* 70B: 8 query heads share each attn_v, which is 8x smaller than attn_q; more bits
      * there cost little */
     if (m->is_70b && (type == EMBER_DTYPE_Q3_K || type == EMBER_DTYPE_Q4_K)) type = EMBER_DTYPE_Q5_K;
-    return type;
+    /* Mixtral's 8 experts: attn_v (and attn_k) are a sliver of the weights, Q8_0 costs
+     * little */
+    return m->n_expert == 8 ? EMBER_DTYPE_Q8_0 : type;
+}
+
+static ember_dtype attn_k_type(const quant_job *job)
+{
+    return job->model.n_expert == 8 ? EMBER_DTYPE_Q8_0 : job->preset->type;
+}
+
+/* ffn_down's layer: llama.cpp's counter of ffn_down tensors seen, but in a mixture of
+ * experts the number in the name (a layer may hold several: experts, a shared expert). */
+static int ffn_down_layer(const quant_job *job, uint64_t i)
+{
+    return job->model.n_expert > 1 ? layer_of(job->tensors[i].name) : seen_before(job, i, CAT_FFN_DOWN);
 }
 
 /* ffn_down: more bits in the first layers (or the use_more_bits ones) for the presets
- * that mix. The layer is llama.cpp's counter of ffn_down tensors, out of block_count. */
+ * that mix; the layer out of block_count (ffn_down_layer). */
 static ember_dtype ffn_down_type(const quant_job *job, uint64_t i)
 {
     ember_dtype type = job->preset->type;
     int n = (int)job->model.n_layers;
     switch (job->preset->ftype) {
     case QUANT_FTYPE_Q2_K: return EMBER_DTYPE_Q3_K;
-    case QUANT_FTYPE_Q3_K_M:
-        return seen_before(job, i, CAT_FFN_DOWN) < n / 16 ? EMBER_DTYPE_Q5_K : EMBER_DTYPE_Q4_K;
+    case QUANT_FTYPE_Q3_K_M: return ffn_down_layer(job, i) < n / 16 ? EMBER_DTYPE_Q5_K : EMBER_DTYPE_Q4_K;
     case QUANT_FTYPE_Q3_K_L: return EMBER_DTYPE_Q5_K;
     case QUANT_FTYPE_Q4_K_M:
-    case QUANT_FTYPE_Q5_K_M: return use_more_bits(seen_before(job, i, CAT_FFN_DOWN), n) ? EMBER_DTYPE_Q6_K : type;
+    case QUANT_FTYPE_Q5_K_M: return use_more_bits(ffn_down_layer(job, i), n) ? EMBER_DTYPE_Q6_K : type;
     case QUANT_FTYPE_IQ4_NL:
     case QUANT_FTYPE_IQ4_XS:
-    case QUANT_FTYPE_Q4_K_S: return seen_before(job, i, CAT_FFN_DOWN) < n / 8 ? EMBER_DTYPE_Q5_K : type;
+    case QUANT_FTYPE_Q4_K_S: return ffn_down_layer(job, i) < n / 8 ? EMBER_DTYPE_Q5_K : type;
     default: return type;
     }
 }
 
-/* attn_output: one step up for the low presets. */
+/* attn_output: one step up for the low presets; with 8 experts Q5_K for the presets of
+ * 4 bits and fewer (their attention is a small part of the weights). */
 static ember_dtype attn_output_type(const quant_job *job)
 {
+    if (job->model.n_expert == 8) {
+        switch (job->preset->ftype) {
+        case QUANT_FTYPE_Q2_K: case QUANT_FTYPE_Q3_K_S: case QUANT_FTYPE_Q3_K_M: case QUANT_FTYPE_IQ4_NL:
+        case QUANT_FTYPE_Q4_K_S: case QUANT_FTYPE_Q4_K_M: case QUANT_FTYPE_IQ4_XS: return EMBER_DTYPE_Q5_K;
+        default: return job->preset->type;
+        }
+    }
     switch (job->preset->ftype) {
     case QUANT_FTYPE_Q2_K: return EMBER_DTYPE_Q3_K;
     case QUANT_FTYPE_Q3_K_M: return EMBER_DTYPE_Q4_K;
@@ -273,16 +298,25 @@ static ember_dtype attn_output_type(const quant_job *job)
     }
 }
 
+/* MXFP4_MOE: the expert tensors (3-D: more than one matrix) MXFP4, every other matrix,
+ * the LM head included, Q8_0. */
+static ember_dtype mxfp4_moe_type(const ember_gguf_tensor *t)
+{
+    return t->ne[2] > 1 ? EMBER_DTYPE_MXFP4 : EMBER_DTYPE_Q8_0;
+}
+
 /* llama_tensor_get_type_impl: the type the preset's rules give tensor i (before the
- * fallback for rows that are not whole blocks). attn_q, attn_k, ffn_gate, ffn_up and an
- * untied token_embd keep the default type in every preset Ember writes. */
+ * fallback for rows that are not whole blocks). attn_q, ffn_gate, ffn_up (experts too)
+ * and an untied token_embd keep the default type in every preset Ember writes. */
 static ember_dtype rules_type(const quant_job *job, uint64_t i)
 {
     const ember_gguf_tensor *t = &job->tensors[i];
+    if (job->preset->ftype == QUANT_FTYPE_MXFP4_MOE) return mxfp4_moe_type(t);
     switch (category_of(t->name)) {
     case CAT_OUTPUT: return output_type(job, t);
     case CAT_TOKEN_EMBD: return tied(job) ? output_type(job, t) : job->preset->type;
     case CAT_ATTN_V: return attn_v_type(job, i);
+    case CAT_ATTN_K: return attn_k_type(job);
     case CAT_FFN_DOWN: return ffn_down_type(job, i);
     case CAT_ATTN_OUTPUT: return attn_output_type(job);
     default: return job->preset->type;

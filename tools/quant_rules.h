@@ -35,6 +35,7 @@ typedef enum quant_ftype {
     QUANT_FTYPE_IQ4_NL = 25,
     QUANT_FTYPE_IQ4_XS = 30,
     QUANT_FTYPE_BF16 = 32,
+    QUANT_FTYPE_MXFP4_MOE = 38,
 } quant_ftype;
 
 /* One name llama-quantize takes (tools/quantize/quantize.cpp, QUANT_OPTIONS) that Ember
@@ -59,6 +60,7 @@ typedef struct quant_model {
     uint32_t n_layers;     /* <arch>.block_count: llama.cpp's n_layer_all */
     uint32_t n_gqa;        /* query heads per KV head: llama.cpp's n_gqa() */
     bool is_70b;           /* llama.cpp's LLM_TYPE_70B, whose attn_v gets more bits */
+    uint32_t n_expert;     /* <arch>.expert_count (0: dense); 8 changes attention's rules */
 } quant_model;
 
 /* The facts of a model Ember loaded. */

@@ -3,7 +3,8 @@
  * feature of the model's recipe switched off, for bench/arch-vs-llama.sh to show that its
  * comparison with llama.cpp would catch that feature missing (docs/models.md).
  * FEATURE: softcap (attention and final soft-caps), window (every layer global), qk-norm,
- * nope (every layer rotates), or none (the model as it is: the CPU backend's numbers).
+ * nope (every layer rotates), top1 (a token runs one expert), expert-norm (the picked
+ * experts' weights not renormalised), or none (the model as it is: the CPU backend's numbers).
  * Built against the library's internals (libember.a): the description is edited after
  * it is loaded, which no public call does. */
 #include <math.h>
@@ -21,6 +22,8 @@ static bool ablate(ember_hparams *hp, const char *feature)
     else if (strcmp(feature, "window") == 0) hp->swa_window = 0;
     else if (strcmp(feature, "qk-norm") == 0) hp->qk_norm = EMBER_QK_NORM_NONE;
     else if (strcmp(feature, "nope") == 0) hp->nope_step = 0;
+    else if (strcmp(feature, "top1") == 0) hp->n_expert_used = 1;
+    else if (strcmp(feature, "expert-norm") == 0) hp->expert_norm = false;
     else if (strcmp(feature, "none") != 0) return false;
     return true;
 }
@@ -51,7 +54,7 @@ static double nll_of(const float *row, uint32_t n_vocab, uint32_t target)
 int main(int argc, char **argv)
 {
     if (argc != 5) {
-        fprintf(stderr, "usage: ember_ablate MODEL.gguf softcap|window|qk-norm|nope|none TOKENS OUT\n");
+        fprintf(stderr, "usage: ember_ablate MODEL.gguf softcap|window|qk-norm|nope|top1|expert-norm|none TOKENS OUT\n");
         return 2;
     }
     ember_gguf *g = NULL;

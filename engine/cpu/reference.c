@@ -29,7 +29,9 @@ struct ember_ref {
     float *qkv;              /* projections of the current token: q | k | v */
     float *q, *k, *v;        /* ... each, inside qkv */
     float *att_out;          /* attention output before wo (q_dim) */
-    float *ffn;              /* FFN hidden: gate | up (2 * ffn_dim) */
+    float *ffn;              /* FFN hidden: gate | up (2 * ffn_dim, or 2 * expert_ffn) */
+    float *router;           /* a mixture's router logits, then probabilities (n_expert) */
+    float *moe;              /* the weighted sum of the experts' outputs (dim) */
     float *proj;             /* output of wo / w_down before the residual add (dim) */
     float *scores;           /* attention scores over positions (ctx_len) */
     float *row;              /* one row of logits (n_vocab), for argmax */
@@ -37,6 +39,8 @@ struct ember_ref {
     float *key_cache;        /* [n_blocks][n_layers][block_size][kv_dim] */
     float *value_cache;
     const uint32_t *table;   /* the block table of the token being computed */
+    uint32_t *picks;         /* ember_ref_keep_picks: [layer][cap rows][k] experts, or NULL */
+    uint32_t picks_cap, pick_row; /* its rows a layer; the computed token's row in its call */
 };
 
 /* The block table of the single-sequence cache: its one block. */
@@ -250,6 +254,8 @@ static void attention_block(ember_ref *r, uint32_t layer, uint32_t pos)
     block_output(r, L->attn_post_norm);
 }
 
+static void moe_ffn(ember_ref *r, uint32_t layer, const float *in);
+
 /* x += down(act(gate(xn)) * up(xn)); gate and up from one fused matrix where the family
  * has one (phi3: its first ffn_dim rows are the gate's). */
 static void ffn_block(ember_ref *r, uint32_t layer)
@@ -258,6 +264,11 @@ static void ffn_block(ember_ref *r, uint32_t layer)
     const ember_layer_tensors *L = &r->m->layers[layer];
     const float *in = block_input(r, L->ffn_norm);
     float *gate = r->ffn, *up = r->ffn + hp->ffn_dim;
+    if (L->ffn_router) {
+        moe_ffn(r, layer, in);
+        block_output(r, L->ffn_post_norm);
+        return;
+    }
     if (L->w_gate) {
         matvec(L->w_gate, in, gate);
         matvec(L->w_up, in, up);
@@ -268,6 +279,72 @@ static void ffn_block(ember_ref *r, uint32_t layer)
         gate[i] = (hp->act == EMBER_FFN_GELU_TANH ? gelu_tanh(gate[i]) : silu(gate[i])) * up[i];
     matvec(L->w_down, gate, r->proj);
     block_output(r, L->ffn_post_norm);
+}
+
+/* ---- a mixture of experts --------------------------------------------------------- */
+
+/* The top k of v[0..n) into ids, largest first, the lower index first among equal values
+ * (the rule both backends keep). */
+static void top_k(const float *v, uint32_t n, uint32_t k, uint32_t *ids)
+{
+    for (uint32_t j = 0; j < k; j++) {
+        uint32_t best = UINT32_MAX;
+        for (uint32_t e = 0; e < n; e++) {
+            bool taken = false;
+            for (uint32_t i = 0; i < j; i++) taken |= ids[i] == e;
+            if (!taken && (best == UINT32_MAX || v[e] > v[best])) best = e;
+        }
+        ids[j] = best;
+    }
+}
+
+/* The k experts token's router logits pick and their weights (hparams.h's gating): the
+ * top k logits; SOFTMAX: their probabilities over every expert, divided by their sum
+ * (clamped at 2^-14, as llama.cpp) where expert_norm; SOFTMAX_WEIGHT: the top k logits,
+ * softmax over those k. Then times expert_scale. */
+static void route(const ember_hparams *hp, float *logits, uint32_t *ids, float *w)
+{
+    uint32_t k = hp->n_expert_used;
+    top_k(logits, hp->n_expert, k, ids); /* on the logits: the probabilities' order, without their roundings */
+    if (hp->expert_gating == EMBER_GATING_SOFTMAX) softmax(logits, hp->n_expert);
+    for (uint32_t j = 0; j < k; j++) w[j] = logits[ids[j]];
+    if (hp->expert_gating == EMBER_GATING_SOFTMAX_WEIGHT) softmax(w, k);
+    double sum = 0;
+    for (uint32_t j = 0; j < k; j++) sum += w[j];
+    for (uint32_t j = 0; hp->expert_norm && j < k; j++) w[j] = (float)(w[j] / fmax(sum, 6.103515625e-5));
+    for (uint32_t j = 0; hp->expert_scale > 0 && j < k; j++) w[j] *= hp->expert_scale;
+}
+
+/* Expert e's matrix of a 3-D expert tensor {cols, rows, n_expert}: y = W_e x. */
+static void expert_matvec(const ember_gguf_tensor *t, uint32_t e, const float *x, float *y)
+{
+    size_t rows = (size_t)t->ne[1], cols = (size_t)t->ne[0];
+    const uint8_t *slab = (const uint8_t *)t->data + ember_dtype_size(t->type, (uint64_t)e * rows * cols);
+    ember_matvec_host(t->type, slab, x, y, rows, cols);
+}
+
+/* proj = sum over the token's k experts of weight * down_e(silu(gate_e(in)) * up_e(in)),
+ * in the order the router ranked them. */
+static void moe_ffn(ember_ref *r, uint32_t layer, const float *in)
+{
+    const ember_hparams *hp = &r->m->hp;
+    const ember_layer_tensors *L = &r->m->layers[layer];
+    uint32_t ids[EMBER_MAX_EXPERTS_USED], F = hp->expert_ffn, k = hp->n_expert_used;
+    float w[EMBER_MAX_EXPERTS_USED];
+    matvec(L->ffn_router, in, r->router);
+    route(hp, r->router, ids, w);
+    if (r->picks && r->pick_row < r->picks_cap)
+        memcpy(r->picks + ((size_t)layer * r->picks_cap + r->pick_row) * k, ids, k * sizeof *ids);
+    float *gate = r->ffn, *up = r->ffn + F;
+    memset(r->moe, 0, hp->dim * sizeof *r->moe);
+    for (uint32_t j = 0; j < hp->n_expert_used; j++) {
+        expert_matvec(L->gate_exps, ids[j], in, gate);
+        expert_matvec(L->up_exps, ids[j], in, up);
+        for (uint32_t i = 0; i < F; i++) gate[i] = silu(gate[i]) * up[i];
+        expert_matvec(L->down_exps, ids[j], gate, r->proj);
+        for (uint32_t i = 0; i < hp->dim; i++) r->moe[i] += w[j] * r->proj[i];
+    }
+    memcpy(r->proj, r->moe, hp->dim * sizeof *r->proj);
 }
 
 /* ---- the whole pass -------------------------------------------------------------- */
@@ -321,6 +398,7 @@ ember_status ember_ref_forward(ember_ref *r, const uint32_t *tokens, uint32_t n,
                               "size %u", tokens[i], hp->n_vocab);
     r->table = ONE_BLOCK;
     for (uint32_t i = 0; i < n; i++) {
+        r->pick_row = i;
         token_pass(r, tokens[i], pos0 + i);
         if (logits && all_logits)
             lm_head(r, logits + (size_t)i * hp->n_vocab);
@@ -378,6 +456,7 @@ ember_status ember_ref_run(ember_ref *r, const ember_batch *b, float *logits, ui
         if (s != EMBER_OK)
             return s;
         r->table = b->block_tables + (size_t)b->seq[i] * r->max_blocks_per_seq;
+        r->pick_row = i;
         token_pass(r, b->tokens[i], b->pos[i]);
         give_hidden(r, b, i, hidden);
         for (uint32_t j = 0; j < b->n_logits; j++) {
@@ -465,7 +544,9 @@ ember_status ember_ref_create_paged(const ember_llama *m, uint32_t n_blocks, uin
     r->qkv = alloc_floats(r->q_dim + 2 * (size_t)r->kv_dim, &ok);
     if (r->qkv) r->q = r->qkv, r->k = r->q + r->q_dim, r->v = r->k + r->kv_dim;
     r->att_out = alloc_floats(r->q_dim, &ok);
-    r->ffn = alloc_floats(2 * (size_t)hp->ffn_dim, &ok);
+    r->ffn = alloc_floats(2 * (size_t)(hp->ffn_dim > hp->expert_ffn ? hp->ffn_dim : hp->expert_ffn), &ok);
+    r->router = alloc_floats(hp->n_expert, &ok);
+    r->moe = alloc_floats(hp->dim, &ok);
     r->proj = alloc_floats(hp->dim, &ok);
     r->scores = alloc_floats(hp->ctx_len, &ok);
     r->row = alloc_floats(hp->n_vocab, &ok);
@@ -493,7 +574,13 @@ void ember_ref_free(ember_ref *r)
     if (!r)
         return;
     ember_free(r->x), ember_free(r->xn), ember_free(r->qkv), ember_free(r->att_out);
-    ember_free(r->ffn), ember_free(r->proj), ember_free(r->scores), ember_free(r->row);
+    ember_free(r->ffn), ember_free(r->router), ember_free(r->moe), ember_free(r->proj), ember_free(r->scores), ember_free(r->row);
     ember_free(r->key_cache), ember_free(r->value_cache);
     ember_free(r);
+}
+
+void ember_ref_keep_picks(ember_ref *r, uint32_t *picks, uint32_t cap)
+{
+    r->picks = picks;
+    r->picks_cap = picks ? cap : 0;
 }

@@ -42,4 +42,10 @@ ember_status ember_ref_transfer_kv(ember_ref *r, const uint32_t *blocks, uint32_
 ember_status ember_ref_copy_blocks(ember_ref *r, const uint32_t *src, const uint32_t *dst, uint32_t n,
                                    ember_err *err);
 
+/* A mixture of experts: every later call writes the experts its tokens pick into picks
+ * (the caller's, cap * n_layers * n_expert_used ids): picks[(layer * cap + i) * k + j] is
+ * the j-th expert of the call's i-th token (its row in the batch), in the router's order;
+ * rows from cap on are not kept. NULL stops it. For tests: the GPU must pick the same. */
+void ember_ref_keep_picks(ember_ref *r, uint32_t *picks, uint32_t cap);
+
 #endif

@@ -23,8 +23,22 @@
 #include "engine/kv_layout.h"
 #include "kernels_attention.h"
 #include "kernels_linear.h"
+#include "kernels_moe.h"
 #include "kernels_rows.h"
 #include "kv_pool.h"
+
+/* A mixture's step buffers (device): router logits [T][n_expert], the pairs' weights
+ * [T k], each layer's groups (kernels_moe.h) at a stride of its own, the experts' hidden
+ * rows [T k][expert_ffn] and their outputs [T k][dim]; picks (host): the groups copied
+ * after a step that keeps them (ember_forward_keep_picks, profiling), and prof: the
+ * profile with the grouped products' bytes of the experts the step chose. */
+typedef struct ember_moe_bufs {
+    ember_vk_span logits, w, groups, h, o, picks;
+    uint64_t stride;           /* words of a layer's groups */
+    bool keep, profiling, kept; /* kept: the step in flight copies its groups */
+    uint32_t n_tok;            /* tokens of the step in flight */
+    ember_vk_dispatch_time *prof;
+} ember_moe_bufs;
 
 typedef struct step_inputs {  /* host-visible, written by the CPU before each submit */
     ember_vk_span tokens, pos, seq, block_tables, logit_rows;
@@ -42,6 +56,7 @@ struct ember_forward {
     ember_vk_cmd *cmd;
     step_inputs in;
     ember_vk_span x, xn, qkv, att, ffn, xl;    /* activations (device) */
+    ember_moe_bufs moe;                        /* a mixture's (16 bytes each in a dense model) */
     ember_attn_scratch split;                  /* split-K attention's chunk states (device) */
     ember_vk_span logits;                      /* the LM head's output (device) */
     ember_vk_span logits_out;                  /* where rows of it are copied for the host
@@ -74,12 +89,19 @@ typedef struct buffer_plan {
     ember_vk_mem kind;
 } buffer_plan;
 
-enum { N_BUFFERS = 21 };
+enum { N_BUFFERS = 27 };
 
 /* Chunk states split-K attention can hold: every decode row's heads over the whole context
  * in chunks of the smallest size (tests use it), at most SPLIT_PAIR_CHUNKS (4 MiB for heads
  * of 128): past that a step splits fewer rows, or none (kernels_attention.h). */
 #define SPLIT_PAIR_CHUNKS 8192u
+
+/* Words of one layer's groups: whole 256-byte runs (the largest storage offset
+ * alignment), so that a layer's groups are a binding of their own. */
+static uint64_t groups_stride(const ember_hparams *hp, uint64_t T)
+{
+    return (ember_moe_groups_words(hp, (uint32_t)T) + 63) / 64 * 64;
+}
 
 static uint64_t split_pair_chunks(const ember_hparams *hp, const ember_forward_opts *o)
 {
@@ -102,6 +124,7 @@ static void plan_buffers(ember_forward *f, const ember_hparams *hp, const ember_
 {
     uint64_t T = o->max_tokens, hd = hp->head_dim, f4 = sizeof(float), u4 = sizeof(uint32_t);
     uint64_t qkv_w = (hp->n_heads + 2ull * hp->n_kv_heads) * hd, pc = split_pair_chunks(hp, o);
+    uint64_t P = T * hp->n_expert_used, moe = hp->n_expert ? 1 : 0; /* pairs of a step; 0: dense */
     ember_vk_mem H = EMBER_VK_MEM_HOST, D = EMBER_VK_MEM_DEVICE;
     buffer_plan plan[N_BUFFERS] = {
         {&f->in.tokens, T * u4, H}, {&f->in.pos, T * u4, H}, {&f->in.seq, T * u4, H},
@@ -116,6 +139,10 @@ static void plan_buffers(ember_forward *f, const ember_hparams *hp, const ember_
         {&f->split.ml, pc * 2 * f4, D}, {&f->split.acc, pc * hd * f4, D},
         {&f->in.hidden_rows, T * u4, H}, {&f->hidden, T * hp->dim * f4, H},
         {&f->in.local_tables, (uint64_t)o->max_seqs * o->max_blocks_per_seq * u4, H},
+        {&f->moe.logits, moe ? T * hp->n_expert * f4 : 16, D}, {&f->moe.w, moe ? P * f4 : 16, D},
+        {&f->moe.groups, moe ? hp->n_layers * groups_stride(hp, T) * u4 : 16, D},
+        {&f->moe.picks, moe ? hp->n_layers * groups_stride(hp, T) * u4 : 16, H},
+        {&f->moe.h, moe ? P * hp->expert_ffn * f4 : 16, D}, {&f->moe.o, moe ? P * hp->dim * f4 : 16, D},
     };
     memcpy(want, plan, sizeof plan);
 }
@@ -171,7 +198,7 @@ static ember_status alloc_buffers(ember_forward *f, ember_err *err)
 /* Texel views of the linear inputs: the kernels read x through them where they can. */
 static ember_status input_views(ember_forward *f, ember_err *err)
 {
-    ember_vk_span *in[] = {&f->x, &f->xn, &f->att, &f->ffn, &f->xl};
+    ember_vk_span *in[] = {&f->x, &f->xn, &f->att, &f->ffn, &f->xl, &f->moe.h};
     ember_status s = EMBER_OK;
     for (size_t i = 0; s == EMBER_OK && i < sizeof in / sizeof in[0]; i++)
         s = ember_kernels_input_view(f->g->kernels, f->arena, in[i], err);
@@ -198,6 +225,7 @@ ember_status ember_forward_create(ember_gpu_model *g, const ember_forward_opts *
     f->g = g;
     f->o = *o;
     const ember_hparams *hp = &g->hp;
+    f->moe.stride = groups_stride(hp, o->max_tokens);
     f->shape = (ember_attn_shape){hp->n_heads, hp->n_kv_heads, hp->head_dim, hp->rope_dim, hp->rope_base,
                                   o->block_size, o->max_blocks_per_seq, hp->rope_style, ember_rope_pos_scale(hp),
                                   o->kv_type, .attn_scale = ember_attn_scale(hp), .softcap = hp->attn_softcap,
@@ -213,6 +241,8 @@ ember_status ember_forward_create(ember_gpu_model *g, const ember_forward_opts *
         ember_fail_ctx(err, s, "KV pool of %u blocks", o->n_blocks);
     if (s == EMBER_OK) s = ember_vk_cmd_create(g->vk, &f->cmd, err);
     if (s == EMBER_OK) s = ember_vk_cmd_create(g->vk, &f->fetch, err);
+    if (s == EMBER_OK && hp->n_expert && !(f->moe.prof = ember_calloc(EMBER_VK_PROFILE_MAX, sizeof *f->moe.prof)))
+        s = ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
     if (s != EMBER_OK) {
         ember_forward_free(f);
         return s;
@@ -228,6 +258,7 @@ void ember_forward_free(ember_forward *f)
     ember_vk_cmd_destroy(f->fetch);
     ember_kv_pool_free(f->kv);
     ember_vk_arena_destroy(f->arena);
+    ember_free(f->moe.prof);
     ember_free(f);
 }
 
@@ -407,6 +438,30 @@ static ember_attn_shape layer_shape(const ember_forward *f, uint32_t l)
     return s;
 }
 
+/* A mixture's FFN: the normed input, the router's logits, the routing, the grouped
+ * gate/up and down products over the pairs, their weighted sum into x (kernels_moe.h). */
+static void record_moe(ember_forward *f, uint32_t l, uint32_t T)
+{
+    const ember_gpu_layer *L = &f->g->layers[l];
+    ember_vk_span groups = ember_vk_span_sub(f->moe.groups, l * f->moe.stride * 4, f->moe.stride * 4);
+    ember_vk_cmd *c = f->cmd;
+    const ember_kernels *k = f->g->kernels;
+    const ember_hparams *hp = &f->g->hp;
+    ember_out_mode glu = hp->act == EMBER_FFN_GELU_TANH ? EMBER_OUT_GEGLU : EMBER_OUT_SWIGLU;
+    ember_k_rmsnorm(c, k, f->x, L->ffn_norm, f->xn, NULL, T, hp->dim, hp->rms_eps);
+    ember_vk_cmd_barrier(c);
+    ember_k_linear(c, k, &L->router, f->xn, f->moe.logits, T, EMBER_OUT_STORE);
+    ember_vk_cmd_barrier(c);
+    ember_k_moe_route(c, k, hp, f->moe.logits, f->moe.w, groups, T);
+    ember_vk_cmd_barrier(c);
+    ember_k_moe_linear(c, k, hp, &L->gate_up_exps, f->xn, hp->n_expert_used, groups, f->moe.h, T, glu);
+    ember_vk_cmd_barrier(c);
+    ember_k_moe_linear(c, k, hp, &L->down_exps, f->moe.h, 1, groups, f->moe.o, T, EMBER_OUT_STORE);
+    ember_vk_cmd_barrier(c);
+    ember_k_moe_combine(c, k, f->moe.o, f->moe.w, f->x, T, hp->dim, hp->n_expert_used, hp->residual_scale);
+    ember_vk_cmd_barrier(c);
+}
+
 static void record_layer(ember_forward *f, uint32_t l, uint32_t T, const att_seg *seg, uint32_t n_seg)
 {
     ember_vk_cmd *c = f->cmd;
@@ -423,6 +478,10 @@ static void record_layer(ember_forward *f, uint32_t l, uint32_t T, const att_seg
     for (uint32_t i = 0; i < n_seg; i++) record_attention(f, &s, l, &seg[i]);
     ember_vk_cmd_barrier(c);
     residual_linear(f, &L->wo, f->att, L->attn_post_norm, T);
+    if (L->router.n_parts) {
+        record_moe(f, l, T);
+        return;
+    }
     normed_linear(f, &L->gate_up, L->ffn_norm, f->ffn, T, glu);
     residual_linear(f, &L->down, f->ffn, L->ffn_post_norm, T);
 }
@@ -472,6 +531,9 @@ static void record_step(ember_forward *f, const ember_batch *b, const ember_step
     att_seg seg[MAX_SEGS];
     uint32_t n_seg = attention_segments(b, seg);
     for (uint32_t l = 0; l < hp->n_layers; l++) record_layer(f, l, T, seg, n_seg);
+    f->moe.kept = hp->n_expert && (f->moe.keep || f->moe.profiling);
+    f->moe.n_tok = T;
+    if (f->moe.kept) ember_vk_cmd_copy(c, &f->moe.groups, &f->moe.picks, f->moe.groups.size);
     if (b->n_hidden) { /* read by the host after the step: no barrier for the rest */
         ember_k_rmsnorm(c, k, f->x, f->g->output_norm, f->hidden, &f->in.hidden_rows, b->n_hidden, hp->dim,
                         hp->rms_eps);
@@ -573,13 +635,70 @@ uint32_t ember_forward_dispatches(const ember_forward *f) { return ember_vk_cmd_
 
 ember_status ember_forward_set_profiling(ember_forward *f, bool on, ember_err *err)
 {
-    return ember_vk_cmd_set_profiling(f->cmd, on, err);
+    ember_status s = ember_vk_cmd_set_profiling(f->cmd, on, err);
+    if (s == EMBER_OK) f->moe.profiling = on;
+    return s;
 }
 
-uint32_t ember_forward_profile(const ember_forward *f, const ember_vk_dispatch_time **d, uint32_t *n_barriers,
+/* ---- a mixture's routing, read back --------------------------------------------------- */
+
+void ember_forward_keep_picks(ember_forward *f, bool keep) { f->moe.keep = keep; }
+
+/* Layer l's groups as the last collected step left them (moe_route.comp's layout). */
+static const uint32_t *kept_groups(const ember_forward *f, uint32_t l)
+{
+    return (const uint32_t *)f->moe.picks.host + l * f->moe.stride;
+}
+
+ember_status ember_forward_expert_picks(ember_forward *f, uint32_t layer, uint32_t *experts, uint32_t *counts,
+                                        ember_err *err)
+{
+    const ember_hparams *hp = &f->g->hp;
+    if (!hp->n_expert || !f->moe.kept || layer >= hp->n_layers)
+        return ember_fail(err, EMBER_ERR_INVALID_ARG, "no routing of layer %u was kept (%s)", layer,
+                          hp->n_expert ? "ember_forward_keep_picks" : "a dense model");
+    ember_status s = ember_vk_invalidate(f->g->vk, &f->moe.picks, 1, err);
+    if (s != EMBER_OK) return s;
+    const uint32_t *g = kept_groups(f, layer), n_pairs = f->moe.n_tok * hp->n_expert_used;
+    if (experts) memcpy(experts, g + 2 * hp->n_expert + n_pairs, n_pairs * sizeof *experts);
+    if (counts) memcpy(counts, g, hp->n_expert * sizeof *counts);
+    return EMBER_OK;
+}
+
+/* The bytes of the experts of ew's part that some token of the step chose. */
+static uint64_t chosen_bytes(const ember_gpu_weight *ew, uint32_t part, const uint32_t *counts)
+{
+    const ember_gpu_weight_part *p = &ew->parts[part];
+    uint32_t e0 = p->row0 / ew->expert_rows, n = p->n_rows / ew->expert_rows, chosen = 0;
+    for (uint32_t e = e0; e < e0 + n; e++) chosen += counts[e] > 0;
+    return chosen * ember_gpu_weight_bytes(p->type, ew->expert_rows, ew->cols);
+}
+
+/* The profile with each grouped product's bytes those of the experts the step chose, not
+ * of every expert its part holds (what it noted when recorded): its linear_moe dispatches
+ * come layer by layer, gate|up's parts then down's (record_moe). */
+static uint32_t profile_chosen(ember_forward *f, const ember_vk_dispatch_time *d, uint32_t n)
+{
+    memcpy(f->moe.prof, d, n * sizeof *d);
+    uint32_t l = 0, w = 0, part = 0;
+    for (uint32_t i = 0; i < n && l < f->g->hp.n_layers; i++) {
+        if (strncmp(d[i].name, "linear_moe", 10) != 0) continue;
+        const ember_gpu_weight *ew = w ? &f->g->layers[l].down_exps : &f->g->layers[l].gate_up_exps;
+        f->moe.prof[i].bytes = chosen_bytes(ew, part, kept_groups(f, l));
+        if (++part == ew->n_parts) part = 0, l += w, w ^= 1;
+    }
+    return n;
+}
+
+uint32_t ember_forward_profile(ember_forward *f, const ember_vk_dispatch_time **d, uint32_t *n_barriers,
                                double *gpu_ns)
 {
-    return ember_vk_cmd_profile(f->cmd, d, n_barriers, gpu_ns);
+    uint32_t n = ember_vk_cmd_profile(f->cmd, d, n_barriers, gpu_ns);
+    ember_err err = {{0}};
+    if (!n || !f->moe.kept || ember_vk_invalidate(f->g->vk, &f->moe.picks, 1, &err) != EMBER_OK) return n;
+    n = profile_chosen(f, *d, n);
+    *d = f->moe.prof;
+    return n;
 }
 
 ember_status ember_forward_copy_blocks(ember_forward *f, const uint32_t *src, const uint32_t *dst, const uint32_t *lsrc,

@@ -84,9 +84,20 @@ uint64_t ember_forward_buffer_bytes(const ember_hparams *hp, const ember_forward
 uint32_t ember_forward_dispatches(const ember_forward *f);
 
 /* Profiling: time every dispatch of the steps from now on (vk_cmd.h); the last collected
- * step's dispatches, barriers and GPU time. */
+ * step's dispatches, barriers and GPU time. In a mixture of experts a grouped product's
+ * bytes are those of the experts the step chose (the step keeps its routing, as below). */
 ember_status ember_forward_set_profiling(ember_forward *f, bool on, ember_err *err);
-uint32_t ember_forward_profile(const ember_forward *f, const ember_vk_dispatch_time **d, uint32_t *n_barriers,
+uint32_t ember_forward_profile(ember_forward *f, const ember_vk_dispatch_time **d, uint32_t *n_barriers,
                                double *gpu_ns);
+
+/* A mixture of experts: with keep on, every later step copies its routing to the host
+ * (a copy of 4 (2 n_expert + 2 T k) bytes a layer); after one is collected,
+ * ember_forward_expert_picks gives a layer's: experts[t * k + j] (optional; T * k ids) is
+ * the j-th expert of the step's token t in the router's order, counts[e] (optional;
+ * n_expert) how many of the step's tokens chose expert e. EMBER_ERR_INVALID_ARG for a
+ * dense model, a layer past the last, or a step that did not keep its routing. */
+void ember_forward_keep_picks(ember_forward *f, bool keep);
+ember_status ember_forward_expert_picks(ember_forward *f, uint32_t layer, uint32_t *experts, uint32_t *counts,
+                                        ember_err *err);
 
 #endif

@@ -18,6 +18,10 @@
  *         unit's low plane (f even: the low nibble, odd: the high), so that the decoder
  *         ORs a word's nibbles and their top bits in place (q6_k.glsl); then d and
  *         scales 0-7 at 192, d and scales 8-15 at 208 (zeros after each).
+ *   MXFP4 17 -> 18 bytes: the scale byte, a zero byte, the 16 code bytes: 17-byte blocks
+ *         lie at odd offsets, where the decoders' 16-byte reads (blk_span) cannot take
+ *         them; 6% more bytes read than the file's (llama.cpp's shaders read single bytes
+ *         instead: to be measured on a GPU).
  * The other types lie as in the file. shaders/types/NAME.glsl reads these layouts. */
 #include "gpu_block.h"
 
@@ -26,12 +30,18 @@
 
 uint32_t ember_gpu_block_bytes(ember_dtype t)
 {
-    return t == EMBER_DTYPE_Q3_K ? 112 : t == EMBER_DTYPE_Q6_K ? 224 : ember_dtype_find(t)->bytes;
+    switch (t) {
+    case EMBER_DTYPE_Q3_K: return 112;
+    case EMBER_DTYPE_Q6_K: return 224;
+    case EMBER_DTYPE_MXFP4: return 18;
+    default: return ember_dtype_find(t)->bytes;
+    }
 }
 
 bool ember_gpu_block_as_file(ember_dtype t)
 {
-    return t != EMBER_DTYPE_Q3_K && t != EMBER_DTYPE_Q4_K && t != EMBER_DTYPE_Q5_K && t != EMBER_DTYPE_Q6_K;
+    return t != EMBER_DTYPE_Q3_K && t != EMBER_DTYPE_Q4_K && t != EMBER_DTYPE_Q5_K && t != EMBER_DTYPE_Q6_K &&
+           t != EMBER_DTYPE_MXFP4;
 }
 
 /* 32 bytes of a 4-bit plane holding two units' codes, value i of each in byte i (unit a
@@ -101,6 +111,10 @@ void ember_gpu_block_put(ember_dtype t, const uint8_t *src, uint8_t *dst)
     case EMBER_DTYPE_Q4_K: put_q4_k(src, dst, false); break;
     case EMBER_DTYPE_Q5_K: put_q4_k(src, dst, true); break;
     case EMBER_DTYPE_Q6_K: put_q6_k(src, dst); break;
+    case EMBER_DTYPE_MXFP4: /* a zero byte after the scale: codes at even offsets */
+        dst[0] = src[0], dst[1] = 0;
+        memcpy(dst + 2, src + 1, 16);
+        break;
     default:
         memcpy(dst, src, fb);
         memset(dst + fb, 0, ember_gpu_block_bytes(t) - fb);

@@ -10,6 +10,7 @@
 
 #include "engine/model/quant.h"
 #include "kernels_linear.h"
+#include "kernels_moe.h"
 #include "kernels_rows.h"
 
 static ember_status upload_vector(ember_gpu_model *g, const ember_gguf_tensor *t, ember_vk_span *out,
@@ -26,9 +27,9 @@ static ember_status upload_vector(ember_gpu_model *g, const ember_gguf_tensor *t
 static ember_status upload_stack(ember_gpu_model *g, const ember_gguf_tensor *const *t, uint32_t n, bool one_type,
                                  uint64_t max_part, ember_gpu_weight *out, ember_err *err)
 {
-    const void *src[3];
-    uint32_t rows[3];
-    ember_dtype types[3];
+    const void *src[3] = {0};
+    uint32_t rows[3] = {0};
+    ember_dtype types[3] = {0};
     for (uint32_t i = 0; i < n; i++) {
         if (t[i]->ne[0] != t[0]->ne[0] || (one_type && t[i]->type != t[0]->type))
             return ember_fail(err, EMBER_ERR_UNSUPPORTED, "tensors %s (%s) and %s (%s) differ in %s", t[0]->name,
@@ -112,6 +113,49 @@ static ember_status upload_optional(ember_gpu_model *g, const ember_gguf_tensor 
     return t ? upload_vector(g, t, out, err) : EMBER_OK;
 }
 
+/* Expert e's slab of a 3-D expert tensor: its matrix, rows = ne[1]. */
+static const void *expert_slab(const ember_gguf_tensor *t, uint32_t e)
+{
+    return (const uint8_t *)t->data + ember_dtype_size(t->type, (uint64_t)e * t->ne[1] * t->ne[0]);
+}
+
+/* A mixture's FFN: the router as a plain weight; gate and up of each expert interleaved
+ * (expert e's gate rows, then its up rows: one gated dispatch pairs them), and down as
+ * the file stacks it; both cut at whole experts. Gate and up must share a type. */
+static ember_status upload_experts(ember_gpu_model *g, const ember_layer_tensors *lt, uint64_t max_part,
+                                   ember_gpu_layer *gl, ember_err *err)
+{
+    const ember_gguf_tensor *gt = lt->gate_exps, *ut = lt->up_exps, *dt = lt->down_exps;
+    uint32_t E = (uint32_t)gt->ne[2], F = (uint32_t)gt->ne[1];
+    if (gt->type != ut->type)
+        return ember_fail(err, EMBER_ERR_UNSUPPORTED, "tensors %s (%s) and %s (%s) differ in type: the grouped "
+                          "gate/up product reads one", gt->name, ember_dtype_name(gt->type), ut->name,
+                          ember_dtype_name(ut->type));
+    ember_status s = upload_stack(g, &lt->ffn_router, 1, true, max_part, &gl->router, err);
+    const void **src = ember_malloc(2 * (size_t)E * sizeof *src);
+    uint32_t *rows = ember_malloc(2 * (size_t)E * sizeof *rows);
+    if (s == EMBER_OK && (!src || !rows)) s = ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    for (uint32_t e = 0; s == EMBER_OK && e < E; e++) {
+        src[2 * e] = expert_slab(gt, e), src[2 * e + 1] = expert_slab(ut, e);
+        rows[2 * e] = rows[2 * e + 1] = F;
+    }
+    if (s == EMBER_OK)
+        s = ember_gpu_weight_upload_experts(g->vk, g->arena, gt->type, (uint32_t)gt->ne[0], src, rows, 2 * E, 2 * F,
+                                            max_part, &gl->gate_up_exps, err);
+    if (s == EMBER_OK) {
+        src[0] = dt->data, rows[0] = (uint32_t)(dt->ne[1] * dt->ne[2]);
+        s = ember_gpu_weight_upload_experts(g->vk, g->arena, dt->type, (uint32_t)dt->ne[0], src, rows, 1,
+                                            (uint32_t)dt->ne[1], max_part, &gl->down_exps, err);
+    }
+    if (s != EMBER_OK) ember_fail_ctx(err, s, "uploading the experts of %s", gt->name);
+    ember_free(src);
+    ember_free(rows);
+    ember_gguf_release(g->uploading, gt);
+    ember_gguf_release(g->uploading, ut);
+    ember_gguf_release(g->uploading, dt);
+    return s;
+}
+
 /* In upload_sizes' order. */
 static ember_status upload_layer(ember_gpu_model *g, const ember_layer_tensors *lt, uint64_t max_part,
                                  ember_gpu_layer *gl, ember_err *err)
@@ -125,6 +169,7 @@ static ember_status upload_layer(ember_gpu_model *g, const ember_layer_tensors *
     if (s == EMBER_OK) s = upload_optional(g, lt->ffn_post_norm, &gl->ffn_post_norm, err);
     if (s == EMBER_OK) s = upload_stack(g, st.qkv, st.n_qkv, false, max_part, &gl->qkv, err);
     if (s == EMBER_OK) s = upload_stack(g, &lt->wo, 1, true, max_part, &gl->wo, err);
+    if (lt->ffn_router) return s == EMBER_OK ? upload_experts(g, lt, max_part, gl, err) : s;
     if (s == EMBER_OK) s = upload_stack(g, st.gate_up, st.n_gate_up, true, max_part, &gl->gate_up, err);
     if (s == EMBER_OK) s = upload_stack(g, &lt->w_down, 1, true, max_part, &gl->down, err);
     return s;
@@ -135,7 +180,8 @@ static ember_status upload_layer(ember_gpu_model *g, const ember_layer_tensors *
 static uint64_t stack_bytes(const ember_gguf_tensor *const *t, uint32_t n)
 {
     uint64_t sum = 0;
-    for (uint32_t i = 0; i < n; i++) sum += ember_gpu_weight_bytes(t[i]->type, t[i]->ne[1], (uint32_t)t[i]->ne[0]);
+    for (uint32_t i = 0; i < n; i++)
+        sum += ember_gpu_weight_bytes(t[i]->type, t[i]->ne[1] * t[i]->ne[2], (uint32_t)t[i]->ne[0]);
     return sum;
 }
 
@@ -144,7 +190,7 @@ static uint64_t stack_bytes(const ember_gguf_tensor *const *t, uint32_t n)
 typedef struct size_list {
     uint64_t *out;
     uint32_t n;
-    uint64_t sum;
+    uint64_t sum, experts; /* experts: of sum, a mixture's expert stacks */
 } size_list;
 
 static void put(size_list *l, uint64_t bytes)
@@ -172,6 +218,15 @@ static void layer_sizes(const ember_hparams *hp, const ember_layer_tensors *lt, 
     put_optional(l, vector_bytes(lt->ffn_post_norm));
     put(l, stack_bytes(st.qkv, st.n_qkv));
     put(l, stack_bytes(&lt->wo, 1));
+    if (lt->ffn_router) {
+        put(l, stack_bytes(&lt->ffn_router, 1));
+        const ember_gguf_tensor *gate_up[2] = {lt->gate_exps, lt->up_exps};
+        uint64_t e = l->sum;
+        put(l, stack_bytes(gate_up, 2));
+        put(l, stack_bytes(&lt->down_exps, 1));
+        l->experts += l->sum - e;
+        return;
+    }
     put(l, stack_bytes(st.gate_up, st.n_gate_up));
     put(l, stack_bytes(&lt->w_down, 1));
 }
@@ -190,6 +245,13 @@ uint64_t ember_gpu_model_bytes(const ember_llama *m)
     size_list l = {0};
     upload_sizes(m, &l);
     return l.sum;
+}
+
+uint64_t ember_gpu_model_expert_bytes(const ember_llama *m)
+{
+    size_list l = {0};
+    upload_sizes(m, &l);
+    return l.experts;
 }
 
 /* Chunks of just the weights' size before they are uploaded; a stack cut into parts
@@ -229,6 +291,10 @@ static ember_status make_pipelines(ember_gpu_model *g, ember_err *err)
         for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
             ember_kernels_want_linear(g->kernels, w[i],
                                       pre && i % 2 == 0 && ember_k_linear_can_norm(g->kernels, w[i]), &want);
+        if (!L->router.n_parts) continue;
+        ember_kernels_want_linear(g->kernels, &L->router, false, &want);
+        ember_kernels_want_moe(g->kernels, &L->gate_up_exps, &want);
+        ember_kernels_want_moe(g->kernels, &L->down_exps, &want);
     }
     return ember_kernels_make(g->kernels, &want, err);
 }

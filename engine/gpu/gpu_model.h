@@ -14,7 +14,10 @@ typedef struct ember_gpu_layer {
     ember_vk_span qk_norm;                     /* f32 [q_norm | k_norm]; size 0 without */
     ember_vk_span attn_post_norm, ffn_post_norm; /* f32 [dim]; size 0 without post-norms */
     ember_gpu_weight qkv, wo, gate_up, down;   /* qkv and gate_up: the file's fused matrix
-                                                  where it has one */
+                                                  where it has one; no parts in a mixture */
+    ember_gpu_weight router;                   /* a mixture's: {dim} -> n_expert logits */
+    ember_gpu_weight gate_up_exps, down_exps;  /* its experts (expert_rows: 2 F and dim; gate
+                                                  and up interleaved per expert) */
 } ember_gpu_layer;
 
 typedef struct ember_gpu_model {
@@ -66,5 +69,7 @@ void ember_gpu_model_free(ember_gpu_model *g);
 /* Device bytes of m's weights as ember_gpu_model_create uploads them (bar alignment), read
  * from the file's description alone: a model's size before it is loaded. */
 uint64_t ember_gpu_model_bytes(const ember_llama *m);
+/* Of those, a mixture's expert matrices (0 for a dense model). */
+uint64_t ember_gpu_model_expert_bytes(const ember_llama *m);
 
 #endif

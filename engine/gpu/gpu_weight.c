@@ -194,16 +194,17 @@ static ember_status check_args(const ember_dtype *types, uint32_t cols, const ui
 /* Appends the parts of `rows` rows of one type from row row0, of nearly equal size, so
  * that no dispatch is a tiny leftover. */
 static ember_status plan_run(ember_gpu_weight *w, ember_dtype type, uint32_t row0, uint32_t rows, uint64_t limit,
-                             ember_err *err)
+                             uint32_t align, ember_err *err)
 {
     uint64_t row_bytes = gpu_row_bytes(type, w->cols);
     /* Q8_0 rows of a few blocks have more bytes of (padded) scales than of quants. */
     if (type == EMBER_DTYPE_Q8_0 && q8_scale_row_bytes(w->cols) > row_bytes) row_bytes = q8_scale_row_bytes(w->cols);
-    uint64_t max_rows = limit / row_bytes;
-    if (max_rows == 0)
-        return ember_fail(err, EMBER_ERR_UNSUPPORTED, "one weight row (%llu bytes) exceeds a binding of %llu bytes",
-                          (unsigned long long)row_bytes, (unsigned long long)limit);
-    uint64_t n = (rows + max_rows - 1) / max_rows;
+    uint64_t max_units = limit / row_bytes / align, units = rows / align;
+    if (max_units == 0)
+        return ember_fail(err, EMBER_ERR_UNSUPPORTED, "%s (%llu bytes) exceeds a binding of %llu bytes",
+                          align > 1 ? "one expert's matrix" : "one weight row",
+                          (unsigned long long)(row_bytes * align), (unsigned long long)limit);
+    uint64_t n = (units + max_units - 1) / max_units;
     if (w->n_parts + n > EMBER_MAX_WEIGHT_PARTS)
         return ember_fail(err, EMBER_ERR_UNSUPPORTED, "weight of %u x %u needs more than %d parts of %llu bytes",
                           w->rows, w->cols, EMBER_MAX_WEIGHT_PARTS, (unsigned long long)limit);
@@ -211,7 +212,7 @@ static ember_status plan_run(ember_gpu_weight *w, ember_dtype type, uint32_t row
         ember_gpu_weight_part *p = &w->parts[w->n_parts++];
         p->type = type;
         p->row0 = row0;
-        p->n_rows = rows / (uint32_t)n + (i < rows % n);
+        p->n_rows = ((uint32_t)(units / n) + (i < units % n)) * align;
         row0 += p->n_rows;
     }
     return EMBER_OK;
@@ -219,14 +220,14 @@ static ember_status plan_run(ember_gpu_weight *w, ember_dtype type, uint32_t row
 
 /* The parts of every run of sources of one type. */
 static ember_status plan_parts(ember_gpu_weight *w, const ember_dtype *types, const uint32_t *src_rows,
-                               uint32_t n_src, uint64_t limit, ember_err *err)
+                               uint32_t n_src, uint64_t limit, uint32_t align, ember_err *err)
 {
     ember_status s = EMBER_OK;
     uint32_t row0 = 0;
     for (uint32_t i = 0, e; s == EMBER_OK && i < n_src; i = e) {
         uint32_t rows = 0;
         for (e = i; e < n_src && types[e] == types[i]; e++) rows += src_rows[e];
-        s = plan_run(w, types[i], row0, rows, limit, err);
+        s = plan_run(w, types[i], row0, rows, limit, align, err);
         row0 += rows;
         w->mixed |= types[i] != types[0];
     }
@@ -259,11 +260,10 @@ static bool any_views(ember_vk *vk, const ember_dtype *types, uint32_t n_src)
     return views;
 }
 
-ember_status ember_gpu_weight_upload(ember_vk *vk, ember_vk_arena *arena, const ember_dtype *types,
-                                     uint32_t cols, const void *const *src,
-                                     const uint32_t *src_rows, uint32_t n_src,
-                                     uint64_t max_part_bytes, ember_gpu_weight *out,
-                                     ember_err *err)
+/* ember_gpu_weight_upload with parts cut at multiples of align rows. */
+static ember_status upload(ember_vk *vk, ember_vk_arena *arena, const ember_dtype *types, uint32_t cols,
+                           const void *const *src, const uint32_t *src_rows, uint32_t n_src, uint64_t max_part_bytes,
+                           uint32_t align, ember_gpu_weight *out, ember_err *err)
 {
     memset(out, 0, sizeof *out);
     uint64_t rows = 0;
@@ -273,7 +273,7 @@ ember_status ember_gpu_weight_upload(ember_vk *vk, ember_vk_arena *arena, const 
     out->rows = (uint32_t)rows;
     out->cols = cols;
     uint64_t limit = part_limit(ember_vk_get_caps(vk), max_part_bytes, any_views(vk, types, n_src));
-    s = plan_parts(out, types, src_rows, n_src, limit, err);
+    s = plan_parts(out, types, src_rows, n_src, limit, align, err);
     src_cursor cur = {src, src_rows, 0, 0};
     for (uint32_t i = 0; s == EMBER_OK && i < out->n_parts; i++) {
         ember_gpu_weight_part *p = &out->parts[i];
@@ -284,5 +284,33 @@ ember_status ember_gpu_weight_upload(ember_vk *vk, ember_vk_arena *arena, const 
         else s = upload_plain(vk, p, gguf_row_bytes(p->type, cols), &cur, err);
     }
     if (s != EMBER_OK) out->n_parts = 0;
+    return s;
+}
+
+ember_status ember_gpu_weight_upload(ember_vk *vk, ember_vk_arena *arena, const ember_dtype *types,
+                                     uint32_t cols, const void *const *src,
+                                     const uint32_t *src_rows, uint32_t n_src,
+                                     uint64_t max_part_bytes, ember_gpu_weight *out,
+                                     ember_err *err)
+{
+    return upload(vk, arena, types, cols, src, src_rows, n_src, max_part_bytes, 1, out, err);
+}
+
+ember_status ember_gpu_weight_upload_experts(ember_vk *vk, ember_vk_arena *arena, ember_dtype type, uint32_t cols,
+                                             const void *const *src, const uint32_t *src_rows, uint32_t n_src,
+                                             uint32_t expert_rows, uint64_t max_part_bytes, ember_gpu_weight *out,
+                                             ember_err *err)
+{
+    uint64_t rows = 0;
+    for (uint32_t i = 0; i < n_src; i++) rows += src_rows[i];
+    if (!expert_rows || rows % expert_rows)
+        return ember_fail(err, EMBER_ERR_INVALID_ARG, "experts of %u rows in a weight of %llu", expert_rows,
+                          (unsigned long long)rows);
+    ember_dtype *types = ember_malloc(n_src * sizeof *types);
+    if (!types) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    for (uint32_t i = 0; i < n_src; i++) types[i] = type;
+    ember_status s = upload(vk, arena, types, cols, src, src_rows, n_src, max_part_bytes, expert_rows, out, err);
+    out->expert_rows = s == EMBER_OK ? expert_rows : 0;
+    ember_free(types);
     return s;
 }

@@ -29,6 +29,8 @@ typedef struct ember_gpu_weight {
     uint32_t rows, cols;
     uint32_t n_parts;
     ember_gpu_weight_part parts[EMBER_MAX_WEIGHT_PARTS];
+    uint32_t expert_rows;   /* a mixture's experts stacked: rows of one expert, every part
+                               whole experts (ember_gpu_weight_upload_experts); 0: not */
 } ember_gpu_weight;
 
 /* Uploads n_src host matrices in GGUF layout (the same cols; source i of type types[i]),
@@ -40,6 +42,15 @@ ember_status ember_gpu_weight_upload(ember_vk *vk, ember_vk_arena *arena, const 
                                      const uint32_t *src_rows, uint32_t n_src,
                                      uint64_t max_part_bytes, ember_gpu_weight *out,
                                      ember_err *err);
+
+/* The same for a mixture's experts, each expert_rows rows of the stack (a 3-D expert tensor
+ * is its experts' matrices one after another; gate and up of each expert interleaved are
+ * 2 n_expert sources), all of one type: parts hold whole experts, which the grouped
+ * product (ember_k_moe_linear) needs. */
+ember_status ember_gpu_weight_upload_experts(ember_vk *vk, ember_vk_arena *arena, ember_dtype type, uint32_t cols,
+                                             const void *const *src, const uint32_t *src_rows, uint32_t n_src,
+                                             uint32_t expert_rows, uint64_t max_part_bytes, ember_gpu_weight *out,
+                                             ember_err *err);
 
 /* Device bytes of a matrix of rows x cols of one type as ember_gpu_weight_upload stores
  * it (bar each part's rounding to 16 bytes): what a model needs before it is loaded. */

@@ -23,9 +23,10 @@ typedef struct spv {
 
 #define LIN4(n) {{SPV(linear_##n), SPV(linear_##n##_sg)}, {SPV(linear_##n##_tx), SPV(linear_##n##_tx_sg)}}
 #define MM3(n) {SPV(linear_mm_##n), SPV(linear_mm_##n##_nv), SPV(linear_mm_##n##_khr)}
+#define MOE4(n) {{SPV(linear_moe_##n), SPV(linear_moe_##n##_sg)}, {SPV(linear_moe_##n##_tx), SPV(linear_moe_##n##_tx_sg)}}
 #define NONE {{{0}}}
-#define DT(n) LIN4(n), MM3(n), LIN4(n##_idot), NONE /* integer codes: an INT_DOT variant */
-#define DT_FLOAT(n) LIN4(n), MM3(n), NONE, NONE     /* float values: none */
+#define DT(n) LIN4(n), MM3(n), LIN4(n##_idot), NONE, MOE4(n) /* integer codes: an INT_DOT variant */
+#define DT_FLOAT(n) LIN4(n), MM3(n), NONE, NONE, MOE4(n)     /* float values: none */
 
 /* The weight types the linear shaders read: slot, name and variants, in slot order.
  * code: linear.comp's [binding kind][subgroup variant]; mm: linear_mm.comp's [EMBER_MM_*:
@@ -39,17 +40,18 @@ static const struct {
     spv mm[EMBER_MM_UNITS];
     spv idot[LIN_KINDS][2];
     spv fp16[LIN_KINDS][2];
+    spv moe[LIN_KINDS][2];  /* linear.comp's MOE variants: the grouped expert product */
 } DT_TYPES[DT_SLOTS] = {
     {EMBER_DTYPE_F32, "f32", 4, DT_FLOAT(f32)},
-    {EMBER_DTYPE_F16, "f16", 8, LIN4(f16), MM3(f16), NONE, LIN4(f16_h)},
-    {EMBER_DTYPE_Q8_0, "q8_0", 32, LIN4(q8), MM3(q8), LIN4(q8_idot), LIN4(q8_h)},
+    {EMBER_DTYPE_F16, "f16", 8, LIN4(f16), MM3(f16), NONE, LIN4(f16_h), MOE4(f16)},
+    {EMBER_DTYPE_Q8_0, "q8_0", 32, LIN4(q8), MM3(q8), LIN4(q8_idot), LIN4(q8_h), MOE4(q8)},
     {EMBER_DTYPE_Q4_0, "q4_0", 32, DT(q4_0)},
     {EMBER_DTYPE_Q4_1, "q4_1", 32, DT(q4_1)},     {EMBER_DTYPE_Q5_0, "q5_0", 32, DT(q5_0)},
     {EMBER_DTYPE_Q5_1, "q5_1", 32, DT(q5_1)},     {EMBER_DTYPE_Q2_K, "q2_k", 32, DT(q2_k)},
     {EMBER_DTYPE_Q3_K, "q3_k", 32, DT(q3_k)},     {EMBER_DTYPE_Q4_K, "q4_k", 32, DT(q4_k)},
     {EMBER_DTYPE_Q5_K, "q5_k", 32, DT(q5_k)},     {EMBER_DTYPE_Q6_K, "q6_k", 32, DT(q6_k)},
     {EMBER_DTYPE_IQ4_NL, "iq4_nl", 32, DT(iq4_nl)}, {EMBER_DTYPE_IQ4_XS, "iq4_xs", 32, DT(iq4_xs)},
-    {EMBER_DTYPE_BF16, "bf16", 32, DT_FLOAT(bf16)},
+    {EMBER_DTYPE_BF16, "bf16", 32, DT_FLOAT(bf16)}, {EMBER_DTYPE_MXFP4, "mxfp4", 32, DT(mxfp4)},
 };
 
 int ember_k_dt_slot(ember_dtype t)
@@ -80,6 +82,8 @@ static const spv ROPE_Q8 = SPV(rope_store_q8);
 static const spv ROPE_F16 = SPV(rope_store_f16);
 static const spv ATTN_MERGE = SPV(attention_merge);
 static const spv TOPK = SPV(topk);
+static const spv MOE_ROUTE = SPV(moe_route);
+static const spv MOE_COMBINE = SPV(moe_combine);
 
 void ember_k_grid(uint32_t n, uint32_t lim_a, uint32_t *a, uint32_t *b)
 {
@@ -195,6 +199,12 @@ typedef struct job {
 
 static ember_vk_pipeline **slot_of(ember_kernels *k, uint32_t id)
 {
+    if (id == PIPE_MOE_ROUTE) return &k->moe_route;
+    if (id == PIPE_MOE_COMBINE) return &k->moe_combine;
+    if (id >= PIPE_MOE) {
+        uint32_t i = id - PIPE_MOE;
+        return &k->linear_moe[i / (LIN_KINDS * LIN_SHAPES)][i / LIN_SHAPES % LIN_KINDS][i % LIN_SHAPES];
+    }
     if (id < PIPE_GENERIC) {
         uint32_t i = id - PIPE_LINEAR, n = i % LIN_NORMS;
         i /= LIN_NORMS;
@@ -214,6 +224,8 @@ static ember_vk_pipeline **slot_of(ember_kernels *k, uint32_t id)
  * through texel views, attention classes as chosen, one tile where both are one size. */
 static bool valid(const ember_kernels *k, uint32_t id)
 {
+    if (id >= PIPE_MOE_ROUTE) return true;
+    if (id >= PIPE_MOE) return k->texel || (id - PIPE_MOE) / LIN_SHAPES % LIN_KINDS == LIN_STORAGE;
     if (id < PIPE_GENERIC) {
         uint32_t i = id - PIPE_LINEAR;
         bool norm = i % LIN_NORMS == LIN_NORM;
@@ -273,6 +285,35 @@ static void describe_linear(const ember_kernels *k, uint32_t id, job *j)
                : fp16  ? DT_TYPES[d].fp16[kind][k->lin_subgroup]
                        : DT_TYPES[d].code[kind][k->lin_subgroup];
     set_desc(j, code, 7, kind == LIN_TEXEL ? texel : NULL, sizeof(linear_push), 8);
+}
+
+/* A grouped expert product (linear.comp's MOE): dtype slot, binding kind and tile shape
+ * as describe_linear's, never fused, never INT_DOT or FP16_DOT; binding 7 the groups. */
+static void describe_moe(const ember_kernels *k, uint32_t id, job *j)
+{
+    static const ember_vk_binding_kind texel[8] = {EMBER_VK_BIND_TEXEL, EMBER_VK_BIND_STORAGE, EMBER_VK_BIND_TEXEL,
+                                                   EMBER_VK_BIND_TEXEL, EMBER_VK_BIND_TEXEL, EMBER_VK_BIND_TEXEL,
+                                                   EMBER_VK_BIND_STORAGE, EMBER_VK_BIND_STORAGE};
+    uint32_t i = id - PIPE_MOE, d = i / (LIN_KINDS * LIN_SHAPES), kind = i / LIN_SHAPES % LIN_KINDS;
+    const ember_lin_shape *l = &k->lin[i % LIN_SHAPES];
+    uint32_t unroll = d >= DT_SLOT_Q8 ? 1 : l->unroll, lanes = k->lin_lanes;
+    ember_vk_spec sp[] = {{0, l->ng * lanes}, {1, l->tn / 8}, {2, l->tm},    {3, l->ng},
+                          {4, unroll},        {5, 0},         {6, lanes}, {7, l->stage}};
+    memcpy(j->sp, sp, sizeof sp);
+    snprintf(j->name, sizeof j->name, "linear_moe_%s%s_l%u_m%u%s", DT_TYPES[d].name, kind == LIN_TEXEL ? "_tx" : "",
+             lanes, l->tm, l->stage ? "_st" : "");
+    set_desc(j, DT_TYPES[d].moe[kind][k->lin_subgroup], 8, kind == LIN_TEXEL ? texel : NULL, sizeof(linear_push), 8);
+}
+
+/* moe_route (one workgroup for the step) and moe_combine. */
+static void describe_moe_rows(const ember_kernels *k, uint32_t id, job *j)
+{
+    uint32_t wg = k->caps.max_wg_pinned >= 128 ? 128 : 64;
+    bool route = id == PIPE_MOE_ROUTE;
+    j->sp[0] = (ember_vk_spec){0, route ? wg : 64};
+    snprintf(j->name, sizeof j->name, "%s", route ? "moe_route" : "moe_combine");
+    set_desc(j, route ? MOE_ROUTE : MOE_COMBINE, 3, NULL, route ? sizeof(moe_route_push) : sizeof(moe_combine_push),
+             1);
 }
 
 /* The matrix family: dtype slot and tile (16 or 64 tokens), storage bindings, by FMA or
@@ -338,7 +379,9 @@ static void describe_attention(const ember_kernels *k, uint32_t id, job *j)
 static void describe(ember_kernels *k, uint32_t id, job *j)
 {
     j->slot = slot_of(k, id);
-    if (id < PIPE_MM) describe_linear(k, id, j);
+    if (id >= PIPE_MOE_ROUTE) describe_moe_rows(k, id, j);
+    else if (id >= PIPE_MOE) describe_moe(k, id, j);
+    else if (id < PIPE_MM) describe_linear(k, id, j);
     else if (id < PIPE_EMBED) describe_mm(k, id, j);
     else if (id < PIPE_ATTENTION) describe_row(k, id, j);
     else describe_attention(k, id, j);
@@ -410,7 +453,8 @@ static void want_all(const ember_kernels *k, ember_kernels_set *want)
 {
     for (uint32_t id = 0; id < PIPE_COUNT; id++) {
         bool block = (id < PIPE_GENERIC && (id - PIPE_LINEAR) / (LIN_KINDS * LIN_SHAPES * LIN_NORMS) > DT_SLOT_Q8) ||
-                     (id >= PIPE_MM && id < PIPE_EMBED && (id - PIPE_MM) / MM_SHAPES > DT_SLOT_Q8);
+                     (id >= PIPE_MM && id < PIPE_EMBED && (id - PIPE_MM) / MM_SHAPES > DT_SLOT_Q8) ||
+                     (id >= PIPE_MOE && id < PIPE_MOE_ROUTE); /* a mixture's model asks for its own */
         if (valid(k, id) && !block) ember_kernels_set_add(want, id);
     }
 }

@@ -149,7 +149,7 @@ void ember_kernels_describe(const ember_vk_caps *caps, const ember_kernels_opts 
 
 /* A set of pipelines, by id (kernels_internal.h): what a model or an engine will record.
  * ember_kernels_want_* (kernels_linear.h, kernels_rows.h) add to it. */
-#define EMBER_KERNELS_SET_WORDS 7
+#define EMBER_KERNELS_SET_WORDS 10
 typedef struct ember_kernels_set {
     uint64_t bits[EMBER_KERNELS_SET_WORDS];
 } ember_kernels_set;

@@ -6,6 +6,7 @@
 #include "platform/os_thread.h"
 
 #include "engine/model/dtype.h"
+#include "gpu_weight.h"
 #include "kernels.h"
 
 /* Dtype slots of the linear pipelines: F32, F16, Q8_0 (repacked at upload), then the block
@@ -13,7 +14,7 @@
 enum {
     DT_SLOT_F32, DT_SLOT_F16, DT_SLOT_Q8,
     DT_SLOT_Q4_0, DT_SLOT_Q4_1, DT_SLOT_Q5_0, DT_SLOT_Q5_1, DT_SLOT_Q2_K, DT_SLOT_Q3_K, DT_SLOT_Q4_K,
-    DT_SLOT_Q5_K, DT_SLOT_Q6_K, DT_SLOT_IQ4_NL, DT_SLOT_IQ4_XS, DT_SLOT_BF16,
+    DT_SLOT_Q5_K, DT_SLOT_Q6_K, DT_SLOT_IQ4_NL, DT_SLOT_IQ4_XS, DT_SLOT_BF16, DT_SLOT_MXFP4,
     DT_SLOTS
 };
 
@@ -64,7 +65,10 @@ enum {
     PIPE_ATTN_MERGE,                                   /* split-K attention's second pass */
     PIPE_TOPK,                                         /* a logits row's best candidates */
     PIPE_ATTENTION,                                    /* + ember_k_attention_id */
-    PIPE_COUNT = PIPE_ATTENTION + ATT_KV_TYPES * ATT_KINDS * ATT_CLASSES * ATT_TILES,
+    PIPE_MOE = PIPE_ATTENTION + ATT_KV_TYPES * ATT_KINDS * ATT_CLASSES * ATT_TILES, /* + ember_k_moe_id */
+    PIPE_MOE_ROUTE = PIPE_MOE + DT_SLOTS * LIN_KINDS * LIN_SHAPES,
+    PIPE_MOE_COMBINE,
+    PIPE_COUNT,
 };
 _Static_assert(PIPE_COUNT <= 64 * EMBER_KERNELS_SET_WORDS, "ember_kernels_set holds every pipeline id");
 
@@ -72,6 +76,11 @@ static inline uint32_t ember_k_linear_id(int d, int kind, int shape, int norm)
 {
     return PIPE_LINEAR + (((uint32_t)d * LIN_KINDS + (uint32_t)kind) * LIN_SHAPES + (uint32_t)shape) * LIN_NORMS +
            (uint32_t)norm;
+}
+
+static inline uint32_t ember_k_moe_id(int d, int kind, int shape)
+{
+    return PIPE_MOE + ((uint32_t)d * LIN_KINDS + (uint32_t)kind) * LIN_SHAPES + (uint32_t)shape;
 }
 
 static inline uint32_t ember_k_attention_id(int t, int kind, uint32_t cls, int tile)
@@ -122,6 +131,8 @@ struct ember_kernels {
     ember_vk_pipeline *attn_merge;
     ember_vk_pipeline *topk;    /* shaders/topk.comp, the push block of argmax */
     ember_vk_pipeline *attention[ATT_KV_TYPES][ATT_KINDS][ATT_CLASSES][ATT_TILES];
+    ember_vk_pipeline *linear_moe[DT_SLOTS][LIN_KINDS][LIN_SHAPES]; /* linear.comp's MOE */
+    ember_vk_pipeline *moe_route, *moe_combine;
 
     /* Launch shapes, fixed at creation (they are specialization constants). */
     ember_lin_shape lin[LIN_SHAPES];
@@ -149,8 +160,22 @@ typedef struct linear_push {
     uint32_t tpw, xrow0, yrow0;
     float eps;
     float oscale, ocap;
+    uint32_t e0, erows, xdiv, nexp;
 } linear_push;
-_Static_assert(sizeof(linear_push) == 72, "linear_push: the Push block of shaders/linear.glsl");
+_Static_assert(sizeof(linear_push) == 88, "linear_push: the Push block of shaders/linear.glsl");
+
+typedef struct moe_route_push {
+    uint32_t n_tok, nexp, k, gating;
+    uint32_t norm;
+    float scale;
+} moe_route_push;
+_Static_assert(sizeof(moe_route_push) == 24, "moe_route_push: the Push block of shaders/moe_route.comp");
+
+typedef struct moe_combine_push {
+    uint32_t n_tok, dim, k, wgx;
+    float scale;
+} moe_combine_push;
+_Static_assert(sizeof(moe_combine_push) == 20, "moe_combine_push: the Push block of shaders/moe_combine.comp");
 
 typedef struct embed_push {
     uint32_t cols, n_tok, row0, n_rows;

@@ -15,7 +15,7 @@ typedef struct launch {
 } launch;
 
 /* The part has the views the texel shader reads. */
-static bool part_has_views(const ember_gpu_weight_part *p)
+bool ember_k_part_has_views(const ember_gpu_weight_part *p)
 {
     return p->data.view && (p->type != EMBER_DTYPE_Q8_0 || p->scales.view);
 }
@@ -25,7 +25,7 @@ static bool part_has_views(const ember_gpu_weight_part *p)
  * counting per token group tn weight loads and tm x loads per unit. Decode batches end
  * up in one workgroup row (the weights are read once, the token groups loop over them
  * from cache); prefill spreads 64 tokens per workgroup row. */
-static int choose_shape(const ember_kernels *k, uint32_t n_tok)
+int ember_k_linear_shape(const ember_kernels *k, uint32_t n_tok)
 {
     int best = 0;
     uint64_t best_cost = UINT64_MAX;
@@ -62,9 +62,9 @@ static launch choose(const ember_kernels *k, const ember_gpu_weight_part *p, uin
         const ember_lin_shape *l = &k->lin[LIN_SHAPES - 1];
         return (launch){k->linear_generic[d], l->tn, l->ng, tokens_per_wg(k, l->tm, n_tok)};
     }
-    int i = choose_shape(k, n_tok);
+    int i = ember_k_linear_shape(k, n_tok);
     const ember_lin_shape *l = &k->lin[i];
-    bool texel = k->texel && x.view && part_has_views(p);
+    bool texel = k->texel && x.view && ember_k_part_has_views(p);
     return (launch){k->linear[d][texel ? LIN_TEXEL : LIN_STORAGE][i][norm ? LIN_NORM : LIN_PLAIN], l->tn, l->ng,
                     tokens_per_wg(k, l->tm, n_tok)};
 }
@@ -92,7 +92,7 @@ void ember_kernels_want_linear(const ember_kernels *k, const ember_gpu_weight *w
         }
         /* Texel or storage, as choose() decides for this part when x has a view (an x
          * without one: ember_kernels_input_view); every shape, as batches come. */
-        int kind = k->texel && part_has_views(part) ? LIN_TEXEL : LIN_STORAGE;
+        int kind = k->texel && ember_k_part_has_views(part) ? LIN_TEXEL : LIN_STORAGE;
         for (int i = 0; i < LIN_SHAPES; i++)
             ember_kernels_set_add(want, ember_k_linear_id(d, kind, i, norm ? LIN_NORM : LIN_PLAIN));
     }
@@ -112,7 +112,7 @@ static void dispatch(ember_vk_cmd *c, const ember_kernels *k, const launch *l, c
     ember_vk_cmd_note_bytes(c, weight_bytes);
 }
 
-static void bind_weights(ember_vk_span b[7], const ember_gpu_weight_part *p0, const ember_gpu_weight_part *p1)
+void ember_k_bind_weights(ember_vk_span *b, const ember_gpu_weight_part *p0, const ember_gpu_weight_part *p1)
 {
     bool q8 = p0->type == EMBER_DTYPE_Q8_0;
     b[2] = p0->data;
@@ -138,7 +138,7 @@ static void linear_rows(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu
     for (uint32_t i = 0; i < w->n_parts; i++) {
         const ember_gpu_weight_part *p = &w->parts[i];
         launch l = choose(k, p, w->cols, b[0], pc.n_tok, norm);
-        bind_weights(b, p, p);
+        ember_k_bind_weights(b, p, p);
         pc.step = l.rows;
         pc.tpw = l.tpw;
         pc.out0 = p->row0;
@@ -165,7 +165,7 @@ static void linear_swiglu(ember_vk_cmd *c, const ember_kernels *k, const ember_g
         uint32_t end = g->row0 + g->n_rows;
         if (u->row0 + u->n_rows - h < end) end = u->row0 + u->n_rows - h;
         if (end > h) end = h;
-        bind_weights(b, g, u);
+        ember_k_bind_weights(b, g, u);
         pc.out0 = i;
         pc.n_out = end - i;
         pc.off0 = i - g->row0;

@@ -56,4 +56,11 @@ void ember_k_linear_norm(ember_vk_cmd *c, const ember_kernels *k, const ember_gp
 void ember_kernels_want_linear(const ember_kernels *k, const ember_gpu_weight *w, bool norm,
                                ember_kernels_set *want);
 
+/* kernels_linear.c's choices, which the grouped expert products (kernels_moe.c) share: the
+ * tile shape for n_tok tokens (an index of ember_kernels.lin), whether a part has the views
+ * the texel kind reads, and a dispatch's weight bindings 2..5 (p0's rows, then p1's). */
+int ember_k_linear_shape(const ember_kernels *k, uint32_t n_tok);
+bool ember_k_part_has_views(const ember_gpu_weight_part *p);
+void ember_k_bind_weights(ember_vk_span *b, const ember_gpu_weight_part *p0, const ember_gpu_weight_part *p1);
+
 #endif

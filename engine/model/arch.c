@@ -12,8 +12,8 @@
 #define NO_KEYS {{NULL, 0, EMBER_KEY_F32, false, 0}}
 
 static const ember_arch TABLE[EMBER_ARCH_COUNT] = {
-    {EMBER_ARCH_LLAMA, "llama", "Llama 2/3/3.1/3.2, TinyLlama, SmolLM/SmolLM2, Mistral 7B, Mistral-Nemo, Ministral",
-     EMBER_ROPE_NORM, EMBER_QK_NORM_NONE, EMBER_FFN_SILU, EMBER_ARCH_ROPE_FREQS, 0, 0, NO_KEYS, NULL},
+    {EMBER_ARCH_LLAMA, "llama", "Llama 2/3/3.1/3.2, TinyLlama, SmolLM/SmolLM2, Mistral 7B, Mistral-Nemo, Ministral, Mixtral",
+     EMBER_ROPE_NORM, EMBER_QK_NORM_NONE, EMBER_FFN_SILU, EMBER_ARCH_ROPE_FREQS | EMBER_ARCH_EXPERTS, 0, 0, NO_KEYS, NULL},
     {EMBER_ARCH_QWEN2, "qwen2", "Qwen 1.5, Qwen2, Qwen2.5 (dense)",
      EMBER_ROPE_NEOX, EMBER_QK_NORM_NONE, EMBER_FFN_SILU, EMBER_ARCH_QKV_BIAS, 0, 0, NO_KEYS, NULL},
     {EMBER_ARCH_QWEN3, "qwen3", "Qwen3 (dense)",
@@ -68,6 +68,10 @@ static const ember_arch TABLE[EMBER_ARCH_COUNT] = {
       {"rope.scaling.finetuned", HP(nope_step), EMBER_KEY_BOOL, false, 1},
       {NULL, 0, EMBER_KEY_F32, false, 0}},
      "granite's rope.scaling.finetuned = false turns RoPE off in every layer, as in llama.cpp"},
+    {EMBER_ARCH_QWEN3MOE, "qwen3moe", "Qwen3-MoE (Qwen3-30B-A3B, Qwen3-235B-A22B, Qwen3-Coder-30B-A3B)",
+     EMBER_ROPE_NEOX, EMBER_QK_NORM_HEAD, EMBER_FFN_SILU, EMBER_ARCH_MOE, 0, 0,
+     {{"expert_feed_forward_length", HP(expert_ffn), EMBER_KEY_U32, false, 0}, {NULL, 0, EMBER_KEY_F32, false, 0}},
+     NULL},
 };
 
 const ember_semantic_key ember_semantic_keys[] = {
@@ -87,6 +91,10 @@ const ember_semantic_key ember_semantic_keys[] = {
     {"attention.key_length_swa", 0, 0, true},
     {"attention.value_length_swa", 0, 0, true},
     {"rope.dimension_count_swa", 0, 0, true},
+    {"expert_shared_count", 0, 0, false},
+    {"expert_weights_scale", 0, 1, false},
+    {"expert_group_count", 0, 1, false},
+    {"expert_shared_feed_forward_length", 0, 0, false},
     {NULL, 0, 0, false},
 };
 
@@ -104,7 +112,7 @@ const ember_arch *ember_arch_get(ember_arch_id id)
 
 const char *ember_arch_names(void)
 {
-    return "llama, qwen2, qwen3, gemma2, gemma3, phi3, mistral3, smollm3, olmo2, granite";
+    return "llama, qwen2, qwen3, gemma2, gemma3, phi3, mistral3, smollm3, olmo2, granite, qwen3moe";
 }
 
 /* ---- the tensors of a layer ------------------------------------------------------ */
@@ -116,16 +124,17 @@ typedef struct spec_list {
     uint32_t n;
 } spec_list;
 
-static void add(spec_list *l, const char *part, const char *suffix, uint64_t ne0, uint64_t ne1, bool required,
-                size_t slot)
+static ember_tensor_spec *add(spec_list *l, const char *part, const char *suffix, uint64_t ne0, uint64_t ne1,
+                               bool required, size_t slot)
 {
     ember_tensor_spec *t = &l->s[l->n++];
     snprintf(t->part, sizeof t->part, "%s", part);
     t->bias = strcmp(suffix, "bias") == 0;
-    t->ne0 = ne0, t->ne1 = ne1;
+    t->ne0 = ne0, t->ne1 = ne1, t->ne2 = 1;
     t->required = required;
     t->vector = ne1 == 1;
     t->slot = slot;
+    return t;
 }
 
 static void attention_tensors(spec_list *l, const ember_arch *a, const ember_hparams *hp, bool fused_qkv)
@@ -155,17 +164,29 @@ static void attention_tensors(spec_list *l, const ember_arch *a, const ember_hpa
     if (a->flags & EMBER_ARCH_POST_NORMS) add(l, "post_attention_norm", "weight", dim, 1, true, LT(attn_post_norm));
 }
 
+/* A mixture of experts: the router, then each expert matrix kind as one 3-D tensor. */
+static void expert_tensors(spec_list *l, const ember_hparams *hp)
+{
+    uint64_t dim = hp->dim, ffn = hp->expert_ffn, e = hp->n_expert;
+    add(l, "ffn_gate_inp", "weight", dim, e, true, LT(ffn_router));
+    add(l, "ffn_gate_exps", "weight", dim, ffn, true, LT(gate_exps))->ne2 = e;
+    add(l, "ffn_up_exps", "weight", dim, ffn, true, LT(up_exps))->ne2 = e;
+    add(l, "ffn_down_exps", "weight", ffn, dim, true, LT(down_exps))->ne2 = e;
+}
+
 static void ffn_tensors(spec_list *l, const ember_arch *a, const ember_hparams *hp)
 {
     uint64_t dim = hp->dim, ffn = hp->ffn_dim;
     if (!(a->flags & EMBER_ARCH_NO_PRE_NORMS)) add(l, "ffn_norm", "weight", dim, 1, true, LT(ffn_norm));
-    if (a->flags & EMBER_ARCH_FUSED_UP) {
+    if (hp->n_expert) {
+        expert_tensors(l, hp);
+    } else if (a->flags & EMBER_ARCH_FUSED_UP) {
         add(l, "ffn_up", "weight", dim, 2 * ffn, true, LT(w_up));
     } else {
         add(l, "ffn_gate", "weight", dim, ffn, true, LT(w_gate));
         add(l, "ffn_up", "weight", dim, ffn, true, LT(w_up));
     }
-    add(l, "ffn_down", "weight", ffn, dim, true, LT(w_down));
+    if (!hp->n_expert) add(l, "ffn_down", "weight", ffn, dim, true, LT(w_down));
     if (a->flags & EMBER_ARCH_POST_NORMS) add(l, "post_ffw_norm", "weight", dim, 1, true, LT(ffn_post_norm));
 }
 

@@ -28,6 +28,7 @@ typedef enum ember_arch_id {
     EMBER_ARCH_SMOLLM3,
     EMBER_ARCH_OLMO2,
     EMBER_ARCH_GRANITE,
+    EMBER_ARCH_QWEN3MOE,
     EMBER_ARCH_COUNT
 } ember_arch_id;
 
@@ -49,6 +50,9 @@ enum {
                                              no YaRN (olmo2) */
     EMBER_ARCH_SWA_COPY_SCALE = 1u << 11, /* local layers keep the global linear factor (gemma2);
                                              else they are unscaled */
+    EMBER_ARCH_EXPERTS = 1u << 12,      /* an expert_count > 0 makes every FFN a mixture of
+                                           experts of feed_forward_length each (llama: Mixtral) */
+    EMBER_ARCH_MOE = 1u << 13,          /* every FFN is a mixture of experts (qwen3moe) */
 };
 
 /* The tensors of one layer, as the family's table lists them (ember_arch_layer_tensors;
@@ -68,6 +72,11 @@ typedef struct ember_layer_tensors {
     const ember_gguf_tensor *attn_post_norm, *ffn_post_norm;
     /* attn_norm and ffn_norm are NULL where the family has no pre-norms; w_gate is NULL
      * where ffn_up holds gate | up (2 * ffn_dim rows). */
+    /* A mixture of experts (w_gate, w_up, w_down NULL then): the router ffn_gate_inp
+     * {dim, n_expert} and the experts' matrices, 3-D in ggml's order: gate and up
+     * {dim, expert_ffn, n_expert}, down {expert_ffn, dim, n_expert}; expert e's matrix is
+     * the e-th slab of rows, laid out as a 2-D matrix of its type. */
+    const ember_gguf_tensor *ffn_router, *gate_exps, *up_exps, *down_exps;
 } ember_layer_tensors;
 
 /* How a layer reads a family's key (ember_arch_key.how). */
@@ -125,18 +134,19 @@ typedef struct ember_semantic_key {
 } ember_semantic_key;
 extern const ember_semantic_key ember_semantic_keys[];
 
-/* One tensor of a layer: blk.N.<part>.weight (or .bias), of shape {ne0, ne1} (ne1 = 1:
- * a vector, F32 in the file). slot: offsetof(ember_layer_tensors, its field). */
+/* One tensor of a layer: blk.N.<part>.weight (or .bias), of shape {ne0, ne1, ne2} (ne1 =
+ * 1: a vector, F32 in the file; ne2 > 1: experts). slot: offsetof(ember_layer_tensors,
+ * its field). */
 typedef struct ember_tensor_spec {
     char part[24];
     bool bias;                 /* blk.N.<part>.bias, else .weight */
-    uint64_t ne0, ne1;
+    uint64_t ne0, ne1, ne2;
     bool required;
     bool vector;               /* a norm or a bias: F32, read as floats */
     size_t slot;
 } ember_tensor_spec;
 
-#define EMBER_MAX_LAYER_TENSORS 20
+#define EMBER_MAX_LAYER_TENSORS 24
 
 /* The tensors a layer of family a has with hyper-parameters hp (head_dim, n_heads, ...),
  * Q/K/V fused into attn_qkv or not: written into out, returns their count. */

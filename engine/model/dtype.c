@@ -7,6 +7,7 @@
 #include <ctype.h>
 
 #include "floats.h"
+#include "quant_fp4.h"
 #include "quant_iq.h"
 #include "quant_k.h"
 #include "quant_legacy.h"
@@ -30,6 +31,7 @@ static const ember_dtype_info TYPES[] = {
     {EMBER_DTYPE_Q6_K, "Q6_K", 256, 210, true, EMBER_DTYPE_Q8_0, 18, ember_q6_k_to_float, ember_q6_k_from_float},
     {EMBER_DTYPE_IQ4_NL, "IQ4_NL", 32, 18, true, EMBER_DTYPE_NONE, 25, ember_iq4_nl_to_float, ember_iq4_nl_from_float},
     {EMBER_DTYPE_IQ4_XS, "IQ4_XS", 256, 136, true, EMBER_DTYPE_IQ4_NL, 30, ember_iq4_xs_to_float, ember_iq4_xs_from_float},
+    {EMBER_DTYPE_MXFP4, "MXFP4", 32, 17, true, EMBER_DTYPE_NONE, 38, ember_mxfp4_to_float, ember_mxfp4_from_float},
 };
 
 #define N_TYPES (sizeof TYPES / sizeof *TYPES)
@@ -48,7 +50,8 @@ const char *ember_dtype_ggml_name(uint64_t id)
         "F32", "F16", "Q4_0", "Q4_1", "Q4_2", "Q4_3", "Q5_0", "Q5_1", "Q8_0", "Q8_1",
         "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_K", "IQ2_XXS", "IQ2_XS", "IQ3_XXS",
         "IQ1_S", "IQ4_NL", "IQ3_S", "IQ2_S", "IQ4_XS", "I8", "I16", "I32", "I64", "F64",
-        "IQ1_M", "BF16", "Q4_0_4_4", "Q4_0_4_8", "Q4_0_8_8", "TQ1_0", "TQ2_0",
+        "IQ1_M", "BF16", "Q4_0_4_4", "Q4_0_4_8", "Q4_0_8_8", "TQ1_0", "TQ2_0", "IQ4_NL_4_4",
+        "IQ4_NL_4_8", "IQ4_NL_8_8", "MXFP4", "NVFP4", "Q1_0", "Q2_0",
     };
     return id < sizeof names / sizeof *names ? names[id] : "unknown";
 }

@@ -25,6 +25,7 @@ typedef enum ember_dtype {
     EMBER_DTYPE_IQ4_NL = 20,
     EMBER_DTYPE_IQ4_XS = 23,
     EMBER_DTYPE_BF16 = 30,
+    EMBER_DTYPE_MXFP4 = 39,
     EMBER_DTYPE_NONE = -1, /* no type (a table's "none") */
 } ember_dtype;
 

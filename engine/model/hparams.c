@@ -225,6 +225,37 @@ static void derive(const ember_arch *a, ember_hparams *hp)
     if (!hp->rope_orig_ctx) hp->rope_orig_ctx = hp->ctx_len;
 }
 
+/* <arch>.expert_count and what goes with it, as llama.cpp reads them: expert_used_count
+ * (required with experts, at most expert_count), an expert's FFN width (qwen3moe:
+ * expert_feed_forward_length, else feed_forward_length / expert_used_count; llama's
+ * Mixtral: feed_forward_length) and the family's gating (Mixtral and Qwen3-MoE: softmax,
+ * the top k renormalised). A family without experts refuses a file that has them. */
+static ember_status read_experts(const ember_gguf *g, const ember_arch *a, ember_hparams *hp, ember_err *err)
+{
+    ember_status st = ember_gguf_opt_u32(g, K(a->name, "expert_count"), &hp->n_expert, err);
+    if (st) return st;
+    bool moe = (a->flags & EMBER_ARCH_MOE) != 0;
+    if (!hp->n_expert && !moe) return EMBER_OK;
+    if (!(a->flags & (EMBER_ARCH_EXPERTS | EMBER_ARCH_MOE)))
+        return ember_fail(err, EMBER_ERR_UNSUPPORTED, "%s: %s.expert_count = %u: Ember runs mixtures of experts "
+                          "as llama (Mixtral) and qwen3moe models, not as %s", g->path, a->name, hp->n_expert,
+                          a->name);
+    if (!hp->n_expert)
+        return ember_fail(err, EMBER_ERR_FORMAT, "%s: %s.expert_count is missing or 0 (%s models are mixtures of "
+                          "experts)", g->path, a->name, a->name);
+    if ((st = ember_gguf_get_u32(g, K(a->name, "expert_used_count"), &hp->n_expert_used, err))) return st;
+    if (!hp->n_expert_used || hp->n_expert_used > hp->n_expert || hp->n_expert > EMBER_MAX_EXPERTS ||
+        hp->n_expert_used > EMBER_MAX_EXPERTS_USED)
+        return ember_fail(err, EMBER_ERR_UNSUPPORTED, "%s: %s.expert_used_count %u of expert_count %u: Ember "
+                          "runs 1 to %u of at most %u experts", g->path, a->name, hp->n_expert_used, hp->n_expert,
+                          EMBER_MAX_EXPERTS_USED, EMBER_MAX_EXPERTS);
+    if (!hp->expert_ffn) hp->expert_ffn = moe ? hp->ffn_dim / hp->n_expert_used : hp->ffn_dim;
+    if (!hp->expert_ffn) return bad(g, err, a->name, "expert_feed_forward_length", 0);
+    hp->expert_gating = EMBER_GATING_SOFTMAX;
+    hp->expert_norm = true;
+    return EMBER_OK;
+}
+
 static ember_status read_family(const ember_gguf *g, const ember_arch *a, ember_hparams *hp, ember_err *err)
 {
     hp->yarn_beta_fast = 32.0f;
@@ -235,13 +266,8 @@ static ember_status read_family(const ember_gguf *g, const ember_arch *a, ember_
     }
     if (a->id == EMBER_ARCH_GRANITE && !(hp->logit_scale > 0))
         return ember_fail(err, EMBER_ERR_FORMAT, "%s: granite.logit_scale must be positive", g->path);
-    uint32_t experts = 0;
-    ember_status st = ember_gguf_opt_u32(g, K(a->name, "expert_count"), &experts, err);
-    if (st) return st;
-    if (experts)
-        return ember_fail(err, EMBER_ERR_UNSUPPORTED, "%s: %s.expert_count = %u: mixtures of experts are not "
-                          "implemented yet", g->path, a->name, experts);
-    return refuse_unread(g, a, err);
+    ember_status st = read_experts(g, a, hp, err);
+    return st ? st : refuse_unread(g, a, err);
 }
 
 ember_status ember_hparams_read(const ember_gguf *g, const ember_arch *a, ember_hparams *hp, ember_err *err)

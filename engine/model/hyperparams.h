@@ -28,6 +28,17 @@ typedef enum ember_ffn_act {
     EMBER_FFN_GELU_TANH = 1,  /* GeGLU, GELU by its tanh approximation (gemma) */
 } ember_ffn_act;
 
+/* The largest mixtures the kernels route (llama.cpp's LLAMA_MAX_EXPERTS is 512). */
+#define EMBER_MAX_EXPERTS 512
+#define EMBER_MAX_EXPERTS_USED 32
+
+/* How a mixture of experts weighs the experts a token picks (llama.cpp's gating funcs). */
+typedef enum ember_expert_gating {
+    EMBER_GATING_SOFTMAX = 0,        /* softmax over every expert, then the top k (Mixtral,
+                                        Qwen3-MoE), renormalised over the k where norm is set */
+    EMBER_GATING_SOFTMAX_WEIGHT = 1, /* the top k of the logits, then softmax over those k (gpt-oss) */
+} ember_expert_gating;
+
 /* How RoPE is scaled beyond the base (<arch>.rope.scaling.type). */
 typedef enum ember_rope_scaling {
     EMBER_ROPE_SCALING_LINEAR = 0,  /* positions divided by rope_scale (1: none) */
@@ -74,6 +85,13 @@ typedef struct ember_hparams {
     ember_ffn_act act;
     uint32_t recipe;         /* EMBER_RECIPE_* */
     bool swa_scaled;         /* local layers keep rope_scale (gemma2); else unscaled */
+    /* Mixture of experts (docs/models.md); n_expert 0: a dense FFN. */
+    uint32_t n_expert;       /* <arch>.expert_count */
+    uint32_t n_expert_used;  /* <arch>.expert_used_count: experts a token runs (k) */
+    uint32_t expert_ffn;     /* an expert's FFN width (qwen3moe: expert_feed_forward_length) */
+    ember_expert_gating expert_gating;
+    bool expert_norm;        /* the k weights divided by their sum (clamped at 2^-14) */
+    float expert_scale;      /* the k weights times it (0: 1) */
 } ember_hparams;
 
 /* How one layer attends, derived from ember_hparams (ember_layer_attn_of): what both

@@ -79,13 +79,13 @@ static void shape_str(const uint64_t *ne, char *buf, size_t cap)
  * biases, RoPE factors) must be F32: f32_what names them for the message, NULL for a
  * matrix. A block-quantized matrix must have whole blocks in each row, because the kernels
  * dequantize row by row. */
-static ember_status get_tensor(loader *l, const char *name, const char *f32_what, uint64_t ne0, uint64_t ne1,
-                               const ember_gguf_tensor **out)
+static ember_status get_tensor3(loader *l, const char *name, const char *f32_what, uint64_t ne0, uint64_t ne1,
+                                uint64_t ne2, const ember_gguf_tensor **out)
 {
     const ember_gguf *g = l->g;
     const ember_gguf_tensor *t = ember_gguf_find_tensor(g, name);
     if (!t) return ember_fail(l->err, EMBER_ERR_FORMAT, "%s: missing tensor '%s'", g->path, name);
-    const uint64_t want[4] = { ne0, ne1, 1, 1 };
+    const uint64_t want[4] = { ne0, ne1, ne2, 1 };
     if (memcmp(t->ne, want, sizeof want) != 0) {
         char have_s[96], want_s[96];
         shape_str(t->ne, have_s, sizeof have_s);
@@ -108,6 +108,12 @@ static ember_status get_tensor(loader *l, const char *name, const char *f32_what
     return EMBER_OK;
 }
 
+static ember_status get_tensor(loader *l, const char *name, const char *f32_what, uint64_t ne0, uint64_t ne1,
+                               const ember_gguf_tensor **out)
+{
+    return get_tensor3(l, name, f32_what, ne0, ne1, 1, out);
+}
+
 /* One tensor of a layer's spec (arch.c): taken when the file has it; a missing one is an
  * error when the family requires it. */
 static ember_status get_spec(loader *l, const ember_arch *a, uint32_t il, const ember_tensor_spec *s,
@@ -119,7 +125,7 @@ static ember_status get_spec(loader *l, const ember_arch *a, uint32_t il, const 
     const ember_gguf_tensor **slot = (const ember_gguf_tensor **)((char *)lt + s->slot);
     *slot = NULL;
     if (ember_gguf_find_tensor(l->g, name))
-        return get_tensor(l, name, !s->vector ? NULL : bias ? "biases" : "norms", s->ne0, s->ne1, slot);
+        return get_tensor3(l, name, !s->vector ? NULL : bias ? "biases" : "norms", s->ne0, s->ne1, s->ne2, slot);
     if (!s->required) return EMBER_OK;
     if (bias)
         return ember_fail(l->err, EMBER_ERR_FORMAT, "%s: missing tensor '%s' (%s models have Q, K and V biases)",
@@ -262,7 +268,8 @@ uint32_t ember_layer_tensor_list(const ember_layer_tensors *lt, const ember_gguf
 {
     const ember_gguf_tensor *all[] = {lt->attn_norm, lt->wq, lt->wk, lt->wv, lt->wo, lt->ffn_norm, lt->w_gate,
                                       lt->w_up, lt->w_down, lt->bq, lt->bk, lt->bv, lt->wqkv, lt->bqkv,
-                                      lt->q_norm, lt->k_norm, lt->attn_post_norm, lt->ffn_post_norm};
+                                      lt->q_norm, lt->k_norm, lt->attn_post_norm, lt->ffn_post_norm,
+                                      lt->ffn_router, lt->gate_exps, lt->up_exps, lt->down_exps};
     _Static_assert(sizeof all / sizeof *all <= EMBER_MAX_LAYER_TENSORS, "EMBER_MAX_LAYER_TENSORS");
     uint32_t n = 0;
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
@@ -310,6 +317,7 @@ uint32_t ember_llama_features(const ember_llama *m)
         f |= EMBER_FEAT_SCALES;
     if (hp->rope_dim < hp->head_dim) f |= EMBER_FEAT_PARTIAL_ROPE;
     if (hp->head_dim * hp->n_heads != hp->dim) f |= EMBER_FEAT_HEAD_DIM;
+    if (hp->n_expert) f |= EMBER_FEAT_MOE;
     return f;
 }
 
@@ -323,7 +331,7 @@ const char *ember_llama_feature_name(uint32_t i)
     static const char *const names[] = {
         "Q/K/V biases", "NeoX RoPE", "RoPE frequency factors", "RoPE scaling", "QK-norm", "post-norms",
         "no pre-norms", "sliding window", "NoPE layers", "soft-capping", "YaRN", "GeGLU", "scales",
-        "fused matrices", "partial rotary", "head size from key_length"};
+        "fused matrices", "partial rotary", "head size from key_length", "mixture of experts"};
     return i < sizeof names / sizeof *names ? names[i] : NULL;
 }
 

@@ -1,7 +1,7 @@
 /* model.h — a decoder-only transformer as read from a GGUF file: hyper-parameters, the
  * recipe its layers follow and the tensors of each layer, with every shape checked
  * against the hyper-parameters. The families (llama, qwen2, qwen3, gemma2, gemma3, phi3,
- * mistral3, smollm3, olmo2, granite) are entries of one table (arch.h); this description
+ * mistral3, smollm3, olmo2, granite, qwen3moe) are entries of one table (arch.h); this description
  * is what both forward passes read (docs/models.md).
  *
  * Tensor names (llama.cpp's): token_embd.weight, output_norm.weight, output.weight
@@ -85,6 +85,7 @@ enum {
     EMBER_FEAT_FUSED = 1u << 13,       /* fused QKV or gate|up matrices */
     EMBER_FEAT_PARTIAL_ROPE = 1u << 14,/* rope_dim < head_dim */
     EMBER_FEAT_HEAD_DIM = 1u << 15,    /* head_dim != dim / n_heads (key_length) */
+    EMBER_FEAT_MOE = 1u << 16,         /* mixture-of-experts FFNs */
 };
 uint32_t ember_llama_features(const ember_llama *m);
 /* The pooling embeddings use by default (an ember_pooling): the declared one, LAST where

@@ -13,4 +13,5 @@
 #include "q6_k.glsl"
 #include "iq4_nl.glsl"
 #include "iq4_xs.glsl"
+#include "mxfp4.glsl"
 #include "bf16.glsl"

@@ -16,7 +16,7 @@ void cq_iq4_xs(bool hi, uint row, uint u, out vec4 q[8], out vec2 a, out vec2 c)
     uvec2 h = (b & 8u) != 0u ? e.zw : e.xy;  // d | scales_h << 16, scales_l
     uint lo = (h.y >> (4u * i)) & 15u, up = (h.x >> (16u + 2u * i)) & 3u;
     precise float dl = unpackHalf2x16(h.x).x * float(int(lo | (up << 4u)) - 32);
-    iq4_codes(blk_v4_8(hi, b + 8u + 16u * i), q);
+    blk_level_codes(blk_v4_8(hi, b + 8u + 16u * i), IQ4_LEVELS, q);
     a = vec2(dl), c = vec2(-0.0);
 }
 

@@ -24,7 +24,7 @@ size_t ggml_quantize_chunk(int type, const float *src, void *dst, int64_t start,
 #define DECL(q) void dequantize_row_##q(const void *x, float *y, int64_t k);
 DECL(q4_0) DECL(q4_1) DECL(q5_0) DECL(q5_1) DECL(q8_0)
 DECL(q2_K) DECL(q3_K) DECL(q4_K) DECL(q5_K) DECL(q6_K)
-DECL(iq4_nl) DECL(iq4_xs)
+DECL(iq4_nl) DECL(iq4_xs) DECL(mxfp4)
 void ggml_fp16_to_fp32_row(const void *x, float *y, int64_t n);
 void ggml_bf16_to_fp32_row(const void *x, float *y, int64_t n);
 
@@ -41,7 +41,7 @@ static const struct type {
     Q("Q5_1", 7, 32, 24, q5_1), Q("Q8_0", 8, 32, 34, q8_0),
     Q("Q2_K", 10, 256, 84, q2_K), Q("Q3_K", 11, 256, 110, q3_K), Q("Q4_K", 12, 256, 144, q4_K),
     Q("Q5_K", 13, 256, 176, q5_K), Q("Q6_K", 14, 256, 210, q6_K),
-    Q("IQ4_NL", 20, 32, 18, iq4_nl), Q("IQ4_XS", 23, 256, 136, iq4_xs),
+    Q("IQ4_NL", 20, 32, 18, iq4_nl), Q("IQ4_XS", 23, 256, 136, iq4_xs), Q("MXFP4", 39, 32, 17, mxfp4),
 };
 
 static uint64_t fnv(const void *p, size_t n)

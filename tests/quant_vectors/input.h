@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#define QV_ROWS 6
+#define QV_ROWS 7
 #define QV_COLS 512 /* two of the K-quants' 256-value super-blocks per row */
 
 /* Fills x[QV_ROWS * QV_COLS] with the rows described in input.c. */

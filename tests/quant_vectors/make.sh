@@ -12,7 +12,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 (cd "$tmp" && npm pack --silent "@node-llama-cpp/linux-x64@$version" >/dev/null && tar xzf ./*.tgz)
 lib=$tmp/package/bins/linux-x64
-cc -O1 -o "$tmp/gen" "$here/gen.c" "$here/input.c" -L"$lib" -l:libggml-base.so -Wl,-rpath,"$lib"
+cc -O1 -o "$tmp/gen" "$here/gen.c" "$here/input.c" -L"$lib" -l:libggml-base.so -lm -Wl,-rpath,"$lib"
 mkdir -p "$out"
 "$tmp/gen" "$out"
 echo "made $out/ref.txt with libggml-base of @node-llama-cpp/linux-x64@$version"
