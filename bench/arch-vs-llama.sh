@@ -15,7 +15,8 @@
 # Then, at seed 1, each feature of the ablation list switched off in Ember's CPU reference
 # (bench/arch_vs_llama/ember_ablate.c: gemma2 without its soft-caps, gemma2 without its
 # window, qwen3 without QK-norm, smollm3 rotating on every layer, qwen3moe running one
-# expert a token, mixtral without renormalising its two experts' weights): each must be off
+# expert a token, mixtral without renormalising its two experts' weights, gpt-oss without
+# its attention sinks or with the plain SwiGLU for its clamped one): each must be off
 # llama.cpp by more than 1e-3, or the comparison would not catch the feature missing
 # (exit 1 too).
 # llama.cpp: the prebuilt CPU libraries of npm @node-llama-cpp/linux-x64 and llama.cpp's
@@ -52,7 +53,8 @@ mapfile -t families < <(grep -v '^\s*#' "$root/tests/data/families.txt" | grep -
 shape=(--dim 128 --layers 2 --heads 8 --kv-heads 2 --ffn 256 --vocab 512 --ctx 256)
 tol=1e-3
 # Features switched off in Ember (FAMILY:FEATURE, ember_ablate.c): must fail at seed 1.
-ablations=(gemma2:softcap gemma2:window qwen3:qk-norm smollm3:nope qwen3moe:top1 mixtral:expert-norm)
+ablations=(gemma2:softcap gemma2:window qwen3:qk-norm smollm3:nope qwen3moe:top1 mixtral:expert-norm gpt-oss:sinks
+           gpt-oss:oai-swiglu)
 
 n_tokens=128 seeds="1 2" type=f32
 while [ $# -gt 0 ]; do

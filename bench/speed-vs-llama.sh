@@ -33,6 +33,9 @@
 # MODEL_ARGS: more make-test-model options for the model, after the shape (a family's:
 # `--arch qwen3 --heads 16 --head-dim 128` for a Qwen3 shape; docs/models.md), with
 # SPEED_DIR kept per model (default build/speed-vs-llama-<arch>).
+# SPEED_CONFIGS: the configurations to run (default "ember cpu1 cpu2 vulkan"; a table cell
+# of one left out says "not run": llama.cpp's Vulkan backend on lavapipe takes ten minutes
+# a run of a model of 1.5 GB).
 #   bench/speed-vs-llama.sh [--rounds R] [NAME ...]
 # NAME: llama-quantize's names (default: q8_0 q4_k_m q5_k_m q6_k q4_0 iq4_xs bf16 f16 f32;
 # f32: the input itself).
@@ -85,8 +88,8 @@ n_prompt=$(wc -w <"$tmp/tokens.txt")
 echo "prompt: $n_prompt tokens; $n_gen generated"
 
 export GGML_VK_VISIBLE_DEVICES=${GGML_VK_VISIBLE_DEVICES:-0}
-configs=(ember cpu1 cpu2 vulkan)
-field() { grep -o "\"$1\": [0-9.]*" <<<"$2" | cut -d' ' -f2; }
+read -r -a configs <<<"${SPEED_CONFIGS:-ember cpu1 cpu2 vulkan}"
+field() { grep -o "\"$1\": [0-9.]*" <<<"$2" | cut -d' ' -f2 || true; } # empty when the run failed
 run() { # ROUND NAME CONFIG: one run, one line of $tmp/runs.tsv
   local f=$files/$2.gguf out
   [ "$2" = f32 ] && f=$files/f32.gguf

@@ -58,6 +58,7 @@ layout(push_constant) uniform Push {
     uint n_chunks;    // SPLIT: chunks per pair, workgroups along z
     uint window;      // a local layer's window (0: every earlier position)
     float softcap;    // attention logits soft-capped at it (0: none)
+    uint sinks;       // 1: binding 9 holds a logit per query head for every denominator
 } pc;
 
 layout(std430, binding = 0) readonly buffer QKV { vec4 qkv[]; };
@@ -86,6 +87,10 @@ layout(std430, binding = 6) writeonly buffer O { vec4 o[]; };
 // * n_chunks + chunk (attention_merge.comp merges them).
 layout(std430, binding = 7) writeonly buffer PML { vec2 part_ml[]; };
 layout(std430, binding = 8) writeonly buffer PACC { vec4 part_acc[]; };
+// gpt-oss's attention sinks: head h's softmax has exp(sink[h]) more in its denominator
+// (no value beside it), merged in as a state (m = sink, l = 1, acc = 0) after the last
+// position (attn_merge.glsl); the split kind leaves it to attention_merge.comp.
+layout(std430, binding = 9) readonly buffer SK { float sink[]; };
 
 #include "attn_merge.glsl"
 
@@ -243,10 +248,17 @@ void store_run(uint lane, uint lanes)
     [[unroll]] for (uint u = 0; u < SLOTS; u++) {
         if (npos[u] == 0u) continue;
         uint orow = (tok[u] * pc.n_heads + head[u]) * d4;
-        precise float inv = 1.0 / (CHUNKS != 0u ? rl[u] : l[u]);
+        float ms = CHUNKS != 0u ? rm[u] : m[u], ls = CHUNKS != 0u ? rl[u] : l[u], mn, ca = 1.0, cb;
+        if (pc.sinks != 0u) {
+            merge_scales(ms, sink[head[u]], mn, ca, cb);
+            ls = merge_sum(ls, ca, 1.0, cb);
+        }
+        precise float inv = 1.0 / ls;
         [[unroll]] for (uint j = 0; j < CPL; j++) {
             uint c = lane + j * lanes;
-            precise vec4 r = (CHUNKS != 0u ? racc[u][j] : acc[u][j]) * inv;
+            vec4 a = CHUNKS != 0u ? racc[u][j] : acc[u][j];
+            if (pc.sinks != 0u) a = merge_acc(a, ca, vec4(0.0), 0.0);
+            precise vec4 r = a * inv;
             if (c < d4) o[orow + c] = r;
         }
     }

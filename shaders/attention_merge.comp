@@ -12,11 +12,14 @@ layout(push_constant) uniform Push {
     uint n_chunks;
     uint out0;      // row0 * n_heads * d4: pair i of the dispatch writes o[out0 + i * d4 ..]
     uint wgx;
+    uint n_heads;   // pair i is of query head i % n_heads
+    uint sinks;     // 1: binding 3 holds the heads' sinks, merged in last (attention.comp)
 } pc;
 
 layout(std430, binding = 0) readonly buffer PML { vec2 part_ml[]; };
 layout(std430, binding = 1) readonly buffer PACC { vec4 part_acc[]; };
 layout(std430, binding = 2) writeonly buffer O { vec4 o[]; };
+layout(std430, binding = 3) readonly buffer SK { float sink[]; };
 
 #include "attn_merge.glsl"
 
@@ -43,6 +46,12 @@ void main()
             rl = merge_sum(rl, ca, ml.y, cb);
             racc = merge_acc(racc, ca, a, cb);
         }
+    }
+    if (pc.sinks != 0u) {
+        float mn, ca, cb;
+        merge_scales(rm, sink[pair % pc.n_heads], mn, ca, cb);
+        rl = merge_sum(rl, ca, 1.0, cb);
+        racc = merge_acc(racc, ca, vec4(0.0), 0.0);
     }
     precise float inv = 1.0 / rl;
     precise vec4 r = racc * inv;

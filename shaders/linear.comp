@@ -571,13 +571,17 @@ void main()
 {
     uint wg = gl_WorkGroupID.z * pc.wgx + gl_WorkGroupID.x;
 #ifdef MOE
-    // One expert a workgroup row, all its pairs: a workgroup of an expert no token chose
-    // ends at once (the whole workgroup: no barrier is skipped by part of it).
-    uint e = pc.e0 + gl_WorkGroupID.y;
+    // One chosen expert a workgroup row, all its pairs: a row past the chosen ones, or of
+    // an expert in another part, ends at once (the whole workgroup: no barrier is skipped
+    // by part of it).
+    uint chosen = 2u * pc.nexp + 2u * pc.n_tok, slot = gl_WorkGroupID.y;
+    if (slot >= mg[chosen]) return;
+    uint e = mg[chosen + 1u + slot];
+    if (e < pc.e0 || e >= pc.e0 + pc.lim0 / pc.erows) return;
     moe_n = mg[e];
     moe_off = mg[pc.nexp + e];
-    moe_row = gl_WorkGroupID.y * pc.erows;
-    if (moe_n == 0u) return;
+    moe_row = (e - pc.e0) * pc.erows;
+    moe_bias0 = e * pc.erows;
     uint tok_begin = 0u, tok_end = moe_n;
 #else
     uint tok_begin = gl_WorkGroupID.y * pc.tpw;

@@ -50,6 +50,7 @@ layout(constant_id = 6) const uint NPART = 8;
 #define MODE_ADD 1u
 #define MODE_SWIGLU 2u
 #define MODE_GEGLU 3u
+#define MODE_SWIGLU_OAI 4u  // gpt-oss's clamped SwiGLU: oscale is its alpha, ocap its limit
 // Gated modes pair gate row i with up row i + h and store act(gate) * up.
 #define GATED (pc.mode >= MODE_SWIGLU)
 
@@ -70,10 +71,12 @@ layout(push_constant) uniform Push {
     float eps;   // NORM: the RMS norm's epsilon
     float oscale;  // STORE/ADD: the output times it before it is stored or added (1: none)
     float ocap;    // STORE: then soft-capped, c tanh(v / c) (0: none)
-    uint e0;       // MOE: the first expert of this dispatch's weight part (workgroup y: e - e0)
+    uint e0;       // MOE: the first expert of this dispatch's weight part
     uint erows;    // MOE: rows of one expert in the part (gated: its gate rows, then its up rows)
     uint xdiv;     // MOE: a pair's x row is pair / xdiv (k: the token's row; 1: the pair's own)
     uint nexp;     // MOE: experts of the model, the length of the group's counts and offsets
+                   // (and n_tok: the step's pairs, where the chosen experts' list follows)
+    uint bias;     // 1: binding 6 holds a bias per weight row (row_bias), not NORM's weights
 } pc;
 
 layout(std430, binding = 1) buffer Y { float y[]; };
@@ -81,8 +84,9 @@ layout(std430, binding = 1) buffer Y { float y[]; };
 layout(std430, binding = 6) readonly buffer G { vec4 g4[]; };
 
 // ---- MOE: the grouped expert product (mul_mat_id) ------------------------------------
-// A workgroup along y serves one expert e = e0 + y for every (token, slot) pair that chose
-// it: mg holds, as moe_route.comp writes them, the pairs per expert (mg[e]), where each
+// A workgroup along y serves the y-th expert some pair chose (moe_route.comp's list of
+// them), when it lies in this dispatch's part, for every (token, slot) pair that chose it:
+// mg holds, as moe_route.comp writes them, the pairs per expert (mg[e]), where each
 // expert's run of the pair list starts (mg[nexp + e]) and the list (mg[2 nexp + i]). Tile
 // token t of the workgroup is pair list[off + t]: it reads x row pair / xdiv and writes y
 // row pair; the weight rows are those of expert e, erows a piece. Every output is the same
@@ -94,9 +98,10 @@ uint moe_n, moe_off, moe_row;  // the expert's pairs, its run of the list, its f
 uint moe_pair(uint t) { return mg[2u * pc.nexp + moe_off + t]; }
 uint x_row_of(uint t) { return moe_pair(t) / pc.xdiv; }
 uint y_row_of(uint t) { return moe_pair(t); }
+uint moe_bias0;  // the expert's first row in the biases (e * erows)
 #else
 #define NTOK pc.n_tok
-const uint moe_row = 0u;
+const uint moe_row = 0u, moe_bias0 = 0u;
 uint x_row_of(uint t) { return pc.xrow0 + t; }
 uint y_row_of(uint t) { return pc.yrow0 + t; }
 #endif
@@ -329,6 +334,12 @@ uint tile_row(uint g, uint r, uint half_rows)
 // store_out, which the compiler cannot tell apart from this mode.
 float glu(float gate, float up)
 {
+    if (pc.mode == MODE_SWIGLU_OAI) {
+        precise float g = min(gate, pc.ocap);
+        precise float u = clamp(up, -pc.ocap, pc.ocap);
+        precise float r = g / (1.0 + exp(-pc.oscale * g)) * (u + 1.0);
+        return r;
+    }
     if (pc.mode == MODE_GEGLU) {
         precise float z = 0.7978845608 * gate * (1.0 + 0.044715 * gate * gate);
         precise float g = 0.5 * gate * (1.0 + tanh(clamp(z, -15.0, 15.0))) * up;
@@ -344,18 +355,29 @@ void store_out(uint tok, uint j, float v)
 {
     uint idx = y_row_of(tok) * pc.ldy + pc.out0 + j;
     precise float s = GATED ? v : v * pc.oscale;
-    if (pc.ocap > 0.0) s = pc.ocap * tanh(clamp(s / pc.ocap, -15.0, 15.0));
+    if (!GATED && pc.ocap > 0.0) s = pc.ocap * tanh(clamp(s / pc.ocap, -15.0, 15.0));
     precise float r = pc.mode == MODE_ADD ? y[idx] + s : s;
     y[idx] = r;
 }
 
+// The bias of weight row `row` (pc.bias): dense, the output's row out0 + j (gated: up's
+// is ldy rows on, after the gate rows); a mixture, per expert in its stack's row order
+// (gate rows then up rows), the expert's from moe_bias0.
+float row_bias(uint row) { return g4[row >> 2u][row & 3u]; }
+
 // Stores row r of tile g for token tok (v: its sum) where both are inside the dispatch's
-// output. SWIGLU: only gate rows (r < half_rows) store, silu(v) * up with up the sum of
-// up row r + half_rows.
+// output, its bias added first where the call has biases. Gated modes: only gate rows
+// (r < half_rows) store, act(v) * up with up the sum of up row r + half_rows.
+
 void store_tile_row(uint g, uint tok, uint r, uint half_rows, float v, float up)
 {
     uint j = g * pc.step + r;
-    if (tok >= NTOK || j >= pc.n_out) return;
-    if (!GATED) store_out(tok, j, v);
-    else if (r < half_rows) store_out(tok, j, glu(v, up));
+    if (tok >= NTOK || j >= pc.n_out || (GATED && r >= half_rows)) return;
+    if (pc.bias != 0u) {
+        uint row = moe_bias0 + pc.out0 + j;
+        precise float vb = v + row_bias(row);
+        precise float ub = GATED ? up + row_bias(row + pc.ldy) : up;
+        v = vb, up = ub;
+    }
+    store_out(tok, j, GATED ? glu(v, up) : v);
 }

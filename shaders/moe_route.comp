@@ -12,20 +12,33 @@
 //    w_j = exp(l_j - l_0) / sum_j exp(l_j - l_0);
 //  - norm: w_j / max(sum_j w_j, 2^-14) (llama.cpp's clamp); then times scale (0: 1).
 // Pair p = t * k + j. Outputs: w[p]; g[e] pairs per expert, g[nexp + e] where its run of
-// the list starts, g[2 nexp + i] the list (each expert's pairs in pair order), and
-// g[2 nexp + n_tok k + p] the expert of pair p. A token's picks and weights are a function
-// of its logits row alone: batch invariant.
+// the list starts, g[2 nexp + i] the list (each expert's pairs in pair order),
+// g[2 nexp + n_tok k + p] the expert of pair p, then at A = 2 nexp + 2 n_tok k the number
+// of experts some pair chose, g[A], and those experts in ascending order, g[A + 1 + i]:
+// the grouped products' workgroup rows (a decode step runs k of them, not nexp). A token's
+// picks and weights are a function of its logits row alone: batch invariant.
 layout(local_size_x_id = 0) in;
 
 layout(push_constant) uniform Push {
     uint n_tok, nexp, k, gating;
     uint norm;
     float scale;
+    uint bias;   // 1: binding 3 holds the router's bias, added to every row (gpt-oss)
 } pc;
 
-layout(std430, binding = 0) readonly buffer L { float logits[]; };
+layout(std430, binding = 0) readonly buffer L { float router[]; };
 layout(std430, binding = 1) writeonly buffer W { float w[]; };
 layout(std430, binding = 2) buffer G { uint g[]; };
+layout(std430, binding = 3) readonly buffer RB { float router_bias[]; };
+
+// Logit e of the row from base: the router's product, plus its bias where it has one (as
+// the reference adds it, one rounding).
+float logit(uint base, uint e)
+{
+    precise float v = router[base + e];
+    if (pc.bias != 0u) v = v + router_bias[e];
+    return v;
+}
 
 const uint MAX_K = 32u;
 
@@ -39,20 +52,20 @@ void route(uint t)
         for (uint e = 0u; e < pc.nexp; e++) {
             bool taken = false;
             for (uint i = 0u; i < j; i++) taken = taken || ids[i] == e;
-            if (!taken && (best == 0xffffffffu || logits[base + e] > logits[base + best])) best = e;
+            if (!taken && (best == 0xffffffffu || logit(base, e) > logit(base, best))) best = e;
         }
         ids[j] = best;
     }
-    float top = logits[base + ids[0]];
+    float top = logit(base, ids[0]);
     precise float sum = 0.0;
     if (pc.gating == 0u) {
-        for (uint e = 0u; e < pc.nexp; e++) sum = sum + exp(logits[base + e] - top);
+        for (uint e = 0u; e < pc.nexp; e++) sum = sum + exp(logit(base, e) - top);
     } else {
-        for (uint j = 0u; j < pc.k; j++) sum = sum + exp(logits[base + ids[j]] - top);
+        for (uint j = 0u; j < pc.k; j++) sum = sum + exp(logit(base, ids[j]) - top);
     }
     precise float ws = 0.0;
     for (uint j = 0u; j < pc.k; j++) {
-        precise float v = exp(logits[base + ids[j]] - top) / sum;
+        precise float v = exp(logit(base, ids[j]) - top) / sum;
         wt[j] = v;
         ws = ws + v;
     }
@@ -79,11 +92,13 @@ void main()
     memoryBarrierBuffer();
     barrier();
     if (lid == 0u) {
-        uint off = 0u;
+        uint off = 0u, n_chosen = 0u, a = pe + n_pairs;
         for (uint e = 0u; e < pc.nexp; e++) {
             g[pc.nexp + e] = off;
             off += g[e];
+            if (g[e] != 0u) g[a + 1u + n_chosen++] = e;
         }
+        g[a] = n_chosen;
     }
     memoryBarrierBuffer();
     barrier();

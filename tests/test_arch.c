@@ -546,7 +546,7 @@ static void test_refusals(const files *f)
         expect(dst, EMBER_ERR_FORMAT, "'blk.0.attn_q.bias' is F16", "biases must be F32");
     if (rewrite(f->llama, dst, &(edit){ .put = "blk.1.attn_output.bias", .put_type = EMBER_DTYPE_F32,
                                         .put_n = 32, .put_data = v }))
-        expect(dst, EMBER_ERR_UNSUPPORTED, "'blk.1.attn_output.bias'", "only after the Q, K and V");
+        expect(dst, EMBER_ERR_UNSUPPORTED, "'blk.1.attn_output.bias'", "a llama model has no such bias");
     if (rewrite(f->llama_f, dst, &(edit){ .put = "rope_freqs.weight", .put_type = EMBER_DTYPE_F32,
                                           .put_n = 8, .put_data = v }))
         expect(dst, EMBER_ERR_FORMAT, "'rope_freqs.weight' has shape [8], expected [4]", NULL);

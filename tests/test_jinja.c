@@ -55,7 +55,7 @@ static const char *const TEMPLATES[] = {
     "google-gemma-4-31B-it",
     "microsoft-Phi-3.5-mini-instruct", "HuggingFaceTB-SmolLM2-135M-Instruct", "HuggingFaceTB-SmolLM3-3B", "deepseek-ai-DeepSeek-R1-Distill-Llama-8B",
     "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", "ibm-granite-granite-3.3-2B-Instruct", "ibm-granite-granite-4.0",
-    "mistralai-Ministral-3-14B-Reasoning-2512",
+    "mistralai-Ministral-3-14B-Reasoning-2512", "openai-gpt-oss-120b",
 };
 
 /* Whether our rendering of one case agrees with the expected one. */

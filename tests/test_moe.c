@@ -2,16 +2,17 @@
  * docs/kernels.md), on models made by `ember make-test-model`:
  *  - routing: for every token of a 45-token prompt prefilled in chunks of 20 and of 8
  *    decode steps after it, and every layer, the GPU picks the experts the CPU reference
- *    picks, in the same order (qwen3moe F32, Q8_0, Q4_K_M and MXFP4 experts, Mixtral F32),
- *    and its logits are the reference's (F32 1e-4, quantized 1e-3); the counts it keeps
- *    agree with its picks;
+ *    picks, in the same order (qwen3moe F32, Q8_0, Q4_K_M and MXFP4 experts, Mixtral F32,
+ *    gpt-oss with MXFP4 experts, attention sinks and biases, with and without split-K
+ *    attention), and its logits are the reference's (F32 1e-4, quantized 1e-3); the counts
+ *    it keeps agree with its picks;
  *  - batch invariance: 4 sequences prefilled together in one ragged step and decoded
  *    together give the logits, bit for bit, that each gives alone;
  *  - what a step reads: with profiling on, a step of 16 decode tokens (16 sequences) shows
  *    each layer's grouped products reading the bytes of the experts the step chose, each
  *    once, and fewer than all its experts' bytes.
- * At subgroups 4 and 16 (test_moe_sg4, _sg16): the Q8_0 and MXFP4 routing cases and batch
- * invariance. */
+ * At subgroups 4 and 16 (test_moe_sg4, _sg16): the Q8_0, MXFP4 and gpt-oss routing cases
+ * and batch invariance. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,8 +59,9 @@ static uint32_t check_step_picks(mf_model *M, const uint32_t *want, uint32_t cap
 }
 
 /* The prompt in chunks then decode steps, every step's picks and logits against one
- * reference pass over the whole sequence. */
-static void test_picks(ember_vk *vk, const char *name, const char *args, double tol)
+ * reference pass over the whole sequence; split: attention in chunks of 32 positions, the
+ * decode rows' split over workgroups and merged (as on a GPU). */
+static void test_picks_opts(ember_vk *vk, const char *name, const char *args, double tol, bool split)
 {
     enum { N = 45, CHUNK = 20, DEC = 8, TOTAL = N + DEC };
     char path[512];
@@ -69,7 +71,9 @@ static void test_picks(ember_vk *vk, const char *name, const char *args, double 
     uint32_t bt[MAXB], toks[TOTAL];
     for (uint32_t i = 0; i < MAXB; i++) bt[i] = (5 * i + 3) % (MAXB + 3);
     mf_model M;
-    if (!mf_gpu_open(&M, vk, path, 0, &o)) {
+    ember_gpu_model_opts go = {.attn_split = split ? EMBER_ATTN_SPLIT_ON : EMBER_ATTN_SPLIT_OFF,
+                               .attn_chunk = split ? 32 : 0};
+    if (!mf_gpu_open_opts(&M, vk, path, &go, &o)) {
         mf_unload(&M);
         return;
     }
@@ -97,8 +101,8 @@ static void test_picks(ember_vk *vk, const char *name, const char *args, double 
             worst = fmax(worst, tu_rel_err(got + (size_t)i * nv, ref + (size_t)(p + i) * nv, nv));
         p += n;
     }
-    printf("%-12s (%s): %u steps x %u layers, %u with other picks than the reference; logits max rel err %.2e\n",
-           name, args, steps, hp->n_layers, bad, worst);
+    printf("%-12s (%s%s): %u steps x %u layers, %u with other picks than the reference; logits max rel err "
+           "%.2e\n", name, args, split ? ", split-K attention" : "", steps, hp->n_layers, bad, worst);
     CHECKF(ok && bad == 0, "%s: %u step-layers pick other experts than the reference", name, bad);
     CHECKF(ok && worst < tol, "%s: rel err %.3e", name, worst);
     free(want);
@@ -106,6 +110,11 @@ static void test_picks(ember_vk *vk, const char *name, const char *args, double 
     free(got);
     mf_unload(&M);
     remove(path);
+}
+
+static void test_picks(ember_vk *vk, const char *name, const char *args, double tol)
+{
+    test_picks_opts(vk, name, args, tol, false);
 }
 
 /* One step of a ragged batch: sequence s contributes toks[s][p0[s] .. p0[s] + n[s]) at
@@ -275,6 +284,12 @@ int main(void)
     test_picks(vk, "qwen3moe_mx", a, 1e-3);
     if (all)
         test_picks(vk, "mixtral", "--arch mixtral --dim 128 --ffn 256 --experts 8 --experts-used 2 --type f32", 1e-4);
+    /* gpt-oss: biased router (softmax over the 4), biased clamped-SwiGLU experts in MXFP4,
+     * sinks (merged one-pass, in chunks, and split-K), window 8 on every other layer */
+    static const char oss[] = "--arch gpt-oss --dim 128 --ffn 256 --experts 16 --experts-used 4 --expert-ffn 128 "
+                              "--key attention.sliding_window=8 --type mxfp4_moe";
+    test_picks_opts(vk, "gpt-oss", oss, 1e-3, false);
+    test_picks_opts(vk, "gpt-oss", oss, 1e-3, true);
     snprintf(a, sizeof a, "%s --type q8_0", q3);
     test_invariance(vk, "qwen3moe_q8", a);
     /* 64 experts, 2 a token: 16 tokens choose at most 32 */

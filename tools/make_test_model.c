@@ -236,6 +236,10 @@ static ember_status add_layer(plan *p, const tm_args *a, long l)
         if (t->ne2 > 1)
             st = add_weight3(p, a, name, true, 3, (uint64_t[3]){t->ne0, t->ne1, t->ne2}, 0.0f,
                              sqrtf(3.0f / (float)t->ne0));
+        else if (t->vector && t->ne1 > 1) /* a bias row per expert */
+            st = add_weight(p, a, name, false, 2, t->ne0, t->ne1, 0.0f, 0.5f);
+        else if (strcmp(t->part, "attn_sinks") == 0) /* a logit per head, unlike each other */
+            st = add_weight(p, a, name, false, 1, t->ne0, 1, 1.0f, 1.0f);
         else
             st = t->vector ? add_vector(p, a, name, t->ne0, t->bias) : add_matrix(p, a, name, t->ne0, t->ne1);
     }
@@ -378,7 +382,8 @@ static ember_status add_required_keys(ember_gguf_writer *w, const tm_args *a)
         bool given = false;
         for (int i = 0; i < a->n_keys; i++)
             given |= strncmp(a->keys[i], k->suffix, strlen(k->suffix)) == 0 && a->keys[i][strlen(k->suffix)] == '=';
-        if (!k->required || given) continue;
+        /* an expert's width is written with the other expert keys (add_hparams) */
+        if (!k->required || given || strcmp(k->suffix, "expert_feed_forward_length") == 0) continue;
         snprintf(kv, sizeof kv, "%s=%g", akey(a, k->suffix, name) + strlen(a->arch->name) + 1, k->def);
         st = add_family_key(w, a, kv);
     }
@@ -433,8 +438,10 @@ static ember_status add_hparams(ember_gguf_writer *w, const tm_args *a)
     if (!st && a->experts)
         (void)((st = ember_gguf_add_u32(w, akey(a, "expert_count", k), (uint32_t)a->experts)) ||
                (st = ember_gguf_add_u32(w, akey(a, "expert_used_count", k), (uint32_t)a->experts_used)));
-    if (!st && a->expert_ffn && (a->arch->flags & EMBER_ARCH_MOE))
-        st = ember_gguf_add_u32(w, akey(a, "expert_feed_forward_length", k), (uint32_t)a->expert_ffn);
+    /* qwen3moe without --expert-ffn: absent, the loader's default; gpt-oss requires it */
+    bool ffn_key = a->expert_ffn || (a->arch->flags & EMBER_ARCH_EXPERT_BIAS);
+    if (!st && ffn_key && (a->arch->flags & EMBER_ARCH_MOE))
+        st = ember_gguf_add_u32(w, akey(a, "expert_feed_forward_length", k), (uint32_t)expert_ffn_of(a));
     if (!st && ember_dtype_block(a->type) > 1)
         st = ember_gguf_add_u32(w, "general.quantization_version", 2);
     return st;

@@ -30,6 +30,8 @@ def fmt(x):
 
 
 def cell(v):
+    if isinstance(v, str):
+        return v
     if v is None:
         return "failed"
     return f"{fmt(statistics.median(v))} ({fmt(min(v))}-{fmt(max(v))})"
@@ -49,7 +51,9 @@ def main():
             runs[key][0].append(float(p))
             runs[key][1].append(float(dec))
 
-    def vals(name, c, k):  # k 0: prefill, 1: decode; None when a run failed
+    def vals(name, c, k):  # k 0: prefill, 1: decode; None when a run failed, "not run"
+        if (name, c) not in runs:
+            return "not run"
         v = runs.get((name, c))
         return None if v is None else v[k]
 
@@ -95,7 +99,8 @@ def main():
         read = info[name][2]
         out = []
         for v in (vals(name, "ember", 1), best_cpu(name, 1)[1], vals(name, "vulkan", 1)):
-            out.append("failed" if v is None else f"{statistics.median(v) * read / 1e9:.2f}")
+            out.append(v if isinstance(v, str) else "failed" if v is None else
+                       f"{statistics.median(v) * read / 1e9:.2f}")
         print(f"| {name.upper()} | {read / 1e6:.0f} | {' | '.join(out)} |")
     q4, q8 = vals("q4_k_m", "ember", 1), vals("q8_0", "ember", 1)
     if "q4_k_m" in names and "q8_0" in names and q4 and q8:

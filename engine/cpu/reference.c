@@ -121,23 +121,34 @@ static void add_bias(float *y, const ember_gguf_tensor *b)
         y[i] += v[i];
 }
 
-static void softmax(float *x, uint32_t n)
+/* Softmax of x[0..n) with one more logit, sink, in the denominator (gpt-oss's attention
+ * sinks, as ggml's soft_max takes them; -INFINITY: none, a plain softmax). */
+static void softmax_sink(float *x, uint32_t n, float sink)
 {
-    float max = x[0];
-    for (uint32_t i = 1; i < n; i++)
+    double max = sink;
+    for (uint32_t i = 0; i < n; i++)
         if (x[i] > max)
             max = x[i];
-    double sum = 0.0;
+    double sum = exp((double)sink - max);
     for (uint32_t i = 0; i < n; i++)
         sum += exp((double)x[i] - max);
     for (uint32_t i = 0; i < n; i++)
         x[i] = (float)(exp((double)x[i] - max) / sum);
 }
 
+static void softmax(float *x, uint32_t n) { softmax_sink(x, n, -INFINITY); }
+
 /* c tanh(x / c): the soft cap of gemma2's attention and final logits (c > 0). */
 static double softcap(double x, float c) { return c > 0 ? c * tanh(x / c) : x; }
 
 static float silu(float x) { return (float)(x / (1.0 + exp(-(double)x))); }
+
+/* gpt-oss's clamped SwiGLU of one gate and up value (hyperparams.h). */
+static float swiglu_oai(float gate, float up)
+{
+    double g = fmin(gate, EMBER_SWIGLU_OAI_LIMIT), u = fmax(fmin(up, EMBER_SWIGLU_OAI_LIMIT), -EMBER_SWIGLU_OAI_LIMIT);
+    return (float)(g / (1.0 + exp(-(double)EMBER_SWIGLU_OAI_ALPHA * g)) * (u + 1.0));
+}
 
 /* GELU by its tanh approximation (ggml_gelu, PyTorch's approximate="tanh"). */
 static float gelu_tanh(float x)
@@ -161,6 +172,7 @@ static void residual_add(float *x, const float *y, uint32_t n, float s)
 static void attention(ember_ref *r, uint32_t layer, uint32_t pos, uint32_t window)
 {
     const ember_hparams *hp = &r->m->hp;
+    const float *sinks = r->m->layers[layer].sinks ? r->m->layers[layer].sinks->data : NULL;
     uint32_t group = hp->n_heads / hp->n_kv_heads, lo = window && pos + 1 > window ? pos + 1 - window : 0;
     double scale = ember_attn_scale(hp);
     for (uint32_t h = 0; h < hp->n_heads; h++) {
@@ -173,7 +185,7 @@ static void attention(ember_ref *r, uint32_t layer, uint32_t pos, uint32_t windo
                 dot += (double)q[i] * k[i];
             r->scores[t - lo] = (float)softcap(dot * scale, hp->attn_softcap);
         }
-        softmax(r->scores, pos + 1 - lo);
+        softmax_sink(r->scores, pos + 1 - lo, sinks ? sinks[h] : -INFINITY);
         float *out = r->att_out + (size_t)h * hp->head_dim;
         for (uint32_t i = 0; i < hp->head_dim; i++) {
             double acc = 0.0;
@@ -251,10 +263,18 @@ static void attention_block(ember_ref *r, uint32_t layer, uint32_t pos)
     memcpy(r->value_cache + cache_index(r, layer, pos), r->v, r->kv_dim * sizeof(float));
     attention(r, layer, pos, at.window);
     matvec(L->wo, r->att_out, r->proj);
+    add_bias(r->proj, L->bo);
     block_output(r, L->attn_post_norm);
 }
 
 static void moe_ffn(ember_ref *r, uint32_t layer, const float *in);
+
+/* The gated FFN's act(gate) * up for the family's activation. */
+static float glu(ember_ffn_act act, float gate, float up)
+{
+    if (act == EMBER_FFN_SWIGLU_OAI) return swiglu_oai(gate, up);
+    return (act == EMBER_FFN_GELU_TANH ? gelu_tanh(gate) : silu(gate)) * up;
+}
 
 /* x += down(act(gate(xn)) * up(xn)); gate and up from one fused matrix where the family
  * has one (phi3: its first ffn_dim rows are the gate's). */
@@ -275,8 +295,7 @@ static void ffn_block(ember_ref *r, uint32_t layer)
     } else {
         matvec(L->w_up, in, r->ffn);
     }
-    for (uint32_t i = 0; i < hp->ffn_dim; i++)
-        gate[i] = (hp->act == EMBER_FFN_GELU_TANH ? gelu_tanh(gate[i]) : silu(gate[i])) * up[i];
+    for (uint32_t i = 0; i < hp->ffn_dim; i++) gate[i] = glu(hp->act, gate[i], up[i]);
     matvec(L->w_down, gate, r->proj);
     block_output(r, L->ffn_post_norm);
 }
@@ -323,8 +342,16 @@ static void expert_matvec(const ember_gguf_tensor *t, uint32_t e, const float *x
     ember_matvec_host(t->type, slab, x, y, rows, cols);
 }
 
-/* proj = sum over the token's k experts of weight * down_e(silu(gate_e(in)) * up_e(in)),
- * in the order the router ranked them. */
+/* Row e of a per-expert bias {n, n_expert} added to y (nothing without one). */
+static void add_expert_bias(float *y, const ember_gguf_tensor *b, uint32_t e)
+{
+    const float *v = b ? (const float *)b->data + (size_t)e * b->ne[0] : NULL;
+    for (uint64_t i = 0; v && i < b->ne[0]; i++) y[i] += v[i];
+}
+
+/* proj = sum over the token's k experts of weight * down_e(glu(gate_e(in), up_e(in))),
+ * in the order the router ranked them (each product plus its expert's bias, where the
+ * family has them). */
 static void moe_ffn(ember_ref *r, uint32_t layer, const float *in)
 {
     const ember_hparams *hp = &r->m->hp;
@@ -332,6 +359,7 @@ static void moe_ffn(ember_ref *r, uint32_t layer, const float *in)
     uint32_t ids[EMBER_MAX_EXPERTS_USED], F = hp->expert_ffn, k = hp->n_expert_used;
     float w[EMBER_MAX_EXPERTS_USED];
     matvec(L->ffn_router, in, r->router);
+    add_bias(r->router, L->router_b);
     route(hp, r->router, ids, w);
     if (r->picks && r->pick_row < r->picks_cap)
         memcpy(r->picks + ((size_t)layer * r->picks_cap + r->pick_row) * k, ids, k * sizeof *ids);
@@ -340,8 +368,11 @@ static void moe_ffn(ember_ref *r, uint32_t layer, const float *in)
     for (uint32_t j = 0; j < hp->n_expert_used; j++) {
         expert_matvec(L->gate_exps, ids[j], in, gate);
         expert_matvec(L->up_exps, ids[j], in, up);
-        for (uint32_t i = 0; i < F; i++) gate[i] = silu(gate[i]) * up[i];
+        add_expert_bias(gate, L->gate_exps_b, ids[j]);
+        add_expert_bias(up, L->up_exps_b, ids[j]);
+        for (uint32_t i = 0; i < F; i++) gate[i] = glu(hp->act, gate[i], up[i]);
         expert_matvec(L->down_exps, ids[j], gate, r->proj);
+        add_expert_bias(r->proj, L->down_exps_b, ids[j]);
         for (uint32_t i = 0; i < hp->dim; i++) r->moe[i] += w[j] * r->proj[i];
     }
     memcpy(r->proj, r->moe, hp->dim * sizeof *r->proj);

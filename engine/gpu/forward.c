@@ -408,18 +408,19 @@ static void normed_linear(ember_forward *f, const ember_gpu_weight *w, ember_vk_
     ember_vk_cmd_barrier(c);
 }
 
-/* x += residual_scale * W in, through the post-norm where the family has one (post of
- * size 0: none): the product into xn, then its norm added to x in one dispatch. */
+/* x += residual_scale * (W in + bias), through the post-norm where the family has one
+ * (post, bias of size 0: none): the product into xn, then its norm added to x in one
+ * dispatch. */
 static void residual_linear(ember_forward *f, const ember_gpu_weight *w, ember_vk_span in, ember_vk_span post,
-                            uint32_t T)
+                            ember_vk_span bias, uint32_t T)
 {
     ember_vk_cmd *c = f->cmd;
     const ember_kernels *k = f->g->kernels;
     const ember_hparams *hp = &f->g->hp;
     if (!post.size) {
-        ember_k_linear_out(c, k, w, in, f->x, T, EMBER_OUT_ADD, hp->residual_scale, 0);
+        ember_k_linear_bias(c, k, w, in, f->x, T, EMBER_OUT_ADD, hp->residual_scale, bias);
     } else {
-        ember_k_linear(c, k, w, in, f->xn, T, EMBER_OUT_STORE);
+        ember_k_linear_bias(c, k, w, in, f->xn, T, EMBER_OUT_STORE, 0, bias);
         ember_vk_cmd_barrier(c);
         ember_k_rmsnorm_add(c, k, f->xn, post, f->x, T, hp->dim, hp->rms_eps, hp->residual_scale);
     }
@@ -435,6 +436,7 @@ static ember_attn_shape layer_shape(const ember_forward *f, uint32_t l)
     ember_layer_attn_of(&f->g->hp, l, &at);
     s.rope_base = at.rope_base, s.pos_scale = at.pos_scale, s.window = at.window, s.no_rope = !at.rope;
     s.ext_factor = at.ext_factor, s.corr_lo = at.corr_lo, s.corr_hi = at.corr_hi, s.mscale = at.mscale;
+    s.sinks = f->g->layers[l].sinks;
     return s;
 }
 
@@ -447,16 +449,16 @@ static void record_moe(ember_forward *f, uint32_t l, uint32_t T)
     ember_vk_cmd *c = f->cmd;
     const ember_kernels *k = f->g->kernels;
     const ember_hparams *hp = &f->g->hp;
-    ember_out_mode glu = hp->act == EMBER_FFN_GELU_TANH ? EMBER_OUT_GEGLU : EMBER_OUT_SWIGLU;
     ember_k_rmsnorm(c, k, f->x, L->ffn_norm, f->xn, NULL, T, hp->dim, hp->rms_eps);
     ember_vk_cmd_barrier(c);
     ember_k_linear(c, k, &L->router, f->xn, f->moe.logits, T, EMBER_OUT_STORE);
     ember_vk_cmd_barrier(c);
-    ember_k_moe_route(c, k, hp, f->moe.logits, f->moe.w, groups, T);
+    ember_k_moe_route(c, k, hp, f->moe.logits, L->router_b, f->moe.w, groups, T);
     ember_vk_cmd_barrier(c);
-    ember_k_moe_linear(c, k, hp, &L->gate_up_exps, f->xn, hp->n_expert_used, groups, f->moe.h, T, glu);
+    ember_k_moe_linear(c, k, hp, &L->gate_up_exps, f->xn, hp->n_expert_used, groups, f->moe.h, T,
+                       ember_k_glu_mode(hp->act), L->gate_up_exps_b);
     ember_vk_cmd_barrier(c);
-    ember_k_moe_linear(c, k, hp, &L->down_exps, f->moe.h, 1, groups, f->moe.o, T, EMBER_OUT_STORE);
+    ember_k_moe_linear(c, k, hp, &L->down_exps, f->moe.h, 1, groups, f->moe.o, T, EMBER_OUT_STORE, L->down_exps_b);
     ember_vk_cmd_barrier(c);
     ember_k_moe_combine(c, k, f->moe.o, f->moe.w, f->x, T, hp->dim, hp->n_expert_used, hp->residual_scale);
     ember_vk_cmd_barrier(c);
@@ -468,7 +470,6 @@ static void record_layer(ember_forward *f, uint32_t l, uint32_t T, const att_seg
     const ember_kernels *k = f->g->kernels;
     const ember_gpu_layer *L = &f->g->layers[l];
     ember_attn_shape s = layer_shape(f, l);
-    ember_out_mode glu = f->g->hp.act == EMBER_FFN_GELU_TANH ? EMBER_OUT_GEGLU : EMBER_OUT_SWIGLU;
 
     normed_linear(f, &L->qkv, L->attn_norm, f->qkv, T, EMBER_OUT_STORE);
     ember_rope_bufs rb = {L->bias_qkv, f->g->rope_freqs, L->qk_norm};
@@ -477,13 +478,13 @@ static void record_layer(ember_forward *f, uint32_t l, uint32_t T, const att_seg
     ember_vk_cmd_barrier(c);
     for (uint32_t i = 0; i < n_seg; i++) record_attention(f, &s, l, &seg[i]);
     ember_vk_cmd_barrier(c);
-    residual_linear(f, &L->wo, f->att, L->attn_post_norm, T);
+    residual_linear(f, &L->wo, f->att, L->attn_post_norm, L->bo, T);
     if (L->router.n_parts) {
         record_moe(f, l, T);
         return;
     }
-    normed_linear(f, &L->gate_up, L->ffn_norm, f->ffn, T, glu);
-    residual_linear(f, &L->down, f->ffn, L->ffn_post_norm, T);
+    normed_linear(f, &L->gate_up, L->ffn_norm, f->ffn, T, ember_k_glu_mode(f->g->hp.act));
+    residual_linear(f, &L->down, f->ffn, L->ffn_post_norm, (ember_vk_span){0}, T);
 }
 
 /* Where the host reads logits: the device buffer where it is mapped, else logits_out. */

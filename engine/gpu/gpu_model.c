@@ -48,6 +48,16 @@ static ember_status upload_stack(ember_gpu_model *g, const ember_gguf_tensor *co
     return s;
 }
 
+/* n floats the caller laid out (malloc'ed: freed here) into a span of their own. */
+static ember_status upload_floats(ember_gpu_model *g, float *v, size_t n, ember_vk_span *out, ember_err *err)
+{
+    uint64_t bytes = n * sizeof *v;
+    ember_status s = ember_vk_alloc(g->arena, bytes, EMBER_VK_MEM_DEVICE, out, err);
+    if (s == EMBER_OK) s = ember_vk_upload(g->vk, out, 0, v, bytes, err);
+    ember_free(v);
+    return s;
+}
+
 /* One f32 row [bq | bk | bv] laid out like a qkv row, zeros for an absent bias: one
  * buffer and one flag instead of three optional ones (a fused attn_qkv.bias is that row
  * already). Nothing when the layer has none. */
@@ -64,11 +74,7 @@ static ember_status upload_bias(ember_gpu_model *g, const ember_layer_tensors *l
     if (lt->bq) memcpy(row, lt->bq->data, nq * sizeof *row);
     if (lt->bk) memcpy(row + nq, lt->bk->data, nkv * sizeof *row);
     if (lt->bv) memcpy(row + nq + nkv, lt->bv->data, nkv * sizeof *row);
-    uint64_t bytes = (nq + 2 * nkv) * sizeof *row;
-    ember_status s = ember_vk_alloc(g->arena, bytes, EMBER_VK_MEM_DEVICE, out, err);
-    if (s == EMBER_OK) s = ember_vk_upload(g->vk, out, 0, row, bytes, err);
-    ember_free(row);
-    return s;
+    return upload_floats(g, row, nq + 2 * nkv, out, err);
 }
 
 /* The QK-norm weights as one f32 span [q_norm | k_norm], what rope_store reads. */
@@ -156,6 +162,35 @@ static ember_status upload_experts(ember_gpu_model *g, const ember_layer_tensors
     return s;
 }
 
+/* The gate and up biases of every expert as one f32 span in the gate|up stack's row order:
+ * expert e's F gate biases, then its F up biases. Nothing without them. */
+static ember_status upload_gate_up_bias(ember_gpu_model *g, const ember_layer_tensors *lt, ember_vk_span *out,
+                                        ember_err *err)
+{
+    if (!lt->gate_exps_b) return EMBER_OK;
+    size_t F = (size_t)lt->gate_exps_b->ne[0], E = (size_t)lt->gate_exps_b->ne[1];
+    float *rows = ember_malloc(2 * F * E * sizeof *rows);
+    if (!rows) return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    const float *gb = lt->gate_exps_b->data, *ub = lt->up_exps_b->data;
+    for (size_t e = 0; e < E; e++) {
+        memcpy(rows + 2 * F * e, gb + F * e, F * sizeof *rows);
+        memcpy(rows + 2 * F * e + F, ub + F * e, F * sizeof *rows);
+    }
+    return upload_floats(g, rows, 2 * F * E, out, err);
+}
+
+/* gpt-oss's vectors: wo's bias, the sinks, the router's and the experts' biases. */
+static ember_status upload_oai(ember_gpu_model *g, const ember_layer_tensors *lt, ember_gpu_layer *gl,
+                               ember_err *err)
+{
+    ember_status s = upload_optional(g, lt->bo, &gl->bo, err);
+    if (s == EMBER_OK) s = upload_optional(g, lt->sinks, &gl->sinks, err);
+    if (s == EMBER_OK) s = upload_optional(g, lt->router_b, &gl->router_b, err);
+    if (s == EMBER_OK) s = upload_gate_up_bias(g, lt, &gl->gate_up_exps_b, err);
+    if (s == EMBER_OK) s = upload_optional(g, lt->down_exps_b, &gl->down_exps_b, err);
+    return s;
+}
+
 /* In upload_sizes' order. */
 static ember_status upload_layer(ember_gpu_model *g, const ember_layer_tensors *lt, uint64_t max_part,
                                  ember_gpu_layer *gl, ember_err *err)
@@ -167,6 +202,7 @@ static ember_status upload_layer(ember_gpu_model *g, const ember_layer_tensors *
     if (s == EMBER_OK) s = upload_qk_norm(g, lt, &gl->qk_norm, err);
     if (s == EMBER_OK) s = upload_optional(g, lt->attn_post_norm, &gl->attn_post_norm, err);
     if (s == EMBER_OK) s = upload_optional(g, lt->ffn_post_norm, &gl->ffn_post_norm, err);
+    if (s == EMBER_OK) s = upload_oai(g, lt, gl, err);
     if (s == EMBER_OK) s = upload_stack(g, st.qkv, st.n_qkv, false, max_part, &gl->qkv, err);
     if (s == EMBER_OK) s = upload_stack(g, &lt->wo, 1, true, max_part, &gl->wo, err);
     if (lt->ffn_router) return s == EMBER_OK ? upload_experts(g, lt, max_part, gl, err) : s;
@@ -216,6 +252,11 @@ static void layer_sizes(const ember_hparams *hp, const ember_layer_tensors *lt, 
     put_optional(l, vector_bytes(lt->q_norm) + vector_bytes(lt->k_norm));
     put_optional(l, vector_bytes(lt->attn_post_norm));
     put_optional(l, vector_bytes(lt->ffn_post_norm));
+    put_optional(l, vector_bytes(lt->bo));
+    put_optional(l, vector_bytes(lt->sinks));
+    put_optional(l, vector_bytes(lt->router_b));
+    put_optional(l, 2 * vector_bytes(lt->gate_exps_b));
+    put_optional(l, vector_bytes(lt->down_exps_b));
     put(l, stack_bytes(st.qkv, st.n_qkv));
     put(l, stack_bytes(&lt->wo, 1));
     if (lt->ffn_router) {

@@ -18,6 +18,10 @@ typedef struct ember_gpu_layer {
     ember_gpu_weight router;                   /* a mixture's: {dim} -> n_expert logits */
     ember_gpu_weight gate_up_exps, down_exps;  /* its experts (expert_rows: 2 F and dim; gate
                                                   and up interleaved per expert) */
+    /* gpt-oss (size 0 where the layer has none): wo's bias f32 [dim]; the sinks f32
+     * [n_heads]; the router's bias f32 [n_expert]; the experts' biases in their stacks' row
+     * order: f32 [n_expert][gate F | up F] and [n_expert][dim]. */
+    ember_vk_span bo, sinks, router_b, gate_up_exps_b, down_exps_b;
 } ember_gpu_layer;
 
 typedef struct ember_gpu_model {

@@ -312,8 +312,8 @@ static void describe_moe_rows(const ember_kernels *k, uint32_t id, job *j)
     bool route = id == PIPE_MOE_ROUTE;
     j->sp[0] = (ember_vk_spec){0, route ? wg : 64};
     snprintf(j->name, sizeof j->name, "%s", route ? "moe_route" : "moe_combine");
-    set_desc(j, route ? MOE_ROUTE : MOE_COMBINE, 3, NULL, route ? sizeof(moe_route_push) : sizeof(moe_combine_push),
-             1);
+    set_desc(j, route ? MOE_ROUTE : MOE_COMBINE, route ? 4 : 3, NULL,
+             route ? sizeof(moe_route_push) : sizeof(moe_combine_push), 1);
 }
 
 /* The matrix family: dtype slot and tile (16 or 64 tokens), storage bindings, by FMA or
@@ -344,7 +344,7 @@ static void describe_row(const ember_kernels *k, uint32_t id, job *j)
         {"rope_store", ROPE, 9, sizeof(rope_push), 64},
         {"rope_store_q8", ROPE_Q8, 9, sizeof(rope_push), 64},
         {"rope_store_f16", ROPE_F16, 9, sizeof(rope_push), 64},
-        {"attention_merge", ATTN_MERGE, 3, sizeof(attn_merge_push), 64},
+        {"attention_merge", ATTN_MERGE, 4, sizeof(attn_merge_push), 64},
         {"topk", TOPK, 4, sizeof(argmax_push), topk_wg(k)},
     };
     uint32_t i = id - PIPE_EMBED;
@@ -360,11 +360,11 @@ static void describe_row(const ember_kernels *k, uint32_t id, job *j)
 static void describe_attention(const ember_kernels *k, uint32_t id, job *j)
 {
     static const char *names[ATT_KV_TYPES] = {"attention", "attention_q8", "attention_f16"};
-    static const ember_vk_binding_kind texel[9] = {EMBER_VK_BIND_STORAGE, EMBER_VK_BIND_STORAGE,
-                                                   EMBER_VK_BIND_STORAGE, EMBER_VK_BIND_STORAGE,
-                                                   EMBER_VK_BIND_TEXEL,   EMBER_VK_BIND_TEXEL,
-                                                   EMBER_VK_BIND_STORAGE, EMBER_VK_BIND_STORAGE,
-                                                   EMBER_VK_BIND_STORAGE};
+    static const ember_vk_binding_kind texel[10] = {EMBER_VK_BIND_STORAGE, EMBER_VK_BIND_STORAGE,
+                                                    EMBER_VK_BIND_STORAGE, EMBER_VK_BIND_STORAGE,
+                                                    EMBER_VK_BIND_TEXEL,   EMBER_VK_BIND_TEXEL,
+                                                    EMBER_VK_BIND_STORAGE, EMBER_VK_BIND_STORAGE,
+                                                    EMBER_VK_BIND_STORAGE, EMBER_VK_BIND_STORAGE};
     uint32_t i = id - PIPE_ATTENTION, tile = i % ATT_TILES, cls = i / ATT_TILES % ATT_CLASSES;
     uint32_t kind = i / (ATT_CLASSES * ATT_TILES) % ATT_KINDS, t = i / (ATT_KINDS * ATT_CLASSES * ATT_TILES);
     ember_vk_spec sp[] = {{0, k->attn_tpw * k->attn_lanes}, {1, k->attn_cpl[cls]}, {2, k->attn_tpw},
@@ -372,7 +372,7 @@ static void describe_attention(const ember_kernels *k, uint32_t id, job *j)
     memcpy(j->sp, sp, sizeof sp);
     snprintf(j->name, sizeof j->name, "%s%s_c%u_s%u%s", names[t], kind == ATT_TEXEL ? "_tx" : "", k->attn_cpl[cls],
              k->attn_slots[cls][tile], tile == ATT_SPLIT ? "_split" : "");
-    set_desc(j, ATTENTION[t][kind][k->attn_subgroup], 9, kind == ATT_TEXEL ? texel : NULL, sizeof(attention_push),
+    set_desc(j, ATTENTION[t][kind][k->attn_subgroup], 10, kind == ATT_TEXEL ? texel : NULL, sizeof(attention_push),
              6);
 }
 

@@ -105,6 +105,10 @@ void ember_k_attention_runs(ember_vk_cmd *c, const ember_kernels *k, const ember
     ember_k_attention_rows(c, k, s, qkv, pos, seq, block_table, kcache, vcache, out, 0, n_tok, max_run);
 }
 
+/* The sinks' binding: the layer's, or another span where it has none (unread, but every
+ * binding is filled). */
+static ember_vk_span sinks_or(const ember_attn_shape *s, ember_vk_span other) { return s->sinks.size ? s->sinks : other; }
+
 /* One attention launch: the tile shape for max_run, the grid, the push constants. */
 typedef struct attn_launch {
     const ember_vk_pipeline *p;
@@ -131,7 +135,7 @@ static attn_launch attn_plan(const ember_kernels *k, const ember_attn_shape *s, 
     l.pc = (attention_push){s->n_heads, s->n_kv_heads, s->head_dim, s->block_size, s->max_blocks_per_seq, n_tok, l.gx,
                             s->attn_scale > 0 ? s->attn_scale : (float)(1.0 / sqrt((double)s->head_dim)),
                             log2_u32(ember_kv_q8_group(s->head_dim)), tt, th, row0, k->attn_chunk_log2, 0, s->window,
-                            s->softcap > 0 ? s->softcap : 0.0f};
+                            s->softcap > 0 ? s->softcap : 0.0f, s->sinks.size != 0};
     l.p = k->attention[att_type(s->kv_type)][texel ? ATT_TEXEL : ATT_STORAGE][cls][split ? ATT_SPLIT : tile];
     return l;
 }
@@ -144,7 +148,7 @@ void ember_k_attention_rows(ember_vk_cmd *c, const ember_kernels *k, const ember
     if (n_tok == 0) return;
     attn_launch l = attn_plan(k, s, kcache, vcache, row0, n_tok, max_run, false);
     /* The scratch bindings are not read without the split; out stands in for them. */
-    ember_vk_span b[9] = {qkv, pos, seq, block_table, kcache, vcache, out, out, out};
+    ember_vk_span b[10] = {qkv, pos, seq, block_table, kcache, vcache, out, out, out, sinks_or(s, out)};
     ember_vk_cmd_dispatch(c, l.p, b, &l.pc, l.gx, l.gy, 1);
 }
 
@@ -161,13 +165,15 @@ bool ember_k_attention_split(ember_vk_cmd *c, const ember_kernels *k, const embe
     attn_launch l = attn_plan(k, s, kcache, vcache, row0, n_tok, 1, true);
     if (l.n_tiles >= SPLIT_MAX_TILES) return false; /* enough tiles to fill the device without it */
     l.pc.n_chunks = n_chunks;
-    ember_vk_span b[9] = {qkv, pos, seq, block_table, kcache, vcache, out, scratch->ml, scratch->acc};
+    /* the split kind writes chunk states: the sinks are merged in by attention_merge */
+    ember_vk_span b[10] = {qkv, pos, seq, block_table, kcache, vcache, out, scratch->ml, scratch->acc, out};
+    l.pc.sinks = 0;
     ember_vk_cmd_dispatch(c, l.p, b, &l.pc, l.gx, l.gy, n_chunks);
     ember_vk_cmd_barrier(c);
     uint32_t n = (uint32_t)(pairs * d4), gx, gy;
     ember_k_grid(ember_k_ceil(n, 64), k->caps.max_wg_count[0], &gx, &gy);
-    attn_merge_push mp = {(uint32_t)pairs, d4, n_chunks, row0 * s->n_heads * d4, gx};
-    ember_vk_span mb[3] = {scratch->ml, scratch->acc, out};
+    attn_merge_push mp = {(uint32_t)pairs, d4, n_chunks, row0 * s->n_heads * d4, gx, s->n_heads, s->sinks.size != 0};
+    ember_vk_span mb[4] = {scratch->ml, scratch->acc, out, sinks_or(s, out)};
     ember_vk_cmd_dispatch(c, k->attn_merge, mb, &mp, gx, gy, 1);
     return true;
 }

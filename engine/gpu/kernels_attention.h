@@ -33,6 +33,8 @@ typedef struct ember_attn_shape {
     ember_qk_norm qk_norm;        /* rope_store's RMSNorm of q and k (rope bufs' qk_norm) */
     float eps;                    /* ... its epsilon */
     float temp_scale, temp_floor; /* q times log(floor(pos / floor) + 1) * scale + 1; 0: none */
+    ember_vk_span sinks;          /* f32 [n_heads]: a logit per query head in every softmax's
+                                     denominator (gpt-oss's attention sinks); size 0: none */
 } ember_attn_shape;
 
 /* Gives one layer's K or V cache (of the given type) the texel view attention reads it

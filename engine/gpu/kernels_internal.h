@@ -161,15 +161,17 @@ typedef struct linear_push {
     float eps;
     float oscale, ocap;
     uint32_t e0, erows, xdiv, nexp;
+    uint32_t bias;
 } linear_push;
-_Static_assert(sizeof(linear_push) == 88, "linear_push: the Push block of shaders/linear.glsl");
+_Static_assert(sizeof(linear_push) == 92, "linear_push: the Push block of shaders/linear.glsl");
 
 typedef struct moe_route_push {
     uint32_t n_tok, nexp, k, gating;
     uint32_t norm;
     float scale;
+    uint32_t bias;
 } moe_route_push;
-_Static_assert(sizeof(moe_route_push) == 24, "moe_route_push: the Push block of shaders/moe_route.comp");
+_Static_assert(sizeof(moe_route_push) == 28, "moe_route_push: the Push block of shaders/moe_route.comp");
 
 typedef struct moe_combine_push {
     uint32_t n_tok, dim, k, wgx;
@@ -215,13 +217,14 @@ typedef struct attention_push {
     uint32_t chunk_log2, n_chunks;
     uint32_t window;
     float softcap;
+    uint32_t sinks;
 } attention_push;
-_Static_assert(sizeof(attention_push) == 64, "attention_push: the Push block of shaders/attention.comp");
+_Static_assert(sizeof(attention_push) == 68, "attention_push: the Push block of shaders/attention.comp");
 
 typedef struct attn_merge_push {
-    uint32_t n_pairs, d4, n_chunks, out0, wgx;
+    uint32_t n_pairs, d4, n_chunks, out0, wgx, n_heads, sinks;
 } attn_merge_push;
-_Static_assert(sizeof(attn_merge_push) == 20, "attn_merge_push: the Push block of shaders/attention_merge.comp");
+_Static_assert(sizeof(attn_merge_push) == 28, "attn_merge_push: the Push block of shaders/attention_merge.comp");
 
 /* Spreads n workgroups over two grid dimensions: *a <= lim_a, *a * *b >= n. Shaders
  * rebuild the linear index as b_id * a + a_id and skip what lies past n. A *b over its

@@ -177,7 +177,13 @@ static void linear_swiglu(ember_vk_cmd *c, const ember_kernels *k, const ember_g
     }
 }
 
-static bool gated(ember_out_mode mode) { return mode == EMBER_OUT_SWIGLU || mode == EMBER_OUT_GEGLU; }
+static bool gated(ember_out_mode mode) { return mode >= EMBER_OUT_SWIGLU; }
+
+ember_out_mode ember_k_glu_mode(ember_ffn_act act)
+{
+    return act == EMBER_FFN_GELU_TANH ? EMBER_OUT_GEGLU : act == EMBER_FFN_SWIGLU_OAI ? EMBER_OUT_SWIGLU_OAI
+                                                                                      : EMBER_OUT_SWIGLU;
+}
 
 /* The output transform of a STORE or ADD call: v times scale, then soft-capped at cap. */
 typedef struct out_xform {
@@ -185,11 +191,13 @@ typedef struct out_xform {
 } out_xform;
 
 static const out_xform PLAIN_OUT = {1.0f, 0.0f};
+static const ember_vk_span NO_BIAS = {0};
 
-/* Every linear call: norm (NULL: none) gives the fused RMSNorm's weights and epsilon. */
+/* Every linear call: norm (NULL: none) gives the fused RMSNorm's weights and epsilon,
+ * bias (size 0: none) a bias per weight row; never both (binding 6 holds either). */
 static void linear(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span x,
                    uint32_t x_row0, ember_vk_span y, uint32_t y_row0, uint32_t n_tok, ember_out_mode mode,
-                   const ember_linear_norm *norm, out_xform ox)
+                   const ember_linear_norm *norm, out_xform ox, ember_vk_span bias)
 {
     if (n_tok == 0 || w->n_parts == 0) return;
     uint32_t ldy = gated(mode) ? w->rows / 2 : w->rows;
@@ -197,9 +205,11 @@ static void linear(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weig
     /* Offset 0: the texel view (which starts at the span's first byte) is kept. */
     b[0] = ember_vk_span_sub(x, 0, (VkDeviceSize)(x_row0 + n_tok) * w->cols * sizeof(float));
     b[1] = ember_vk_span_sub(y, 0, (VkDeviceSize)(y_row0 + n_tok) * ldy * sizeof(float));
-    b[6] = norm ? norm->w : b[1]; /* unread without the norm, but every binding is filled */
+    b[6] = norm ? norm->w : bias.size ? bias : b[1]; /* unread without either, but every binding is filled */
+    if (mode == EMBER_OUT_SWIGLU_OAI) ox = (out_xform){EMBER_SWIGLU_OAI_ALPHA, EMBER_SWIGLU_OAI_LIMIT};
     linear_push pc = {.cols = w->cols, .n_tok = n_tok, .mode = (uint32_t)mode, .ldy = ldy, .xrow0 = x_row0,
-                      .yrow0 = y_row0, .eps = norm ? norm->eps : 0, .oscale = ox.scale, .ocap = ox.cap};
+                      .yrow0 = y_row0, .eps = norm ? norm->eps : 0, .oscale = ox.scale, .ocap = ox.cap,
+                      .bias = bias.size != 0};
     if (gated(mode)) linear_swiglu(c, k, w, b, pc, norm != NULL);
     else linear_rows(c, k, w, b, pc, norm != NULL);
 }
@@ -207,23 +217,30 @@ static void linear(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weig
 void ember_k_linear_rows(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span x,
                          uint32_t x_row0, ember_vk_span y, uint32_t y_row0, uint32_t n_tok, ember_out_mode mode)
 {
-    linear(c, k, w, x, x_row0, y, y_row0, n_tok, mode, NULL, PLAIN_OUT);
+    linear(c, k, w, x, x_row0, y, y_row0, n_tok, mode, NULL, PLAIN_OUT, NO_BIAS);
 }
 
 void ember_k_linear(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span x,
                     ember_vk_span y, uint32_t n_tok, ember_out_mode mode)
 {
-    linear(c, k, w, x, 0, y, 0, n_tok, mode, NULL, PLAIN_OUT);
+    linear(c, k, w, x, 0, y, 0, n_tok, mode, NULL, PLAIN_OUT, NO_BIAS);
 }
 
 void ember_k_linear_out(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span x,
                         ember_vk_span y, uint32_t n_tok, ember_out_mode mode, float scale, float cap)
 {
-    linear(c, k, w, x, 0, y, 0, n_tok, mode, NULL, (out_xform){scale > 0 ? scale : 1.0f, cap > 0 ? cap : 0.0f});
+    linear(c, k, w, x, 0, y, 0, n_tok, mode, NULL, (out_xform){scale > 0 ? scale : 1.0f, cap > 0 ? cap : 0.0f},
+           NO_BIAS);
 }
 
 void ember_k_linear_norm(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span x,
                          const ember_linear_norm *norm, ember_vk_span y, uint32_t n_tok, ember_out_mode mode)
 {
-    linear(c, k, w, x, 0, y, 0, n_tok, mode, norm, PLAIN_OUT);
+    linear(c, k, w, x, 0, y, 0, n_tok, mode, norm, PLAIN_OUT, NO_BIAS);
+}
+
+void ember_k_linear_bias(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span x,
+                         ember_vk_span y, uint32_t n_tok, ember_out_mode mode, float scale, ember_vk_span bias)
+{
+    linear(c, k, w, x, 0, y, 0, n_tok, mode, NULL, (out_xform){scale > 0 ? scale : 1.0f, 0.0f}, bias);
 }

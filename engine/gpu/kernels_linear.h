@@ -3,6 +3,7 @@
 #ifndef EMBER_KERNELS_LINEAR_H
 #define EMBER_KERNELS_LINEAR_H
 
+#include "engine/model/hyperparams.h"
 #include "gpu_weight.h"
 #include "kernels.h"
 
@@ -12,7 +13,12 @@ typedef enum ember_out_mode {
     EMBER_OUT_SWIGLU = 2, /* W has 2h rows: gate rows 0..h-1, up rows h..2h-1;
                              y[t][i] = silu(gate_i) * up_i, y has h columns */
     EMBER_OUT_GEGLU = 3,  /* the same with gelu (tanh approximation) for silu */
+    EMBER_OUT_SWIGLU_OAI = 4, /* gpt-oss's clamped SwiGLU (hyperparams.h's alpha and limit):
+                                 g = min(gate, L), u = clamp(up, -L, L), g sigmoid(A g) (u + 1) */
 } ember_out_mode;
+
+/* The gated mode of a family's activation. */
+ember_out_mode ember_k_glu_mode(ember_ffn_act act);
 
 /* y = W x for n_tok rows of x (cols wide), one dispatch per weight part. The tile shape
  * follows n_tok (mat-vec for decode batches, where a batch costs about one weight read;
@@ -29,6 +35,12 @@ void ember_k_linear(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_wei
  * both. Scale 1 and no cap give ember_k_linear's bits. */
 void ember_k_linear_out(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span x,
                         ember_vk_span y, uint32_t n_tok, ember_out_mode mode, float scale, float cap);
+
+/* ember_k_linear_out with a bias per weight row (f32 [rows]; gated: the gate rows' then
+ * the up rows', as W's) added to each row's sum first: y[t][r] (+)= xform(W[r].x[t] +
+ * b[r]) (gpt-oss's attn_output.bias). A bias of size 0 is ember_k_linear_out, bit for bit. */
+void ember_k_linear_bias(ember_vk_cmd *c, const ember_kernels *k, const ember_gpu_weight *w, ember_vk_span x,
+                         ember_vk_span y, uint32_t n_tok, ember_out_mode mode, float scale, ember_vk_span bias);
 
 /* The same for tokens whose x rows start at row x_row0 of x and whose y rows start at row
  * y_row0 of y (row offsets are push constants: sub-spans could break the binding offset

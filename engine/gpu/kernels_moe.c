@@ -7,15 +7,15 @@
 
 uint64_t ember_moe_groups_words(const ember_hparams *hp, uint32_t n_tok)
 {
-    return 2ull * hp->n_expert + 2ull * n_tok * hp->n_expert_used;
+    return 3ull * hp->n_expert + 2ull * n_tok * hp->n_expert_used + 1;
 }
 
 void ember_k_moe_route(ember_vk_cmd *c, const ember_kernels *k, const ember_hparams *hp, ember_vk_span logits,
-                       ember_vk_span w, ember_vk_span groups, uint32_t n_tok)
+                       ember_vk_span bias, ember_vk_span w, ember_vk_span groups, uint32_t n_tok)
 {
     moe_route_push pc = {n_tok, hp->n_expert, hp->n_expert_used, (uint32_t)hp->expert_gating, hp->expert_norm,
-                         hp->expert_scale};
-    ember_vk_span b[3] = {logits, w, groups};
+                         hp->expert_scale, bias.size != 0};
+    ember_vk_span b[4] = {logits, w, groups, bias.size ? bias : logits};
     ember_vk_cmd_dispatch(c, k->moe_route, b, &pc, 1, 1, 1);
 }
 
@@ -28,16 +28,16 @@ static uint32_t pairs_per_expert(const ember_hparams *hp, uint32_t n_tok)
 
 void ember_k_moe_linear(ember_vk_cmd *c, const ember_kernels *k, const ember_hparams *hp, const ember_gpu_weight *ew,
                         ember_vk_span x, uint32_t xdiv, ember_vk_span groups, ember_vk_span y, uint32_t n_tok,
-                        int mode)
+                        int mode, ember_vk_span bias)
 {
-    bool gated = mode == EMBER_OUT_SWIGLU || mode == EMBER_OUT_GEGLU;
+    bool gated = mode >= EMBER_OUT_SWIGLU, oai = mode == EMBER_OUT_SWIGLU_OAI;
     uint32_t er = ew->expert_rows, width = gated ? er / 2 : er, pairs = n_tok * hp->n_expert_used;
     const ember_lin_shape *l = &k->lin[ember_k_linear_shape(k, pairs_per_expert(hp, n_tok))];
     int shape = (int)(l - k->lin);
     ember_vk_span b[8];
     b[0] = ember_vk_span_sub(x, 0, (VkDeviceSize)(pairs / xdiv) * ew->cols * sizeof(float));
     b[1] = ember_vk_span_sub(y, 0, (VkDeviceSize)pairs * width * sizeof(float));
-    b[6] = b[1]; /* no fused norm: unread, but every binding is filled */
+    b[6] = bias.size ? bias : b[1]; /* no fused norm: the biases, else unread but filled */
     b[7] = groups;
     for (uint32_t i = 0; i < ew->n_parts; i++) {
         const ember_gpu_weight_part *p = &ew->parts[i];
@@ -45,13 +45,19 @@ void ember_k_moe_linear(ember_vk_cmd *c, const ember_kernels *k, const ember_hpa
         const ember_vk_pipeline *pipe = k->linear_moe[ember_k_dt_slot(p->type)][texel ? LIN_TEXEL : LIN_STORAGE][shape];
         ember_k_bind_weights(b, p, p);
         uint32_t step = gated ? l->tn / 2 : l->tn;
-        linear_push pc = {.cols = ew->cols, .mode = (uint32_t)mode, .ldy = width, .n_out = width, .step = step,
+        linear_push pc = {.n_tok = pairs, .cols = ew->cols, .mode = (uint32_t)mode, .ldy = width, .n_out = width,
+                          .step = step,
                           .off0 = 0, .lim0 = p->n_rows, .off1 = gated ? width : l->tn / 2, .lim1 = p->n_rows,
-                          .oscale = 1.0f, .e0 = p->row0 / er, .erows = er, .xdiv = xdiv, .nexp = hp->n_expert};
+                          .oscale = oai ? EMBER_SWIGLU_OAI_ALPHA : 1.0f, .ocap = oai ? EMBER_SWIGLU_OAI_LIMIT : 0.0f,
+                          .e0 = p->row0 / er, .erows = er, .xdiv = xdiv, .nexp = hp->n_expert,
+                          .bias = bias.size != 0};
         uint32_t n_wg = ember_k_ceil(ember_k_ceil(width, step), l->ng), gx, gz;
         ember_k_grid(n_wg, k->caps.max_wg_count[0], &gx, &gz);
         pc.wgx = gx;
-        ember_vk_cmd_dispatch(c, pipe, b, &pc, gx, p->n_rows / er, gz);
+        /* a row per slot of the chosen experts' list (at most the pairs, at most every
+         * expert): the list spans every part, a row of another part's expert ends at once */
+        uint32_t rows = hp->n_expert < pairs ? hp->n_expert : pairs;
+        ember_vk_cmd_dispatch(c, pipe, b, &pc, gx, rows, gz);
         ember_vk_cmd_note_bytes(c, ember_gpu_weight_bytes(p->type, p->n_rows, ew->cols));
     }
 }

@@ -5,8 +5,8 @@
  *
  * A step of T tokens, k experts a token: pair p = t * k + j is token t's j-th expert. The
  * groups buffer (ember_moe_groups_words uint32 words) holds what moe_route.comp writes:
- * pairs per expert, where each expert's run of the pair list starts, the list, and the
- * expert of each pair (shaders/moe_route.comp). */
+ * pairs per expert, where each expert's run of the pair list starts, the list, the
+ * expert of each pair, and the experts some pair chose (shaders/moe_route.comp). */
 #ifndef EMBER_KERNELS_MOE_H
 #define EMBER_KERNELS_MOE_H
 
@@ -17,19 +17,23 @@
 /* Words of the groups buffer for n_tok tokens of model hp. */
 uint64_t ember_moe_groups_words(const ember_hparams *hp, uint32_t n_tok);
 
-/* logits: n_tok rows of hp->n_expert router logits; w: n_tok * k weights out; groups out. */
+/* logits: n_tok rows of hp->n_expert router logits (plus bias, f32 [n_expert], where its
+ * size is not 0: the router's); w: n_tok * k weights out; groups out. */
 void ember_k_moe_route(ember_vk_cmd *c, const ember_kernels *k, const ember_hparams *hp, ember_vk_span logits,
-                       ember_vk_span w, ember_vk_span groups, uint32_t n_tok);
+                       ember_vk_span bias, ember_vk_span w, ember_vk_span groups, uint32_t n_tok);
 
 /* y row p = W_e x row (p / xdiv) for every pair p, e its expert: the experts' matrices of
- * ew (ember_gpu_weight_upload_experts), one dispatch per part, a workgroup row per expert.
- * gated (EMBER_OUT_SWIGLU, _GEGLU): each expert's rows are its gate rows then its up rows,
+ * ew (ember_gpu_weight_upload_experts), one dispatch per part, a workgroup row per chosen
+ * expert (min(pairs, n_expert) rows: a decode step's k, not every expert).
+ * gated (EMBER_OUT_SWIGLU, _GEGLU, _SWIGLU_OAI): each expert's rows are its gate rows then its up rows,
  * y gets act(gate) * up, expert_rows / 2 wide; else EMBER_OUT_STORE, expert_rows wide.
  * Bit-identical whatever the other tokens of the step (kernels_linear.h's order). n_tok
- * sizes the tile (pairs per expert, on average). */
+ * sizes the tile (pairs per expert, on average). bias (size 0: none): f32 per expert in
+ * the stack's row order (expert_rows each: gated, its gate rows' then its up rows'),
+ * added to each row's sum before the mode applies. */
 void ember_k_moe_linear(ember_vk_cmd *c, const ember_kernels *k, const ember_hparams *hp, const ember_gpu_weight *ew,
                         ember_vk_span x, uint32_t xdiv, ember_vk_span groups, ember_vk_span y, uint32_t n_tok,
-                        int mode);
+                        int mode, ember_vk_span bias);
 
 /* x[t] += scale * sum_j w[t k + j] * o[t k + j] over dim columns (scale <= 0: 1). */
 void ember_k_moe_combine(ember_vk_cmd *c, const ember_kernels *k, ember_vk_span o, ember_vk_span w, ember_vk_span x,

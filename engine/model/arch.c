@@ -72,6 +72,16 @@ static const ember_arch TABLE[EMBER_ARCH_COUNT] = {
      EMBER_ROPE_NEOX, EMBER_QK_NORM_HEAD, EMBER_FFN_SILU, EMBER_ARCH_MOE, 0, 0,
      {{"expert_feed_forward_length", HP(expert_ffn), EMBER_KEY_U32, false, 0}, {NULL, 0, EMBER_KEY_F32, false, 0}},
      NULL},
+    {EMBER_ARCH_GPT_OSS, "gpt-oss", "gpt-oss (gpt-oss-20b, gpt-oss-120b)",
+     EMBER_ROPE_NEOX, EMBER_QK_NORM_NONE, EMBER_FFN_SWIGLU_OAI,
+     EMBER_ARCH_MOE | EMBER_ARCH_QKV_BIAS | EMBER_ARCH_OUT_BIAS | EMBER_ARCH_SINKS | EMBER_ARCH_EXPERT_BIAS |
+         EMBER_ARCH_FFN_NORM_POST | EMBER_ARCH_OUTPUT | EMBER_ARCH_SWA_COPY_SCALE, 0, 0,
+     {{"expert_feed_forward_length", HP(expert_ffn), EMBER_KEY_U32, true, 0},
+      {"attention.sliding_window", HP(swa_window), EMBER_KEY_U32, true, 128},
+      {"attention.sliding_window_pattern", HP(swa_period), EMBER_KEY_U32, false, 2},
+      {"rope.freq_base_swa", HP(rope_base_swa), EMBER_KEY_F32, false, 0},
+      {NULL, 0, EMBER_KEY_F32, false, 0}},
+     "gpt-oss's local layers rotate as its global ones (YaRN included), as llama.cpp copies the scale"},
 };
 
 const ember_semantic_key ember_semantic_keys[] = {
@@ -112,7 +122,7 @@ const ember_arch *ember_arch_get(ember_arch_id id)
 
 const char *ember_arch_names(void)
 {
-    return "llama, qwen2, qwen3, gemma2, gemma3, phi3, mistral3, smollm3, olmo2, granite, qwen3moe";
+    return "llama, qwen2, qwen3, gemma2, gemma3, phi3, mistral3, smollm3, olmo2, granite, qwen3moe, gpt-oss";
 }
 
 /* ---- the tensors of a layer ------------------------------------------------------ */
@@ -161,25 +171,40 @@ static void attention_tensors(spec_list *l, const ember_arch *a, const ember_hpa
         add(l, "attn_k_norm", "weight", kv, 1, true, LT(k_norm));
     }
     add(l, "attn_output", "weight", q, dim, true, LT(wo));
+    if (a->flags & EMBER_ARCH_OUT_BIAS) add(l, "attn_output", "bias", dim, 1, true, LT(bo));
+    if (a->flags & EMBER_ARCH_SINKS) add(l, "attn_sinks", "weight", hp->n_heads, 1, true, LT(sinks));
     if (a->flags & EMBER_ARCH_POST_NORMS) add(l, "post_attention_norm", "weight", dim, 1, true, LT(attn_post_norm));
 }
 
-/* A mixture of experts: the router, then each expert matrix kind as one 3-D tensor. */
-static void expert_tensors(spec_list *l, const ember_hparams *hp)
+/* A row of F32 biases per expert ({n, n_expert}): read as floats, as a vector is. */
+static void add_expert_bias(spec_list *l, const char *part, uint64_t n, uint64_t e, size_t slot)
+{
+    add(l, part, "bias", n, e, true, slot)->vector = true;
+}
+
+/* A mixture of experts: the router, then each expert matrix kind as one 3-D tensor (and
+ * their biases where the family has them). */
+static void expert_tensors(spec_list *l, const ember_arch *a, const ember_hparams *hp)
 {
     uint64_t dim = hp->dim, ffn = hp->expert_ffn, e = hp->n_expert;
     add(l, "ffn_gate_inp", "weight", dim, e, true, LT(ffn_router));
     add(l, "ffn_gate_exps", "weight", dim, ffn, true, LT(gate_exps))->ne2 = e;
     add(l, "ffn_up_exps", "weight", dim, ffn, true, LT(up_exps))->ne2 = e;
     add(l, "ffn_down_exps", "weight", ffn, dim, true, LT(down_exps))->ne2 = e;
+    if (!(a->flags & EMBER_ARCH_EXPERT_BIAS)) return;
+    add(l, "ffn_gate_inp", "bias", e, 1, true, LT(router_b));
+    add_expert_bias(l, "ffn_gate_exps", ffn, e, LT(gate_exps_b));
+    add_expert_bias(l, "ffn_up_exps", ffn, e, LT(up_exps_b));
+    add_expert_bias(l, "ffn_down_exps", dim, e, LT(down_exps_b));
 }
 
 static void ffn_tensors(spec_list *l, const ember_arch *a, const ember_hparams *hp)
 {
     uint64_t dim = hp->dim, ffn = hp->ffn_dim;
-    if (!(a->flags & EMBER_ARCH_NO_PRE_NORMS)) add(l, "ffn_norm", "weight", dim, 1, true, LT(ffn_norm));
+    const char *norm = a->flags & EMBER_ARCH_FFN_NORM_POST ? "post_attention_norm" : "ffn_norm";
+    if (!(a->flags & EMBER_ARCH_NO_PRE_NORMS)) add(l, norm, "weight", dim, 1, true, LT(ffn_norm));
     if (hp->n_expert) {
-        expert_tensors(l, hp);
+        expert_tensors(l, a, hp);
     } else if (a->flags & EMBER_ARCH_FUSED_UP) {
         add(l, "ffn_up", "weight", dim, 2 * ffn, true, LT(w_up));
     } else {

@@ -29,6 +29,7 @@ typedef enum ember_arch_id {
     EMBER_ARCH_OLMO2,
     EMBER_ARCH_GRANITE,
     EMBER_ARCH_QWEN3MOE,
+    EMBER_ARCH_GPT_OSS,
     EMBER_ARCH_COUNT
 } ember_arch_id;
 
@@ -53,6 +54,14 @@ enum {
     EMBER_ARCH_EXPERTS = 1u << 12,      /* an expert_count > 0 makes every FFN a mixture of
                                            experts of feed_forward_length each (llama: Mixtral) */
     EMBER_ARCH_MOE = 1u << 13,          /* every FFN is a mixture of experts (qwen3moe) */
+    EMBER_ARCH_OUT_BIAS = 1u << 14,     /* attn_output has a bias (gpt-oss) */
+    EMBER_ARCH_SINKS = 1u << 15,        /* attn_sinks: a logit per query head that joins
+                                           every softmax's denominator (gpt-oss) */
+    EMBER_ARCH_EXPERT_BIAS = 1u << 16,  /* the router and every expert matrix have biases,
+                                           the k weights are a softmax over the k chosen
+                                           logits, not renormalised (gpt-oss) */
+    EMBER_ARCH_FFN_NORM_POST = 1u << 17, /* the FFN's pre-norm is named post_attention_norm
+                                            (gpt-oss), as llama.cpp's loader reads it */
 };
 
 /* The tensors of one layer, as the family's table lists them (ember_arch_layer_tensors;
@@ -77,6 +86,10 @@ typedef struct ember_layer_tensors {
      * {dim, expert_ffn, n_expert}, down {expert_ffn, dim, n_expert}; expert e's matrix is
      * the e-th slab of rows, laid out as a 2-D matrix of its type. */
     const ember_gguf_tensor *ffn_router, *gate_exps, *up_exps, *down_exps;
+    /* gpt-oss: attn_output's bias {dim}; the sinks {n_heads}; the router's bias
+     * {n_expert} and the experts' biases, F32 rows per expert: gate and up
+     * {expert_ffn, n_expert}, down {dim, n_expert}. NULL where the family has none. */
+    const ember_gguf_tensor *bo, *sinks, *router_b, *gate_exps_b, *up_exps_b, *down_exps_b;
 } ember_layer_tensors;
 
 /* How a layer reads a family's key (ember_arch_key.how). */
@@ -146,7 +159,7 @@ typedef struct ember_tensor_spec {
     size_t slot;
 } ember_tensor_spec;
 
-#define EMBER_MAX_LAYER_TENSORS 24
+#define EMBER_MAX_LAYER_TENSORS 32
 
 /* The tensors a layer of family a has with hyper-parameters hp (head_dim, n_heads, ...),
  * Q/K/V fused into attn_qkv or not: written into out, returns their count. */

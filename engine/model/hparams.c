@@ -238,7 +238,7 @@ static ember_status read_experts(const ember_gguf *g, const ember_arch *a, ember
     if (!hp->n_expert && !moe) return EMBER_OK;
     if (!(a->flags & (EMBER_ARCH_EXPERTS | EMBER_ARCH_MOE)))
         return ember_fail(err, EMBER_ERR_UNSUPPORTED, "%s: %s.expert_count = %u: Ember runs mixtures of experts "
-                          "as llama (Mixtral) and qwen3moe models, not as %s", g->path, a->name, hp->n_expert,
+                          "as llama (Mixtral), qwen3moe and gpt-oss models, not as %s", g->path, a->name, hp->n_expert,
                           a->name);
     if (!hp->n_expert)
         return ember_fail(err, EMBER_ERR_FORMAT, "%s: %s.expert_count is missing or 0 (%s models are mixtures of "
@@ -251,8 +251,9 @@ static ember_status read_experts(const ember_gguf *g, const ember_arch *a, ember
                           EMBER_MAX_EXPERTS_USED, EMBER_MAX_EXPERTS);
     if (!hp->expert_ffn) hp->expert_ffn = moe ? hp->ffn_dim / hp->n_expert_used : hp->ffn_dim;
     if (!hp->expert_ffn) return bad(g, err, a->name, "expert_feed_forward_length", 0);
-    hp->expert_gating = EMBER_GATING_SOFTMAX;
-    hp->expert_norm = true;
+    bool oai = (a->flags & EMBER_ARCH_EXPERT_BIAS) != 0; /* gpt-oss: softmax over the k, as is */
+    hp->expert_gating = oai ? EMBER_GATING_SOFTMAX_WEIGHT : EMBER_GATING_SOFTMAX;
+    hp->expert_norm = !oai;
     return EMBER_OK;
 }
 

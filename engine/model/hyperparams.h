@@ -26,7 +26,13 @@ typedef enum ember_qk_norm {
 typedef enum ember_ffn_act {
     EMBER_FFN_SILU = 0,       /* SwiGLU */
     EMBER_FFN_GELU_TANH = 1,  /* GeGLU, GELU by its tanh approximation (gemma) */
+    EMBER_FFN_SWIGLU_OAI = 2, /* gpt-oss: g = min(gate, L), u = clamp(up, -L, L),
+                                 g * sigmoid(A g) * (u + 1), A and L below */
 } ember_ffn_act;
+
+/* gpt-oss's clamped SwiGLU (llama.cpp's ggml_swiglu_oai as build_moe_ffn calls it). */
+#define EMBER_SWIGLU_OAI_ALPHA 1.702f
+#define EMBER_SWIGLU_OAI_LIMIT 7.0f
 
 /* The largest mixtures the kernels route (llama.cpp's LLAMA_MAX_EXPERTS is 512). */
 #define EMBER_MAX_EXPERTS 512

@@ -127,9 +127,13 @@ static ember_status get_spec(loader *l, const ember_arch *a, uint32_t il, const 
     if (ember_gguf_find_tensor(l->g, name))
         return get_tensor3(l, name, !s->vector ? NULL : bias ? "biases" : "norms", s->ne0, s->ne1, s->ne2, slot);
     if (!s->required) return EMBER_OK;
-    if (bias)
+    bool qkv = s->part[0] == 'a' && strlen(s->part) <= 8; /* attn_q, attn_k, attn_v, attn_qkv */
+    if (bias && qkv)
         return ember_fail(l->err, EMBER_ERR_FORMAT, "%s: missing tensor '%s' (%s models have Q, K and V biases)",
                           l->g->path, name, a->name);
+    if (bias)
+        return ember_fail(l->err, EMBER_ERR_FORMAT, "%s: missing tensor '%s' (%s models have a bias on %s)",
+                          l->g->path, name, a->name, s->part);
     return ember_fail(l->err, EMBER_ERR_FORMAT, "%s: missing tensor '%s'", l->g->path, name);
 }
 
@@ -202,8 +206,8 @@ static ember_status check_unused(loader *l, const ember_arch *a)
         const char *name = l->g->tensors[i].name;
         size_t n = strlen(name);
         if (n > 5 && strcmp(name + n - 5, ".bias") == 0)
-            return ember_fail(l->err, EMBER_ERR_UNSUPPORTED, "%s: tensor '%s': Ember applies biases only after "
-                              "the Q, K and V projections", l->g->path, name);
+            return ember_fail(l->err, EMBER_ERR_UNSUPPORTED, "%s: tensor '%s': a %s model has no such bias (Ember "
+                              "applies the biases its family's table lists)", l->g->path, name, a->name);
         return ember_fail(l->err, EMBER_ERR_UNSUPPORTED, "%s: tensor '%s' is not part of a %s model as Ember (and "
                           "llama.cpp) computes it: refused rather than ignored", l->g->path, name, a->name);
     }
@@ -269,7 +273,9 @@ uint32_t ember_layer_tensor_list(const ember_layer_tensors *lt, const ember_gguf
     const ember_gguf_tensor *all[] = {lt->attn_norm, lt->wq, lt->wk, lt->wv, lt->wo, lt->ffn_norm, lt->w_gate,
                                       lt->w_up, lt->w_down, lt->bq, lt->bk, lt->bv, lt->wqkv, lt->bqkv,
                                       lt->q_norm, lt->k_norm, lt->attn_post_norm, lt->ffn_post_norm,
-                                      lt->ffn_router, lt->gate_exps, lt->up_exps, lt->down_exps};
+                                      lt->ffn_router, lt->gate_exps, lt->up_exps, lt->down_exps,
+                                      lt->bo, lt->sinks, lt->router_b, lt->gate_exps_b, lt->up_exps_b,
+                                      lt->down_exps_b};
     _Static_assert(sizeof all / sizeof *all <= EMBER_MAX_LAYER_TENSORS, "EMBER_MAX_LAYER_TENSORS");
     uint32_t n = 0;
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
@@ -291,6 +297,8 @@ static uint32_t layer_features(const ember_llama *m)
         const ember_layer_tensors *t = &m->layers[l];
         if (t->bq || t->bk || t->bv || t->bqkv) f |= EMBER_FEAT_QKV_BIAS;
         if (t->wqkv || (t->w_up && !t->w_gate)) f |= EMBER_FEAT_FUSED;
+        if (t->sinks) f |= EMBER_FEAT_SINKS;
+        if (t->bo || t->router_b || t->gate_exps_b) f |= EMBER_FEAT_BIASES;
         ember_layer_attn at;
         ember_layer_attn_of(&m->hp, l, &at);
         if (at.window) f |= EMBER_FEAT_WINDOW;
@@ -318,6 +326,7 @@ uint32_t ember_llama_features(const ember_llama *m)
     if (hp->rope_dim < hp->head_dim) f |= EMBER_FEAT_PARTIAL_ROPE;
     if (hp->head_dim * hp->n_heads != hp->dim) f |= EMBER_FEAT_HEAD_DIM;
     if (hp->n_expert) f |= EMBER_FEAT_MOE;
+    if (hp->act == EMBER_FFN_SWIGLU_OAI) f |= EMBER_FEAT_SWIGLU_OAI;
     return f;
 }
 
@@ -331,7 +340,8 @@ const char *ember_llama_feature_name(uint32_t i)
     static const char *const names[] = {
         "Q/K/V biases", "NeoX RoPE", "RoPE frequency factors", "RoPE scaling", "QK-norm", "post-norms",
         "no pre-norms", "sliding window", "NoPE layers", "soft-capping", "YaRN", "GeGLU", "scales",
-        "fused matrices", "partial rotary", "head size from key_length", "mixture of experts"};
+        "fused matrices", "partial rotary", "head size from key_length", "mixture of experts",
+        "attention sinks", "clamped SwiGLU", "output and expert biases"};
     return i < sizeof names / sizeof *names ? names[i] : NULL;
 }
 

@@ -86,6 +86,9 @@ enum {
     EMBER_FEAT_PARTIAL_ROPE = 1u << 14,/* rope_dim < head_dim */
     EMBER_FEAT_HEAD_DIM = 1u << 15,    /* head_dim != dim / n_heads (key_length) */
     EMBER_FEAT_MOE = 1u << 16,         /* mixture-of-experts FFNs */
+    EMBER_FEAT_SINKS = 1u << 17,       /* attention sinks (gpt-oss) */
+    EMBER_FEAT_SWIGLU_OAI = 1u << 18,  /* clamped SwiGLU (gpt-oss) */
+    EMBER_FEAT_BIASES = 1u << 19,      /* biases of attn_output, the router or the experts */
 };
 uint32_t ember_llama_features(const ember_llama *m);
 /* The pooling embeddings use by default (an ember_pooling): the declared one, LAST where
