@@ -7,6 +7,8 @@
  *    before would (kept here as the reference, compiled from pretokenize_defs.h's regexes):
  *    llama.cpp's test inputs from ../shared, hand-picked hard cases, and random strings of
  *    a small alphabet of characters that sit on the patterns' edges.
+ * 3. GPT-4o's splits written out by hand (llama.cpp's, which PCRE2 alone cannot vouch for:
+ *    the regex of pretokenize_defs.h is our reading of llama.cpp's rewrite).
  * PCRE2 is a dependency of this test only (tests/CMakeLists.txt). */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -330,9 +332,9 @@ static const char *const TRICKY[] = {
 static const char *const ALPHABET[] = {
     "a", "b", "s", "S", "t", "e", "r", "l", "L", "d", "m", "v", "E", "x", "a", "e",
     "0", "1", "2", "7", "9", "0", " ", " ", " ", " ", "\n", "\n", "\r", "\t", "\x0b", "'",
-    "'", ".", ",", "!", "?", "$", "+", "<", "=", ">", "^", "~", "|", "_", "-", "\"", "(", "#",
+    "'", "/", ".", ",", "!", "?", "$", "+", "<", "=", ">", "^", "~", "|", "_", "-", "\"", "(", "#",
     "\xc3\xa9", "\xc3\x9f", "\xd0\x96", "\xe4\xb8\xad", "\xe3\x81\x82", "\xd7\x90",
-    "\xd8\xa8", "\xf0\x9d\x90\x80", "\xca\xb0", "\xc7\x85",               /* letters */
+    "\xd8\xa8", "\xf0\x9d\x90\x80", "\xca\xb0", "\xc7\x85", "\xc3\x80",   /* letters */
     "\xd9\xa3", "\xe0\xa5\xa7", "\xc2\xb2", "\xe2\x85\xa7", "\xef\xbc\x91",
     "\xf0\x9d\x9f\x8e",                                                     /* numbers */
     "\xcc\x81", "\xcc\x88", "\xe0\xa4\xbf",                                 /* marks */
@@ -346,7 +348,8 @@ static const char *const ALPHABET[] = {
 
 /* A few characters, so that long runs of each and every pair of them come up. */
 static const char *const NARROW[] = {
-    " ", " ", "\n", "\r", "\t", "a", "S", "'", "1", "!", "\xc2\xa0", "\xc2\x85", "\xcc\x81",
+    " ", " ", "\n", "\r", "\t", "a", "S", "'", "1", "!", "/", "\xc2\xa0", "\xc2\x85", "\xcc\x81",
+    "\xc3\x80",
 };
 
 /* Up to 24 characters of alphabet[0..n_alphabet). */
@@ -393,9 +396,62 @@ static void test_splits(void)
     ref_free(&s.ref);
 }
 
+/* ---- 3. GPT-4o by hand ---------------------------------------------------------- */
+
+/* Text and its words, "|" between them, as llama.cpp's unicode_regex_split cuts them with
+ * its GPT-4o regex: a word ends where ASCII capitals follow lower case; a non-ASCII letter
+ * is of either case (so "\xc3\x80" + "B" is two words: the capitals give back the last letter
+ * that may be lower-case); a combining mark is no letter; a contraction of either case
+ * ends a word; digits go in threes; CR, LF and '/' follow punctuation. */
+static const char *const GPT4O_CASES[][2] = {
+    { "HelloWorld", "Hello|World" }, { "camelCaseWord", "camel|Case|Word" },
+    { "HTTPServer", "HTTPServer" }, { "ABC'Sx", "ABC'S|x" }, { "don't I'LL", "don't| I'LL" },
+    { "'s's", "'s's" }, { "\xc3\x80" "B", "\xc3\x80|B" }, { "\xc3\x80" "Bc", "\xc3\x80" "Bc" },
+    { "\xe4\xb8\xad\xe6\x96\x87" "ABC", "\xe4\xb8\xad\xe6\x96\x87|ABC" },
+    { "\xc7\x85ungla", "\xc7\x85ungla" }, { "\xc3\xa9t\xc3\x89", "\xc3\xa9t\xc3\x89" },
+    { "e\xcc\x81", "e|\xcc\x81" }, { "cafe\xcc\x81s", "cafe|\xcc\x81s" },
+    { "12345", "123|45" }, { "$100", "$|100" }, { "a/b//\n/c", "a|/b|//\n/|c" },
+    { "  hello\n\n world", " | hello|\n\n| world" }, { "x\r\n\r\ny", "x|\r\n\r\n|y" },
+    { "\xc2\xa0word", "\xc2\xa0word" }, { "\xc2\x85word", "\xc2\x85word" },
+};
+
+typedef struct joined {
+    char s[256];
+    size_t n;
+} joined;
+
+static ember_status join_word(void *ctx, const char *word, size_t len)
+{
+    joined *j = ctx;
+    if (j->n && j->n < sizeof j->s)
+        j->s[j->n++] = '|';
+    for (size_t i = 0; i < len && j->n < sizeof j->s; i++)
+        j->s[j->n++] = word[i];
+    return EMBER_OK;
+}
+
+static void test_gpt4o_by_hand(void)
+{
+    ember_pretok *p = NULL;
+    ember_err err = {{0}};
+    CHECKF(ember_pretok_create("gpt-4o", 6, &p, &err) == EMBER_OK, "%s", err.msg);
+    size_t n = sizeof GPT4O_CASES / sizeof *GPT4O_CASES, wrong = 0;
+    for (size_t i = 0; p && i < n; i++) {
+        joined j = { .n = 0 };
+        const char *text = GPT4O_CASES[i][0], *want = GPT4O_CASES[i][1];
+        CHECK(ember_pretok_split(p, text, strlen(text), join_word, &j, &err) == EMBER_OK);
+        bool same = j.n == strlen(want) && memcmp(j.s, want, j.n) == 0;
+        CHECKF(same, "gpt-4o cuts %s as %.*s, not %s", text, (int)j.n, j.s, want);
+        wrong += !same;
+    }
+    ember_pretok_free(p);
+    printf("gpt-4o by hand: %zu texts, %zu differ\n", n, wrong);
+}
+
 int main(void)
 {
     test_classes();
     test_splits();
+    test_gpt4o_by_hand();
     return tu_finish("test_pretokenize");
 }

@@ -244,6 +244,71 @@ static void test_tiny_rules(void)
     }
 }
 
+/* ---- harmony (gpt-oss) ------------------------------------------------------------ */
+
+/* The byte characters and harmony's control tokens: <|start|> <|channel|> <|message|>
+ * <|constrain|> are made user-defined (shown in output, cut out of any text); with both
+ * <|return|> and <|call|> ending generation, <|end|> does not, and is user-defined too. */
+enum { H_START = 256, H_CHANNEL, H_MESSAGE, H_CONSTRAIN, H_END, H_RETURN, H_CALL, H_EOT };
+
+static ember_tokenizer *harmony_tokenizer(bool with_call, ember_gguf **g)
+{
+    vf_vocab v;
+    memset(&v, 0, sizeof v);
+    for (int b = 0; b < 256; b++) {
+        char c[4] = {0};
+        put_utf8(c, gpt2_cp(b));
+        vf_add(&v, c, 1);
+    }
+    static const char *const specials[] = { "<|start|>", "<|channel|>", "<|message|>",
+                                            "<|constrain|>", "<|end|>", "<|return|>" };
+    for (size_t i = 0; i < sizeof specials / sizeof *specials; i++)
+        vf_add(&v, specials[i], 3);
+    vf_add(&v, with_call ? "<|call|>" : "<|other|>", 3);
+    vf_add(&v, "<|endoftext|>", 3);
+    write_opts o = { NULL, "gpt-4o", -1, false, H_RETURN };
+    ember_tokenizer *t = load_vocab(&v, "tok_harmony", &o, g);
+    vf_vocab_free(&v);
+    return t;
+}
+
+static void test_harmony(void)
+{
+    ember_gguf *g = NULL;
+    ember_tokenizer *t = harmony_tokenizer(true, &g);
+    CHECK(t != NULL);
+    if (!t)
+        return;
+    CHECK(ember_tokenizer_is_eog(t, H_RETURN) && ember_tokenizer_is_eog(t, H_CALL));
+    CHECK(ember_tokenizer_is_eog(t, H_EOT) && !ember_tokenizer_is_eog(t, H_END));
+    for (uint32_t id = H_START; id <= H_END; id++)
+        CHECKF(!ember_tokenizer_is_control(t, id) && !ember_tokenizer_is_eog(t, id), "token %u", id);
+    CHECK(ember_tokenizer_is_control(t, H_RETURN) && ember_tokenizer_is_control(t, H_CALL));
+    /* the markers are cut out of plain text too, as llama.cpp does with user-defined ones */
+    const char *reply = "<|channel|>a<|message|>b<|end|><|start|>c<|return|>";
+    uint32_t ids[64];
+    size_t n = vf_encode_flags(t, reply, strlen(reply), 0, ids, 64);
+    CHECK(vf_ids_equal(ids, n, (uint32_t[]){ H_CHANNEL, 'a', H_MESSAGE, 'b', H_END, H_START, 'c',
+                                             '<', '|', 'r', 'e', 't', 'u', 'r', 'n', '|', '>' }, 17));
+    /* and output shows them: the reply reads as the model wrote it, but for <|return|> */
+    n = vf_encode_flags(t, reply, strlen(reply), EMBER_TOKENIZE_PARSE_SPECIAL, ids, 64);
+    CHECK(n == 8 && ids[7] == H_RETURN);
+    size_t len = 0;
+    int bad = 0;
+    char *text = stream_ids(t, ids, n, &len, &bad);
+    CHECKF(bad == 0 && strcmp(text, "<|channel|>a<|message|>b<|end|><|start|>c") == 0, "%s", text);
+    free(text);
+    vf_close(t, g);
+    /* without <|call|> (Phi-3's <|end|>), <|end|> stays a control token that ends the turn */
+    t = harmony_tokenizer(false, &g);
+    CHECK(t != NULL);
+    if (!t)
+        return;
+    CHECK(ember_tokenizer_is_eog(t, H_END) && ember_tokenizer_is_control(t, H_END));
+    CHECK(!ember_tokenizer_is_control(t, H_CHANNEL));
+    vf_close(t, g);
+}
+
 /* ---- refusals -------------------------------------------------------------------- */
 
 static void expect_refusal(const vf_vocab *v, const write_opts *o, ember_status want, const char *in_msg)
@@ -329,7 +394,8 @@ static void test_pretokenizers(void)
     static const char *const names[] = {
         "gpt-2", "phi-2", "mpt", "olmo", "jais", "llama-bpe", "llama3", "llama-v3", "dbrx",
         "smaug-bpe", "qwen2", "deepseek-r1-qwen", "stablelm2", "megrez", "smollm", "starcoder",
-        "refact", "command-r", "codeshell", "exaone", "minerva-7b", "default",
+        "refact", "command-r", "codeshell", "exaone", "minerva-7b", "default", "gpt-4o",
+        "llama4", "kanana2", "talkie", "minimax-m2",
     };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         ember_pretok *p = NULL;
@@ -769,6 +835,7 @@ static void test_spm(const char *shared)
 int main(void)
 {
     test_tiny_rules();
+    test_harmony();
     test_refusals();
     test_pretokenizers();
     test_tiny_streaming();

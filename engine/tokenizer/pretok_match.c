@@ -95,7 +95,7 @@ static size_t space_run(const subject *t, size_t i, bool crlf)
 /* 's 't 're 've 'm 'll 'd, ASCII case folded when nocase. */
 static size_t contraction(const subject *t, size_t i, bool nocase)
 {
-    if (t->s[i] != '\'' || i + 1 >= t->len)
+    if (i + 1 >= t->len || t->s[i] != '\'')
         return i;
     unsigned char fold = nocase ? 0x20 : 0, a = t->s[i + 1] | fold;
     unsigned char b = i + 2 < t->len ? t->s[i + 2] | fold : 0;
@@ -150,6 +150,63 @@ static size_t llama3(const subject *t, size_t i, size_t digits)
     return space_run(t, i, true);
 }
 
+/* The case of the letter at i as GPT-4o's pattern sees it in llama.cpp, which rewrites
+ * [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] as "a letter but a-z" and [\p{Ll}\p{Lm}\p{Lo}\p{M}] as
+ * "a letter but A-Z" (the regex of pretokenize_defs.h): only ASCII letters have one case,
+ * every other letter has both, and a mark is no letter. 0 for a non-letter. */
+#define UPPER 1u
+#define LOWER 2u
+static unsigned letter_case(const subject *t, size_t i, size_t *next)
+{
+    if (!(class_at(t, i, next) & L))
+        return 0;
+    unsigned char b = t->s[i];
+    return b >= 'a' && b <= 'z' ? LOWER : b >= 'A' && b <= 'Z' ? UPPER : UPPER | LOWER;
+}
+
+/* U*W+|U+W* from j (U: a letter with UPPER, W: one with LOWER), greedy as a regex engine
+ * runs it: the capitals and the lower-case letters after them; where none follow, U* gives
+ * back its last letter that is lower-case too (the first alternative), or, all of them
+ * A-Z, the capitals alone are the word (the second). j itself when no letter is there. */
+static size_t cased_word(const subject *t, size_t j)
+{
+    size_t e = j, next, both_end = j;
+    unsigned k;
+    while ((k = letter_case(t, e, &next)) & UPPER) {
+        if (k & LOWER)
+            both_end = next;
+        e = next;
+    }
+    if (!(k & LOWER))
+        return both_end > j ? both_end : e;
+    while (letter_case(t, e, &next) & LOWER)
+        e = next;
+    return e;
+}
+
+/* [^\r\n\p{L}\p{N}]?U*W+C?|[^\r\n\p{L}\p{N}]?U+W*C?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*
+ * |[\s]*[\r\n]+|[\s]+(?![^\s])|[\s]+   (C: a contraction, either case) */
+static size_t gpt4o(const subject *t, size_t i)
+{
+    size_t next, after;
+    unsigned c = class_at(t, i, &next);
+    /* anything but CR, LF, a letter or a number may lead a word of letters */
+    size_t j = (c & (L | N)) || is_crlf(t, i) ? i : next;
+    size_t e = cased_word(t, j);
+    if (e > j)
+        return contraction(t, e, true);
+    if (c & N)
+        return run(t, i, N, 3);
+    j = t->s[i] == ' ' ? next : i;
+    if (is_other(class_at(t, j, &after))) {
+        e = run_other(t, j);
+        while (is_crlf(t, e) || (e < t->len && t->s[e] == '/'))
+            e++;
+        return e;
+    }
+    return space_run(t, i, true);
+}
+
 /* [\p{P}\$\+<=>\^~\|]+ */
 static size_t punct(const subject *t, size_t i)
 {
@@ -180,6 +237,7 @@ size_t ember_pretok_match(ember_pretok_pattern p, const char *s, size_t len, siz
     case EMBER_PRETOK_GPT2: return gpt2(&t, at);
     case EMBER_PRETOK_LLAMA3: return llama3(&t, at, 3);
     case EMBER_PRETOK_QWEN2: return llama3(&t, at, 1);
+    case EMBER_PRETOK_GPT4O: return gpt4o(&t, at);
     case EMBER_PRETOK_NUMBER: return run(&t, at, N, 1);
     case EMBER_PRETOK_NUMBERS: return run(&t, at, N, SIZE_MAX);
     case EMBER_PRETOK_PUNCT: return punct(&t, at);

@@ -11,6 +11,7 @@ typedef enum ember_pretok_pattern {
     EMBER_PRETOK_GPT2,    /* GPT-2's pattern */
     EMBER_PRETOK_LLAMA3,  /* Llama 3's, numbers in up to three digits */
     EMBER_PRETOK_QWEN2,   /* Llama 3's with numbers digit by digit */
+    EMBER_PRETOK_GPT4O,   /* GPT-4o's (o200k): words split at ASCII case changes */
     EMBER_PRETOK_NUMBER,  /* one \p{N} */
     EMBER_PRETOK_NUMBERS, /* a run of \p{N} */
     EMBER_PRETOK_PUNCT,   /* a run of \p{P} and $+<=>^~| */

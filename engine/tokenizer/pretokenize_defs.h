@@ -31,12 +31,30 @@
     "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|" DIGITS "| ?[^" EMBER_RE_WS "\\p{L}\\p{N}]+[\\r\\n]*" \
     "|[" EMBER_RE_WS "]*[\\r\\n]+|[" EMBER_RE_WS "]+(?![^" EMBER_RE_WS "])|[" EMBER_RE_WS "]+"
 
+/* GPT-4o's pattern (o200k_base, o200k_harmony) as llama.cpp runs it. The original,
+ *   [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|...)?
+ *   |[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|...)?
+ *   |\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * is rewritten there (its std::regex knows only \p{L}, and only as "some letter"): an upper-
+ * case letter is a letter but a-z, a lower-case one a letter but A-Z, and (?i:...) is spelled
+ * out. So ASCII letters alone have a case, any other letter is both, and combining marks
+ * (\p{M}) are not part of a word: e + U+0301 is "e", U+0301. We cut as llama.cpp does. */
+#define EMBER_RE_CONTRACTION "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])"
+#define EMBER_RE_UPPER "(?:(?=\\p{L})[^a-z])"
+#define EMBER_RE_LOWER "(?:(?=\\p{L})[^A-Z])"
+#define EMBER_RE_GPT4O \
+    "[^\\r\\n\\p{L}\\p{N}]?" EMBER_RE_UPPER "*" EMBER_RE_LOWER "+" EMBER_RE_CONTRACTION "?" \
+    "|[^\\r\\n\\p{L}\\p{N}]?" EMBER_RE_UPPER "+" EMBER_RE_LOWER "*" EMBER_RE_CONTRACTION "?" \
+    "|\\p{N}{1,3}| ?[^" EMBER_RE_WS "\\p{L}\\p{N}]+[\\r\\n/]*" \
+    "|[" EMBER_RE_WS "]*[\\r\\n]+|[" EMBER_RE_WS "]+(?![^" EMBER_RE_WS "])|[" EMBER_RE_WS "]+"
+
 /* The regex each pattern matches as: an initializer of a const char *[] indexed by
  * pattern (the library never compiles them; the test does). */
 #define EMBER_PRETOK_REGEX_INIT { \
     [EMBER_PRETOK_GPT2] = EMBER_RE_GPT2, \
     [EMBER_PRETOK_LLAMA3] = EMBER_RE_LLAMA3_LIKE("\\p{N}{1,3}"), \
     [EMBER_PRETOK_QWEN2] = EMBER_RE_LLAMA3_LIKE("\\p{N}"), \
+    [EMBER_PRETOK_GPT4O] = EMBER_RE_GPT4O, \
     [EMBER_PRETOK_NUMBER] = "\\p{N}", \
     [EMBER_PRETOK_NUMBERS] = "\\p{N}+", \
     [EMBER_PRETOK_PUNCT] = "[\\p{P}\\$\\+<=>\\^~\\|]+", \
@@ -57,6 +75,9 @@ static const ember_pretok_def EMBER_PRETOK_DEFS[] = {
     { { "llama-bpe", "llama3", "llama-v3", NULL }, { EMBER_PRETOK_LLAMA3 }, true, true },
     { { "dbrx", "smaug-bpe", NULL }, { EMBER_PRETOK_LLAMA3 }, false, false },
     { { "qwen2", "deepseek-r1-qwen", "stablelm2", "megrez", NULL }, { EMBER_PRETOK_QWEN2 },
+      false, false },
+    /* GPT-4o's o200k vocabularies (gpt-oss: o200k_harmony), Llama 4 */
+    { { "gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2", NULL }, { EMBER_PRETOK_GPT4O },
       false, false },
     /* SmolLM, StarCoder: HF's Sequence[Digits(individual), ByteLevel]: every digit is a
      * piece of its own before the GPT-2 pattern runs, so a digit never takes a space */

@@ -13,10 +13,18 @@
 #include <string.h>
 
 /* Texts of end-of-generation tokens (llama.cpp's list, loosely): a control token with
- * one of these texts stops generation, whatever tokenizer.ggml.eos_token_id says. */
+ * one of these texts stops generation, whatever tokenizer.ggml.eos_token_id says.
+ * <|return|> and <|call|> are gpt-oss's (harmony): the end of its answer, of a tool call. */
 static const char *const EOG_TEXTS[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
-    "<EOT>", "_<EOT>", "<|end_of_text|>", "<｜end▁of▁sentence｜>",
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>",
+    "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>", "<｜end▁of▁sentence｜>",
+};
+
+/* Harmony's markers inside a turn (gpt-oss): llama.cpp makes them user-defined whatever the
+ * file says, so that their text is part of the output ("<|channel|>analysis<|message|>..."),
+ * which is how a reader of it tells the reasoning from the answer. */
+static const char *const RENDERED_TEXTS[] = {
+    "<|channel|>", "<|message|>", "<|start|>", "<|constrain|>",
 };
 
 static bool is_special_type(uint8_t type)
@@ -86,12 +94,54 @@ static void add_eog(ember_tokenizer *t, uint32_t id)
     t->eog[t->n_eog++] = id;
 }
 
-static bool eog_text(const char *p, size_t n)
+static bool text_in(const char *const *texts, size_t n_texts, const char *p, size_t n)
 {
-    for (size_t i = 0; i < sizeof EOG_TEXTS / sizeof *EOG_TEXTS; i++)
-        if (strlen(EOG_TEXTS[i]) == n && memcmp(EOG_TEXTS[i], p, n) == 0)
+    for (size_t i = 0; i < n_texts; i++)
+        if (strlen(texts[i]) == n && memcmp(texts[i], p, n) == 0)
             return true;
     return false;
+}
+
+static bool eog_text(const char *p, size_t n)
+{
+    return text_in(EOG_TEXTS, sizeof EOG_TEXTS / sizeof *EOG_TEXTS, p, n);
+}
+
+static void render_markers(ember_tokenizer *t)
+{
+    for (uint32_t i = 0; i < t->n_vocab; i++) {
+        size_t n;
+        const char *p = ember_tok_piece(t, i, &n);
+        if (text_in(RENDERED_TEXTS, sizeof RENDERED_TEXTS / sizeof *RENDERED_TEXTS, p, n))
+            t->types[i] = TOK_USER;
+    }
+}
+
+/* The EOG token whose text is s, or EMBER_TOKEN_NONE (the last one, as llama.cpp). */
+static uint32_t eog_with_text(const ember_tokenizer *t, const char *s)
+{
+    uint32_t id = EMBER_TOKEN_NONE;
+    for (uint32_t i = 0; i < t->n_eog; i++)
+        if (ember_tok_piece_is(t, t->eog[i], s, strlen(s)))
+            id = t->eog[i];
+    return id;
+}
+
+/* Harmony (llama.cpp's rule): where <|return|> and <|call|> end the turn, <|end|> only ends
+ * a message (the analysis channel before the final answer), so it leaves the EOG set and
+ * becomes user-defined, its text part of the output. */
+static void harmony_end(ember_tokenizer *t)
+{
+    uint32_t end = eog_with_text(t, "<|end|>");
+    if (end == EMBER_TOKEN_NONE || eog_with_text(t, "<|return|>") == EMBER_TOKEN_NONE ||
+        eog_with_text(t, "<|call|>") == EMBER_TOKEN_NONE)
+        return;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < t->n_eog; i++)
+        if (t->eog[i] != end)
+            t->eog[k++] = t->eog[i];
+    t->n_eog = k;
+    t->types[end] = TOK_USER;
 }
 
 /* EOS, tokenizer.ggml.eot_token_id / eom_token_id, and control tokens by text. */
@@ -115,14 +165,19 @@ static ember_status load_eog(ember_tokenizer *t, const ember_gguf *g, ember_err 
         if (t->types[i] == TOK_CONTROL && eog_text(p, n))
             add_eog(t, i);
     }
+    harmony_end(t);
     return EMBER_OK;
 }
 
+/* The types are settled first (harmony's markers and <|end|> become user-defined), as in
+ * llama.cpp: they decide which tokens plain text is cut around. */
 ember_status ember_special_load(ember_tokenizer *t, const ember_gguf *g, ember_err *err)
 {
-    if (load_specials(t))
+    render_markers(t);
+    ember_status st = load_eog(t, g, err);
+    if (!st && load_specials(t))
         return ember_fail(err, EMBER_ERR_OUT_OF_MEMORY, "out of memory listing special tokens");
-    return load_eog(t, g, err);
+    return st;
 }
 
 /* ---- partition ----------------------------------------------------------------- */

@@ -12,7 +12,9 @@ typedef struct ember_fragment {
     uint32_t id;
 } ember_fragment;
 
-/* Collects the special tokens (longest text first) and the end-of-generation set. */
+/* Settles the types llama.cpp overrides (harmony's markers, user-defined), the
+ * end-of-generation set, and the special tokens (longest text first). Before
+ * ember_tok_index: a token made user-defined here is one plain text may merge into. */
 ember_status ember_special_load(ember_tokenizer *t, const ember_gguf *g, ember_err *err);
 /* Cuts text around special tokens (user-defined always; control and unknown only when
  * parse_special). *out is malloc'd; the caller frees it. */

@@ -192,7 +192,7 @@ ember_status ember_tokenizer_load(const ember_gguf *g, ember_tokenizer **out, em
     if ((st = pick_kind(t, g, err)) || (st = load_pieces(t, g, err)) ||
         (t->kind == VOCAB_BPE && (st = ember_bpe_load(t, g, err))) ||
         (st = load_special_ids(t, g, err)) || (st = load_scores_types(t, g, err)) ||
-        (st = ember_tok_index(t, err)) || (st = ember_special_load(t, g, err))) {
+        (st = ember_special_load(t, g, err)) || (st = ember_tok_index(t, err))) {
         ember_tokenizer_free(t);
         return st;
     }

@@ -8,7 +8,7 @@
  *  - "gpt2": GPT-2 byte-level BPE. tokenizer.ggml.tokens (pieces in GPT-2's
  *    byte-to-unicode form), tokenizer.ggml.merges ("a b", best first), token_type,
  *    bos/eos ids, add_bos_token, and the pre-tokenizer tokenizer.ggml.pre ("gpt-2" when
- *    absent; also "llama-bpe", "qwen2", "smollm" and aliases, see docs/tokenizers.md).
+ *    absent; also "llama-bpe", "qwen2", "gpt-4o", "smollm" and aliases, see docs/tokenizers.md).
  * Anything else, or an unknown pre-tokenizer, is EMBER_ERR_UNSUPPORTED.
  *
  * Special tokens: user-defined pieces (type 4) are always matched whole in text;
@@ -39,7 +39,8 @@ bool ember_tokenizer_add_bos(const ember_tokenizer *t);
 bool ember_tokenizer_is_control(const ember_tokenizer *t, uint32_t id);
 /* Whether id ends generation: EOS, tokenizer.ggml.eot_token_id / eom_token_id, and any
  * control token whose text is <|endoftext|>, <|im_end|>, <|eot_id|>, <|eom_id|>,
- * <|end|>, <end_of_turn>, <|end_of_text|>, <EOT>. */
+ * <|end|>, <|return|>, <|call|>, <end_of_turn>, <|end_of_text|>, <EOT>; but not <|end|>
+ * where <|return|> and <|call|> are there too (gpt-oss's harmony: it ends a message). */
 bool ember_tokenizer_is_eog(const ember_tokenizer *t, uint32_t id);
 /* "llama" or "gpt2"; the pre-tokenizer's name ("" for "llama"). */
 const char *ember_tokenizer_model(const ember_tokenizer *t);

@@ -6,7 +6,11 @@
  *   ember_tok encode VOCAB.gguf CASES.hex special|plain OUT.ids
  *       each string of CASES.hex (hex, one a line) tokenized without BOS, special tokens
  *       parsed or not; the ids, one line a string
- * Built against libember.a (the writer and the JSON reader are library-internal). */
+ *   ember_tok tokens VOCAB.gguf OUT.txt
+ *       one line a token id: 1 when it ends generation (else 0), a tab, and its text as
+ *       output shows it (control tokens "") in hex
+ * Built against libember.a (the writer, the JSON reader and the tokenizer's EOG set are
+ * library-internal). */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,7 +20,9 @@
 #include "ember.h"
 #include "common/alloc.h"
 #include "engine/grammar/json.h"
+#include "engine/model/gguf.h"
 #include "engine/model/gguf_write.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "platform/os_file.h"
 
 /* The whole file at path (ember_free it), or NULL. */
@@ -133,11 +139,35 @@ static int encode(const char *gguf, const char *cases, int flags, const char *ou
     return 0;
 }
 
+static int list_tokens(const char *gguf, const char *out_path)
+{
+    ember_gguf *g = NULL;
+    ember_tokenizer *t = NULL;
+    ember_err err = {{0}};
+    if (ember_gguf_open(gguf, &g, &err) != EMBER_OK || ember_tokenizer_load(g, &t, &err) != EMBER_OK)
+        return fail(gguf, err.msg);
+    FILE *out = fopen(out_path, "w");
+    if (!out) return fail(out_path, "cannot write");
+    char buf[4096];
+    for (uint32_t id = 0; id < ember_tokenizer_n_vocab(t); id++) {
+        size_t n = ember_tokenizer_decode(t, id, buf, sizeof buf);
+        fprintf(out, "%d\t", ember_tokenizer_is_eog(t, id));
+        for (size_t i = 0; i < n && i < sizeof buf; i++) fprintf(out, "%02x", (unsigned char)buf[i]);
+        fputc('\n', out);
+    }
+    fclose(out);
+    ember_tokenizer_free(t);
+    ember_gguf_close(g);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 4 && !strcmp(argv[1], "tokens")) return list_tokens(argv[2], argv[3]);
     if (argc == 5 && !strcmp(argv[1], "write")) return write_vocab(argv[2], argv[3], argv[4]);
     if (argc == 6 && !strcmp(argv[1], "encode"))
         return encode(argv[2], argv[3], strcmp(argv[4], "special") ? 0 : EMBER_TOKENIZE_PARSE_SPECIAL, argv[5]);
-    fprintf(stderr, "usage: ember_tok write VOCAB.json ARCH OUT.gguf | encode VOCAB.gguf CASES.hex special|plain OUT.ids\n");
+    fprintf(stderr, "usage: ember_tok write VOCAB.json ARCH OUT.gguf | encode VOCAB.gguf CASES.hex special|plain OUT.ids"
+            " | tokens VOCAB.gguf OUT.txt\n");
     return 2;
 }

