@@ -220,10 +220,39 @@ static void write_set(ember_vk_cmd *c, const ember_vk_pipeline *p, const ember_v
     vk->fn.UpdateDescriptorSets(c->vk->device, p->n_bindings, w, 0, NULL);
 }
 
+/* Binds the pipeline, its bindings and push constants for the next dispatch: false when a
+ * binding is invalid (recorded as the command's error). */
+static bool bind_for_dispatch(ember_vk_cmd *c, const ember_vk_pipeline *p, const ember_vk_span *bindings,
+                              const void *push)
+{
+    const ember_vk *vk = c->vk;
+    if (!bindings_valid(c, p, bindings)) return false;
+    VkDescriptorSet set = allocate_set(c, p);
+    if (!set) return false;
+    write_set(c, p, bindings, set);
+    if (c->bound != p) {
+        vk->fn.CmdBindPipeline(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);
+        c->bound = p;
+    }
+    vk->fn.CmdBindDescriptorSets(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &set, 0, NULL);
+    if (p->push_size) vk->fn.CmdPushConstants(c->cb, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p->push_size, push);
+    return true;
+}
+
+/* After a dispatch is recorded: its profile timestamp and the count. */
+static void note_dispatch(ember_vk_cmd *c, const ember_vk_pipeline *p)
+{
+    if (c->prof.recorded && c->n_dispatch < EMBER_VK_PROFILE_MAX) {
+        c->prof.d[c->n_dispatch] = (ember_vk_dispatch_time){p->name, 0, 0};
+        c->vk->fn.CmdWriteTimestamp(c->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->prof.queries, c->n_dispatch + 1);
+        c->prof.last_ok = true;
+    }
+    c->n_dispatch++;
+}
+
 void ember_vk_cmd_dispatch(ember_vk_cmd *c, const ember_vk_pipeline *p, const ember_vk_span *bindings,
                            const void *push, uint32_t gx, uint32_t gy, uint32_t gz)
 {
-    const ember_vk *vk = c->vk;
     const uint32_t *max = c->vk->caps.max_wg_count;
     c->prof.last_ok = false;
     if (c->status != EMBER_OK || !c->recording) return;
@@ -233,23 +262,24 @@ void ember_vk_cmd_dispatch(ember_vk_cmd *c, const ember_vk_pipeline *p, const em
                                    p->name, gx, gy, gz));
         return;
     }
-    if (!bindings_valid(c, p, bindings)) return;
-    VkDescriptorSet set = allocate_set(c, p);
-    if (!set) return;
-    write_set(c, p, bindings, set);
-    if (c->bound != p) {
-        vk->fn.CmdBindPipeline(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);
-        c->bound = p;
+    if (!bind_for_dispatch(c, p, bindings, push)) return;
+    c->vk->fn.CmdDispatch(c->cb, gx, gy, gz);
+    note_dispatch(c, p);
+}
+
+void ember_vk_cmd_dispatch_indirect(ember_vk_cmd *c, const ember_vk_pipeline *p, const ember_vk_span *bindings,
+                                    const void *push, ember_vk_span args)
+{
+    c->prof.last_ok = false;
+    if (c->status != EMBER_OK || !c->recording) return;
+    if (args.size < 12 || args.offset % 4) {
+        record_error(c, ember_fail(&c->err, EMBER_ERR_INVALID_ARG, "%s: indirect counts need 12 bytes, 4-aligned",
+                                   p->name));
+        return;
     }
-    vk->fn.CmdBindDescriptorSets(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &set, 0, NULL);
-    if (p->push_size) vk->fn.CmdPushConstants(c->cb, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p->push_size, push);
-    vk->fn.CmdDispatch(c->cb, gx, gy, gz);
-    if (c->prof.recorded && c->n_dispatch < EMBER_VK_PROFILE_MAX) {
-        c->prof.d[c->n_dispatch] = (ember_vk_dispatch_time){p->name, 0, 0};
-        vk->fn.CmdWriteTimestamp(c->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->prof.queries, c->n_dispatch + 1);
-        c->prof.last_ok = true;
-    }
-    c->n_dispatch++;
+    if (!bind_for_dispatch(c, p, bindings, push)) return;
+    c->vk->fn.CmdDispatchIndirect(c->cb, args.buffer, args.offset);
+    note_dispatch(c, p);
 }
 
 void ember_vk_cmd_barrier(ember_vk_cmd *c)
@@ -260,9 +290,10 @@ void ember_vk_cmd_barrier(ember_vk_cmd *c)
     VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                           .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
                           .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
-                                           VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT};
+                                           VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
+                                           VK_ACCESS_INDIRECT_COMMAND_READ_BIT};
     VkPipelineStageFlags st = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-    vk->fn.CmdPipelineBarrier(c->cb, st, st, 0, 1, &mb, 0, NULL, 0, NULL);
+    vk->fn.CmdPipelineBarrier(c->cb, st, st | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
 }
 
 void ember_vk_cmd_copy(ember_vk_cmd *c, const ember_vk_span *src, const ember_vk_span *dst, VkDeviceSize bytes)

@@ -18,7 +18,13 @@ ember_status ember_vk_cmd_begin(ember_vk_cmd *c, ember_err *err);
 void ember_vk_cmd_dispatch(ember_vk_cmd *c, const ember_vk_pipeline *p,
                            const ember_vk_span *bindings, const void *push,
                            uint32_t gx, uint32_t gy, uint32_t gz);
-/* Compute-to-compute (and transfer) memory barrier: later dispatches see earlier writes. */
+/* As ember_vk_cmd_dispatch, with the workgroup counts read on the device from three uint32
+ * at args (a span of 12 bytes, 4-aligned, written by an earlier dispatch behind a barrier):
+ * a count the host cannot know when it records, such as how many experts a step chose. */
+void ember_vk_cmd_dispatch_indirect(ember_vk_cmd *c, const ember_vk_pipeline *p, const ember_vk_span *bindings,
+                                    const void *push, ember_vk_span args);
+/* Compute-to-compute (and transfer) memory barrier: later dispatches, and the workgroup
+ * counts of indirect ones, see earlier writes. */
 void ember_vk_cmd_barrier(ember_vk_cmd *c);
 void ember_vk_cmd_copy(ember_vk_cmd *c, const ember_vk_span *src, const ember_vk_span *dst,
                        VkDeviceSize bytes);

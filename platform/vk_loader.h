@@ -30,7 +30,7 @@
     X(DestroyCommandPool) X(AllocateCommandBuffers) X(BeginCommandBuffer) X(EndCommandBuffer) \
     X(ResetCommandBuffer) X(CreateFence) X(DestroyFence) X(ResetFences) X(WaitForFences) X(CreateQueryPool) \
     X(DestroyQueryPool) X(GetQueryPoolResults) X(CmdBindPipeline) X(CmdBindDescriptorSets) X(CmdPushConstants) \
-    X(CmdDispatch) X(CmdPipelineBarrier) X(CmdCopyBuffer) X(CmdFillBuffer) X(CmdResetQueryPool) \
+    X(CmdDispatch) X(CmdDispatchIndirect) X(CmdPipelineBarrier) X(CmdCopyBuffer) X(CmdFillBuffer) X(CmdResetQueryPool) \
     X(CmdWriteTimestamp)
 
 typedef struct ember_vk_fn {

@@ -140,9 +140,10 @@ static ember_status new_chunk(ember_vk_arena *a, VkDeviceSize size, ember_vk_mem
     }
     chunk ch = {.size = size, .kind = kind};
     VkBufferCreateInfo bi = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = size,
-                             /* Any span may be bound as any kind (ember_vk_binding_kind). */
+                             /* Any span may be bound as any kind (ember_vk_binding_kind) or
+                              * hold a dispatch's workgroup counts (ember_vk_cmd_dispatch_indirect). */
                              .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT |
-                                      VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT |
+                                      VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT |
                                       VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                              .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
     ember_status s = ember_vk_check(vk->fn.CreateBuffer(vk->device, &bi, NULL, &ch.buffer), err, "vkCreateBuffer");

@@ -571,10 +571,12 @@ void main()
 {
     uint wg = gl_WorkGroupID.z * pc.wgx + gl_WorkGroupID.x;
 #ifdef MOE
-    // One chosen expert a workgroup row, all its pairs: a row past the chosen ones, or of
-    // an expert in another part, ends at once (the whole workgroup: no barrier is skipped
-    // by part of it).
+    // One chosen expert a workgroup row, all its pairs. Indirect: the rows are the chosen
+    // experts of this part, from the slot moe_route.comp wrote. Direct: every slot, and a
+    // row past the chosen ones, or of an expert in another part, ends at once (the whole
+    // workgroup: no barrier is skipped by part of it).
     uint chosen = 2u * pc.nexp + 2u * pc.n_tok, slot = gl_WorkGroupID.y;
+    if (pc.args != ~0u) slot += mg[chosen + 1u + pc.nexp + 4u * pc.args + 3u];
     if (slot >= mg[chosen]) return;
     uint e = mg[chosen + 1u + slot];
     if (e < pc.e0 || e >= pc.e0 + pc.lim0 / pc.erows) return;

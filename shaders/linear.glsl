@@ -77,6 +77,7 @@ layout(push_constant) uniform Push {
     uint nexp;     // MOE: experts of the model, the length of the group's counts and offsets
                    // (and n_tok: the step's pairs, where the chosen experts' list follows)
     uint bias;     // 1: binding 6 holds a bias per weight row (row_bias), not NORM's weights
+    uint args;     // MOE: the counts of moe_route.comp's this indirect dispatch took (~0u: direct)
 } pc;
 
 layout(std430, binding = 1) buffer Y { float y[]; };

@@ -15,7 +15,10 @@
 // the list starts, g[2 nexp + i] the list (each expert's pairs in pair order),
 // g[2 nexp + n_tok k + p] the expert of pair p, then at A = 2 nexp + 2 n_tok k the number
 // of experts some pair chose, g[A], and those experts in ascending order, g[A + 1 + i]:
-// the grouped products' workgroup rows (a decode step runs k of them, not nexp). A token's
+// the grouped products' workgroup rows (a decode step runs k of them, not nexp); then at
+// B = A + 1 + nexp, for each of the n_parts dispatches the host names (a weight part of
+// experts part.x .. part.y - 1), the indirect workgroup counts (part.z, the chosen experts
+// in the part, part.w) and the slot of the list where its experts start. A token's
 // picks and weights are a function of its logits row alone: batch invariant.
 layout(local_size_x_id = 0) in;
 
@@ -24,6 +27,8 @@ layout(push_constant) uniform Push {
     uint norm;
     float scale;
     uint bias;   // 1: binding 3 holds the router's bias, added to every row (gpt-oss)
+    uint n_parts;
+    uvec4 part[6];  // first expert, end, workgroups along x and z (kernels_moe.h)
 } pc;
 
 layout(std430, binding = 0) readonly buffer L { float router[]; };
@@ -99,6 +104,18 @@ void main()
             if (g[e] != 0u) g[a + 1u + n_chosen++] = e;
         }
         g[a] = n_chosen;
+        for (uint i = 0u; i < pc.n_parts; i++) {
+            uint first = 0u, n = 0u, at = a + 1u + pc.nexp + 4u * i;
+            for (uint s = 0u; s < n_chosen; s++) {
+                uint e = g[a + 1u + s];
+                first += e < pc.part[i].x ? 1u : 0u;
+                n += e >= pc.part[i].x && e < pc.part[i].y ? 1u : 0u;
+            }
+            g[at] = pc.part[i].z;
+            g[at + 1u] = n;
+            g[at + 2u] = pc.part[i].w;
+            g[at + 3u] = first;
+        }
     }
     memoryBarrierBuffer();
     barrier();

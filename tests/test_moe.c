@@ -5,7 +5,8 @@
  *    picks, in the same order (qwen3moe F32, Q8_0, Q4_K_M and MXFP4 experts, Mixtral F32,
  *    gpt-oss with MXFP4 experts, attention sinks and biases, with and without split-K
  *    attention), and its logits are the reference's (F32 1e-4, quantized 1e-3); the counts
- *    it keeps agree with its picks;
+ *    it keeps agree with its picks; the Q8_0 case again with its expert stacks in 6 and in
+ *    12 bindings a layer (indirect dispatches, then direct ones);
  *  - batch invariance: 4 sequences prefilled together in one ragged step and decoded
  *    together give the logits, bit for bit, that each gives alone;
  *  - what a step reads: with profiling on, a step of 16 decode tokens (16 sequences) shows
@@ -60,8 +61,10 @@ static uint32_t check_step_picks(mf_model *M, const uint32_t *want, uint32_t cap
 
 /* The prompt in chunks then decode steps, every step's picks and logits against one
  * reference pass over the whole sequence; split: attention in chunks of 32 positions, the
- * decode rows' split over workgroups and merged (as on a GPU). */
-static void test_picks_opts(ember_vk *vk, const char *name, const char *args, double tol, bool split)
+ * decode rows' split over workgroups and merged (as on a GPU); max_part (0: none): each
+ * weight binding at most that many bytes, so that an expert stack is several parts. */
+static void test_picks_opts(ember_vk *vk, const char *name, const char *args, double tol, bool split,
+                            uint64_t max_part, uint32_t want_parts)
 {
     enum { N = 45, CHUNK = 20, DEC = 8, TOTAL = N + DEC };
     char path[512];
@@ -72,13 +75,17 @@ static void test_picks_opts(ember_vk *vk, const char *name, const char *args, do
     for (uint32_t i = 0; i < MAXB; i++) bt[i] = (5 * i + 3) % (MAXB + 3);
     mf_model M;
     ember_gpu_model_opts go = {.attn_split = split ? EMBER_ATTN_SPLIT_ON : EMBER_ATTN_SPLIT_OFF,
-                               .attn_chunk = split ? 32 : 0};
+                               .attn_chunk = split ? 32 : 0, .max_part_bytes = max_part};
     if (!mf_gpu_open_opts(&M, vk, path, &go, &o)) {
         mf_unload(&M);
         return;
     }
     const ember_hparams *hp = &M.m.hp;
     uint32_t nv = hp->n_vocab, k = hp->n_expert_used;
+    const ember_gpu_layer *L0 = &M.gm->layers[0];
+    uint32_t parts = L0->gate_up_exps.n_parts + L0->down_exps.n_parts;
+    CHECKF(parts == want_parts, "%s: %llu-byte parts made %u expert parts a layer, not %u", name,
+           (unsigned long long)max_part, parts, want_parts);
     CHECKF(hp->n_expert >= 8 && k >= 2 && k <= MAXK, "%s: %u experts, %u used", name, hp->n_expert, k);
     tu_rng rng = {31};
     for (uint32_t i = 0; i < TOTAL; i++) toks[i] = 3 + (uint32_t)(tu_next(&rng) % (nv - 3));
@@ -101,8 +108,9 @@ static void test_picks_opts(ember_vk *vk, const char *name, const char *args, do
             worst = fmax(worst, tu_rel_err(got + (size_t)i * nv, ref + (size_t)(p + i) * nv, nv));
         p += n;
     }
-    printf("%-12s (%s%s): %u steps x %u layers, %u with other picks than the reference; logits max rel err "
-           "%.2e\n", name, args, split ? ", split-K attention" : "", steps, hp->n_layers, bad, worst);
+    printf("%-12s (%s%s, %u expert parts a layer): %u steps x %u layers, %u with other picks than the reference; "
+           "logits max rel err %.2e\n", name, args, split ? ", split-K attention" : "", parts, steps, hp->n_layers, bad,
+           worst);
     CHECKF(ok && bad == 0, "%s: %u step-layers pick other experts than the reference", name, bad);
     CHECKF(ok && worst < tol, "%s: rel err %.3e", name, worst);
     free(want);
@@ -114,7 +122,7 @@ static void test_picks_opts(ember_vk *vk, const char *name, const char *args, do
 
 static void test_picks(ember_vk *vk, const char *name, const char *args, double tol)
 {
-    test_picks_opts(vk, name, args, tol, false);
+    test_picks_opts(vk, name, args, tol, false, 0, 2);
 }
 
 /* One step of a ragged batch: sequence s contributes toks[s][p0[s] .. p0[s] + n[s]) at
@@ -288,8 +296,14 @@ int main(void)
      * sinks (merged one-pass, in chunks, and split-K), window 8 on every other layer */
     static const char oss[] = "--arch gpt-oss --dim 128 --ffn 256 --experts 16 --experts-used 4 --expert-ffn 128 "
                               "--key attention.sliding_window=8 --type mxfp4_moe";
-    test_picks_opts(vk, "gpt-oss", oss, 1e-3, false);
-    test_picks_opts(vk, "gpt-oss", oss, 1e-3, true);
+    test_picks_opts(vk, "gpt-oss", oss, 1e-3, false, 0, 2);
+    test_picks_opts(vk, "gpt-oss", oss, 1e-3, true, 0, 2);
+    /* Expert stacks in several bindings: 4 gate|up parts and 2 down parts of 16 Q8_0
+     * experts (6 dispatches, moe_route.comp's counts: indirect), then 8 and 4 (more than
+     * EMBER_MOE_MAX_ARGS: direct, a workgroup row per chosen expert in every part). */
+    snprintf(a, sizeof a, "%s --type q8_0", q3);
+    test_picks_opts(vk, "qwen3moe_q8", a, 1e-3, false, 4 * 139264, 6);
+    test_picks_opts(vk, "qwen3moe_q8", a, 1e-3, false, 2 * 139264, 12);
     snprintf(a, sizeof a, "%s --type q8_0", q3);
     test_invariance(vk, "qwen3moe_q8", a);
     /* 64 experts, 2 a token: 16 tokens choose at most 32 */

@@ -162,16 +162,19 @@ typedef struct linear_push {
     float oscale, ocap;
     uint32_t e0, erows, xdiv, nexp;
     uint32_t bias;
+    uint32_t args; /* MOE: which of moe_route's counts an indirect dispatch took (UINT32_MAX: direct) */
 } linear_push;
-_Static_assert(sizeof(linear_push) == 92, "linear_push: the Push block of shaders/linear.glsl");
+_Static_assert(sizeof(linear_push) == 96, "linear_push: the Push block of shaders/linear.glsl");
 
 typedef struct moe_route_push {
     uint32_t n_tok, nexp, k, gating;
     uint32_t norm;
     float scale;
     uint32_t bias;
+    uint32_t n_parts;     /* the grouped products' dispatches to write counts for */
+    uint32_t parts[6][4]; /* each: its first expert, the end of its experts, workgroups along x and z */
 } moe_route_push;
-_Static_assert(sizeof(moe_route_push) == 28, "moe_route_push: the Push block of shaders/moe_route.comp");
+_Static_assert(sizeof(moe_route_push) == 128, "moe_route_push: the Push block of shaders/moe_route.comp");
 
 typedef struct moe_combine_push {
     uint32_t n_tok, dim, k, wgx;

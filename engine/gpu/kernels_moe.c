@@ -7,16 +7,7 @@
 
 uint64_t ember_moe_groups_words(const ember_hparams *hp, uint32_t n_tok)
 {
-    return 3ull * hp->n_expert + 2ull * n_tok * hp->n_expert_used + 1;
-}
-
-void ember_k_moe_route(ember_vk_cmd *c, const ember_kernels *k, const ember_hparams *hp, ember_vk_span logits,
-                       ember_vk_span bias, ember_vk_span w, ember_vk_span groups, uint32_t n_tok)
-{
-    moe_route_push pc = {n_tok, hp->n_expert, hp->n_expert_used, (uint32_t)hp->expert_gating, hp->expert_norm,
-                         hp->expert_scale, bias.size != 0};
-    ember_vk_span b[4] = {logits, w, groups, bias.size ? bias : logits};
-    ember_vk_cmd_dispatch(c, k->moe_route, b, &pc, 1, 1, 1);
+    return 3ull * hp->n_expert + 2ull * n_tok * hp->n_expert_used + 1 + 4ull * EMBER_MOE_MAX_ARGS;
 }
 
 /* Pairs an expert serves on average: what the tile shape is chosen for. */
@@ -26,17 +17,70 @@ static uint32_t pairs_per_expert(const ember_hparams *hp, uint32_t n_tok)
     return n ? n : 1;
 }
 
-void ember_k_moe_linear(ember_vk_cmd *c, const ember_kernels *k, const ember_hparams *hp, const ember_gpu_weight *ew,
-                        ember_vk_span x, uint32_t xdiv, ember_vk_span groups, ember_vk_span y, uint32_t n_tok,
-                        int mode, ember_vk_span bias)
+/* A grouped product's launch for n_tok tokens: its tile shape, the rows a tile steps and
+ * the workgroups along x and z (the same for every part: a part is whole experts). */
+typedef struct moe_launch {
+    const ember_lin_shape *l;
+    uint32_t width, step, gx, gz;
+} moe_launch;
+
+static moe_launch launch_of(const ember_kernels *k, const ember_hparams *hp, const ember_gpu_weight *ew,
+                            uint32_t n_tok, bool gated)
 {
-    bool gated = mode >= EMBER_OUT_SWIGLU, oai = mode == EMBER_OUT_SWIGLU_OAI;
-    uint32_t er = ew->expert_rows, width = gated ? er / 2 : er, pairs = n_tok * hp->n_expert_used;
-    const ember_lin_shape *l = &k->lin[ember_k_linear_shape(k, pairs_per_expert(hp, n_tok))];
-    int shape = (int)(l - k->lin);
+    moe_launch m = {&k->lin[ember_k_linear_shape(k, pairs_per_expert(hp, n_tok))], 0, 0, 0, 0};
+    m.width = gated ? ew->expert_rows / 2 : ew->expert_rows;
+    m.step = gated ? m.l->tn / 2 : m.l->tn;
+    ember_k_grid(ember_k_ceil(ember_k_ceil(m.width, m.step), m.l->ng), k->caps.max_wg_count[0], &m.gx, &m.gz);
+    return m;
+}
+
+/* Whether pr's dispatches are indirect, and the first of product j's counts. */
+static uint32_t parts_before(const ember_moe_products *pr, uint32_t j)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < j && i < pr->n; i++) n += pr->w[i]->n_parts;
+    return n;
+}
+
+_Static_assert(sizeof(((moe_route_push *)0)->parts) / sizeof(((moe_route_push *)0)->parts[0]) == EMBER_MOE_MAX_ARGS,
+               "moe_route_push: a count for each indirect dispatch");
+
+static bool indirect(const ember_moe_products *pr) { return parts_before(pr, pr->n) <= EMBER_MOE_MAX_ARGS; }
+
+void ember_k_moe_route(ember_vk_cmd *c, const ember_kernels *k, const ember_hparams *hp, ember_vk_span logits,
+                       ember_vk_span bias, ember_vk_span w, ember_vk_span groups, uint32_t n_tok,
+                       const ember_moe_products *pr)
+{
+    moe_route_push pc = {n_tok, hp->n_expert, hp->n_expert_used, (uint32_t)hp->expert_gating, hp->expert_norm,
+                         hp->expert_scale, bias.size != 0, 0, {{0}}};
+    for (uint32_t j = 0; indirect(pr) && j < pr->n; j++) {
+        const ember_gpu_weight *ew = pr->w[j];
+        moe_launch m = launch_of(k, hp, ew, n_tok, j == 0);
+        for (uint32_t i = 0; i < ew->n_parts; i++) {
+            const ember_gpu_weight_part *p = &ew->parts[i];
+            uint32_t e0 = p->row0 / ew->expert_rows;
+            uint32_t *a = pc.parts[pc.n_parts++];
+            a[0] = e0, a[1] = e0 + p->n_rows / ew->expert_rows, a[2] = m.gx, a[3] = m.gz;
+        }
+    }
+    ember_vk_span b[4] = {logits, w, groups, bias.size ? bias : logits};
+    ember_vk_cmd_dispatch(c, k->moe_route, b, &pc, 1, 1, 1);
+}
+
+void ember_k_moe_linear(ember_vk_cmd *c, const ember_kernels *k, const ember_hparams *hp,
+                        const ember_moe_products *pr, uint32_t j, ember_vk_span x, uint32_t xdiv,
+                        ember_vk_span groups, ember_vk_span y, uint32_t n_tok, int mode, ember_vk_span bias)
+{
+    const ember_gpu_weight *ew = pr->w[j];
+    bool gated = mode >= EMBER_OUT_SWIGLU, oai = mode == EMBER_OUT_SWIGLU_OAI, ind = indirect(pr);
+    uint32_t er = ew->expert_rows, pairs = n_tok * hp->n_expert_used, arg0 = parts_before(pr, j);
+    moe_launch m = launch_of(k, hp, ew, n_tok, gated);
+    int shape = (int)(m.l - k->lin);
+    /* where moe_route.comp writes the counts: after the chosen experts' list */
+    uint64_t args_word = 3ull * hp->n_expert + 2ull * pairs + 1;
     ember_vk_span b[8];
     b[0] = ember_vk_span_sub(x, 0, (VkDeviceSize)(pairs / xdiv) * ew->cols * sizeof(float));
-    b[1] = ember_vk_span_sub(y, 0, (VkDeviceSize)pairs * width * sizeof(float));
+    b[1] = ember_vk_span_sub(y, 0, (VkDeviceSize)pairs * m.width * sizeof(float));
     b[6] = bias.size ? bias : b[1]; /* no fused norm: the biases, else unread but filled */
     b[7] = groups;
     for (uint32_t i = 0; i < ew->n_parts; i++) {
@@ -44,20 +88,20 @@ void ember_k_moe_linear(ember_vk_cmd *c, const ember_kernels *k, const ember_hpa
         bool texel = k->texel && x.view && ember_k_part_has_views(p);
         const ember_vk_pipeline *pipe = k->linear_moe[ember_k_dt_slot(p->type)][texel ? LIN_TEXEL : LIN_STORAGE][shape];
         ember_k_bind_weights(b, p, p);
-        uint32_t step = gated ? l->tn / 2 : l->tn;
-        linear_push pc = {.n_tok = pairs, .cols = ew->cols, .mode = (uint32_t)mode, .ldy = width, .n_out = width,
-                          .step = step,
-                          .off0 = 0, .lim0 = p->n_rows, .off1 = gated ? width : l->tn / 2, .lim1 = p->n_rows,
+        linear_push pc = {.n_tok = pairs, .cols = ew->cols, .mode = (uint32_t)mode, .ldy = m.width,
+                          .n_out = m.width, .step = m.step, .wgx = m.gx,
+                          .off0 = 0, .lim0 = p->n_rows, .off1 = gated ? m.width : m.l->tn / 2, .lim1 = p->n_rows,
                           .oscale = oai ? EMBER_SWIGLU_OAI_ALPHA : 1.0f, .ocap = oai ? EMBER_SWIGLU_OAI_LIMIT : 0.0f,
                           .e0 = p->row0 / er, .erows = er, .xdiv = xdiv, .nexp = hp->n_expert,
-                          .bias = bias.size != 0};
-        uint32_t n_wg = ember_k_ceil(ember_k_ceil(width, step), l->ng), gx, gz;
-        ember_k_grid(n_wg, k->caps.max_wg_count[0], &gx, &gz);
-        pc.wgx = gx;
-        /* a row per slot of the chosen experts' list (at most the pairs, at most every
-         * expert): the list spans every part, a row of another part's expert ends at once */
-        uint32_t rows = hp->n_expert < pairs ? hp->n_expert : pairs;
-        ember_vk_cmd_dispatch(c, pipe, b, &pc, gx, rows, gz);
+                          .bias = bias.size != 0, .args = ind ? arg0 + i : UINT32_MAX};
+        if (ind) {
+            VkDeviceSize at = (args_word + 4ull * (arg0 + i)) * 4;
+            ember_vk_cmd_dispatch_indirect(c, pipe, b, &pc, ember_vk_span_sub(groups, at, 12));
+        } else {
+            /* a row per slot of the chosen experts' list (at most the pairs, at most every
+             * expert): the list spans every part, a row of another part's expert ends at once */
+            ember_vk_cmd_dispatch(c, pipe, b, &pc, m.gx, hp->n_expert < pairs ? hp->n_expert : pairs, m.gz);
+        }
         ember_vk_cmd_note_bytes(c, ember_gpu_weight_bytes(p->type, p->n_rows, ew->cols));
     }
 }
