@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/speculative.h"
+#include "engine/speculative/speculative.h"
 #include "ember.h"
 #include "testutil.h"
 

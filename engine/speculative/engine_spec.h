@@ -10,9 +10,9 @@
 #ifndef EMBER_ENGINE_SPEC_H
 #define EMBER_ENGINE_SPEC_H
 
-#include "batch.h"
-#include "scheduler.h"
-#include "step.h"
+#include "engine/batch.h"
+#include "engine/scheduler.h"
+#include "engine/step.h"
 
 typedef struct ember_spec ember_spec;
 
