@@ -12,16 +12,16 @@
 #include "options.h"
 #include "panel.h"
 #include "stats.h"
+#include "stats_bar.h"
 
 typedef enum load_state { LOAD_RUNNING, LOAD_READY, LOAD_FAILED } load_state;
 
 /* The view's own textures (chat_ui.c). */
 typedef struct ui_cache {
-    text_tex stats_left, stats_right, input_label, input_text, placeholder, loading, copied;
+    stats_bar bar;
+    text_tex input_label, input_text, placeholder, loading, copied;
     message banner;       /* the load error, word-wrapped like a message */
     int input_scroll;     /* px of the input text hidden on the left */
-    double stats_updated_ms;
-    uint32_t kv_used, kv_total; /* as the stats text last said */
     /* what the last drawn frame showed, to tell whether the next must be drawn */
     int drawn_tick;
     load_state drawn_state;

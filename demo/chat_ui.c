@@ -2,6 +2,7 @@
  * message keeps one texture per wrapped line and re-renders only the lines that changed,
  * so a streamed token costs one line and a frame is mostly texture copies. */
 #include "chat_ui.h"
+#include "stats_bar.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +29,6 @@ static const SDL_Color NOTE_FG = {255, 128, 110, 255};
 static const SDL_Color INFO_FG = {150, 160, 178, 255};     /* grey-blue, not warm nor blue enough to count as text */
 static const SDL_Color FLASH_BG = {60, 92, 60, 255};
 static const SDL_Color STOP_BG = {150, 50, 50, 255};
-static const SDL_Color KV_FG = {90, 190, 120, 255};
 static const SDL_Color KV_BG = {50, 55, 66, 255};
 
 static void fill(SDL_Renderer *r, SDL_Rect rc, SDL_Color c)
@@ -165,31 +165,49 @@ static void draw_scrollbar(app *a, const panel *p, const SDL_Rect *area)
 
 /* ---- panels ------------------------------------------------------------------------------ */
 
+/* The name as far as it fits max_w px, ending in an ellipsis when cut: a long name in a
+ * narrow panel must not run into the next panel or under the Stop button. */
+static void title_text(font *f, const char *name, int max_w, char *buf, size_t cap)
+{
+    static const char ellipsis[] = "\xE2\x80\xA6";
+    size_t len = strlen(name);
+    if (font_width(f, name, len) <= max_w) {
+        snprintf(buf, cap, "%s", name);
+        return;
+    }
+    int room = max_w - font_width(f, ellipsis, sizeof ellipsis - 1);
+    size_t keep = room > 0 ? font_fit(f, name, len, room) : 0;
+    while (keep > 0 && name[keep - 1] == ' ') keep--;
+    snprintf(buf, cap, "%.*s%s", (int)keep, name, ellipsis);
+}
+
 static void draw_title(app *a, panel *p, const layout *l, int i)
 {
     SDL_Rect t = l->title[i];
     int focused = i == a->focus;
     fill(a->renderer, t, TITLE_BG);
     if (focused) fill(a->renderer, (SDL_Rect){t.x, t.y + t.h - 2, t.w, 2}, ACCENT);
-    SDL_RenderSetClipRect(a->renderer, &t); /* a long name stays in its panel */
-    text_at(a, &a->body, &p->title, p->who->name, focused ? ACCENT : LIGHT, t.x + MARGIN,
-            t.y + (t.h - a->body.height) / 2);
-    char buf[160];
+    int x0 = t.x + MARGIN, right = p->busy ? l->stop[i].x - 8 : t.x + t.w - MARGIN;
+    char name[160], buf[160];
+    title_text(&a->body, p->who->name, right - x0, name, sizeof name);
+    text_at(a, &a->body, &p->title, name, focused ? ACCENT : LIGHT, x0, t.y + (t.h - a->body.height) / 2);
+    p->title_x1 = x0 + font_width(&a->body, name, strlen(name));
     if (p->busy) snprintf(buf, sizeof buf, "%.1f tok/s", p->meter.rate);
     else if (p->last_tok_s > 0)
         snprintf(buf, sizeof buf, "last %.0f tok/s, TTFT %.0f ms", p->last_tok_s, p->last_ttft_ms);
     else buf[0] = 0;
     text_tex_set(a->renderer, &a->small, &p->status, buf, strlen(buf), DIM);
-    int right = p->busy ? l->stop[i].x - 8 : t.x + t.w - MARGIN;
-    if (right - p->status.w > t.x + MARGIN + p->title.w + 8)
-        text_tex_draw(a->renderer, &p->status, right - p->status.w, t.y + (t.h - a->small.height) / 2);
+    p->status_x0 = p->status_x1 = 0;
+    if (buf[0] && right - p->status.w >= p->title_x1 + 8) { /* only beside the whole name */
+        p->status_x0 = right - p->status.w, p->status_x1 = right;
+        text_tex_draw(a->renderer, &p->status, p->status_x0, t.y + (t.h - a->small.height) / 2);
+    }
     if (p->busy) {
         SDL_Rect s = l->stop[i];
         fill(a->renderer, s, STOP_BG);
         text_tex_set(a->renderer, &a->small, &p->stop, "Stop", 4, LIGHT);
         text_tex_draw(a->renderer, &p->stop, s.x + (s.w - p->stop.w) / 2, s.y + (s.h - p->stop.h) / 2);
     }
-    SDL_RenderSetClipRect(a->renderer, NULL);
 }
 
 static void draw_panel(app *a, const layout *l, int i)
@@ -205,88 +223,6 @@ static void draw_panel(app *a, const layout *l, int i)
     draw_scrollbar(a, p, &area);
     SDL_RenderSetClipRect(a->renderer, NULL);
     if (i > 0) fill(a->renderer, (SDL_Rect){l->panel[i].x, l->panel[i].y, 1, l->panel[i].h}, DIVIDER);
-}
-
-/* ---- the stats bar ------------------------------------------------------------------------ */
-
-/* "12 / 10 / 11": each panel's rate; the sum goes to *total. */
-static void panel_rates(const app *a, char *buf, size_t cap, double *total)
-{
-    size_t off = 0;
-    *total = 0;
-    buf[0] = 0;
-    for (int i = 0; i < a->n_panels && off < cap; i++) {
-        *total += a->panels[i].meter.rate;
-        off += (size_t)snprintf(buf + off, cap - off, "%s%.0f", i ? " / " : "", a->panels[i].meter.rate);
-    }
-}
-
-/* Speculation's acceptance: accepted of drafted tokens, over the replies so far. */
-static void spec_text(const app *a, char *buf, size_t cap)
-{
-    if (!a->opt.ngram && !a->opt.draft) {
-        snprintf(buf, cap, "spec off");
-        return;
-    }
-    const gen_stats *g = &a->gen;
-    snprintf(buf, cap, "spec %s %.0f%% (%llu/%llu)", a->opt.ngram ? "n-gram" : "draft",
-             g->drafted ? 100.0 * (double)g->accepted / (double)g->drafted : 0.0, (unsigned long long)g->accepted,
-             (unsigned long long)g->drafted);
-}
-
-/* The two texts around the KV bar, refreshed four times a second so they can be read. */
-static void stats_texts(app *a, char *left, size_t lcap, char *right, size_t rcap)
-{
-    static const char *const modes[] = {"frame budget", "threaded", "blocking"};
-    char rates[128], spec[64];
-    double total;
-    panel_rates(a, rates, sizeof rates, &total);
-    int busy = 0;
-    for (int i = 0; i < a->n_panels; i++) busy |= a->panels[i].busy;
-    spec_text(a, spec, sizeof spec);
-    const char *model = strrchr(a->opt.model, '/');
-    /* the rates now, per panel, and over the whole session (first submit to last reply) */
-    snprintf(left, lcap, "%s  |  %s  |  %.0f tok/s now (%s), %.0f overall  |  TTFT %.0f ms  |  KV",
-             model ? model + 1 : a->opt.model, modes[a->opt.mode], total, rates,
-             gen_stats_rate(&a->gen, busy ? a->now_ms : a->gen.last_done_ms),
-             a->gen.last_ttft_ms);
-    const ember_engine_stats *s = &a->engine_stats;
-    int fps;
-    float worst;
-    frame_stats_live(&a->frames, a->now_ms, &fps, &worst);
-    if (a->engine_error[0])
-        snprintf(right, rcap, "%u/%u  |  %s", s->kv_blocks_used, s->kv_blocks_total, a->engine_error);
-    else
-        snprintf(right, rcap, "%u/%u, peak %u  |  prefix hits %llu tok  |  %s  |  %d fps, worst %.0f ms",
-                 s->kv_blocks_used, s->kv_blocks_total, s->kv_peak_blocks_used,
-                 (unsigned long long)s->prefix_hit_tokens, spec, fps, worst);
-}
-
-static void draw_stats(app *a, const layout *l)
-{
-    SDL_Rect b = l->stats;
-    fill(a->renderer, b, BAR_BG);
-    if (a->now_ms - a->ui.stats_updated_ms >= 250.0 || !a->ui.stats_left.tex) {
-        char left[320], right[640];
-        stats_texts(a, left, sizeof left, right, sizeof right);
-        text_tex_set(a->renderer, &a->small, &a->ui.stats_left, left, strlen(left), LIGHT);
-        text_tex_set(a->renderer, &a->small, &a->ui.stats_right, right, strlen(right),
-                     a->engine_error[0] ? NOTE_FG : LIGHT);
-        a->ui.stats_updated_ms = a->now_ms;
-        a->ui.kv_used = a->engine_stats.kv_blocks_used; /* the bar shows what the text says */
-        a->ui.kv_total = a->engine_stats.kv_blocks_total;
-    }
-    int ty = b.y + (b.h - a->small.height) / 2;
-    text_tex_draw(a->renderer, &a->ui.stats_left, b.x + MARGIN, ty);
-    /* KV blocks in use of the pool, as a bar */
-    SDL_Rect bar = {b.x + MARGIN + a->ui.stats_left.w + 6, b.y + 10, 90, b.h - 20};
-    fill(a->renderer, bar, KV_BG);
-    if (a->ui.kv_total) {
-        SDL_Rect used = bar;
-        used.w = (int)((long long)bar.w * a->ui.kv_used / a->ui.kv_total);
-        fill(a->renderer, used, KV_FG);
-    }
-    text_tex_draw(a->renderer, &a->ui.stats_right, bar.x + bar.w + 6, ty);
 }
 
 /* ---- the input line ------------------------------------------------------------------------- */
@@ -376,7 +312,7 @@ void ui_draw(app *a, const layout *l)
 {
     SDL_SetRenderDrawColor(a->renderer, BG.r, BG.g, BG.b, 255);
     SDL_RenderClear(a->renderer);
-    draw_stats(a, l);
+    stats_bar_draw(a, l->stats);
     for (int i = 0; i < l->n; i++) draw_panel(a, l, i);
     draw_input(a, l);
     if (a->state != LOAD_READY) draw_loading(a);
@@ -404,8 +340,8 @@ void ui_scroll(app *a, const layout *l, int i, int dy)
 void ui_free(app *a)
 {
     ui_cache *u = &a->ui;
-    text_tex *all[] = {&u->stats_left, &u->stats_right, &u->input_label, &u->input_text,
-                       &u->placeholder, &u->loading, &u->copied};
+    text_tex *all[] = {&u->input_label, &u->input_text, &u->placeholder, &u->loading, &u->copied};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) text_tex_free(all[i]);
     message_free(&u->banner);
+    stats_bar_free(&u->bar);
 }

@@ -26,6 +26,31 @@ double app_now_ms(void) { return (double)SDL_GetPerformanceCounter() * 1000.0 / 
 
 /* ---- start-up ------------------------------------------------------------------------ */
 
+/* The fonts for what the main font lacks (CJK, emoji); without them such text shows as
+ * boxes, and stderr says what to install. --verbose says which font draws 中 and 😀. */
+static void open_fallbacks(app *a)
+{
+    static const char *const kinds[FALLBACKS] = {"CJK", "emoji"};
+    char path[FALLBACKS][1024];
+    for (int k = 0; k < FALLBACKS; k++) {
+        if (!font_find_fallback(k, path[k], sizeof path[k])) {
+            fprintf(stderr, "ember-chat: %s\n", path[k]);
+            path[k][0] = 0;
+        } else if (font_add_fallback(&a->body, k, path[k]) != 0 || font_add_fallback(&a->small, k, path[k]) != 0) {
+            fprintf(stderr, "ember-chat: cannot open the %s font %s: %s\n", kinds[k], path[k], TTF_GetError());
+            path[k][0] = 0;
+        } else {
+            fprintf(stderr, "ember-chat: %s font %s\n", kinds[k], path[k]);
+        }
+    }
+    static const uint32_t probes[] = {0x4E2D, 0x1F600};
+    for (size_t i = 0; a->opt.verbose && i < sizeof probes / sizeof *probes; i++) {
+        int k;
+        font_source(&a->body, probes[i], &k);
+        fprintf(stderr, "ember-chat: U+%04X drawn by %s\n", (unsigned)probes[i], k < 0 ? "the main font" : path[k]);
+    }
+}
+
 static int open_fonts(app *a)
 {
     char path[1024], err[1200];
@@ -43,6 +68,7 @@ static int open_fonts(app *a)
         return -1;
     }
     fprintf(stderr, "ember-chat: font %s\n", path);
+    open_fallbacks(a);
     return 0;
 }
 
@@ -185,7 +211,7 @@ static size_t apply_events(app *a)
     for (size_t i = 0; i < a->batch.n; i++) {
         const chat_event *ev = &a->batch.ev[i];
         if (panel_apply(&a->panels[ev->panel], ev, a->batch.text + ev->text_off, a->engine, &a->gen, a->now_ms))
-            a->ui.stats_updated_ms = 0; /* a reply ended: its figures show at once */
+            stats_bar_refresh_soon(&a->ui.bar); /* a reply ended: its figures show at once */
     }
     if (a->queue.lost) {
         fprintf(stderr, "ember-chat: out of memory: %d streamed events were lost\n", a->queue.lost);
@@ -216,6 +242,21 @@ static int replies_complete(const app *a)
     return 1;
 }
 
+/* --verbose: where the frame just drawn put things, for the tests that check the
+ * pixels of a screenshot and that everything fits the window. */
+static void print_layout(const app *a, const layout *l)
+{
+    const stats_bar *b = &a->ui.bar;
+    fprintf(stderr, "ember-chat: stats bar %d px of %d, %d of %d fields\n", b->right_px, l->stats.w, b->n_shown, b->n);
+    for (int i = 0; i < l->n; i++) {
+        const panel *p = &a->panels[i];
+        fprintf(stderr, "ember-chat: panel %d messages %d %d %d %d\n", i + 1, l->messages[i].x, l->messages[i].y,
+                l->messages[i].w, l->messages[i].h);
+        fprintf(stderr, "ember-chat: panel %d title %d %d: name to %d, status %d to %d\n", i + 1, l->title[i].x,
+                l->title[i].w, p->title_x1, p->status_x0, p->status_x1);
+    }
+}
+
 static void screenshot(app *a, const layout *l, const char *path)
 {
     int w, h;
@@ -230,9 +271,7 @@ static void screenshot(app *a, const layout *l, const char *path)
         a->exit_code = 1;
     } else {
         fprintf(stderr, "ember-chat: screenshot %s (%dx%d)\n", path, w, h);
-        for (int i = 0; i < l->n; i++)
-            fprintf(stderr, "ember-chat: panel %d messages %d %d %d %d\n", i + 1, l->messages[i].x, l->messages[i].y,
-                    l->messages[i].w, l->messages[i].h);
+        if (a->opt.verbose) print_layout(a, l);
     }
     free(px);
 }
@@ -347,7 +386,7 @@ static int run(app *a)
     if (ok) {
         start_loading(a);
         run_frames(a);
-        stats_print_json(a->n_panels, &a->gen, &a->frames);
+        stats_print_json(a->n_panels, &a->gen, &a->frames, app_now_ms());
     } else {
         a->exit_code = 1;
     }

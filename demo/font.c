@@ -67,13 +67,15 @@ int font_open(font *f, const char *path, int px, char *err, size_t err_cap)
     *f = (font){0};
     f->ttf = TTF_OpenFont(path, px);
     f->advance = calloc(0x10000, sizeof *f->advance);
-    if (!f->ttf || !f->advance) {
+    f->source = calloc(0x10000, sizeof *f->source);
+    if (!f->ttf || !f->advance || !f->source) {
         snprintf(err, err_cap, "cannot open the font '%s': %s", path, f->ttf ? "out of memory" : TTF_GetError());
         font_close(f);
         return -1;
     }
     /* Wrapping adds up advances; without kerning the rendered line is exactly that wide. */
     TTF_SetFontKerning(f->ttf, 0);
+    f->px = px;
     f->height = TTF_FontHeight(f->ttf);
     f->ascent = TTF_FontAscent(f->ttf);
     return 0;
@@ -82,15 +84,20 @@ int font_open(font *f, const char *path, int px, char *err, size_t err_cap)
 void font_close(font *f)
 {
     if (f->ttf) TTF_CloseFont(f->ttf);
+    for (int k = 0; k < FALLBACKS; k++)
+        if (f->fallback[k]) TTF_CloseFont(f->fallback[k]);
     free(f->advance);
+    free(f->source);
     *f = (font){0};
 }
 
 int font_advance(font *f, uint32_t cp)
 {
     if (cp < 0x10000 && f->advance[cp]) return f->advance[cp] - 1;
-    int adv = 0;
-    if (TTF_GlyphMetrics32(f->ttf, cp, NULL, NULL, NULL, NULL, &adv) != 0) adv = 0;
+    int adv = 0, k;
+    TTF_Font *src = font_source(f, cp, &k);
+    if (TTF_GlyphMetrics32(src, cp, NULL, NULL, NULL, NULL, &adv) != 0) adv = 0;
+    if (k >= 0) adv = (int)((float)adv * f->scale[k] + 0.5f);
     if (cp < 0x10000) f->advance[cp] = (int16_t)(adv + 1);
     return adv;
 }
@@ -102,6 +109,18 @@ int font_width(font *f, const char *s, size_t len)
     int w = 0;
     for (size_t i = 0, next; i < len; i = next) w += font_advance(f, utf8_decode(s, len, i, &next));
     return w;
+}
+
+size_t font_fit(font *f, const char *s, size_t len, int max_w)
+{
+    int w = 0;
+    size_t i = 0, next;
+    for (; i < len; i = next) {
+        int adv = font_advance(f, utf8_decode(s, len, i, &next));
+        if (w + adv > max_w) break;
+        w += adv;
+    }
+    return i;
 }
 
 static int same(const text_tex *t, const char *s, size_t len, SDL_Color c)
@@ -121,7 +140,7 @@ int text_tex_set(SDL_Renderer *r, font *f, text_tex *t, const char *s, size_t le
     memcpy(t->str, s, len);
     t->str[len] = 0;
     t->len = len;
-    SDL_Surface *surf = TTF_RenderUTF8_Blended(f->ttf, t->str, c);
+    SDL_Surface *surf = font_render(f, t->str, len, c);
     if (!surf) return -1;
     t->tex = SDL_CreateTextureFromSurface(r, surf);
     t->w = surf->w, t->h = surf->h;

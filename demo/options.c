@@ -19,15 +19,25 @@ static void usage(FILE *out)
             "                  [-n MAX_TOKENS] [--temp T] [--draft MODEL.gguf | --ngram N] [--device N]\n"
             "                  [--threaded | --blocking | --budget MS] [--font FILE.ttf] [--size WxH]\n"
             "                  [--fps N] [--renderer NAME] [--say TEXT] [--screenshot FILE.png]\n"
-            "                  [--quit-after-reply] [--progress N] [--sessions DIR]\n"
+            "                  [--quit-after-reply] [--progress N] [--sessions DIR] [--verbose]\n"
             "Side-by-side chats served by one Ember engine (docs/ember-chat.md). A conversation that\n"
             "outgrows the model's context drops its oldest turns (the panel says so).\n"
             "stderr: a line per reply as it ends (finish, prompt tokens, from cache, generated, turns\n"
             "kept, dropped); --progress N adds one every N tokens streamed (for scripts).\n"
-            "Keys: Enter sends to the focused panel, Tab / click focuses, Esc stops a reply,\n"
-            "      Up/Down recall sent lines, wheel / PageUp / PageDown scroll, Ctrl+L clears a panel,\n"
-            "      a click on a message copies it, F12 saves ember-chat-N.png,\n"
-            "      Ctrl+S saves the conversations (--sessions DIR: restored at start, saved at quit).\n");
+            "--verbose: with each screenshot, where the layout put things (for the tests).\n"
+            "Keys and mouse:\n"
+            "  Enter                   send the input line to the focused panel\n"
+            "  Tab / Shift+Tab, click  focus the next / previous panel, the panel clicked\n"
+            "  Esc, the Stop button    stop the focused panel's reply\n"
+            "  Left/Right, Home/End, Backspace/Delete   edit the input line\n"
+            "  Up/Down                 recall the lines sent before\n"
+            "  wheel, PageUp/PageDown  scroll a panel\n"
+            "  click on a message      copy its text to the clipboard\n"
+            "  Ctrl+V                  paste into the input line\n"
+            "  Ctrl+L                  clear the focused panel's conversation\n"
+            "  Ctrl+S                  save the conversations (--sessions DIR: restored at start, saved at quit)\n"
+            "  Ctrl+Q, closing the window   quit (saving first with --sessions)\n"
+            "  F12                     save the window as ember-chat-N.png\n");
 }
 
 static int exists(const char *path) { return access(path, R_OK) == 0; }
@@ -267,6 +277,7 @@ int options_parse(int argc, char **argv, options *o)
         if (strcmp(f, "--threaded") == 0) o->mode = DRIVE_THREADED;
         else if (strcmp(f, "--blocking") == 0) o->mode = DRIVE_BLOCKING;
         else if (strcmp(f, "--quit-after-reply") == 0) o->quit_after_reply = 1;
+        else if (strcmp(f, "--verbose") == 0) o->verbose = 1;
         else if (!(v = value(argc, argv, &i)) || !parse_valued(o, f, v)) return 2;
     }
     return finish(o) ? 0 : 2;

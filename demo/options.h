@@ -28,6 +28,7 @@ typedef struct options {
     const char *sessions;    /* --sessions DIR: conversations restored at start, saved at quit */
     int panels, ngram, max_tokens, quit_after_reply, width, height, fps;
     int progress;            /* --progress N: a stderr line every N tokens of a reply; 0 = none */
+    int verbose;             /* --verbose: the layout on stderr with each screenshot (for the tests) */
     int device;              /* --device N: the Nth device of `ember info`; -1 = automatic */
     float temperature;
     double budget_ms;        /* run_for's budget; < 0 = what the frame has left */

@@ -255,7 +255,7 @@ int panel_send(panel *p, ember_engine *e, const char *text, gen_stats *g, double
     p->busy = 1;
     p->n_gen = 0;
     p->reply_msg = add_message(p, MSG_ASSISTANT) ? p->n_msgs - 1 : -1;
-    if (g->first_submit_ms == 0) g->first_submit_ms = now_ms;
+    gen_stats_begin(g, now_ms);
     return 1;
 }
 
@@ -328,6 +328,8 @@ static void keep_reply(panel *p, const chat_event *ev, gen_stats *g)
     }
     if (ev->why == EMBER_FINISH_CANCELLED) panel_note(p, "stopped after %u tokens", m->n_gen);
     if (p->who->schema && p->reply_msg >= 0) show_structured(p, &p->msgs[p->reply_msg]);
+    /* finish_reason "length" in llama.cpp's and vLLM's terms: the reply did not end, -n ended it */
+    if (ev->why == EMBER_FINISH_LENGTH) panel_info(p, "cut: max tokens (-n %u)", p->ro->max_tokens);
     if (ev->why == EMBER_FINISH_CONTEXT) {
         ember_chat_info info;
         ember_chat_get_info(p->chat, &info);
@@ -340,7 +342,7 @@ static void on_done(panel *p, const chat_event *ev, ember_engine *e, gen_stats *
 {
     p->busy = 0;
     p->turns_ended++;
-    g->last_done_ms = now_ms;
+    gen_stats_end(g, now_ms);
     if (ev->why == EMBER_FINISH_ERROR) {
         char why[512];
         panel_note(p, "the reply failed: %s", ember_engine_copy_error(e, why, sizeof why));

@@ -80,6 +80,7 @@ typedef struct panel {
     /* the view (chat_ui.c) */
     int scroll, follow, content_h;
     text_tex title, status, stop;
+    int title_x1, status_x0, status_x1; /* where the last frame drew them (for --verbose) */
 } panel;
 
 /* 0 on success, -1 when memory ran out. */

@@ -59,10 +59,21 @@ void frame_stats_free(frame_stats *s)
     *s = (frame_stats){0};
 }
 
-double gen_stats_rate(const gen_stats *g, double end_ms)
+void gen_stats_begin(gen_stats *g, double now_ms)
 {
-    double ms = end_ms - g->first_submit_ms;
-    return g->first_submit_ms > 0 && ms > 0 ? (double)g->tokens * 1000.0 / ms : 0.0;
+    if (g->in_flight++ == 0) g->busy_since_ms = now_ms;
+}
+
+void gen_stats_end(gen_stats *g, double now_ms)
+{
+    if (g->in_flight == 0) return;
+    if (--g->in_flight == 0) g->busy_ms += now_ms - g->busy_since_ms;
+}
+
+double gen_stats_rate(const gen_stats *g, double now_ms)
+{
+    double ms = g->busy_ms + (g->in_flight ? now_ms - g->busy_since_ms : 0.0);
+    return ms > 0 ? (double)g->tokens * 1000.0 / ms : 0.0;
 }
 
 void rate_meter_add(rate_meter *m, uint32_t tokens) { m->window_tokens += tokens; }
@@ -77,12 +88,12 @@ void rate_meter_tick(rate_meter *m, double now_ms)
     m->window_start_ms = now_ms;
 }
 
-void stats_print_json(int panels, const gen_stats *g, frame_stats *f)
+void stats_print_json(int panels, const gen_stats *g, frame_stats *f, double now_ms)
 {
     double fps = f->sum_ms > 0 ? (double)f->n * 1000.0 / f->sum_ms : 0.0;
     double p50 = frame_stats_percentile(f, 50), p99 = frame_stats_percentile(f, 99);
     printf("{\"panels\":%d,\"replies\":%d,\"tokens\":%llu,\"tok_s\":%.2f,\"fps_mean\":%.2f,"
            "\"frame_ms_p50\":%.2f,\"frame_ms_p99\":%.2f}\n",
-           panels, g->replies, (unsigned long long)g->tokens, gen_stats_rate(g, g->last_done_ms), fps, p50, p99);
+           panels, g->replies, (unsigned long long)g->tokens, gen_stats_rate(g, now_ms), fps, p50, p99);
     fflush(stdout);
 }

@@ -30,15 +30,21 @@ void frame_stats_free(frame_stats *s);
 typedef struct gen_stats {
     uint64_t tokens;           /* generated tokens, all panels */
     int replies;               /* replies that ended (cancelled ones too; not errors) */
-    double first_submit_ms;    /* 0 until the first submit */
-    double last_done_ms;
+    /* The time some reply was in flight, summed: the idle time between replies (a user
+     * typing, reading) is no time spent generating. */
+    int in_flight;             /* replies on their way */
+    double busy_since_ms;      /* when in_flight last rose from 0 */
+    double busy_ms;            /* the spans of in_flight > 0 that ended */
     double last_ttft_ms;       /* of the last reply that produced a token */
     uint64_t drafted, accepted; /* speculative decoding, summed over replies */
 } gen_stats;
 
-/* Tokens per second from the first submit to end_ms (the last reply's end, or now while
- * replies are on their way). */
-double gen_stats_rate(const gen_stats *g, double end_ms);
+/* A reply was submitted / ended (any way, errors too) at now_ms. */
+void gen_stats_begin(gen_stats *g, double now_ms);
+void gen_stats_end(gen_stats *g, double now_ms);
+/* Tokens per second of generating time: over the time some reply was in flight, up to
+ * now_ms (what is in flight counts to now_ms); 0 before any reply. */
+double gen_stats_rate(const gen_stats *g, double now_ms);
 
 /* Counts a panel's tokens and turns them into a rate twice a second, so the number on
  * screen is steady enough to read. */
@@ -53,6 +59,6 @@ void rate_meter_tick(rate_meter *m, double now_ms);
 
 /* The line printed on stdout at exit:
  * {"panels":N,"replies":R,"tokens":T,"tok_s":X,"fps_mean":F,"frame_ms_p50":A,"frame_ms_p99":B} */
-void stats_print_json(int panels, const gen_stats *g, frame_stats *f);
+void stats_print_json(int panels, const gen_stats *g, frame_stats *f, double now_ms);
 
 #endif

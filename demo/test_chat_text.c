@@ -7,16 +7,7 @@
 
 #include "chat_text.h"
 #include "input_line.h"
-
-static int failures;
-
-#define CHECK(cond)                                                         \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            fprintf(stderr, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                     \
-        }                                                                   \
-    } while (0)
+#include "test_check.h"
 
 /* Every code point 10 px wide, so wrap widths are counts of characters. */
 static int ten(void *ctx, uint32_t cp) { return 10; }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/strbuf.h"
 #include "engine/gpu/kernels.h"
 #include "engine/gpu/kernels_attention.h"
 #include "engine/gpu/kernels_internal.h"
@@ -21,17 +22,6 @@ static ember_device_type type_of(VkPhysicalDeviceType t)
     case VK_PHYSICAL_DEVICE_TYPE_CPU: return EMBER_DEVICE_CPU;
     default: return EMBER_DEVICE_OTHER;
     }
-}
-
-/* Appends to a text of cap bytes holding *n; stops quietly when it is full. */
-static void add(char *out, size_t cap, size_t *n, const char *fmt, ...)
-{
-    if (*n >= cap) return;
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(out + *n, cap - *n, fmt, ap);
-    va_end(ap);
-    if (k > 0) *n = *n + (size_t)k < cap ? *n + (size_t)k : cap;
 }
 
 #define FALSE_SIZE "lavapipe runs 16 of the lanes it reports (LP_NATIVE_VECTOR_WIDTH over 512)"
@@ -50,11 +40,10 @@ static const char *arith_reason(const ember_vk_caps *c)
 
 /* The choices of ember_kernels_describe (the selection ember_kernels_create runs), in
  * words, one line per part, each with the capability behind it. */
-static void describe(const ember_vk_caps *c, char *out, size_t cap)
+static void describe(const ember_vk_caps *c, ember_sbuf *out)
 {
-    size_t n = 0;
     if (c->api_version < VK_API_VERSION_1_2) {
-        add(out, cap, &n, "none: Ember needs Vulkan 1.2 (this device has %u.%u)", VK_API_VERSION_MAJOR(c->api_version),
+        ember_sbuf_printf(out, "none: Ember needs Vulkan 1.2 (this device has %u.%u)\n", VK_API_VERSION_MAJOR(c->api_version),
             VK_API_VERSION_MINOR(c->api_version));
         return;
     }
@@ -63,68 +52,68 @@ static void describe(const ember_vk_caps *c, char *out, size_t cap)
     uint32_t sg = k.subgroup_size;
 
     if (k.lin_subgroup)
-        add(out, cap, &n, "linear: subgroup lane groups of %u, partials by subgroupShuffleXor (subgroup %u, shuffle)",
+        ember_sbuf_printf(out, "linear: subgroup lane groups of %u, partials by subgroupShuffleXor (subgroup %u, shuffle)",
             k.lin_lanes, sg);
     else
-        add(out, cap, &n, "linear: shared-memory partials, groups of %u invocations (subgroup %u: %s)", k.lin_lanes,
+        ember_sbuf_printf(out, "linear: shared-memory partials, groups of %u invocations (subgroup %u: %s)", k.lin_lanes,
             sg, lin_baseline_reason(c));
-    add(out, cap, &n, "; %s device, %u lanes: %s", k.device_class, k.lin_lanes, k.lanes_why);
-    if (k.lin_int_dot) add(out, cap, &n, "; Q8_0 and the block types but BF16 by integer dot products (accelerated)");
-    if (k.lin_fp16_dot) add(out, cap, &n, "; F16 and Q8_0 units in fp16 arithmetic");
-    add(out, cap, &n, "; %u group%s/workgroup, tiles %u rows x 1-4 tokens, %u x %u", k.lin_groups,
+    ember_sbuf_printf(out, "; %s device, %u lanes: %s", k.device_class, k.lin_lanes, k.lanes_why);
+    if (k.lin_int_dot) ember_sbuf_printf(out, "; Q8_0 and the block types but BF16 by integer dot products (accelerated)");
+    if (k.lin_fp16_dot) ember_sbuf_printf(out, "; F16 and Q8_0 units in fp16 arithmetic");
+    ember_sbuf_printf(out, "; %u group%s/workgroup, tiles %u rows x 1-4 tokens, %u x %u", k.lin_groups,
         k.lin_groups == 1 ? "" : "s", k.lin_rows_decode, k.lin_rows_prefill, k.lin_prefill_tokens);
-    if (k.lin_prefill_min_tok) add(out, cap, &n, " from %u tokens (CPU device: spills)", k.lin_prefill_min_tok);
+    if (k.lin_prefill_min_tok) ember_sbuf_printf(out, " from %u tokens (CPU device: spills)", k.lin_prefill_min_tok);
     if (k.lin_staged) {
-        add(out, cap, &n, "; x staged in shared memory for tiles of");
+        ember_sbuf_printf(out, "; x staged in shared memory for tiles of");
         for (unsigned tm = 1; tm < 32; tm++)
-            if (k.lin_staged >> tm & 1) add(out, cap, &n, " %u", tm);
-        add(out, cap, &n, " tokens");
+            if (k.lin_staged >> tm & 1) ember_sbuf_printf(out, " %u", tm);
+        ember_sbuf_printf(out, " tokens");
     }
     ember_kernels_opts mo = {.matrix = EMBER_MATRIX_ON};
     ember_kernel_choice m;
     ember_kernels_describe(c, &mo, &m);
     if (m.lin_matrix)
-        add(out, cap, &n, "; matrix family (fp16 w and x, fp32 sums) %s %s", k.lin_matrix ? "on," : "if asked for,",
+        ember_sbuf_printf(out, "; matrix family (fp16 w and x, fp32 sums) %s %s", k.lin_matrix ? "on," : "if asked for,",
             m.lin_matrix_units == EMBER_MM_KHR  ? "through cooperative matrices (VK_KHR_cooperative_matrix, 16x16x16)"
             : m.lin_matrix_units == EMBER_MM_NV ? "through cooperative matrices (VK_NV_cooperative_matrix, 16x16x16)"
                                                 : "by FMA");
-    add(out, cap, &n, "; RMSNorm %s\n", k.lin_norm_fused ? "fused into the product after it (6 dispatches a layer)"
+    ember_sbuf_printf(out, "; RMSNorm %s\n", k.lin_norm_fused ? "fused into the product after it (6 dispatches a layer)"
                                                          : "its own dispatch (CPU device: 8 dispatches a layer)");
 
     if (k.attn_subgroup)
-        add(out, cap, &n,
+        ember_sbuf_printf(out,
             "attention: subgroup per tile, %u lanes split head_dim, subgroupAdd per position (subgroup arithmetic); "
             "%u tile%s/workgroup, %u%s%.0u vec4/lane, %u (decode) or %u (prefill) pairs per tile; head_dim <= %u",
             k.attn_lanes, k.attn_tiles_per_wg, k.attn_tiles_per_wg == 1 ? "" : "s", k.attn_cpl_min,
             k.attn_cpl_max > k.attn_cpl_min ? "-" : "", k.attn_cpl_max > k.attn_cpl_min ? k.attn_cpl_max : 0,
             k.attn_decode_pairs, k.attn_prefill_pairs, k.attn_max_head);
     else
-        add(out, cap, &n, "attention: invocation per (token, head) pair, %u/workgroup (%s); head_dim <= %u",
+        ember_sbuf_printf(out, "attention: invocation per (token, head) pair, %u/workgroup (%s); head_dim <= %u",
             k.attn_tiles_per_wg, arith_reason(c), k.attn_max_head);
     if (k.attn_split)
-        add(out, cap, &n, "; split-K: positions in chunks of %u merged in order, a few decode rows' chunks over "
+        ember_sbuf_printf(out, "; split-K: positions in chunks of %u merged in order, a few decode rows' chunks over "
             "workgroups\n", k.attn_chunk);
     else
-        add(out, cap, &n, "; no split-K (CPU device: the tiles fill its cores)\n");
+        ember_sbuf_printf(out, "; no split-K (CPU device: the tiles fill its cores)\n");
 
     if (k.row_subgroup)
-        add(out, cap, &n, "rmsnorm/argmax: subgroupAdd/Max, workgroup of %u per row (%u subgroup%s of %u)\n", k.row_wg,
+        ember_sbuf_printf(out, "rmsnorm/argmax: subgroupAdd/Max, workgroup of %u per row (%u subgroup%s of %u)\n", k.row_wg,
             k.row_wg / sg, k.row_wg / sg == 1 ? "" : "s", sg);
     else
-        add(out, cap, &n, "rmsnorm/argmax: shared-memory tree, workgroup of %u per row (%s)\n", k.row_wg,
+        ember_sbuf_printf(out, "rmsnorm/argmax: shared-memory tree, workgroup of %u per row (%s)\n", k.row_wg,
             arith_reason(c));
 
     if (k.texel)
-        add(out, cap, &n, "reads: weights, x, K/V through texel views (RGBA32F/RGBA32UI%s uniform texel buffers); "
+        ember_sbuf_printf(out, "reads: weights, x, K/V through texel views (RGBA32F/RGBA32UI%s uniform texel buffers); "
             "storage buffers past %u texels\n", c->texel_r32ui ? ", Q8_0 K/V R32UI" : "", c->max_texel_elements);
     else
-        add(out, cap, &n, "reads: storage buffers (no RGBA32F/RGBA32UI uniform texel buffers)\n");
+        ember_sbuf_printf(out, "reads: storage buffers (no RGBA32F/RGBA32UI uniform texel buffers)\n");
 
     if (c->unified_memory)
-        add(out, cap, &n, "memory: unified (device-local memory host-visible, coherent): weights, KV written in "
+        ember_sbuf_printf(out, "memory: unified (device-local memory host-visible, coherent): weights, KV written in "
             "place; %.1f GiB\n", c->device_local_bytes / 1073741824.0);
     else
-        add(out, cap, &n, "memory: discrete (device-local memory not host-visible): weights, KV through a staging "
+        ember_sbuf_printf(out, "memory: discrete (device-local memory not host-visible): weights, KV through a staging "
             "buffer; %.1f GiB\n", c->device_local_bytes / 1073741824.0);
 
     /* ember_kernels_max_positions reads the caps only: a kernels object without
@@ -132,15 +121,16 @@ static void describe(const ember_vk_caps *c, char *out, size_t cap)
     ember_kernels probe = {.caps = *c};
     uint32_t max_pos = ember_kernels_max_positions(&probe);
     if (max_pos != UINT32_MAX)
-        add(out, cap, &n, "context: <= %u positions per sequence (CPU device: a shader ends after 65535 loop "
+        ember_sbuf_printf(out, "context: <= %u positions per sequence (CPU device: a shader ends after 65535 loop "
             "iterations)", max_pos);
     else
-        add(out, cap, &n, "context: no shader limit");
-    add(out, cap, &n, "; a layer's K or V pool <= %llu MiB (maxStorageBufferRange)",
+        ember_sbuf_printf(out, "context: no shader limit");
+    ember_sbuf_printf(out, "; a layer's K or V pool <= %llu MiB (maxStorageBufferRange)\n",
         (unsigned long long)(c->max_storage_range >> 20));
 }
 
-static ember_device_info info_of(const ember_vk_caps *c)
+/* The device's fields and its two texts (allocated: ember_free_devices frees them). */
+static ember_status info_of(const ember_vk_caps *c, ember_device_info *out)
 {
     ember_device_info d = {
         .type = type_of(c->device_type), .vendor_id = c->vendor_id, .device_id = c->device_id,
@@ -153,23 +143,47 @@ static ember_device_info info_of(const ember_vk_caps *c)
         .max_alloc = c->max_alloc, .max_shared = c->max_shared, .max_push = c->max_push,
         .max_workgroup_invocations = c->max_wg_invocations, .device_local_bytes = c->device_local_bytes,
         .unified_memory = c->unified_memory, .timestamps = c->timestamp_period_ns > 0};
-    snprintf(d.name, sizeof d.name, "%s", c->device_name);
-    describe(c, d.variants, sizeof d.variants);
-    return d;
+    ember_sbuf text = {0};
+    describe(c, &text);
+    char *name = ember_strdup(c->device_name), *variants = ember_sbuf_take(&text);
+    if (!name || !variants) {
+        ember_free(name);
+        ember_free(variants);
+        return EMBER_ERR_OUT_OF_MEMORY;
+    }
+    d.name = name;
+    d.variants = variants;
+    *out = d;
+    return EMBER_OK;
+}
+
+void ember_free_devices(ember_device_info *devs, size_t n)
+{
+    for (size_t i = 0; devs && i < n; i++) {
+        ember_free((char *)devs[i].name);
+        ember_free((char *)devs[i].variants);
+        devs[i].name = devs[i].variants = NULL;
+    }
 }
 
 ember_status ember_list_devices(ember_device_info *out, size_t cap, size_t *n, char *msg, size_t msg_cap)
 {
     *n = 0;
     if (msg && msg_cap) msg[0] = 0;
-    uint32_t count = 0;
+    uint32_t count = 0, filled = 0;
     ember_err err = {{0}};
     ember_vk_caps *caps = ember_calloc(EMBER_VK_MAX_DEVICES, sizeof *caps);
     ember_status s = caps ? ember_vk_list_devices(caps, EMBER_VK_MAX_DEVICES, &count, &err)
                           : ember_fail(&err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
-    for (uint32_t i = 0; s == EMBER_OK && i < count && i < cap; i++) out[i] = info_of(&caps[i]);
+    while (s == EMBER_OK && filled < count && filled < cap) {
+        if (info_of(&caps[filled], &out[filled]) == EMBER_OK) filled++;
+        else s = ember_fail(&err, EMBER_ERR_OUT_OF_MEMORY, "out of memory");
+    }
     if (s == EMBER_OK) *n = count;
-    else if (msg && msg_cap) snprintf(msg, msg_cap, "%s", err.msg);
+    else {
+        ember_free_devices(out, filled); /* a failure hands back nothing to free */
+        if (msg && msg_cap) snprintf(msg, msg_cap, "%s", err.msg);
+    }
     ember_free(caps);
     return s;
 }

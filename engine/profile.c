@@ -3,7 +3,6 @@
  * stepping thread and readers apart; a step costs a pass over its dispatches, each matched
  * to its kernel by the name's pointer (pipelines keep theirs) before its text. */
 #include "platform/os_thread.h"
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,7 +42,7 @@ static ember_profile_kernel *kernel_of(ember_profile_phase *ph, const char **key
     if (ph->n_kernels > last) return &ph->kernels[last];
     ember_profile_kernel *k = &ph->kernels[ph->n_kernels];
     keys[ph->n_kernels++] = name;
-    snprintf(k->name, sizeof k->name, "%s", name);
+    k->name = name; /* a pipeline's, which lives as long as the model, or the literal */
     return k;
 }
 

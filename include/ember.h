@@ -118,9 +118,11 @@ typedef enum ember_device_type {
     EMBER_DEVICE_CPU,        /* a software rasterizer: lavapipe, SwiftShader */
 } ember_device_type;
 
-/* One Vulkan device, with what decides Ember's shader variants and buffer sizes. */
+/* One Vulkan device, with what decides Ember's shader variants and buffer sizes. Its two
+ * texts, name and variants, are of any length: ember_list_devices allocates them and
+ * ember_free_devices frees them (a copy of the struct shares them). */
 typedef struct ember_device_info {
-    char name[256];
+    const char *name;
     ember_device_type type;
     uint32_t vendor_id, device_id, driver_version;
     uint32_t api_major, api_minor, api_patch;   /* Vulkan version it supports */
@@ -138,18 +140,23 @@ typedef struct ember_device_info {
     uint64_t device_local_bytes;                /* the largest device-local heap */
     int unified_memory;                         /* device-local memory is host-visible */
     int timestamps;                             /* GPU timestamps in compute queues */
-    /* What Ember would run on this device and why, as text: one line per part
-     * ("linear: ...", "attention: ...", "rmsnorm/argmax: ...", "reads: ...", "memory: ...",
-     * "context: ..."), each with the capability behind the choice (docs/portability.md). */
-    char variants[1024];
+    /* What Ember would run on this device and why, as text: one line per part, each
+     * ending in '\n' ("linear: ...", "attention: ...", "rmsnorm/argmax: ...", "reads: ...",
+     * "memory: ...", "context: ..."), each with the capability behind the choice
+     * (docs/portability.md). */
+    const char *variants;
 } ember_device_info;
 
 /* Lists the Vulkan devices in the order ember_model_opts.device_index counts them (device
  * i is device_index i + 1). Writes at most cap entries to out; *n gets the count. No
- * device at all is EMBER_OK with *n = 0. On failure a message is written to msg (at most
- * msg_cap bytes with its NUL; msg may be NULL). */
+ * device at all is EMBER_OK with *n = 0. The entries written (the smaller of *n and cap)
+ * own their texts until ember_free_devices. On failure nothing is left to free, and a
+ * message is written to msg (at most msg_cap bytes with its NUL; msg may be NULL). */
 EMBER_API ember_status ember_list_devices(ember_device_info *out, size_t cap, size_t *n,
                                           char *msg, size_t msg_cap);
+/* Frees the texts of n entries ember_list_devices wrote, and sets them to NULL (so a
+ * second call does nothing). */
+EMBER_API void ember_free_devices(ember_device_info *devs, size_t n);
 
 /* ---------------------------------------------------------------- model ---- */
 
@@ -770,8 +777,9 @@ EMBER_API void ember_engine_get_stats(ember_engine *engine, ember_engine_stats *
 #define EMBER_PROFILE_MAX_KERNELS 64
 
 typedef struct ember_profile_kernel {
-    char name[48];          /* the pipeline: its shader and variant, e.g. "linear_q8_0_m1";
-                               "(other)" gathers kernels past EMBER_PROFILE_MAX_KERNELS */
+    const char *name;       /* the pipeline: its shader and variant, e.g. "linear_q8_0_m1";
+                               "(other)" gathers kernels past EMBER_PROFILE_MAX_KERNELS.
+                               Owned by the model: valid while the model lives */
     uint64_t dispatches;    /* in the phase's steps, all together */
     double gpu_ms;          /* their GPU time */
     uint64_t weight_bytes;  /* model weights they read */

@@ -17,6 +17,8 @@ PACKAGES=(
   libmicrohttpd-dev libcjson-dev libcurl4-openssl-dev
   # ember-chat (demo/) and examples/game_loop.c, and their tests under a virtual X server
   libsdl2-dev libsdl2-ttf-dev fonts-dejavu-core xvfb xauth xdotool xclip
+  # ember-chat's fallback fonts, found by path at run time: CJK (Droid Sans Fallback) and emoji
+  fonts-droid-fallback fonts-noto-color-emoji
   # docs/deploy.md's load balancer, tested on loopback
   nginx-light
   # bench/big-model.sh: a command's peak memory (GNU time)

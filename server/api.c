@@ -104,11 +104,47 @@ static const char *role_of(const cJSON *m)
     return NULL;
 }
 
+/* What is wrong with message i's role or content parts (a text-only server), or false. */
+static bool check_message(const cJSON *m, int i, api_error *e)
+{
+    static const char *const roles[] = {"system", "developer", "user", "assistant", "tool"};
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(m, "role"), *p;
+    bool known = false;
+    for (size_t k = 0; cJSON_IsString(r) && k < sizeof roles / sizeof *roles; k++) known |= !strcmp(r->valuestring, roles[k]);
+    if (!known) {
+        api_fail(e, 400, "invalid_request_error", "messages", NULL,
+                 "'messages[%d].role' must be one of system, developer, user, assistant, tool (got %s%.40s%s)", i,
+                 cJSON_IsString(r) ? "'" : "", cJSON_IsString(r) ? r->valuestring : "none", cJSON_IsString(r) ? "'" : "");
+        return false;
+    }
+    cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(m, "content")) {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(p, "type");
+        if (!cJSON_IsString(t) || !strcmp(t->valuestring, "text")) continue;
+        bool image = !strcmp(t->valuestring, "image_url") || !strcmp(t->valuestring, "input_image");
+        api_fail(e, 400, "invalid_request_error", "messages", NULL,
+                 "'messages[%d].content' holds a part of type '%.40s': %s", i, t->valuestring,
+                 image ? "images are not supported (this server runs a text-only model; send text parts)"
+                       : "only text parts are supported");
+        return false;
+    }
+    return true;
+}
+
+/* Every message's role and parts, checked before either way of rendering them. */
+static bool check_messages(const cJSON *msgs, api_error *e)
+{
+    const cJSON *m;
+    int i = 0;
+    cJSON_ArrayForEach(m, msgs) if (!check_message(m, i++, e)) return false;
+    return true;
+}
+
 /* A chat's messages into out->messages (roles static, content owned), not yet rendered. */
 static bool chat_messages(const cJSON *msgs, api_request *out, api_error *e)
 {
     int n = cJSON_IsArray(msgs) ? cJSON_GetArraySize(msgs) : 0;
     if (n == 0) return bad(e, "messages", "'%s' must be a non-empty array of {role, content}", "messages", 0, 0);
+    if (!check_messages(msgs, e)) return false;
     if (!(out->messages = calloc((size_t)n, sizeof *out->messages))) {
         api_fail(e, 500, "server_error", NULL, NULL, "out of memory");
         return false;
@@ -119,8 +155,8 @@ static bool chat_messages(const cJSON *msgs, api_request *out, api_error *e)
         m->role = role_of(it);
         m->content = content_text(cJSON_GetObjectItemCaseSensitive(it, "content"));
         if (!m->role || !m->content)
-            return bad(e, "messages", "each of '%s' needs a role (system, user or assistant) and text content",
-                       "messages", 0, 0);
+            return bad(e, "messages", "each of '%s' needs a role (system, developer, user, assistant or tool) and "
+                       "text content", "messages", 0, 0);
     }
     return true;
 }
@@ -143,6 +179,7 @@ static bool json_messages(const cJSON *msgs, api_request *out, api_error *e)
 {
     if (!cJSON_IsArray(msgs) || !cJSON_GetArraySize(msgs))
         return bad(e, "messages", "'%s' must be a non-empty array of {role, content}", "messages", 0, 0);
+    if (!check_messages(msgs, e)) return false;
     if (!(out->messages_json = cJSON_PrintUnformatted(msgs))) {
         api_fail(e, 500, "server_error", NULL, NULL, "out of memory");
         return false;
@@ -339,42 +376,66 @@ static bool logprobs(const cJSON *o, api_kind kind, api_request *out, api_error 
     return true;
 }
 
-static bool model_name(const api_limits *lim, const cJSON *o, api_error *e)
+/* Any name is taken, as llama.cpp's server takes it: clients often send a fixed default
+ * ("gpt-3.5-turbo") and there is one model to serve. Replies carry the served name. */
+static bool model_name(const cJSON *o, api_error *e)
 {
     cJSON *m = field(o, "model");
-    if (!m) return true;
-    if (!cJSON_IsString(m)) return bad(e, "model", "'%s' must be a string", "model", 0, 0);
-    if (strcmp(m->valuestring, lim->model_id) == 0) return true;
-    api_fail(e, 404, "invalid_request_error", "model", "model_not_found",
-             "The model '%.100s' does not exist; this server serves '%.100s'", m->valuestring, lim->model_id);
-    return false;
+    return !m || cJSON_IsString(m) || bad(e, "model", "'%s' must be a string", "model", 0, 0);
 }
 
-/* Whether a string in body holds \u0000. cJSON decodes it into a NUL that would end the
- * C string early: the rest of the prompt or stop string would vanish without a word.
+/* The value of the \uXXXX escape at s (6 bytes), or -1. */
+static long escape_at(const char *s, size_t left)
+{
+    if (left < 6 || s[0] != '\\' || s[1] != 'u') return -1;
+    long v = 0;
+    for (int i = 2; i < 6; i++) {
+        char c = s[i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (d < 0) return -1;
+        v = v * 16 + d;
+    }
+    return v;
+}
+
+/* What is wrong with the escapes of the body's strings, or NULL. \u0000: cJSON decodes it
+ * into a NUL that would end the C string early, the rest of the prompt or stop string gone
+ * without a word. A lone UTF-16 surrogate (\ud800 with no low half) is no character at
+ * all; cJSON refuses the whole body for it, which would say only "not a JSON object".
  * Only escapes are looked at (a raw NUL byte is not JSON), each skipped whole so that an
  * escaped backslash followed by "u0000" is text. */
-static bool has_nul_escape(const char *body, size_t len)
+static const char *bad_escape(const char *body, size_t len)
 {
     for (size_t i = 0; i + 1 < len; i++) {
         if (body[i] != '\\') continue;
-        if (body[i + 1] == 'u' && i + 6 <= len && memcmp(body + i + 2, "0000", 4) == 0) return true;
+        long v = escape_at(body + i, len - i);
+        if (v == 0) return "a string in the body holds \\u0000 (NUL); prompts, messages and stop strings cannot";
+        if (v >= 0xDC00 && v <= 0xDFFF)
+            return "a string in the body holds a lone UTF-16 low surrogate (\\udc00 to \\udfff) that follows no "
+                   "high one: it is not a character (send the text's UTF-8, or a whole surrogate pair)";
+        if (v >= 0xD800 && v <= 0xDBFF) {
+            long lo = escape_at(body + i + 6, len - i - 6);
+            if (lo < 0xDC00 || lo > 0xDFFF)
+                return "a string in the body holds a lone UTF-16 high surrogate (\\ud800 to \\udbff) with no low "
+                       "surrogate after it: it is not a character (send the text's UTF-8, or a whole surrogate pair)";
+            i += 6; /* the pair's high half; the low half is skipped below */
+        }
         i++;
     }
-    return false;
+    return NULL;
 }
 
 cJSON *api_parse_object(const api_limits *lim, const char *body, size_t len, api_error *e)
 {
-    if (has_nul_escape(body, len)) {
-        api_fail(e, 400, "invalid_request_error", NULL, NULL,
-                 "a string in the body holds \\u0000 (NUL); prompts, messages and stop strings cannot");
+    const char *why = bad_escape(body, len);
+    if (why) {
+        api_fail(e, 400, "invalid_request_error", NULL, NULL, "%s", why);
         return NULL;
     }
     cJSON *o = cJSON_ParseWithLength(body, len);
     if (!cJSON_IsObject(o)) {
         api_fail(e, 400, "invalid_request_error", NULL, "invalid_json", "the body is not a JSON object");
-    } else if (model_name(lim, o, e)) {
+    } else if (model_name(o, e)) {
         return o;
     }
     cJSON_Delete(o);
@@ -402,6 +463,7 @@ bool api_parse_body(const api_limits *lim, api_kind kind, const char *body, size
     out->kind = kind;
     cJSON *o = api_parse_object(lim, body, len, e);
     bool ok = o != NULL;
+    if (ok) api_ignored(o, kind, out->ignored, sizeof out->ignored);
     ok = ok && api_unsupported(o, kind, e) && logprobs(o, kind, out, e) && sampling(o, lim, out, e) && logit_bias(o, lim, out, e) && stops(o, out, e) &&
          options(o, out, e) && samples(o, kind, out, e) && truncation(o, lim, out, e) && api_structured(o, out, e);
     if (ok && kind == API_CHAT) ok = api_tools(o, out, e);
@@ -535,7 +597,7 @@ cJSON *api_choice(const api_format *f, uint32_t index, const char *text, size_t 
         cJSON_AddStringToObject(m, "role", "assistant");
         size_t content = len;
         calls = why != EMBER_FINISH_ERROR ? api_tool_calls(f, text, len, &content) : NULL;
-        if (calls && !content) cJSON_AddNullToObject(m, "content");
+        if ((calls || f->calls_only) && !content) cJSON_AddNullToObject(m, "content");
         else add_text(m, "content", text, content);
         if (calls) cJSON_AddItemToObject(m, "tool_calls", calls);
     } else {

@@ -27,6 +27,8 @@ typedef struct api_limits {
     ember_speculation spec;   /* the server's speculation (--draft / --ngram), for every request */
 } api_limits;
 
+#define API_IGNORED_MAX 200      /* bytes of the list of ignored fields (longer lists end in "...") */
+
 typedef struct api_request {
     api_kind kind;
     bool stream, include_usage;
@@ -50,6 +52,7 @@ typedef struct api_request {
     bool echo;                    /* completions: the prompt comes back before the reply */
     uint32_t top_logprobs;        /* chat's top_logprobs, completions' logprobs (0..20) */
     uint32_t n, best_of;          /* choices returned, samples drawn (best_of >= n) */
+    char ignored[API_IGNORED_MAX]; /* the body's fields Ember does not know, ", "-separated */
 } api_request;
 
 #define API_MAX_SAMPLES 128       /* n and best_of at most */
@@ -58,7 +61,8 @@ enum { API_TOOLS_AUTO, API_TOOLS_NONE, API_TOOLS_REQUIRED };
 
 struct cJSON;
 /* A body as a JSON object whose "model", when given, is the one served; NULL with *err
- * filled (400: not JSON, not an object, a string holding \u0000; 404: another model).
+ * filled (400: not JSON, not an object, a string holding \u0000 or a lone surrogate; any "model" name is
+ * taken).
  * The object is the caller's (cJSON_Delete). */
 struct cJSON *api_parse_object(const api_limits *lim, const char *body, size_t len, api_error *err);
 
@@ -82,6 +86,9 @@ bool api_structured(const struct cJSON *o, api_request *out, api_error *e);
 /* The OpenAI fields of body o that Ember knows and does not honour (api_fields.c): false
  * with *e filled (a 400 naming the first) when one asks for something. */
 bool api_unsupported(const struct cJSON *o, api_kind kind, api_error *e);
+/* The fields of body o that kind's endpoint does not know, listed into out (", "
+ * between; cap bytes): ignored, as vLLM ignores them, and said in a header and the log. */
+void api_ignored(const struct cJSON *o, api_kind kind, char *out, size_t cap);
 /* tools, tool_choice and parallel_tool_calls of body o (api_tools.c), checked into out. */
 bool api_tools(const struct cJSON *o, api_request *out, api_error *e);
 /* The grammar (desc.grammar, and its trigger when tool_choice is auto) of the calls a
@@ -104,6 +111,7 @@ typedef struct api_format {
     const char *model;
     uint32_t n_prompt;
     bool tools;               /* the reply may hold tool calls, in this syntax */
+    bool calls_only;          /* tool_choice required or a function: the reply is calls, content null */
     ember_tool_syntax syntax;
 } api_format;
 
@@ -111,8 +119,9 @@ typedef struct api_format {
 const char *api_finish_reason(ember_finish why);
 
 /* A reply's tool calls (f->tools): the length of its text before them (len when it makes
- * none) and, when it makes some, OpenAI's "tool_calls" array (the caller's, cJSON);
- * calls that do not parse count as text. */
+ * none; 0 with calls_only) and, when it makes some, OpenAI's "tool_calls" array (the
+ * caller's, cJSON); calls that do not parse count as text, except with calls_only, where
+ * a reply cut short gives the calls it completed. */
 struct cJSON *api_tool_calls(const api_format *f, const char *text, size_t len, size_t *content_len);
 /* How much of text[0..len) a stream may send as content while the reply may still turn
  * into tool calls: up to the syntax's trigger, less any end that could begin one. */
@@ -165,7 +174,7 @@ typedef struct api_embed_request {
 
 /* Parses an embeddings body (OpenAI's: input, model, encoding_format, dimensions, user;
  * other fields ignored); needs no model. On false *err is filled (400 naming the field,
- * 404 another model, 500 out of memory) and *out freed. */
+ * 500 out of memory) and *out freed. */
 bool api_parse_embeddings(const api_limits *lim, const char *body, size_t len, api_embed_request *out,
                           api_error *err);
 void api_embed_request_free(api_embed_request *r);

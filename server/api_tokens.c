@@ -3,6 +3,7 @@
  * {"tokens"}; {"tokens"} -> {"content"}) and vLLM's ({"prompt", "add_special_tokens"} ->
  * {"count", "max_model_len", "tokens"}; {"tokens"} -> {"prompt"}). A response carries the
  * keys of both. docs/server.md. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -181,6 +182,55 @@ char *api_tokenize(const api_limits *lim, ember_model *model, const char *body, 
     return out;
 }
 
+/* text[0..n) as a JSON string: cJSON takes C strings, and a byte token <0x00> puts a NUL
+ * in the text that must come out as \u0000, not end it. malloc'ed. */
+static char *json_string(const char *text, size_t n)
+{
+    char *out = malloc(6 * n + 3), *o = out;
+    if (!out) return NULL;
+    *o++ = '"';
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c == '"' || c == '\\') *o++ = '\\', *o++ = (char)c;
+        else if (c < 0x20) o += sprintf(o, "\\u%04x", c);
+        else *o++ = (char)c;
+    }
+    *o++ = '"';
+    *o = 0;
+    return out;
+}
+
+/* The BOS that tokenizing with EMBER_TOKENIZE_ADD_BOS puts first, if the vocabulary has
+ * one, and whether it also puts a space before the text (SentencePiece's dummy prefix). */
+static bool bos_of(ember_model *model, uint32_t *bos, bool *prefix_space)
+{
+    uint32_t t[4];
+    size_t n = 0, k;
+    char text[8];
+    if (ember_tokenize(model, "", 0, EMBER_TOKENIZE_ADD_BOS, t, 4, &n) != EMBER_OK || n != 1) return false;
+    *bos = t[0];
+    *prefix_space = ember_tokenize(model, "a", 1, 0, t, 4, &n) == EMBER_OK && n <= 4 &&
+                    (k = ember_detokenize(model, t, n, 1, text, sizeof text)) == 2 && !memcmp(text, " a", 2);
+    return true;
+}
+
+/* The text of t, less a leading BOS and the space the tokenizer put after it: tokenize
+ * with BOS, then detokenize, gives the text back. *n: its length; malloc'ed. */
+static char *detok_text(ember_model *model, const ids *t, size_t *n)
+{
+    uint32_t bos;
+    bool space = false, lead = t->n && bos_of(model, &bos, &space) && t->v[0] == bos;
+    const uint32_t *v = t->v + lead;
+    size_t cnt = t->n - lead;
+    *n = ember_detokenize(model, v, cnt, 1, NULL, 0);
+    char *text = malloc(*n + 1);
+    if (!text) return NULL;
+    ember_detokenize(model, v, cnt, 1, text, *n);
+    if (lead && space && *n && text[0] == ' ') memmove(text, text + 1, --*n);
+    text[*n] = 0;
+    return text;
+}
+
 char *api_detokenize(const api_limits *lim, ember_model *model, const char *body, size_t len, api_error *e)
 {
     memset(e, 0, sizeof *e);
@@ -195,16 +245,11 @@ char *api_detokenize(const api_limits *lim, ember_model *model, const char *body
         ok = token_id(lim, it, "tokens", i, &t.v[t.n++], e);
     char *out = NULL;
     if (ok) { /* control tokens as their text, as llama.cpp's and vLLM's servers give them */
-        size_t n = ember_detokenize(model, t.v, t.n, 1, NULL, 0);
-        char *text = malloc(n + 1);
-        if (text) {
-            ember_detokenize(model, t.v, t.n, 1, text, n);
-            text[n] = 0;
-            cJSON *r = cJSON_CreateObject();
-            cJSON_AddStringToObject(r, "content", text);
-            cJSON_AddStringToObject(r, "prompt", text);
-            out = print(r);
-        }
+        size_t n;
+        char *text = detok_text(model, &t, &n), *js = text ? json_string(text, n) : NULL;
+        if (js && (out = malloc(2 * strlen(js) + 32)))
+            sprintf(out, "{\"content\":%s,\"prompt\":%s}", js, js);
+        free(js);
         free(text);
         if (!out) api_fail(e, 500, "server_error", NULL, NULL, "out of memory");
     } else if (!e->status) {

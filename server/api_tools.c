@@ -9,19 +9,49 @@
 
 #include "api.h"
 
+/* The calls of text[0..len) in ember_tool_calls_parse's JSON ({name, arguments} list,
+ * malloc'ed), or NULL when they do not parse; *clen: the text before them. */
+static char *parse_calls(const api_format *f, const char *text, size_t len, size_t *clen)
+{
+    size_t n = 0;
+    char err[256];
+    if (ember_tool_calls_parse(f->syntax, text, len, clen, NULL, 0, &n, err, sizeof err) != EMBER_OK || !n)
+        return NULL; /* no call, or calls that do not parse */
+    char *buf = malloc(n + 1);
+    if (buf && ember_tool_calls_parse(f->syntax, text, len, clen, buf, n + 1, &n, err, sizeof err) == EMBER_OK)
+        return buf;
+    free(buf);
+    return NULL;
+}
+
+/* A reply that must be calls (tool_choice required or a function) but was cut short,
+ * by max_tokens or the context: the whole calls it holds, found by ending it after the
+ * last call that closed (a '}' or '>') with what each syntax closes its list with. */
+static char *salvage(const api_format *f, const char *text, size_t len, size_t *clen)
+{
+    static const char *const closers[] = {"", "]", "]}", "</tool_call>"};
+    char *buf = malloc(len + 16), *calls = NULL;
+    for (size_t p = len; buf && !calls && p > 0; p--) {
+        if (text[p - 1] != '}' && text[p - 1] != '>') continue;
+        for (size_t c = 0; !calls && c < sizeof closers / sizeof *closers; c++) {
+            size_t k = strlen(closers[c]);
+            memcpy(buf, text, p);
+            memcpy(buf + p, closers[c], k);
+            calls = parse_calls(f, buf, p + k, clen);
+        }
+    }
+    free(buf);
+    return calls;
+}
+
 cJSON *api_tool_calls(const api_format *f, const char *text, size_t len, size_t *content_len)
 {
-    *content_len = len;
+    *content_len = f->calls_only ? 0 : len;
     if (!f->tools) return NULL;
-    size_t clen = 0, n = 0;
-    char err[256];
-    if (ember_tool_calls_parse(f->syntax, text, len, &clen, NULL, 0, &n, err, sizeof err) != EMBER_OK || !n)
-        return NULL; /* no call, or calls that do not parse: the text is the answer */
-    char *buf = malloc(n + 1);
-    if (!buf || ember_tool_calls_parse(f->syntax, text, len, &clen, buf, n + 1, &n, err, sizeof err) != EMBER_OK) {
-        free(buf);
-        return NULL;
-    }
+    size_t clen = 0;
+    char *buf = parse_calls(f, text, len, &clen);
+    if (!buf && f->calls_only) buf = salvage(f, text, len, &clen);
+    if (!buf) return NULL; /* no call, or calls that do not parse: the text is the answer */
     cJSON *parsed = cJSON_Parse(buf), *calls = cJSON_CreateArray(), *it;
     free(buf);
     int i = 0;
@@ -38,13 +68,14 @@ cJSON *api_tool_calls(const api_format *f, const char *text, size_t len, size_t 
     }
     cJSON_Delete(parsed);
     while (clen > 0 && strchr(" \t\r\n", text[clen - 1])) clen--; /* the blank before the calls */
-    *content_len = clen;
+    *content_len = f->calls_only ? 0 : clen;
     return calls;
 }
 
 size_t api_tool_safe_len(const api_format *f, const char *text, size_t len)
 {
     if (!f->tools) return len;
+    if (f->calls_only) return 0; /* the whole reply is calls: no content, ever */
     const char *trig = ember_tool_syntax_trigger(f->syntax);
     size_t tn = strlen(trig);
     for (size_t i = 0; i + tn <= len; i++)

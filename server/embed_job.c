@@ -83,7 +83,8 @@ static void on_done(void *user, ember_request_id id, ember_finish why, const emb
 {
     slot *x = user;
     embed_job *j = x->j;
-    srv_metrics_request_done(j->metrics, why, m);
+    if (why == EMBER_FINISH_LENGTH) srv_metrics_embedding_done(j->metrics, m); /* its normal end: no reason */
+    else srv_metrics_request_done(j->metrics, why, m);                        /* cancelled, failed */
     bool bad = why != EMBER_FINISH_LENGTH || !x->got; /* got: set on this thread, before */
     api_error err = bad ? failure(j, (size_t)(x - j->s), why, m->error) : (api_error){0};
     pthread_mutex_lock(&j->mu);

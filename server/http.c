@@ -7,6 +7,7 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,9 @@
 #include "embed_job.h"
 #include "http.h"
 #include "job.h"
+#include "utf8.h"
+
+typedef struct closing closing;
 
 struct srv_http {
     struct MHD_Daemon *d;
@@ -27,7 +31,21 @@ struct srv_http {
     long long started;
     pthread_mutex_t id_mu;
     unsigned long long next_id;
+    pthread_mutex_t live_mu;      /* the generation responses being sent, and stopping */
+    pthread_cond_t live_cv;
+    closing *live;
+    bool stopping;
 };
+
+/* Per TCP connection (libmicrohttpd's socket context): the access log of the request it
+ * is answering now (one at a time: a thread per connection). */
+typedef struct req_log {
+    double t0;
+    char method[12], path[120];
+    unsigned status;
+    unsigned long long bytes;
+    char ignored[API_IGNORED_MAX];
+} req_log;
 
 typedef struct conn {            /* per connection: the body being received */
     char *body;
@@ -35,30 +53,59 @@ typedef struct conn {            /* per connection: the body being received */
     bool too_big;
 } conn;
 
-/* ---- plain responses ------------------------------------------------------------------------ */
-
-static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, const char *type, char *body,
-                                 const char *retry_after)
+static double now_s(void)
 {
-    if (!body) return MHD_NO;
-    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
-    MHD_add_response_header(r, "Content-Type", type);
-    if (retry_after) MHD_add_response_header(r, "Retry-After", retry_after);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static req_log *log_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return i ? i->socket_context : NULL;
+}
+
+/* Every response goes out here: the CORS headers (--cors-origin) and the access log's
+ * status and size (len: the body's, or 0 when it is read from a job). */
+static enum MHD_Result queue(const srv_config *cfg, struct MHD_Connection *c, unsigned status,
+                             struct MHD_Response *r, size_t len)
+{
+    if (cfg->cors_origin) {
+        MHD_add_response_header(r, "Access-Control-Allow-Origin", cfg->cors_origin);
+        MHD_add_response_header(r, "Access-Control-Expose-Headers", "Retry-After, X-Ember-Ignored-Fields");
+        if (strcmp(cfg->cors_origin, "*")) MHD_add_response_header(r, "Vary", "Origin");
+    }
+    req_log *l = log_of(c);
+    if (l) l->status = status, l->bytes = len;
     enum MHD_Result ok = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return ok;
 }
 
-static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, char *json)
+/* ---- plain responses ------------------------------------------------------------------------ */
+
+static enum MHD_Result send_text(srv_http *h, struct MHD_Connection *c, unsigned status, const char *type,
+                                 char *body, const char *retry_after)
 {
-    return send_text(c, status, "application/json", json, NULL);
+    if (!(body = srv_utf8_valid(body))) return MHD_NO;
+    size_t len = strlen(body);
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(r, "Content-Type", type);
+    if (retry_after) MHD_add_response_header(r, "Retry-After", retry_after);
+    return queue(&h->cfg, c, status, r, len);
+}
+
+static enum MHD_Result send_json(srv_http *h, struct MHD_Connection *c, unsigned status, char *json)
+{
+    return send_text(h, c, status, "application/json", json, NULL);
 }
 
 /* An error response; every one is a refused request in /metrics. */
 static enum MHD_Result send_error(srv_http *h, struct MHD_Connection *c, const api_error *e)
 {
     srv_metrics_refused(h->metrics, e->status);
-    return send_text(c, (unsigned)e->status, "application/json", api_error_json(e),
+    return send_text(h, c, (unsigned)e->status, "application/json", api_error_json(e),
                      e->status == 503 ? "1" : NULL);
 }
 
@@ -72,22 +119,47 @@ static enum MHD_Result fail(srv_http *h, struct MHD_Connection *c, int status, c
 
 /* ---- generation ------------------------------------------------------------------------------ */
 
-typedef struct closing {          /* the content reader's argument */
+struct closing {                 /* the content reader's argument; in h->live while sent */
     job *j;
-    ember_engine *e;
-} closing;
+    srv_http *h;
+    req_log *log;                 /* the connection's: bytes sent */
+    closing *prev, *next;
+};
 
 static ssize_t read_job(void *cls, uint64_t pos, char *buf, size_t max)
 {
-    ssize_t n = job_read(((closing *)cls)->j, buf, max);
+    closing *cl = cls;
+    ssize_t n = job_read(cl->j, buf, max);
+    if (n > 0 && cl->log) cl->log->bytes += (unsigned long long)n;
     return n < 0 ? MHD_CONTENT_READER_END_OF_STREAM : n;
 }
 
 static void close_job(void *cls)
 {
     closing *c = cls;
-    job_closed(c->j, c->e);
+    srv_http *h = c->h;
+    pthread_mutex_lock(&h->live_mu);
+    if (c->prev) c->prev->next = c->next;
+    else if (h->live == c) h->live = c->next;
+    if (c->next) c->next->prev = c->prev;
+    pthread_cond_broadcast(&h->live_cv);
+    pthread_mutex_unlock(&h->live_mu);
+    job_closed(c->j, h->engine);
     free(c);
+}
+
+/* Puts c in h->live; false when the server is stopping (then the request is refused). */
+static bool go_live(srv_http *h, closing *c)
+{
+    pthread_mutex_lock(&h->live_mu);
+    bool ok = !h->stopping;
+    if (ok) {
+        c->next = h->live;
+        if (h->live) h->live->prev = c;
+        h->live = c;
+    }
+    pthread_mutex_unlock(&h->live_mu);
+    return ok;
 }
 
 /* A 4xx/5xx for a request the engine refused; param: the field that held its prompt. The
@@ -153,13 +225,6 @@ static enum MHD_Result refuse_queue_full(srv_http *h, struct MHD_Connection *c)
 
 /* ---- prefill on another server -------------------------------------------------------------- */
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* The prompt's ids as the engine will tokenize them (malloc'ed), or NULL. */
 static uint32_t *prompt_ids(srv_http *h, const api_request *rq, size_t *n)
 {
@@ -174,6 +239,29 @@ static uint32_t *prompt_ids(srv_http *h, const api_request *rq, size_t *n)
     if (ids && ember_tokenize(h->model, rq->prompt, len, flags, ids, len + 8, n) == EMBER_OK && *n <= len + 8) return ids;
     free(ids);
     return NULL;
+}
+
+/* -c N: the prompt and the reply fit N tokens, as llama.cpp's server's context: a prompt
+ * that fills it is refused, a reply is cut where they fill it (finish_reason length); the
+ * engine itself stops only at the model's context. */
+static bool fit_context(srv_http *h, api_request *rq, api_error *err)
+{
+    size_t n = 0;
+    uint32_t ctx = h->cfg.limits.ctx_len, cut = rq->desc.truncate_prompt_tokens;
+    uint32_t *ids = prompt_ids(h, rq, &n);
+    free(ids);
+    if (!ids) {
+        api_fail(err, 500, "server_error", NULL, NULL, "tokenizing the prompt failed");
+        return false;
+    }
+    if (cut && n > cut) n = cut;
+    if (n >= ctx) {
+        api_fail(err, 400, "invalid_request_error", rq->kind == API_CHAT ? "messages" : "prompt",
+                 "context_length_exceeded", "prompt of %zu tokens does not fit the context of %u (-c)", n, ctx);
+        return false;
+    }
+    if (rq->desc.max_tokens > ctx - n) rq->desc.max_tokens = (uint32_t)(ctx - n);
+    return true;
 }
 
 /* With --prefill-peer and a prompt of at least --prefill-min-tokens: the peer's KV state
@@ -214,9 +302,7 @@ static enum MHD_Result prefill(srv_http *h, struct MHD_Connection *c, const conn
     if (!state) return send_error(h, c, &err);
     struct MHD_Response *r = MHD_create_response_from_buffer(len, state, MHD_RESPMEM_MUST_FREE);
     MHD_add_response_header(r, "Content-Type", "application/octet-stream");
-    enum MHD_Result ok = MHD_queue_response(c, 200, r);
-    MHD_destroy_response(r);
-    return ok;
+    return queue(&h->cfg, c, 200, r, len);
 }
 
 static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, api_kind kind, const conn *cn)
@@ -227,7 +313,8 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, api_kind 
     if (!api_parse(&h->cfg.limits, h->model, kind, cn->body ? cn->body : "", cn->len, &rq, &err))
         return send_error(h, c, &err);
     api_format f = {.kind = kind, .created = (long long)time(NULL), .model = h->cfg.limits.model_id,
-                    .tools = rq.calls, .syntax = rq.syntax};
+                    .tools = rq.calls, .calls_only = rq.calls && rq.tool_mode == API_TOOLS_REQUIRED,
+                    .syntax = rq.syntax};
     pthread_mutex_lock(&h->id_mu);
     unsigned long long number = ++h->next_id;
     pthread_mutex_unlock(&h->id_mu);
@@ -246,6 +333,12 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, api_kind 
         api_request_free(&rq);
         return fail(h, c, 500, "server_error", NULL, "out of memory");
     }
+    if (h->cfg.ctx_cut && !fit_context(h, &rq, &err)) {
+        free(cl);
+        job_closed(j, h->engine);
+        api_request_free(&rq);
+        return send_error(h, c, &err);
+    }
     size_t state_len = 0;
     void *state = remote_prefill(h, &rq, &state_len);
     rq.desc.state = state, rq.desc.state_len = state_len;
@@ -259,6 +352,10 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, api_kind 
     }
     free(state);
     bool stream = rq.stream;
+    char ignored[API_IGNORED_MAX];
+    memcpy(ignored, rq.ignored, sizeof ignored);
+    req_log *l = log_of(c);
+    if (l) memcpy(l->ignored, ignored, sizeof ignored);
     api_request_free(&rq);
     if (s != EMBER_OK) {
         free(cl);
@@ -266,7 +363,11 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, api_kind 
         submit_error(s, kind == API_CHAT ? "messages" : "prompt", h->engine, &err);
         return send_error(h, c, &err);
     }
-    *cl = (closing){j, h->engine};
+    *cl = (closing){.j = j, .h = h, .log = log_of(c)};
+    if (!go_live(h, cl)) {
+        close_job(cl); /* (not in the list: removing it changes nothing) */
+        return fail(h, c, 503, "server_error", "shutting_down", "the server is shutting down");
+    }
     /* close_job runs when the response is done or the client went away (cancelling). */
     struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, read_job, cl, close_job);
     if (!r) {
@@ -278,9 +379,8 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, api_kind 
         MHD_add_response_header(r, "Cache-Control", "no-cache");
         MHD_add_response_header(r, "X-Accel-Buffering", "no"); /* nginx: pass events on at once */
     }
-    enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, r);
-    MHD_destroy_response(r);
-    return ok;
+    if (ignored[0]) MHD_add_response_header(r, "X-Ember-Ignored-Fields", ignored);
+    return queue(&h->cfg, c, MHD_HTTP_OK, r, 0);
 }
 
 /* ---- embeddings ------------------------------------------------------------------------------ */
@@ -336,7 +436,7 @@ static enum MHD_Result embeddings(srv_http *h, struct MHD_Connection *c, const c
         return send_error(h, c, &err);
     char *out = embed(h, &rq, &err);
     api_embed_request_free(&rq);
-    return out ? send_json(c, 200, out) : send_error(h, c, &err);
+    return out ? send_json(h, c, 200, out) : send_error(h, c, &err);
 }
 
 /* ---- KV state files ----------------------------------------------------------------------- */
@@ -379,7 +479,7 @@ static enum MHD_Result state(srv_http *h, struct MHD_Connection *c, bool save, c
     if (save && name) api_request_free(&rq);
     cJSON_Delete(o);
     if (ok && !out) api_fail(&err, 500, "server_error", NULL, NULL, "out of memory");
-    return ok && out ? send_json(c, 200, out) : send_error(h, c, &err);
+    return ok && out ? send_json(h, c, 200, out) : send_error(h, c, &err);
 }
 
 /* /tokenize or /detokenize: answered at once, the engine untouched. */
@@ -389,7 +489,7 @@ static enum MHD_Result tokens(srv_http *h, struct MHD_Connection *c, bool tokeni
     const char *body = cn->body ? cn->body : "";
     char *out = tokenize ? api_tokenize(&h->cfg.limits, h->model, body, cn->len, &err)
                          : api_detokenize(&h->cfg.limits, h->model, body, cn->len, &err);
-    return out ? send_json(c, 200, out) : send_error(h, c, &err);
+    return out ? send_json(h, c, 200, out) : send_error(h, c, &err);
 }
 
 /* ---- routing ------------------------------------------------------------------------------------ */
@@ -400,9 +500,21 @@ static enum MHD_Result health(srv_http *h, struct MHD_Connection *c)
 {
     ember_engine_stats st;
     ember_engine_get_stats(h->engine, &st);
-    if (!st.device_lost) return send_json(c, 200, strdup("{\"status\":\"ok\"}"));
-    return send_json(c, 503, strdup("{\"status\":\"device_lost\",\"message\":\"the GPU was lost; restart the "
+    if (!st.device_lost) return send_json(h, c, 200, strdup("{\"status\":\"ok\"}"));
+    return send_json(h, c, 503, strdup("{\"status\":\"device_lost\",\"message\":\"the GPU was lost; restart the "
                                     "server\"}"));
+}
+
+/* A browser's CORS preflight (--cors-origin): answered before the key is checked, as
+ * browsers send no Authorization with it. */
+static enum MHD_Result preflight(srv_http *h, struct MHD_Connection *c)
+{
+    const char *asked = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Access-Control-Request-Headers");
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+    MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+    MHD_add_response_header(r, "Access-Control-Allow-Headers", asked ? asked : "Authorization, Content-Type");
+    MHD_add_response_header(r, "Access-Control-Max-Age", "86400");
+    return queue(&h->cfg, c, 204, r, 0);
 }
 
 static bool authorized(const srv_http *h, struct MHD_Connection *c)
@@ -416,16 +528,17 @@ static enum MHD_Result route(srv_http *h, struct MHD_Connection *c, const char *
                              const conn *cn)
 {
     bool get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
+    if (h->cfg.cors_origin && strcmp(method, "OPTIONS") == 0) return preflight(h, c);
     if (get && strcmp(url, "/health") == 0) return health(h, c);
     if (get && strcmp(url, "/metrics") == 0) {
         size_t len;
         char *text = srv_metrics_render(h->metrics, h->engine, &len);
-        return send_text(c, 200, "text/plain; version=0.0.4", text, NULL);
+        return send_text(h, c, 200, "text/plain; version=0.0.4", text, NULL);
     }
     if (!authorized(h, c))
         return fail(h, c, 401, "invalid_request_error", "invalid_api_key", "a valid 'Authorization: Bearer KEY' is required");
     if (get && strcmp(url, "/v1/models") == 0)
-        return send_json(c, 200, api_models(&h->cfg.limits, h->started));
+        return send_json(h, c, 200, api_models(&h->cfg.limits, h->started));
     bool chat = strcmp(url, "/v1/chat/completions") == 0, completion = strcmp(url, "/v1/completions") == 0;
     bool tokenize = strcmp(url, "/tokenize") == 0, detokenize = strcmp(url, "/detokenize") == 0;
     bool embedding = strcmp(url, "/v1/embeddings") == 0;
@@ -454,6 +567,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!cn) {
         if (!(cn = calloc(1, sizeof *cn))) return MHD_NO;
         *con_cls = cn;
+        req_log *l = log_of(c);
+        if (l) {
+            *l = (req_log){.t0 = now_s()};
+            snprintf(l->method, sizeof l->method, "%s", method);
+            snprintf(l->path, sizeof l->path, "%s", url);
+        }
         return MHD_YES;
     }
     if (*upload_size) {
@@ -473,12 +592,68 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return route(h, c, url, method, cn);
 }
 
+/* The access log: a line per request on stderr, as llama.cpp's server and vLLM write one. */
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode why)
 {
+    req_log *l = log_of(c);
+    if (l && l->method[0]) {
+        fprintf(stderr, "ember serve: %s %s %u %llu B %.1f ms%s%s%s\n", l->method, l->path, l->status, l->bytes,
+                (now_s() - l->t0) * 1e3, why == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (client gone)",
+                l->ignored[0] ? " ignored fields: " : "", l->ignored);
+        l->method[0] = 0;
+    }
     conn *cn = *con_cls;
     if (cn) free(cn->body);
     free(cn);
     *con_cls = NULL;
+}
+
+static void srv_http_free(srv_http *h)
+{
+    pthread_mutex_destroy(&h->id_mu);
+    pthread_mutex_destroy(&h->live_mu);
+    pthread_cond_destroy(&h->live_cv);
+    free(h);
+}
+
+/* Each TCP connection's req_log, made when it opens and freed when it closes. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) *socket_context = calloc(1, sizeof(req_log));
+    else free(*socket_context), *socket_context = NULL;
+}
+
+/* libmicrohttpd's messages, less those of a client that hung up (the access log says
+ * "client gone" once instead of a line per failed write). */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (strstr(msg, "Failed to send") || strstr(msg, "reset by peer") || strstr(msg, "Broken pipe") ||
+        strstr(msg, "closed by remote"))
+        return;
+    size_t n = strlen(msg);
+    while (n && msg[n - 1] == '\n') msg[--n] = 0;
+    fprintf(stderr, "ember serve: libmicrohttpd: %s\n", msg);
+}
+
+/* The address --host names: an IPv4 or IPv6 literal, or localhost (127.0.0.1: no name is
+ * looked up). *flags gets MHD_USE_IPv6 (dual stack for ::, so IPv4 clients reach it too). */
+static bool host_addr(const char *host, struct sockaddr_storage *ss, uint16_t port, unsigned *flags)
+{
+    struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+    memset(ss, 0, sizeof *ss);
+    if (!strcmp(host, "localhost")) host = "127.0.0.1";
+    if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET, a4->sin_port = htons(port), *flags = 0;
+        return true;
+    }
+    if (inet_pton(AF_INET6, host, &a6->sin6_addr) != 1) return false;
+    a6->sin6_family = AF_INET6, a6->sin6_port = htons(port);
+    *flags = IN6_IS_ADDR_UNSPECIFIED(&a6->sin6_addr) ? MHD_USE_DUAL_STACK : MHD_USE_IPv6;
+    return true;
 }
 
 srv_http *srv_http_start(const srv_config *cfg, ember_model *model, ember_engine *engine, srv_metrics *metrics)
@@ -487,21 +662,25 @@ srv_http *srv_http_start(const srv_config *cfg, ember_model *model, ember_engine
     if (!h) return NULL;
     *h = (srv_http){.cfg = *cfg, .model = model, .engine = engine, .metrics = metrics,
                     .started = (long long)time(NULL)};
-    pthread_mutex_init(&h->id_mu, NULL);
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(cfg->port)};
-    if (inet_pton(AF_INET, cfg->host, &addr.sin_addr) != 1) {
-        fprintf(stderr, "ember serve: --host wants an IPv4 address, got '%s'\n", cfg->host);
+    struct sockaddr_storage addr;
+    unsigned family;
+    if (!host_addr(cfg->host, &addr, cfg->port, &family)) {
+        fprintf(stderr, "ember serve: --host wants an IPv4 or IPv6 address or localhost, got '%s'\n", cfg->host);
         free(h);
         return NULL;
     }
-    h->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
+    pthread_mutex_init(&h->id_mu, NULL);
+    pthread_mutex_init(&h->live_mu, NULL);
+    pthread_cond_init(&h->live_cv, NULL);
+    h->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
+                                family,
                             cfg->port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_CONNECTION_LIMIT, 1024u,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+                            h, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, MHD_OPTION_CONNECTION_LIMIT, 1024u,
                             MHD_OPTION_CONNECTION_TIMEOUT, 0u, MHD_OPTION_END);
     if (!h->d) {
-        fprintf(stderr, "ember serve: cannot listen on %s:%u (in use?)\n", cfg->host, cfg->port);
-        pthread_mutex_destroy(&h->id_mu);
-        free(h);
+        fprintf(stderr, "ember serve: cannot listen on %s port %u (in use?)\n", cfg->host, cfg->port);
+        srv_http_free(h);
         return NULL;
     }
     return h;
@@ -513,10 +692,26 @@ uint16_t srv_http_port(const srv_http *h)
     return i ? i->port : h->cfg.port;
 }
 
+/* Ends every reply being sent (an error event then [DONE] for a stream) and waits up to
+ * wait_s for their clients to have read them; new generation requests get 503. */
+static void drain(srv_http *h, double wait_s)
+{
+    api_error e;
+    api_fail(&e, 503, "server_error", NULL, "shutting_down", "the server is shutting down");
+    pthread_mutex_lock(&h->live_mu);
+    h->stopping = true;
+    for (closing *c = h->live; c; c = c->next) job_end(c->j, &e);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += (time_t)wait_s;
+    while (h->live && pthread_cond_timedwait(&h->live_cv, &h->live_mu, &ts) == 0) {}
+    pthread_mutex_unlock(&h->live_mu);
+}
+
 void srv_http_stop(srv_http *h)
 {
     if (!h) return;
+    drain(h, 5);
     MHD_stop_daemon(h->d);
-    pthread_mutex_destroy(&h->id_mu);
-    free(h);
+    srv_http_free(h);
 }

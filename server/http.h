@@ -17,9 +17,11 @@ typedef struct srv_config {
     const char *host;         /* address to bind; "127.0.0.1" unless --host */
     uint16_t port;
     const char *api_key;      /* NULL = no authentication */
+    const char *cors_origin;  /* --cors-origin: Access-Control-Allow-Origin, OPTIONS answered; NULL = off */
     uint32_t max_queue;       /* requests waiting before 503 */
     size_t max_body;          /* bytes; larger bodies get 413 */
-    api_limits limits;
+    api_limits limits;        /* limits.ctx_len: -c N when given, else the model's context */
+    bool ctx_cut;             /* -c N below the model's: prompt and reply must fit N (generate) */
     state_store states;       /* --state-dir: /v1/state/save and /v1/state/restore */
     bool serve_prefill;       /* --serve-prefill: POST /v1/prefill answers prompts' KV states */
     prefill_peer peer;        /* --prefill-peer: long prompts are prefilled there */
@@ -32,7 +34,8 @@ typedef struct srv_http srv_http;
 srv_http *srv_http_start(const srv_config *cfg, ember_model *model, ember_engine *engine, srv_metrics *metrics);
 /* The port it listens on (the one the system chose for port 0). */
 uint16_t srv_http_port(const srv_http *h);
-/* Stops accepting, closes the connections and frees. */
+/* Ends the replies being sent (an error event and [DONE] for streams), waits a few
+ * seconds for their clients to read them, then closes the connections and frees. */
 void srv_http_stop(srv_http *h);
 
 #endif

@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "job.h"
+#include "utf8.h"
 
 #define KEEPALIVE_MS 500
 #define PIECE_MAX 1024 /* text bytes per chunk */
@@ -37,6 +38,7 @@ typedef struct sample {
     size_t sent;                  /* text bytes already in chunks */
     size_t lp_sent, lp_offset;    /* log-probabilities already in chunks; text_offset next */
     bool calls_sent;              /* its tool calls went out (fmt.tools) */
+    bool ended;                   /* ended by job_end before the engine finished it */
     phase ph;
 } sample;
 
@@ -173,10 +175,12 @@ static void on_done(void *user, ember_request_id id, ember_finish why, const emb
     api_error err = {0};
     if (why == EMBER_FINISH_ERROR) failed(j, m->error, &err);
     pthread_mutex_lock(&j->mu);
-    x->done = true;
-    x->why = why;
-    x->err = err;
-    j->n_done++;
+    if (!x->ended) { /* else the reply has its end already (job_end) */
+        x->done = true;
+        x->why = why;
+        x->err = err;
+        j->n_done++;
+    }
     j->fmt.n_prompt = m->n_prompt;
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
@@ -233,18 +237,26 @@ void job_closed(job *j, ember_engine *e)
     release(j);
 }
 
-/* ---- the connection's side ----------------------------------------------------------------- */
-
-/* The length of text[0..n) cut back to a whole UTF-8 character. */
-static size_t utf8_cut(const char *s, size_t n)
+void job_end(job *j, const api_error *why)
 {
-    size_t k = n;
-    while (k > 0 && ((unsigned char)s[k - 1] & 0xC0) == 0x80) k--; /* continuation bytes */
-    if (k == 0) return n;
-    unsigned char lead = (unsigned char)s[k - 1];
-    size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
-    return n - (k - 1) >= need ? n : k - 1;
+    ember_request_id ids[API_MAX_SAMPLES];
+    uint32_t n = 0;
+    pthread_mutex_lock(&j->mu);
+    for (uint32_t i = 0; i < j->n_samples; i++) {
+        sample *x = &j->s[i];
+        if (x->done) continue;
+        if (x->id) ids[n++] = x->id;
+        x->ended = x->done = true;
+        x->why = EMBER_FINISH_ERROR;
+        x->err = *why;
+        j->n_done++;
+    }
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    for (uint32_t i = 0; i < n; i++) ember_cancel(j->engine, ids[i]); /* their on_done still lets go of j */
 }
+
+/* ---- the connection's side ----------------------------------------------------------------- */
 
 /* The log-probabilities of x's tokens delivered and not yet sent (NULL: none asked, or
  * none new for a stream's chunk). A token's entry comes just before its text does, so
@@ -268,14 +280,14 @@ static char *sample_event(job *j, sample *x)
     if (x->ph != PH_TEXT) return NULL;
     /* with tools, content goes out only up to where a call may begin; once the reply is
      * done the calls are read out of it and sent after the content before them */
-    size_t limit = x->done ? x->len : api_tool_safe_len(&j->fmt, x->text, x->len);
+    size_t limit = x->done ? x->len : srv_utf8_whole(x->text, api_tool_safe_len(&j->fmt, x->text, x->len));
     cJSON *calls = NULL;
     if (x->done && j->fmt.tools && !x->calls_sent && x->why != EMBER_FINISH_ERROR)
         calls = api_tool_calls(&j->fmt, x->text, x->len, &limit);
     if (x->sent < limit) {
         cJSON_Delete(calls);
         size_t n = limit - x->sent;
-        if (n > PIECE_MAX) n = utf8_cut(x->text + x->sent, PIECE_MAX);
+        if (n > PIECE_MAX) n = srv_utf8_whole(x->text + x->sent, PIECE_MAX);
         char *e = api_chunk(&j->fmt, x->index, false, x->text + x->sent, n, NULL, pending_logprobs(j, x));
         x->sent += n;
         return e;
@@ -374,7 +386,7 @@ static bool prepare(job *j)
         s = response(j);
         j->ph = PH_END;
     }
-    if (!s) return false;
+    if (!s || !(s = srv_utf8_valid(s))) return false;
     free(j->out);
     j->out = s;
     j->out_len = strlen(s);

@@ -33,6 +33,11 @@ void job_submitted(job *j, uint32_t i, ember_request_id id);
  * finished are cancelled, freeing their KV blocks; then the connection lets go. */
 void job_closed(job *j, ember_engine *e);
 
+/* Ends the samples not yet finished with error why (the server is stopping): a stream
+ * gets its error event and [DONE], a whole response its "error"; they are cancelled in
+ * the engine. */
+void job_end(job *j, const api_error *why);
+
 /* Up to max bytes of the response; waits (at most about a second, then writes a
  * keep-alive that the formats ignore) when nothing is ready. -1 after the last byte. */
 ssize_t job_read(job *j, char *buf, size_t max);

@@ -69,6 +69,13 @@ void srv_metrics_request_done(srv_metrics *m, ember_finish why, const ember_requ
     pthread_mutex_unlock(&m->mu);
 }
 
+void srv_metrics_embedding_done(srv_metrics *m, const ember_request_metrics *rm)
+{
+    pthread_mutex_lock(&m->mu);
+    m->prompt_tokens += rm->n_prompt; /* not timed end to end: that histogram counts finished requests */
+    pthread_mutex_unlock(&m->mu);
+}
+
 static size_t refused_index(int status)
 {
     for (size_t i = 0; i < N_REFUSED; i++)

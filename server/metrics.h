@@ -16,6 +16,9 @@ void srv_metrics_free(srv_metrics *m);
 
 /* A request finished, for reason why, with metrics rm. */
 void srv_metrics_request_done(srv_metrics *m, ember_finish why, const ember_request_metrics *rm);
+/* An embeddings input was computed: its prompt tokens count, but it has no finish reason
+ * (it generated nothing) and is not among the requests timed end to end. */
+void srv_metrics_embedding_done(srv_metrics *m, const ember_request_metrics *rm);
 /* A request was answered with HTTP error status (4xx/5xx) before it reached the engine. */
 void srv_metrics_refused(srv_metrics *m, int status);
 /* A prompt went to the --prefill-peer: its state came back and was taken (ok), or the

@@ -18,27 +18,36 @@ typedef struct serve_args {
     const char *model_name, *draft;
     ember_engine_opts eo;
     ember_speculation spec;
+    cli_habits habits;        /* -c/--ctx-size N: the context of every request; -t: a note */
     bool help;
 } serve_args;
 
 static int usage(FILE *out, int code)
 {
     fprintf(out,
-            "usage: ember serve -m MODEL.gguf [--host ADDR] [--port N] [--api-key KEY] [--model-name NAME]\n"
-            "                   [--max-queue N] [--max-body BYTES] [--max-seqs N] [--max-batch-tokens N]\n"
-            "                   [--kv-blocks N] [--kv-type f32|f16|q8_0] [--draft M2 [--draft-k K] | --ngram N]\n"
-            "                   [--device N] [--backend vulkan|cpu] [--memory auto|discrete] [--memory-budget MIB]\n"
-            "                   [--state-dir DIR [--max-state-mib N]] [--serve-prefill]\n"
-            "                   [--prefill-peer URL [--prefill-min-tokens N]]\n"
+            "usage: ember serve -m MODEL.gguf [options]\n"
             "Serves /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models, /tokenize, /detokenize,\n"
-            "/health and /metrics on "
-            "127.0.0.1:8080 unless --host/--port say otherwise (--port 0: any free port).\n"
-            "--max-queue N: requests waiting beyond N get 503 (default 256; 0 refuses all: draining).\n"
-            "--state-dir DIR: /v1/state/save and /v1/state/restore keep KV states as files in DIR\n"
-            "(names only, no paths), each at most --max-state-mib (default 4096).\n"
-            "--serve-prefill: POST /v1/prefill answers a prompt's KV state (for a --prefill-peer).\n"
-            "--prefill-peer URL: prompts of at least --prefill-min-tokens (default 256) tokens are\n"
-            "prefilled by that server (with --api-key's key) and decoded here; if it fails, here.\n");
+            "/health and /metrics (docs/server.md). Requests sample at temperature 1 unless they ask otherwise\n"
+            "(OpenAI's default; the CLI's generate and chat are greedy).\n"
+            "  --host ADDR             IPv4 or IPv6 address, or localhost (default 127.0.0.1; :: = all, dual stack)\n"
+            "  --port N                (default 8080; 0: any free port, the line on stderr says which)\n"
+            "  -c, --ctx-size N        the context of every request: prompt and reply (default: the model's)\n"
+            "  --api-key KEY           /v1/... need 'Authorization: Bearer KEY' (default: none)\n"
+            "  --served-model-name NAME, --model-name NAME\n"
+            "                          the id in /v1/models and replies (default: the file name without .gguf);\n"
+            "                          requests may name any model\n"
+            "  --cors-origin ORIGIN    let browser pages from ORIGIN (or *) call it (default: off)\n"
+            "  --max-queue N           requests waiting beyond N get 503 (default 256; 0 refuses all: draining)\n"
+            "  --max-body BYTES        larger bodies get 413 (default 1048576)\n"
+            "  --max-seqs N, --max-batch-tokens N, --kv-blocks N, --kv-type f32|f16|q8_0   the engine (its defaults)\n"
+            "  --draft M2 [--draft-k K] | --ngram N   speculative decoding (default: off; K 4)\n"
+            "  --device N, --backend vulkan|cpu, --memory auto|discrete, --memory-budget MIB   the device\n"
+            "  --state-dir DIR         /v1/state/save and /restore keep KV states as files in DIR (default: off)\n"
+            "  --max-state-mib N       the largest state file or peer state (default 4096)\n"
+            "  --serve-prefill         POST /v1/prefill answers a prompt's KV state (for a --prefill-peer)\n"
+            "  --prefill-peer URL      prompts of at least --prefill-min-tokens (default 256) tokens are\n"
+            "                          prefilled by that server (with --api-key's key) and decoded here\n"
+            "SIGINT or SIGTERM: replies being sent end (streams with an error event and [DONE]), then it exits 0.\n");
     return code;
 }
 
@@ -48,7 +57,8 @@ static bool serve_flag(const char *f, const char *v, serve_args *a)
     srv_config *c = &a->cfg;
     if (!strcmp(f, "--host")) return c->host = v, true;
     if (!strcmp(f, "--api-key")) return c->api_key = v, true;
-    if (!strcmp(f, "--model-name")) return a->model_name = v, true;
+    if (!strcmp(f, "--cors-origin")) return c->cors_origin = v, true;
+    if (!strcmp(f, "--model-name") || !strcmp(f, "--served-model-name")) return a->model_name = v, true;
     if (!strcmp(f, "--port")) return cli_int(f, v, 0, 65535, &n) && (c->port = (uint16_t)n, true);
     if (!strcmp(f, "--max-queue")) return cli_int(f, v, 0, 1 << 20, &n) && (c->max_queue = (uint32_t)n, true);
     if (!strcmp(f, "--max-body")) return cli_int(f, v, 64, 1L << 30, &n) && (c->max_body = (size_t)n, true);
@@ -68,7 +78,7 @@ static bool serve_flag(const char *f, const char *v, serve_args *a)
 }
 
 /* The options that take a value, besides the model's and speculation's. */
-static const char *const value_flags[] = {"--host", "--api-key", "--model-name", "--port", "--max-queue", "--max-body",
+static const char *const value_flags[] = {"--host", "--api-key", "--model-name", "--served-model-name", "--cors-origin", "--port", "--max-queue", "--max-body",
                                           "--kv-type", "--max-seqs", "--max-batch-tokens", "--kv-blocks", "--state-dir",
                                           "--max-state-mib", "--prefill-peer", "--prefill-min-tokens", NULL};
 
@@ -82,6 +92,8 @@ static bool parse(int argc, char **argv, serve_args *a)
         if (r < 0) return false;
         if (r > 0) continue;
         if (cli_is_help(argv[i])) return a->help = true;
+        if ((r = cli_habit_flag("serve", argc, argv, &i, &a->habits)) < 0) return false;
+        if (r > 0) continue;
         if (!strcmp(argv[i], "--serve-prefill")) {
             a->cfg.serve_prefill = true;
             continue;
@@ -117,8 +129,10 @@ static int serve(ember_model *m, ember_engine *e, serve_args *a)
     ember_model_info info;
     ember_model_get_info(m, &info);
     char *id = model_id(a);
-    a->cfg.limits = (api_limits){.model_id = id, .ctx_len = info.ctx_len, .n_vocab = info.n_vocab, .dim = info.dim,
+    uint32_t ctx = cli_context("serve", a->habits.ctx, info.ctx_len);
+    a->cfg.limits = (api_limits){.model_id = id, .ctx_len = ctx, .n_vocab = info.n_vocab, .dim = info.dim,
                                  .spec = a->spec};
+    a->cfg.ctx_cut = ctx < info.ctx_len;
     a->cfg.peer.api_key = a->cfg.api_key; /* the peer is asked with the key this server takes */
     a->cfg.peer.max_bytes = a->cfg.states.max_bytes;
     if (a->cfg.peer.url) prefill_peer_init(); /* before any connection's thread asks it */
@@ -126,8 +140,9 @@ static int serve(ember_model *m, ember_engine *e, serve_args *a)
     srv_http *h = id && metrics ? srv_http_start(&a->cfg, m, e, metrics) : NULL;
     int code = 1;
     if (h) {
-        fprintf(stderr, "ember serve: %s on %s, listening on http://%s:%u\n", id, info.device_name, a->cfg.host,
-                srv_http_port(h));
+        bool v6 = strchr(a->cfg.host, ':') != NULL; /* an IPv6 address goes in brackets in a URL */
+        fprintf(stderr, "ember serve: %s on %s, listening on http://%s%s%s:%u\n", id, info.device_name, v6 ? "[" : "",
+                a->cfg.host, v6 ? "]" : "", srv_http_port(h));
         sigset_t set;
         sigemptyset(&set);
         sigaddset(&set, SIGINT);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The ember program explains itself: what a new user meets with bad input (docs/cli.md,
-# README "Bad input, and what it gets"). Each case asserts the exit status (0 done and
+# "Bad input, and what it gets"). Each case asserts the exit status (0 done and
 # --help, 1 the work failed, 2 a wrong command line) and the message.
 #  - `ember COMMAND --help` (and `ember help COMMAND`) prints that command's usage on
 #    stdout and exits 0, for every command `ember --help` lists;
@@ -222,6 +222,38 @@ for x in (r[0], r[2]):
 EOF
 [ $? -eq 0 ] && [ "$rc" -eq 1 ]; check "batch --json: the refused entry carries error, the others tokens (exit $rc)" $?
 
+# ---- make-test-model and quantize say what they do (issue 43) -------------------------------
+# make-test-model: the path, the shape, the weights' count (2 layers x 36992 + 2 x 32768 + 64
+# = 139584), their type and bytes.
+out=$("$ember" make-test-model "$tmp/say.gguf" 2>&1)
+[ "$out" = "ember make-test-model: wrote $tmp/say.gguf: llama, 2 layers, dim 64, 4/2 heads, FFN 128, vocab 512, context 256; 139584 parameters (0.14M) as F32, 545.2 KiB of tensors (random weights, seed 1)" ]
+check "make-test-model says what it wrote: $out" $?
+# quantize: a line per tensor as llama-quantize prints one ([i/n] name shape: from -> to,
+# sizes), then the sizes and bits per weight before and after.
+cp "$tmp/say.gguf" "$tmp/say_copy.gguf"
+out=$("$ember" quantize "$tmp/say.gguf" "$tmp/say_q8.gguf" q8_0 2>&1); rc=$?
+[ $rc -eq 0 ]; check "quantize: exit 0 ($rc)" $?
+[ "$(grep -c '^\[[ 0-9]*/21\] ' <<<"$out")" -eq 21 ]; check "quantize: a line per tensor, 21" $?
+grep -qxF "[ 1/21] token_embd.weight [64, 512]: F32 -> Q8_0, 128.0 KiB -> 34.0 KiB" <<<"$out"
+check "quantize: a converted tensor's line" $?
+grep -qxF "[ 2/21] blk.0.attn_norm.weight [64]: F32, 256 bytes (copied)" <<<"$out"; check "quantize: a copied tensor's line" $?
+grep -qxF "ember quantize: wrote $tmp/say_q8.gguf: 21 tensors, 16 converted" <<<"$out"; check "quantize: what it wrote" $?
+grep -qxF "ember quantize: model size 0.53 MiB (32.00 bits per weight) -> quantized 0.14 MiB (8.55 bits per weight)" <<<"$out"
+check "quantize: the sizes and bits per weight: $(tail -1 <<<"$out")" $?
+# An existing output is overwritten, as llama-quantize does, and said so.
+expect 0 "^ember quantize: $tmp/say_q8.gguf exists: overwriting it$" quantize "$tmp/say.gguf" "$tmp/say_q8.gguf" q8_0
+# The input as output, by its name, another spelling, a symbolic and a hard link: refused,
+# the input untouched.
+ln -s say.gguf "$tmp/say_sym.gguf"
+ln "$tmp/say.gguf" "$tmp/say_hard.gguf"
+for o in "$tmp/say.gguf" "$tmp/./say.gguf" "$tmp/say_sym.gguf" "$tmp/say_hard.gguf"; do
+    expect 1 "^ember quantize: $o is the input $tmp/say.gguf \(the same file\): writing it would destroy the model being read; nothing written$" \
+        quantize "$tmp/say.gguf" "$o" q8_0
+done
+cmp -s "$tmp/say.gguf" "$tmp/say_copy.gguf"; check "quantize onto its input left the input as it was" $?
+mkdir -p "$tmp/say_dir"
+expect 1 "^ember quantize: $tmp/say_dir is a directory; nothing written$" quantize "$tmp/say.gguf" "$tmp/say_dir" q8_0
+
 # ---- quantize: a Q8_0 input with rows of 172 values (blocks across rows) -------------------
 # gguf.py: the test's GGUF v3 surgery: `vocab IN OUT` keeps general.architecture and the
 # tokenizer keys and no tensors (a llama.cpp vocab file); `retype IN OUT NAME` marks the
@@ -284,40 +316,30 @@ expect 0 "generated" generate -m "$tmp/odd_ok.gguf" -n 2 --backend cpu
 cat >"$tmp/pty_chat.py" <<'EOF'
 # Runs ember chat on a terminal (a pty), sends SIGINT while a reply streams, then at the
 # prompt twice; prints what the terminal showed and checks it.
-import os, select, signal, subprocess, sys, time
+import os, signal, subprocess, sys, time
+from chat_pty import ChatPty
 ember, model, backend = sys.argv[1:4]
-master, slave = os.openpty()
-p = subprocess.Popen([ember, "chat", "-m", model, "-n", "4000", "--backend", backend],
-                     stdin=slave, stdout=slave, stderr=slave, close_fds=True)
-os.close(slave)
-seen = b""
-def until(pred, timeout=60):
-    global seen
-    end = time.time() + timeout
-    while not pred(seen) and time.time() < end:
-        if select.select([master], [], [], 0.1)[0]:
-            try:
-                seen += os.read(master, 65536)
-            except OSError:
-                break
-    return pred(seen)
+t = ChatPty(ember, model, backend, 4000)
+until, p, master = t.until, t.p, t.master
+# The line editor draws the prompt once the terminal is in raw mode: lines are typed only
+# then, as a user types after seeing it (tests/test_cli_habits.sh).
 def prompt_after(mark):
-    return lambda s: s[mark:].rstrip(b" ").endswith(b">")
+    return lambda s: s[mark:].endswith(b"\x1b[K> ")
 fails = []
 def expect(ok, what):
     if not ok: fails.append(what)
 expect(until(prompt_after(0)), "the first prompt")
-expect(b"/exit or Ctrl-D leaves" in seen and b"Ctrl-C stops a reply" in seen, "the banner says how to leave")
+expect(b"/exit or Ctrl-D leaves" in t.seen and b"Ctrl-C stops a reply" in t.seen, "the banner says how to leave")
 for turn, line in enumerate([b"once upon a time\n", b"tell me more\n"], 1):
-    mark = len(seen)
+    mark = len(t.seen)
     os.write(master, line)
     expect(until(lambda s: len(s) > mark + len(line) + 40), "turn %d: the reply streams" % turn)
     os.kill(p.pid, signal.SIGINT)
     expect(until(lambda s: b"[turn %d:" % turn in s[mark:] and prompt_after(mark)(s)),
            "turn %d: back at the prompt after SIGINT" % turn)
-    expect(b"stopped by Ctrl-C]" in seen[mark:], "turn %d: the turn line says it was stopped" % turn)
+    expect(b"stopped by Ctrl-C]" in t.seen[mark:], "turn %d: the turn line says it was stopped" % turn)
     expect(p.poll() is None, "turn %d: still running after SIGINT" % turn)
-mark = len(seen)
+mark = len(t.seen)
 os.kill(p.pid, signal.SIGINT)
 expect(until(lambda s: b"Ctrl-C again, Ctrl-D or /exit leaves" in s[mark:]), "SIGINT at the prompt: the hint")
 time.sleep(0.2)
@@ -330,7 +352,7 @@ except subprocess.TimeoutExpired:
     rc = "hung"
 expect(rc == 0, "a second SIGINT at the prompt leaves with 0 (got %s)" % rc)
 until(lambda s: False, 0.2)
-print(seen.decode(errors="replace")[-1500:])
+print(t.seen.decode(errors="replace")[-1500:])
 for f in fails: print("FAIL:", f)
 sys.exit(1 if fails else 0)
 EOF
@@ -339,7 +361,7 @@ EOF
 if [ "${EMBER_TEST_NO_TTY:-0}" = 1 ]; then
     echo "not checked here: chat on a terminal (EMBER_TEST_NO_TTY: no Unix terminal reaches ember)"
 else
-    python3 "$tmp/pty_chat.py" "$ember" "$tmp/chat.gguf" "$backend"
+    PYTHONPATH="$root/tests" python3 "$tmp/pty_chat.py" "$ember" "$tmp/chat.gguf" "$backend"
     check "chat on a terminal: SIGINT stops a reply and the chat goes on" $?
 fi
 # Piped, a context of 64 tokens: the conversation goes on past it. Each line is answered;

@@ -8,6 +8,11 @@ Registered by demo/CMakeLists.txt (label gpu). Checks:
      exit 0; the JSON line at exit has its 7 keys, panels 3, replies 3, tokens > 0; the
      PNG (decoded here with zlib only) shows reply text (the warm colour) and the user's
      message (the blue one) in the message area of each panel;
+     then with 1, 3 and 8 panels: the stats bar and the panels' titles fit the 1280 px
+     window (the widths the layout prints with --verbose, and no pixels at the edges);
+     中 and 😀 sent to a panel are drawn by the fallback fonts (CJK, colour emoji;
+     skipped where they are not installed);
+     --help names every key binding of demo/controls.c;
   2. --font /nonexistent: exit 1 and a message that names the font;
   3. a model that does not exist: a message in the window and on stderr, exit 1, no crash;
   4. a message longer than the context: EMBER_ERR_CONTEXT_FULL shown in the panel
@@ -139,7 +144,7 @@ def test_three_panels(chat, model, tmp, source):
     if os.path.exists(shot):
         os.remove(shot)
     p = run([chat, "-m", model, "--panels", "3", "--characters", os.path.join(source, "demo", "characters.json"),
-             "--say", "Hello", "--screenshot", shot, "--quit-after-reply", "-n", "24"])
+             "--say", "Hello", "--screenshot", shot, "--quit-after-reply", "-n", "24", "--verbose"])
     check(p.returncode == 0, "three panels: exit 0 (got %d)" % p.returncode)
     j = json_line(p.stdout)
     check(set(j) == KEYS, "the JSON line has exactly the keys " + ", ".join(sorted(KEYS)))
@@ -157,6 +162,110 @@ def test_three_panels(chat, model, tmp, source):
         reply, user = count_colours(rows, x, y, aw, ah)
         check(reply >= 150, "panel %d shows reply text (%d warm pixels)" % (i + 1, reply))
         check(user >= 20, "panel %d shows the user's message (%d blue pixels)" % (i + 1, user))
+
+
+def text_pixels(rows, x, y, w, h):
+    """Pixels brighter than the bars' backgrounds (text, the KV gauge) in the rectangle."""
+    return sum(1 for yy in range(y, y + h) for xx in range(x, x + w) if max(rows[yy][3 * xx:3 * xx + 3]) > 90)
+
+
+def test_layout_fits(chat, model, tmp, source):
+    """The stats bar and every panel's title fit a 1280 px window with 1, 3 and 8 panels:
+    the numbers the demo's layout prints (--verbose) and the screenshot's pixels (nothing
+    drawn in the last 10 px of the bar or of a title, where the text used to run on)."""
+    for n in (1, 3, 8):
+        shot = os.path.join(tmp, "demo_shot_fit_%d.png" % n)
+        p = run([chat, "-m", model, "--panels", str(n), "--characters", os.path.join(source, "demo", "characters.json"),
+                 "--say", "Hello", "--screenshot", shot, "--quit-after-reply", "-n", "8", "--verbose"])
+        bar = re.findall(r"stats bar (\d+) px of (\d+), (\d+) of (\d+) fields", p.stderr)
+        if not check(p.returncode == 0 and len(bar) == 1, "%d panels: exit 0 and the stats bar's width on stderr" % n):
+            continue
+        right, width, shown, fields = map(int, bar[0])
+        check(width == 1280 and right <= width - 10,
+              "%d panels: the stats bar's text ends at %d px, inside 1280 - 10 (%d of %d fields)"
+              % (n, right, shown, fields))
+        titles = [tuple(map(int, t)) for t in
+                  re.findall(r"panel \d+ title (\d+) (\d+): name to (\d+), status (\d+) to (\d+)", p.stderr)]
+        fit = len(titles) == n and all(x1 <= x + w - 10 and (s0 == 0 or (s0 >= x1 + 8 and s1 <= x + w - 10))
+                                       for x, w, x1, s0, s1 in titles)
+        check(fit, "%d panels: each title's name and status end 10 px inside the panel, apart: %s" % (n, titles))
+        if not os.path.exists(shot):
+            continue
+        _, _, rows = read_png(shot)
+        edge = text_pixels(rows, 1270, 0, 10, 30)
+        check(edge == 0, "%d panels: nothing drawn in the stats bar's last 10 px (%d pixels)" % (n, edge))
+        # the title's last 8 px, above the focused panel's 2 px accent line
+        ends = [text_pixels(rows, x + w - 8, 30, 8, 30) for x, w, _, _, _ in titles]
+        check(not any(ends), "%d panels: nothing drawn in any title's last 8 px: %s" % (n, ends))
+        if n == 3:
+            check_cut_markers(p.stderr, rows)
+
+
+def check_cut_markers(stderr, rows):
+    """A reply that -n cut ("length") says so below it, in the remarks' grey; one that
+    ended by itself does not."""
+    areas = [tuple(map(int, m)) for m in re.findall(r"panel \d+ messages (\d+) (\d+) (\d+) (\d+)", stderr)]
+    for d in replies_done(stderr):
+        marked = re.search(r"panel %d \([^)]*\): \[cut: max tokens \(-n 8\)\]" % d["panel"], stderr) is not None
+        x, y, w, h = areas[d["panel"] - 1]
+        grey = sum(1 for yy in range(y, y + h) for xx in range(x, x + w)
+                   if all(abs(rows[yy][3 * xx + c] - v) <= 3 for c, v in enumerate((150, 160, 178))))
+        cut = d["finish"] == "length"
+        check(marked == cut and (grey >= 30) == cut,
+              "panel %d (%s): the cut marker %s (%d pixels of the remark colour)"
+              % (d["panel"], d["finish"], "shows" if cut else "is absent", grey))
+
+
+CJK_FONTS = ("/usr/share/fonts/truetype/droid/DroidSansFallbackFull.ttf",
+             "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc")
+EMOJI_FONT = "/usr/share/fonts/truetype/noto/NotoColorEmoji.ttf"
+
+
+def test_fallback_fonts(chat, model, tmp):
+    """中 is drawn by a CJK fallback font (fonts-droid-fallback or fonts-noto-cjk), 😀 by
+    the colour emoji font (fonts-noto-color-emoji): the font the demo's own glyph lookup
+    chose (--verbose), and the emoji's yellow in the user's bubble."""
+    if not any(os.path.exists(f) for f in CJK_FONTS):
+        print("SKIP: fallback fonts: no CJK font installed (scripts/setup.sh installs fonts-droid-fallback)")
+        return
+    shot = os.path.join(tmp, "demo_shot_fallback.png")
+    p = run([chat, "-m", model, "--say", "\u4e2d\u6587 \U0001F600", "--screenshot", shot, "--quit-after-reply",
+             "-n", "4", "--verbose"])
+    cjk = re.findall(r"U\+4E2D drawn by (.*)", p.stderr)
+    check(p.returncode == 0 and len(cjk) == 1 and cjk[0] in CJK_FONTS,
+          "U+4E2D is drawn by the CJK fallback font: %s" % cjk)
+    if not os.path.exists(EMOJI_FONT):
+        print("SKIP: colour emoji: fonts-noto-color-emoji is not installed")
+        return
+    emoji = re.findall(r"U\+1F600 drawn by (.*)", p.stderr)
+    check(emoji == [EMOJI_FONT], "U+1F600 is drawn by the colour emoji font: %s" % emoji)
+    if os.path.exists(shot):
+        _, _, rows = read_png(shot)
+        yellow = sum(1 for y in range(62, 140) for x in range(1000, 1280)
+                     if rows[y][3 * x] > 200 and rows[y][3 * x + 1] > 150 and rows[y][3 * x + 2] < 100)
+        check(yellow >= 20, "the emoji shows in colour in the user's bubble (%d yellow pixels)" % yellow)
+
+
+# Each key controls.c handles (its SDLK_ names) as --help names it.
+HELP_KEYS = {"RETURN": "Enter", "KP_ENTER": "Enter", "TAB": "Tab", "ESCAPE": "Esc", "LEFT": "Left/Right",
+             "RIGHT": "Left/Right", "HOME": "Home/End", "END": "Home/End", "BACKSPACE": "Backspace/Delete",
+             "DELETE": "Backspace/Delete", "UP": "Up/Down", "DOWN": "Up/Down", "PAGEUP": "PageUp/PageDown",
+             "PAGEDOWN": "PageUp/PageDown", "F12": "F12", "l": "Ctrl+L", "s": "Ctrl+S", "q": "Ctrl+Q",
+             "v": "Ctrl+V"}
+
+
+def test_help_keys(chat, source):
+    """--help lists every key binding demo/controls.c handles (read from its source, so a
+    binding added there without a line in --help fails here), and the mouse's."""
+    p = run([chat, "--help"], xvfb=False)
+    code = open(os.path.join(source, "demo", "controls.c")).read()
+    keys = sorted(set(re.findall(r"SDLK_(\w+)", code)))
+    unknown = [k for k in keys if k not in HELP_KEYS]
+    check(not unknown, "every key controls.c handles has a name here: %s" % unknown)
+    missing = sorted({HELP_KEYS[k] for k in keys if k in HELP_KEYS and HELP_KEYS[k] not in p.stdout})
+    missing += [w for w in ("Shift+Tab", "wheel", "click", "Stop button") if w not in p.stdout]
+    check(p.returncode == 0 and not missing, "--help lists every key binding (%d keys); missing: %s"
+          % (len(keys), missing))
 
 
 def test_missing_font(chat, model):
@@ -180,6 +289,8 @@ def test_missing_model(chat, tmp):
     check(p.returncode == 1, "missing model: exit 1, not a crash (got %d)" % p.returncode)
     check("cannot load the model" in p.stderr and missing in p.stderr, "missing model: the message names the file")
     check(json_line(p.stdout).get("replies") == 0, "missing model: no replies")
+    check("messages" not in p.stderr and "stats bar" not in p.stderr,
+          "without --verbose a screenshot prints no layout lines on stderr")
     if check(os.path.exists(shot), "missing model: the screenshot was written"):
         red = error_in_window(shot)
         check(red >= 100, "missing model: the error is shown in the window (%d red pixels)" % red)
@@ -271,6 +382,9 @@ def main():
     source = os.environ.get("EMBER_SOURCE_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     model = model_path(tmp)
     test_three_panels(chat, model, tmp, source)
+    test_help_keys(chat, source)
+    test_layout_fits(chat, model, tmp, source)
+    test_fallback_fonts(chat, model, tmp)
     test_structured_character(chat, model, source)
     test_missing_font(chat, model)
     test_missing_model(chat, tmp)

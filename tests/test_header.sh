@@ -4,7 +4,9 @@
 # with g++ and clang++, and with mingw-w64 for Windows (ember.dll's users, dllimport, and
 # the static library's, EMBER_STATIC) when x86_64-w64-mingw32-gcc is installed; every
 # public struct has the same size and alignment in C and in C++ (one layout for every
-# caller); and EMBER_VERSION_STRING spells EMBER_VERSION_MAJOR.MINOR.PATCH.
+# caller); EMBER_VERSION_STRING spells EMBER_VERSION_MAJOR.MINOR.PATCH; and no public
+# struct holds text in a fixed-size array (text is a pointer with its owner written down:
+# a fixed array cuts what does not fit, as ember_device_info.variants[1024] once did).
 set -euo pipefail
 src=${EMBER_SOURCE_DIR:-$(dirname "$0")/..}
 tmp=${EMBER_TEST_TMP:-/tmp}/header
@@ -68,5 +70,9 @@ if command -v x86_64-w64-mingw32-gcc >/dev/null; then
 else
   echo "SKIP: no x86_64-w64-mingw32-gcc (Debian: gcc-mingw-w64-x86-64-posix): the Windows checks"
 fi
+# Fixed-size text: a char array member of a public struct.
+fixed_text() { ! grep -nE '^[[:space:]]+(const[[:space:]]+)?char[[:space:]]+[a-z_0-9]+\[' "$src/include/ember.h"; }
+check "no fixed-size text in ember.h's structs" fixed_text
+
 echo "test_header: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -367,6 +367,7 @@ int main(void)
     CHECKF(info.device_index >= 1 && (size_t)info.device_index <= n_devs &&
                strcmp(devs[info.device_index - 1].name, info.device_name) == 0,
            "device_index %d names %s", info.device_index, info.device_name);
+    ember_free_devices(devs, n_devs < 8 ? n_devs : 8);
     tu_rng rng = {3};
     for (int i = 0; i < NREQ; i++)
         for (int j = 0; j < 120; j++) prompts[i][j] = 3 + (uint32_t)(tu_next(&rng) % 500);

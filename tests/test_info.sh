@@ -74,6 +74,11 @@ for part in linear attention rmsnorm/argmax reads memory context; do
     n=$(grep -c "^    $part: " <<<"$out")
     [ "$n" -eq "$n_dev" ]; check "a '$part:' variant line for each of $n_dev device(s) (found $n)" $?
 done
+# The text is whole however long it grows (it was cut at 1023 bytes, mid-sentence, when
+# ember_device_info held it in a fixed array): the last line is a full sentence.
+n=$(grep -cE "^    context: .*; a layer's K or V pool <= [0-9]+ MiB \(maxStorageBufferRange\)$" <<<"$out")
+[ "$n" -eq "$n_dev" ]; check "a whole last variant line for each of $n_dev device(s) (found $n)" $?
+[ "$("$ember" info | tail -c 1 | od -An -c | tr -d ' ')" = '\n' ]; check "info's text ends with a newline" $?
 has "$out" "^    linear: .*(subgroup|shared-memory)"; check "the linear line names its reduction" $?
 if has "$out" "^device 0: .*\(cpu, "; then
     has "$out" "^    linear: .*; RMSNorm its own dispatch \(CPU device: 8 dispatches a layer\)$"
@@ -87,7 +92,7 @@ has "$out" "^    reads: .*texel"; check "the reads line says texel (views, or th
 
 json=$("$ember" info --json)
 python3 - "$json" <<'EOF'
-import json, sys
+import json, re, sys
 d = json.loads(sys.argv[1])["devices"]
 assert d, "no devices in --json"
 for dev in d:
@@ -95,8 +100,11 @@ for dev in d:
     assert isinstance(lines, list) and lines, dev["name"]
     for part in ("linear:", "attention:", "rmsnorm/argmax:", "reads:", "memory:", "context:"):
         assert any(l.startswith(part) for l in lines), (dev["name"], part)
+    assert re.search(r"; a layer's K or V pool <= \d+ MiB \(maxStorageBufferRange\)$", lines[-1]), lines[-1]
+    assert all(l and "\n" not in l for l in lines), lines
 EOF
-check "--json has a variants array with every part" $?
+check "--json has a variants array with every part, the last one whole" $?
+[ "$("$ember" info --json | tail -c 1 | od -An -c | tr -d ' ')" = '\n' ]; check "info --json ends with a newline" $?
 
 # lavapipe: the subgroup size is the native vector width in 32-bit lanes.
 if has "$out" "^device [0-9]*: llvmpipe"; then

@@ -446,6 +446,42 @@ bool cli_sampling_flag(const char *f, const char *v, ember_sampling *s, ember_lo
     return true;
 }
 
+int cli_habit_flag(const char *cmd, int argc, char **argv, int *i, cli_habits *h)
+{
+    static const char *const ctx_flags[] = {"-c", "--ctx-size", "--ctx", NULL};
+    static const char *const thread_flags[] = {"-t", "--threads", NULL};
+    const char *f = argv[*i], *v;
+    long n;
+    bool ctx = cli_flag_in(f, ctx_flags);
+    if (!ctx && !cli_flag_in(f, thread_flags)) return 0;
+    if (!(v = cli_value(argc, argv, i))) return -1;
+    if (ctx) {
+        if (!cli_int(f, v, 0, 1 << 24, &h->ctx)) return -1;
+        h->ctx_given = true;
+        return 1;
+    }
+    if (!cli_int(f, v, -1, 1 << 16, &n)) return -1; /* llama.cpp's -1: every core */
+    fprintf(stderr, "ember %s: %s %s ignored: the model runs on the Vulkan device, which needs no thread count "
+                    "(on lavapipe, Mesa's CPU driver, LP_NUM_THREADS=N sets its threads)\n", cmd, f, v);
+    return 1;
+}
+
+uint32_t cli_context(const char *cmd, long asked, uint32_t model_ctx)
+{
+    if (asked <= 0) return model_ctx;
+    if ((unsigned long)asked <= model_ctx) return (uint32_t)asked;
+    fprintf(stderr, "ember %s: a context of %ld tokens is past the model's %u: using %u\n", cmd, asked, model_ctx,
+            model_ctx);
+    return model_ctx;
+}
+
+const char cli_sampling_help[] =
+    "sampling (default: greedy, the most likely token each step; --temp above 0 samples):\n"
+    "          --temp T (0) --top-k K (0 = off) --top-p P (1 = off) --min-p P (0 = off)\n"
+    "          --repeat-penalty R (1 = off) --frequency-penalty F (0) --presence-penalty P (0)\n"
+    "          --seed S (0; the same seed gives the same tokens)\n"
+    "          --logit-bias ID=BIAS (repeatable; -inf bans the token)\n";
+
 int cli_spec_flag(const char *f, const char *v, ember_speculation *spec, const char **draft_path)
 {
     long n;

@@ -60,6 +60,24 @@ ember_model *cli_load_with_draft(const cli_model_args *a, const char *draft_path
 /* Frees the draft (may be NULL) and the model; the exit code as cli_free_model. */
 int cli_free_with_draft(ember_model *m, ember_model *draft, int code);
 
+/* llama.cpp's habits that the commands running a model take (docs/coming-from-llama.md):
+ * -c/--ctx-size/--ctx N, the context (0 = the model's), and -t/--threads N, accepted and
+ * set aside with a note on stderr: Vulkan schedules its own work (lavapipe's CPU threads
+ * are LP_NUM_THREADS=N). Zero is neither given. */
+typedef struct cli_habits {
+    long ctx;          /* -c N; 0 = the model's context */
+    bool ctx_given;
+} cli_habits;
+/* Handles -c, --ctx-size, --ctx, -t, --threads with its value at argv[*i] for `ember
+ * cmd`: 1 when consumed, 0 when not one of them, -1 on a bad value (with a message). */
+int cli_habit_flag(const char *cmd, int argc, char **argv, int *i, cli_habits *h);
+/* The context to run with: asked (0 = the model's), capped at the model's model_ctx with
+ * a note on stderr naming cmd, as llama.cpp warns past n_ctx_train. */
+uint32_t cli_context(const char *cmd, long asked, uint32_t model_ctx);
+/* The sampling flags' help, defaults included (the CLI is greedy by default), for every
+ * command that samples. */
+extern const char cli_sampling_help[];
+
 /* Handles a sampling flag (--temp --top-k --top-p --min-p --repeat-penalty
  * --frequency-penalty --presence-penalty --seed --logit-bias) with its value: *matched = 1
  * when flag was one of them; false on a bad value. --logit-bias ID=BIAS (or llama.cpp's

@@ -331,7 +331,7 @@ static int prefill_device(const bench_args *a, const ember_model *m)
     if (a->prefill_device) return (int)a->prefill_device;
     ember_model_info info;
     ember_model_get_info(m, &info);
-    ember_device_info *devs = info.device_index ? calloc(MAX_DEVICES, sizeof *devs) : NULL; /* 1.4 KB each */
+    ember_device_info *devs = info.device_index ? calloc(MAX_DEVICES, sizeof *devs) : NULL;
     size_t n = 0;
     if (devs && ember_list_devices(devs, MAX_DEVICES, &n, NULL, 0) != EMBER_OK) n = 0;
     int pick = 0;
@@ -342,6 +342,7 @@ static int prefill_device(const bench_args *a, const ember_model *m)
         if (!pick || (d->type == EMBER_DEVICE_DISCRETE && devs[pick - 1].type != EMBER_DEVICE_DISCRETE))
             pick = (int)i + 1;
     }
+    if (devs) ember_free_devices(devs, n < MAX_DEVICES ? n : MAX_DEVICES);
     free(devs);
     return pick;
 }

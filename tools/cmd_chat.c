@@ -10,11 +10,14 @@
  *
  * Ctrl-C (SIGINT) stops the reply being generated and goes back to the prompt; at the
  * prompt it says how to leave, and a second one in a row leaves, as shells and REPLs do.
- * A line that is one of the commands (/reset, /exit, /help) is not sent to the model. */
+ * A line that is one of the commands (/reset, /exit, /help) is not sent to the model; any
+ * other line starting with / is answered with the list of commands ("//" sends a "/").
+ * On a terminal the line is edited as in readline (chat/line_edit.c). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat/line_edit.h"
 #include "chat_file.h"
 #include "cli.h"
 #include "commands.h"
@@ -32,6 +35,7 @@ typedef struct chat_args {
     ember_chat_overflow overflow;
     cli_grammar grammar;        /* --grammar, --json-schema: every reply follows it */
     bool verbose, help;
+    cli_habits habits;          /* -c N: the context the conversation is fitted to; -t: a note */
 } chat_args;
 
 /* One turn's reply as it arrives. */
@@ -39,6 +43,7 @@ typedef struct turn {
     uint32_t *ids;
     size_t n_ids, cap;
     bool done, oom;
+    bool cut;                   /* -c lowered max_tokens to the room the prompt leaves */
     ember_finish why;
     ember_request_metrics m;
 } turn;
@@ -53,6 +58,8 @@ typedef struct session {
     int n_turn;
     bool full;                  /* refused for want of room: only /reset goes on */
     bool restore;               /* a chat was loaded: its KV state goes with the next turn */
+    line_edit edit;             /* the terminal's line and history; plain reads when off */
+    bool plain;                 /* the terminal could not be put in raw mode: plain reads */
 } session;
 
 static const char *const value_flags[] = {"--chat-template", "--system", "-n", "--kv-blocks", "--overflow", "--grammar",
@@ -60,19 +67,25 @@ static const char *const value_flags[] = {"--chat-template", "--system", "-n", "
 
 static int usage(FILE *out, int code)
 {
-    fprintf(out, "usage: ember chat -m MODEL.gguf [--chat-template NAME] [--system TEXT] [-n MAX_PER_TURN]\n"
-                 "                  [--overflow drop|refuse] [sampling] [--kv-blocks N] [--backend vulkan|cpu]\n"
-                 "                  [--device N] [--verbose] [--grammar FILE.gbnf | --json-schema FILE.json]\n"
-                 "templates: chatml, llama2, llama3, llama3.1, mistral, zephyr, gemma, phi3\n"
-                 "           (default: the model's own; see docs/chat.md)\n"
-                 "sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --repeat-penalty R\n"
-                 "          --frequency-penalty F --presence-penalty P --seed S\n"
-                 "          --logit-bias ID=BIAS (repeatable; -inf bans the token)\n"
-                 "One message per line on stdin. Ctrl-C stops a reply; /reset starts a new conversation;\n"
-                 "/save FILE writes the conversation and its KV cache, /load FILE continues one;\n"
-                 "/exit, Ctrl-D (end of input) or Ctrl-C twice at the prompt leaves.\n"
-                 "Past the context the oldest turns are dropped (the system message stays);\n"
-                 "--overflow refuse ends the conversation there instead (until /reset).\n");
+    fprintf(out, "usage: ember chat -m MODEL.gguf [options] [sampling]\n"
+                 "  --chat-template NAME  chatml, llama2, llama3, llama3.1, mistral, zephyr, gemma, phi3\n"
+                 "                        (default: the model's own; see docs/chat.md)\n"
+                 "  --system TEXT         the system message (default none)\n"
+                 "  -n N                  tokens per reply at most (default 256)\n"
+                 "  -c, --ctx-size N      the context the conversation is fitted to (default 0: the model's)\n"
+                 "  -t, --threads N       accepted and ignored: Vulkan needs no thread count\n"
+                 "  --overflow drop|refuse  past the context: drop the oldest turns, the system message\n"
+                 "                        stays (default drop), or end the conversation there (until /reset)\n"
+                 "  --kv-blocks N         KV blocks of 16 tokens (default: one whole context, or -c's)\n"
+                 "  --backend vulkan|cpu  (default vulkan)   --device N (default: the best; ember info)\n"
+                 "  --verbose             say which chat template is used (default off)\n"
+                 "  --grammar FILE.gbnf | --json-schema FILE.json  every reply follows it (default none)\n"
+                 "%s"
+                 "One message per line on stdin; on a terminal the line can be edited (arrows, Home/End,\n"
+                 "Backspace; Up/Down: earlier lines). Ctrl-C stops a reply. Commands: /reset starts a new\n"
+                 "conversation; /save FILE writes the conversation and its KV cache, /load FILE continues one;\n"
+                 "/help; /exit, Ctrl-D (end of input) or Ctrl-C twice at the prompt leaves.\n",
+            cli_sampling_help);
     return code;
 }
 
@@ -91,6 +104,8 @@ static bool parse(int argc, char **argv, chat_args *a)
         const char *f = argv[i], *v;
         int r = cli_model_flag(argc, argv, &i, &a->model);
         if (r < 0) return false;
+        if (r > 0) continue;
+        if ((r = cli_habit_flag("chat", argc, argv, &i, &a->habits)) < 0) return false;
         if (r > 0) continue;
         if (cli_is_help(f)) return a->help = true;
         if (strcmp(f, "--verbose") == 0 || strcmp(f, "-v") == 0) a->verbose = true;
@@ -133,7 +148,7 @@ static int on_token(void *user, ember_request_id id, uint32_t token, const char 
 static void on_done(void *user, ember_request_id id, ember_finish why, const ember_request_metrics *m)
 {
     turn *t = user;
-    t->why = why;
+    t->why = t->cut && why == EMBER_FINISH_LENGTH ? EMBER_FINISH_CONTEXT : why;
     t->m = *m;
     t->done = true;
 }
@@ -142,13 +157,12 @@ typedef enum line_status { LINE_OK, LINE_EOF, LINE_INTERRUPTED } line_status;
 
 /* Reads one line without its line end into *line. A Ctrl-C interrupts the read
  * (ember_interrupt_catch at the prompt). */
-static line_status read_line(char **line, size_t *cap, bool tty)
+static line_status read_plain(char **line, size_t *cap, bool tty)
 {
     if (tty) {
         fputs("> ", stdout);
         fflush(stdout);
     }
-    ember_interrupt_catch(true);
     errno = 0;
     long n = ember_interrupt_take() ? -2 : cli_get_line(line, cap, stdin);
     if (n < 0) {
@@ -157,6 +171,23 @@ static line_status read_line(char **line, size_t *cap, bool tty)
         return intr ? LINE_INTERRUPTED : LINE_EOF;
     }
     while (n > 0 && ((*line)[n - 1] == '\n' || (*line)[n - 1] == '\r')) (*line)[--n] = 0;
+    return LINE_OK;
+}
+
+/* The next line: edited on a terminal (s->edit.buf holds it), else read plainly. */
+static line_status read_line(session *s, char **line, size_t *cap, bool tty)
+{
+    ember_interrupt_catch(true);
+    if (!tty || s->plain) return read_plain(line, cap, tty);
+    long n = ember_interrupt_take() ? -2 : line_edit_read(&s->edit, "> ", stdout);
+    if (n == -3) { /* no raw mode: plain reads from now on */
+        s->plain = true;
+        return read_plain(line, cap, tty);
+    }
+    if (n == -2) (void)ember_interrupt_take();
+    if (n < 0) return n == -2 ? LINE_INTERRUPTED : LINE_EOF;
+    if (!cli_grow((void **)line, cap, (size_t)n + 1, 1)) return LINE_EOF;
+    memcpy(*line, s->edit.buf, (size_t)n + 1);
     return LINE_OK;
 }
 
@@ -183,7 +214,9 @@ static void say_dropped(const session *s)
 /* Submits the conversation and steps until the reply ends; Ctrl-C cancels it. */
 static ember_status generate(session *s, const uint32_t *ids, size_t n, turn *t, bool *stopped)
 {
-    ember_request_desc d = {.tokens = ids, .n_tokens = n, .max_tokens = (uint32_t)s->a->n,
+    uint32_t max = (uint32_t)s->a->n; /* -c: the reply ends where the context does, as in llama.cpp */
+    if (s->a->habits.ctx_given && n < s->ctx && s->ctx - n < max) max = (uint32_t)(s->ctx - n), t->cut = true;
+    ember_request_desc d = {.tokens = ids, .n_tokens = n, .max_tokens = max,
                             .sampling = s->a->sampling, .on_token = on_token, .on_done = on_done, .user = t,
                             .grammar = s->a->grammar.gbnf, .json_schema = s->a->grammar.json_schema};
     if (s->restore) ember_chat_kv_state(s->chat, &d.state, &d.state_len); /* after /load */
@@ -268,7 +301,7 @@ static bool new_chat(session *s)
     return true;
 }
 
-typedef enum command { CMD_NONE, CMD_EXIT, CMD_RESET, CMD_HELP, CMD_SAVE, CMD_LOAD } command;
+typedef enum command { CMD_NONE, CMD_EXIT, CMD_RESET, CMD_HELP, CMD_SAVE, CMD_LOAD, CMD_UNKNOWN } command;
 
 /* The command a line is; *arg: the file of /save and /load (NULL when none is given). */
 static command parse_command(const char *line, const char **arg)
@@ -285,7 +318,7 @@ static command parse_command(const char *line, const char **arg)
         *arg = *line ? line : NULL;
         return i ? CMD_LOAD : CMD_SAVE;
     }
-    return CMD_NONE;
+    return line[0] == '/' && line[1] != '/' ? CMD_UNKNOWN : CMD_NONE;
 }
 
 /* /load FILE: the saved conversation replaces this one; its KV cache goes with the next
@@ -329,8 +362,13 @@ static int handle_line(session *s, const char *line)
         fprintf(stderr, "[a new conversation%s]\n", s->a->system ? " (the system message is kept)" : "");
         return 0;
     case CMD_HELP: banner(s); return 0;
+    case CMD_UNKNOWN:
+        fprintf(stderr, "[unknown command %.*s: the commands are /reset, /save FILE, /load FILE, /help, /exit "
+                        "(or /quit); start a line with // to send it with one /]\n", (int)strcspn(line, " "), line);
+        return 0;
     case CMD_NONE: break;
     }
+    if (line[0] == '/' && line[1] == '/') line++; /* "//x" is the message "/x" */
     if (s->full) {
         fprintf(stderr, "[the context is full: /reset starts a new conversation, /exit leaves]\n");
         return 0;
@@ -352,7 +390,7 @@ static int converse(session *s)
     int code = 0;
     bool interrupted_before = false; /* the last thing at the prompt was a Ctrl-C */
     for (;;) {
-        line_status ls = read_line(&line, &cap, tty);
+        line_status ls = read_line(s, &line, &cap, tty);
         if (ls == LINE_EOF) break;
         if (ls == LINE_INTERRUPTED) {
             if (interrupted_before) break;
@@ -388,16 +426,19 @@ static int run(ember_model *model, const chat_args *a)
     ember_model_info info;
     ember_model_get_info(model, &info);
     session s = {.model = model, .a = a};
+    uint32_t ctx = cli_context("chat", a->habits.ctx, info.ctx_len);
     ember_engine_opts eo = {.max_seqs = 1, .kv_blocks = (uint32_t)a->kv_blocks};
+    if (a->habits.ctx_given && !eo.kv_blocks) eo.kv_blocks = (ctx + 15) / 16 + 1; /* room_of keeps one spare */
     int code = 1;
     if (ember_engine_create(model, &eo, &s.e) != EMBER_OK) {
         fprintf(stderr, "ember chat: %s\n", ember_engine_error(s.e));
     } else {
-        s.ctx = room_of(s.e, info.ctx_len);
+        s.ctx = room_of(s.e, ctx);
         if (new_chat(&s)) code = converse(&s);
     }
     ember_engine_destroy(s.e);
     ember_chat_free(s.chat);
+    line_edit_free(&s.edit);
     return code;
 }
 

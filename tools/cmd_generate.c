@@ -24,6 +24,7 @@ typedef struct gen_args {
     cli_grammar grammar;        /* --grammar, --json-schema (freed by ember_cmd_generate) */
     ember_speculation spec;
     long logprobs;              /* --logprobs K: -1 = off, else 0..20 alternatives */
+    cli_habits habits;          /* -c N: the context; -t: a note */
 } gen_args;
 
 typedef struct gen_state {
@@ -39,6 +40,7 @@ typedef struct gen_state {
     bool logprobs;              /* --logprobs given */
     ember_logprobs *lp;         /* one per generated token */
     size_t n_lp, cap_lp;
+    bool cut;                   /* -c cut max_tokens to the room the prompt leaves */
 } gen_state;
 
 /* The options that take a value, besides the model's, sampling's and speculation's. */
@@ -48,17 +50,25 @@ static const char *const value_flags[] = {"-p", "--prompt", "-n", "--stop", "--m
 static int usage(FILE *out, int code)
 {
     fprintf(out, "usage: ember generate -m MODEL.gguf [-p TEXT] [-n N] [sampling] [--stop STR]...\n"
-                    "                      [--backend vulkan|cpu] [--device N] [--no-bos] [--ignore-eos]\n"
-                    "                      [--max-batch-tokens T] [--kv-type f32|f16|q8_0] [--kv-blocks N]\n"
-                    "                      [--profile] [--json] [--sample-from auto|candidates|rows]\n"
-                    "                      [--logprobs K]  (with --json: each token's log-probability and the K\n"
-                    "                                       most likely, K 0..20, under the model's own distribution)\n"
-                    "sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --repeat-penalty R\n"
-                    "          --frequency-penalty F --presence-penalty P --seed S\n"
-                 "          --logit-bias ID=BIAS (repeatable; -inf bans the token)\n"
-                    "speculation: --draft MODEL.gguf --draft-k K | --ngram N [--draft-k K] [--adaptive]\n"
-                    "constrained: --grammar FILE.gbnf | --json-schema FILE.json  (docs/grammar.md)\n"
-                    "other: --memory auto|discrete --memory-budget MIB --kernels LIST  (see docs/cli.md)\n");
+                 "  -p, --prompt TEXT     the text to continue (default: empty, BOS alone)\n"
+                 "  -n N                  tokens to generate at most (default 64)\n"
+                 "  -c, --ctx-size N      the context: prompt and reply together (default 0: the model's);\n"
+                 "                        the KV cache is sized for it, and the reply ends where it is full\n"
+                 "  -t, --threads N       accepted and ignored: Vulkan needs no thread count\n"
+                 "  --stop STR            end the reply before STR (up to 8; default none)\n"
+                 "  --no-bos, --ignore-eos  no BOS before the prompt; go on past end-of-sequence (default off)\n"
+                 "  --backend vulkan|cpu  (default vulkan)   --device N (default: the best; ember info)\n"
+                 "  --max-batch-tokens T  (default 256)   --kv-type f32|f16|q8_0 (default f32)\n"
+                 "  --kv-blocks N         KV blocks of 16 tokens (default: one whole context, or -c's)\n"
+                 "  --profile, --json     GPU time per kernel; one JSON object instead of the text (default off)\n"
+                 "  --sample-from auto|candidates|rows (default auto)\n"
+                 "  --logprobs K          with --json: each token's log-probability and the K most likely,\n"
+                 "                        K 0..20, under the model's own distribution (default off)\n"
+                 "%s"
+                 "speculation (default off): --draft MODEL.gguf --draft-k K (4) | --ngram N [--draft-k K] [--adaptive]\n"
+                 "constrained (default none): --grammar FILE.gbnf | --json-schema FILE.json  (docs/grammar.md)\n"
+                 "other: --memory auto|discrete (auto) --memory-budget MIB (none) --kernels LIST (see docs/cli.md)\n",
+            cli_sampling_help);
     return code;
 }
 
@@ -69,6 +79,8 @@ static bool parse(int argc, char **argv, gen_args *a)
         const char *f = argv[i], *v;
         int r = cli_model_flag(argc, argv, &i, &a->model);
         if (r < 0) return false;
+        if (r > 0) continue;
+        if ((r = cli_habit_flag("generate", argc, argv, &i, &a->habits)) < 0) return false;
         if (r > 0) continue;
         if (cli_is_help(f)) return a->help = true;
         if (strcmp(f, "--json") == 0) a->json = true;
@@ -147,7 +159,7 @@ static void print_logprobs(const gen_state *g)
 static void on_done(void *user, ember_request_id id, ember_finish why, const ember_request_metrics *m)
 {
     gen_state *g = user;
-    g->why = why;
+    g->why = g->cut && why == EMBER_FINISH_LENGTH ? EMBER_FINISH_CONTEXT : why; /* what llama.cpp stops for */
     g->m = *m;
     g->done = true;
 }
@@ -195,12 +207,42 @@ static uint64_t device_bytes(const ember_model *m)
     return info.device_bytes;
 }
 
+/* -c N: the KV pool sized for N tokens (and the draft's lookahead), and the reply cut
+ * where prompt and reply fill them; the engine itself stops only at the model's context.
+ * *cut: max_tokens was lowered. False (with a message) when the prompt alone fills N. */
+static bool fit_context(ember_model *m, const gen_args *a, ember_engine_opts *eo, uint32_t *max_tokens, bool *cut)
+{
+    *max_tokens = (uint32_t)a->n;
+    *cut = false;
+    if (!a->habits.ctx_given) return true;
+    ember_model_info info;
+    ember_model_get_info(m, &info);
+    uint32_t ctx = cli_context("generate", a->habits.ctx, info.ctx_len);
+    size_t n = 0;
+    if (ember_tokenize(m, a->prompt, strlen(a->prompt), a->no_bos ? 0 : EMBER_TOKENIZE_ADD_BOS, NULL, 0, &n) !=
+        EMBER_OK) {
+        fprintf(stderr, "ember: %s\n", ember_model_error(m));
+        return false;
+    }
+    if (n >= ctx) {
+        fprintf(stderr, "ember generate: the prompt is %zu tokens: it leaves no room in the context of %u (-c)\n", n,
+                ctx);
+        return false;
+    }
+    if (ctx - n < *max_tokens) *max_tokens = (uint32_t)(ctx - n), *cut = true;
+    if (!eo->kv_blocks) eo->kv_blocks = (ctx + a->spec.draft_k + 15) / 16; /* the engine's blocks of 16 */
+    return true;
+}
+
 static int run(ember_model *model, ember_model *draft, const gen_args *a, double load_ms)
 {
     uint64_t weights = device_bytes(model);
     ember_engine_opts eo = {.max_batch_tokens = (uint32_t)a->max_batch_tokens, .max_seqs = 1, .draft = draft,
                             .kv_type = a->kv_type, .kv_blocks = (uint32_t)a->kv_blocks, .profile = a->profile,
                             .sample_from = a->sample_from};
+    uint32_t max_tokens;
+    bool cut;
+    if (!fit_context(model, a, &eo, &max_tokens, &cut)) return 1;
     ember_engine *e = NULL;
     if (ember_engine_create(model, &eo, &e) != EMBER_OK) {
         fprintf(stderr, "ember: %s\n", ember_engine_error(e));
@@ -208,8 +250,8 @@ static int run(ember_model *model, ember_model *draft, const gen_args *a, double
         return 1;
     }
     gen_state g = {.json = a->json, .spec = a->spec.draft_k > 0, .load_ms = load_ms, .weight_bytes = weights,
-                   .device_bytes = device_bytes(model), .logprobs = a->logprobs >= 0};
-    ember_request_desc d = {.prompt = a->prompt, .no_bos = a->no_bos, .max_tokens = (uint32_t)a->n,
+                   .device_bytes = device_bytes(model), .logprobs = a->logprobs >= 0, .cut = cut};
+    ember_request_desc d = {.prompt = a->prompt, .no_bos = a->no_bos, .max_tokens = max_tokens,
                             .sampling = a->sampling, .ignore_eos = a->ignore_eos,
                             .on_token = on_token, .on_done = on_done, .user = &g, .spec = a->spec,
                             .grammar = a->grammar.gbnf, .json_schema = a->grammar.json_schema};

@@ -116,5 +116,6 @@ int ember_cmd_info(int argc, char **argv)
     for (uint32_t i = 0; i < n; i++) json ? print_json(i, &dev[i]) : print_text(i, &dev[i]);
     if (json) printf("]}\n");
     if (!json && n == 0) printf("no Vulkan devices\n");
+    ember_free_devices(dev, n);
     return 0;
 }

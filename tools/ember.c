@@ -15,8 +15,8 @@ typedef struct command {
 
 static const command commands[] = {
     {"info", ember_cmd_info, "Vulkan devices, features and limits; -m M: a model's device memory"},
-    {"generate", ember_cmd_generate, "-m M -p TEXT -n N [sampling] [--draft M2 --draft-k K | --ngram N] [--backend vulkan|cpu] [--json]"},
-    {"chat", ember_cmd_chat, "-m M [--chat-template NAME] [--system TEXT] [-n N] [sampling flags]"},
+    {"generate", ember_cmd_generate, "-m M -p TEXT -n N [-c CTX] [sampling] [--draft M2 --draft-k K | --ngram N] [--backend vulkan|cpu] [--json]"},
+    {"chat", ember_cmd_chat, "-m M [--chat-template NAME] [--system TEXT] [-n N] [-c CTX] [sampling flags]"},
     {"tokenize", ember_cmd_tokenize, "-m M -p TEXT [--no-bos] [--json]"},
     {"embed", ember_cmd_embed, "-m M -p TEXT [-p TEXT ...] [--pooling mean|cls|last]: embeddings, one JSON array a line"},
     {"grammar", ember_cmd_grammar, "--json-schema S.json | (--grammar G.gbnf | --json-schema S.json) --check FILE..."},
@@ -25,7 +25,7 @@ static const command commands[] = {
     {"batch", ember_cmd_batch, "-m M -f PROMPTS -n N [sampling flags] [--json]"},
     {"bench", ember_cmd_bench, "-m M [workload flags] --json (see ember bench --help)"},
     {"serve", ember_cmd_serve, "-m M [--host ADDR --port N --api-key KEY ...]: an OpenAI-compatible HTTP server"},
-    {"perplexity", ember_cmd_perplexity, "-m M -f TEXTFILE [--ctx N] [--json]"},
+    {"perplexity", ember_cmd_perplexity, "-m M -f TEXTFILE [-c N] [--method ember|llama] [--json]"},
     {"convert", ember_cmd_convert, "llama2c CKPT.bin TOKENIZER.bin OUT.gguf"},
 };
 

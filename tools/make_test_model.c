@@ -691,6 +691,22 @@ static bool check_size(const tm_args *a)
     return false;
 }
 
+/* What was written, for the user: the path, the shape, the weights' count, type and bytes. */
+static void report_model(const tm_args *a, const plan *p)
+{
+    double params = 0, bytes = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        params += (double)(p->s[i].ne[0] * rows_of(&p->s[i]));
+        bytes += (double)ember_dtype_size(p->s[i].type, p->s[i].ne[0] * rows_of(&p->s[i]));
+    }
+    char size[32];
+    printf("ember make-test-model: wrote %s: %s, %ld layers, dim %ld, %ld/%ld heads, FFN %ld, vocab %ld, context %ld; "
+           "%.0f parameters (%.2fM) as %s, %s of tensors (random weights, seed %ld)\n",
+           a->out, a->arch->name, a->layers, a->dim, a->heads, a->kv_heads, a->ffn, a->vocab, a->ctx, params,
+           params / 1e6, a->preset ? a->preset->name : ember_dtype_name(a->type), cli_size(bytes, size, sizeof size),
+           a->seed);
+}
+
 static int write_model(const tm_args *a)
 {
     test_vocab v;
@@ -707,12 +723,14 @@ static int write_model(const tm_args *a)
     else if (st && !err.msg[0])
         snprintf(err.msg, sizeof err.msg, "%s", ember_status_name(st));
     ember_gguf_writer_free(w);
-    free(p.s);
     test_vocab_free(&v);
     if (st) {
+        free(p.s);
         fprintf(stderr, "ember: make-test-model: %s\n", err.msg);
         return 1;
     }
+    report_model(a, &p);
+    free(p.s);
     return 0;
 }
 

@@ -25,6 +25,7 @@
 #include "engine/model/model.h"
 #include "engine/model/quant.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "platform/os_file.h"
 #include "quant_rules.h"
 
 /* Converts t row by row (through f32) to type `to` and adds it to w. */
@@ -47,7 +48,34 @@ static ember_status add_converted(ember_gguf_writer *w, const ember_gguf_tensor 
     return st;
 }
 
-static ember_status convert(const ember_gguf *in, ember_gguf_writer *w, const quant_job *job)
+/* What quantize wrote, for llama-quantize's summary: tensor bytes and values, before and
+ * after. */
+typedef struct quant_sums {
+    uint64_t in_bytes, out_bytes, values;
+    uint32_t converted;
+} quant_sums;
+
+static uint64_t values_of(const ember_gguf_tensor *t) { return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]; }
+
+/* One line per tensor as llama-quantize prints it (index, name, shape, types, sizes),
+ * flushed: on a long run the lines are its progress. */
+static void report_tensor(uint64_t i, uint64_t n, const ember_gguf_tensor *t, ember_dtype to, uint64_t out_bytes)
+{
+    char shape[96], a[32], b[32];
+    int k = snprintf(shape, sizeof shape, "[%llu", (unsigned long long)t->ne[0]);
+    for (uint32_t d = 1; d < t->n_dims && k > 0 && (size_t)k < sizeof shape; d++)
+        k += snprintf(shape + k, sizeof shape - (size_t)k, ", %llu", (unsigned long long)t->ne[d]);
+    int width = snprintf(NULL, 0, "%llu", (unsigned long long)n);
+    printf("[%*llu/%llu] %s %s]: ", width, (unsigned long long)i + 1, (unsigned long long)n, t->name, shape);
+    if (to != t->type)
+        printf("%s -> %s, %s -> %s\n", ember_dtype_name(t->type), ember_dtype_name(to),
+               cli_size((double)t->nbytes, a, sizeof a), cli_size((double)out_bytes, b, sizeof b));
+    else
+        printf("%s, %s (copied)\n", ember_dtype_name(t->type), cli_size((double)t->nbytes, a, sizeof a));
+    fflush(stdout);
+}
+
+static ember_status convert(const ember_gguf *in, ember_gguf_writer *w, const quant_job *job, quant_sums *sum)
 {
     static const char *const skip[] = { "general.file_type", "general.quantization_version", NULL };
     ember_status st;
@@ -58,10 +86,25 @@ static ember_status convert(const ember_gguf *in, ember_gguf_writer *w, const qu
     for (uint64_t i = 0; i < in->n_tensors && !st; i++) {
         const ember_gguf_tensor *t = &in->tensors[i];
         ember_dtype to = quant_tensor_type(job, i);
+        uint64_t out_bytes = to != t->type ? ember_dtype_size(to, t->ne[0]) * (values_of(t) / t->ne[0]) : t->nbytes;
         st = to != t->type ? add_converted(w, t, to)
                            : ember_gguf_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->nbytes);
+        if (st) break;
+        report_tensor(i, in->n_tensors, t, to, out_bytes);
+        sum->in_bytes += t->nbytes, sum->out_bytes += out_bytes, sum->values += values_of(t);
+        sum->converted += to != t->type;
     }
     return st;
+}
+
+/* llama-quantize's closing lines: the sizes before and after, and bits per weight. */
+static void report_sums(const char *out, uint64_t n_tensors, const quant_sums *s)
+{
+    double v = s->values ? (double)s->values : 1;
+    printf("ember quantize: wrote %s: %llu tensors, %u converted\n", out, (unsigned long long)n_tensors, s->converted);
+    printf("ember quantize: model size %.2f MiB (%.2f bits per weight) -> quantized %.2f MiB (%.2f bits per weight)\n",
+           s->in_bytes / 1048576.0, 8.0 * (double)s->in_bytes / v, s->out_bytes / 1048576.0,
+           8.0 * (double)s->out_bytes / v);
 }
 
 static int usage(FILE *out, int code)
@@ -130,15 +173,41 @@ static int parse_args(int argc, char **argv, quant_job *job, const char *paths[2
     return -1;
 }
 
+/* OUT must not be IN (writing it would truncate the mapping being read): compared by
+ * device and inode, so another spelling or a link of IN is caught too. */
+static bool check_output(const char *in, const char *out)
+{
+    if (ember_same_file(in, out))
+        fprintf(stderr, "ember quantize: %s is the input %s (the same file): writing it would destroy the model "
+                        "being read; nothing written\n", out, in);
+    else if (ember_path_is_dir(out))
+        fprintf(stderr, "ember quantize: %s is a directory; nothing written\n", out);
+    else
+        return true;
+    return false;
+}
+
+/* An existing OUT is overwritten, as llama-quantize does, but not silently
+ * (docs/quantization.md). */
+static void say_if_overwriting(const char *out)
+{
+    FILE *f = ember_fopen(out, "rb");
+    if (!f) return;
+    fclose(f);
+    fprintf(stderr, "ember quantize: %s exists: overwriting it\n", out);
+}
+
 int ember_cmd_quantize(int argc, char **argv)
 {
     quant_job job = {0};
     const char *path[2];
     int code = parse_args(argc, argv, &job, path);
     if (code >= 0) return code;
+    if (!check_output(path[0], path[1])) return CLI_FAILED;
     ember_gguf *in = NULL;
     ember_gguf_writer *w = NULL;
     ember_err err = {{0}};
+    quant_sums sums = {0};
     ember_status st = ember_gguf_open(path[0], &in, &err);
     if (!st && (st = check_input(in, &job.model, &err)))
         snprintf(err.msg + strlen(err.msg), sizeof err.msg - strlen(err.msg), " (nothing written)");
@@ -146,12 +215,15 @@ int ember_cmd_quantize(int argc, char **argv)
         st = ember_gguf_writer_create(&w, &err);
     if (!st) {
         job.tensors = in->tensors, job.n_tensors = in->n_tensors;
-        st = convert(in, w, &job);
+        st = convert(in, w, &job, &sums);
         if (st == EMBER_ERR_OUT_OF_MEMORY)
             snprintf(err.msg, sizeof err.msg, "out of memory converting %s", path[0]);
-        else /* the writer keeps any add_* failure and reports it, with its message, here */
+        else { /* the writer keeps any add_* failure and reports it, with its message, here */
+            say_if_overwriting(path[1]);
             st = ember_gguf_write(w, path[1], &err);
+        }
     }
+    if (!st) report_sums(path[1], in->n_tensors, &sums);
     ember_gguf_writer_free(w);
     ember_gguf_close(in);
     if (st) {

@@ -238,9 +238,14 @@ await check('a wrong API key: AuthenticationError 401', () => {
     OpenAI.AuthenticationError, 401);
 });
 
-await check('an unknown model: NotFoundError 404', () =>
-  expectError(() => client.chat.completions.create({ model: 'no-such-model', messages: chatMessages, max_tokens: 4 }),
-    OpenAI.NotFoundError, 404));
+await check('any model name is served (as llama.cpp), the reply naming the served one', async () => {
+  const r = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: chatMessages, max_tokens: 4 });
+  expect(r.model === modelId, `model ${r.model} != ${modelId}`);
+  return r.model;
+});
+
+await check('an unknown path: NotFoundError 404', () =>
+  expectError(() => client.models.retrieve('no-such-model'), OpenAI.NotFoundError, 404));
 
 await check('max_tokens: 0: BadRequestError 400', () =>
   expectError(() => client.completions.create({ model: modelId, prompt, max_tokens: 0 }),
