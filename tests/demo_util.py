@@ -5,6 +5,7 @@ model, the summary line with the exit status, and for the tests that type into t
 window: a private Xvfb display and ember-chat run on it with its stderr read as it grows
 (the events they wait for: docs/ember-chat.md, "What stderr says"). The tests import it
 from their own folder (sys.path), whatever the working directory."""
+import atexit
 import json
 import os
 import re
@@ -76,8 +77,11 @@ class Display:
 
     def __init__(self):
         r, w = os.pipe()
+        # stdout too off the test's pipe: ctest waits for the pipe to close, so a server
+        # left behind by a test that died would hold the suite until its timeout.
         self.proc = subprocess.Popen(["Xvfb", "-displayfd", str(w), "-screen", "0", "1280x720x24", "-nolisten", "tcp"],
-                                     pass_fds=(w,), stderr=subprocess.DEVNULL)
+                                     pass_fds=(w,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        atexit.register(self.close)
         os.close(w)
         with os.fdopen(r) as f:
             self.name = ":" + f.readline().strip()
@@ -200,6 +204,7 @@ def read_chat_file(path):
     roles, msgs = ("system", "user", "assistant"), []
     for _ in range(n_msgs):
         role, n = struct.unpack_from("<IQ", b, pos)
-        msgs.append((roles[role], b[pos + 12:pos + 12 + n].decode()))
+        # a random-weight model's reply may hold bytes that are not UTF-8
+        msgs.append((roles[role], b[pos + 12:pos + 12 + n].decode(errors="replace")))
         pos += 12 + n
     return msgs, list(struct.unpack_from("<%dI" % n_ids, b, pos))
