@@ -4,7 +4,7 @@
 #    ("finish": "context"); -c past the model's context is capped with a note; chat -c N
 #    fits the conversation to N tokens;
 #  - -t N is accepted with a note saying Vulkan needs no thread count, the output unchanged;
-#  - every --help of generate, chat and perplexity shows the defaults, greedy included;
+#  - every --help of generate, chat, perplexity and batch shows the defaults, greedy included;
 #  - perplexity prints the running value per window as llama-perplexity does ([1]X,[2]Y,),
 #    the last equal to the final figure; --method llama and ember, named in --json;
 #  - chat: an unknown /command gets the list of commands and is not sent; "//x" sends "/x";
@@ -58,7 +58,7 @@ grep -q "^ember perplexity: --threads 2 ignored" "$tmp/err"; check "perplexity -
 rc=$?; check "generate -t many: a usage error naming -t ($(head -1 "$tmp/err"))" $rc
 
 # ---- defaults in --help -----------------------------------------------------------------------
-for c in generate chat perplexity; do "$ember" "$c" --help >"$tmp/$c.help"; done
+for c in generate chat perplexity batch; do "$ember" "$c" --help >"$tmp/$c.help"; done
 grep -qF "sampling (default: greedy, the most likely token each step; --temp above 0 samples):" "$tmp/generate.help" &&
     grep -qF -- "-n N                  tokens to generate at most (default 64)" "$tmp/generate.help" &&
     grep -qF -- "-c, --ctx-size N      the context: prompt and reply together (default 0: the model's);" "$tmp/generate.help" &&
@@ -70,6 +70,9 @@ check "chat --help shows the defaults" $?
 grep -qF -- "--method ember|llama  ember (default)" "$tmp/perplexity.help" &&
     grep -qF -- "(default: ember, the model's context; llama, 512," "$tmp/perplexity.help"
 check "perplexity --help shows the defaults" $?
+grep -qF "sampling (default: greedy" "$tmp/batch.help" &&
+    grep -qF -- "defaults: -n 64 tokens a reply, --max-seqs 16 served at once, --kv-type f32," "$tmp/batch.help"
+check "batch --help shows the defaults" $?
 
 # ---- perplexity: per-window values, methods -----------------------------------------------------
 "$ember" perplexity -m "$model" --backend $backend -f "$root/bench/data/story.txt" -c 64 --method llama >"$tmp/ppl" 2>"$tmp/err"

@@ -167,9 +167,9 @@ static int usage(FILE *out, int code)
                  "                   [sampling] [--draft M2 --draft-k K | --ngram N] [--ignore-eos] [--json]\n"
                  "                   [--grammar FILE.gbnf | --json-schema FILE.json]  (every reply follows it)\n"
                  "PROMPTS: one prompt per line (empty lines skipped); all are served together.\n"
-                 "sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --repeat-penalty R\n"
-                 "          --frequency-penalty F --presence-penalty P --seed S\n"
-                 "          --logit-bias ID=BIAS (repeatable; -inf bans the token)\n");
+                 "defaults: -n 64 tokens a reply, --max-seqs 16 served at once, --kv-type f32,\n"
+                 "          --kv-blocks 0 (enough for S sequences of 1024 tokens and one of the whole context)\n"
+                 "%s", cli_sampling_help);
     return code;
 }
 
