@@ -453,13 +453,12 @@ static void record_moe(ember_forward *f, uint32_t l, uint32_t T)
     ember_vk_cmd_barrier(c);
     ember_k_linear(c, k, &L->router, f->xn, f->moe.logits, T, EMBER_OUT_STORE);
     ember_vk_cmd_barrier(c);
-    ember_moe_products pr = {{&L->gate_up_exps, &L->down_exps}, 2};
+    ember_moe_products pr = {{&L->gate_up_exps, &L->down_exps}, {ember_k_glu_mode(hp->act), EMBER_OUT_STORE}, 2};
     ember_k_moe_route(c, k, hp, f->moe.logits, L->router_b, f->moe.w, groups, T, &pr);
     ember_vk_cmd_barrier(c);
-    ember_k_moe_linear(c, k, hp, &pr, 0, f->xn, hp->n_expert_used, groups, f->moe.h, T,
-                       ember_k_glu_mode(hp->act), L->gate_up_exps_b);
+    ember_k_moe_linear(c, k, hp, &pr, 0, f->xn, hp->n_expert_used, groups, f->moe.h, T, L->gate_up_exps_b);
     ember_vk_cmd_barrier(c);
-    ember_k_moe_linear(c, k, hp, &pr, 1, f->moe.h, 1, groups, f->moe.o, T, EMBER_OUT_STORE, L->down_exps_b);
+    ember_k_moe_linear(c, k, hp, &pr, 1, f->moe.h, 1, groups, f->moe.o, T, L->down_exps_b);
     ember_vk_cmd_barrier(c);
     ember_k_moe_combine(c, k, f->moe.o, f->moe.w, f->x, T, hp->dim, hp->n_expert_used, hp->residual_scale);
     ember_vk_cmd_barrier(c);

@@ -55,7 +55,7 @@ void ember_k_moe_route(ember_vk_cmd *c, const ember_kernels *k, const ember_hpar
                          hp->expert_scale, bias.size != 0, 0, {{0}}};
     for (uint32_t j = 0; indirect(pr) && j < pr->n; j++) {
         const ember_gpu_weight *ew = pr->w[j];
-        moe_launch m = launch_of(k, hp, ew, n_tok, j == 0);
+        moe_launch m = launch_of(k, hp, ew, n_tok, pr->mode[j] >= EMBER_OUT_SWIGLU);
         for (uint32_t i = 0; i < ew->n_parts; i++) {
             const ember_gpu_weight_part *p = &ew->parts[i];
             uint32_t e0 = p->row0 / ew->expert_rows;
@@ -69,9 +69,10 @@ void ember_k_moe_route(ember_vk_cmd *c, const ember_kernels *k, const ember_hpar
 
 void ember_k_moe_linear(ember_vk_cmd *c, const ember_kernels *k, const ember_hparams *hp,
                         const ember_moe_products *pr, uint32_t j, ember_vk_span x, uint32_t xdiv,
-                        ember_vk_span groups, ember_vk_span y, uint32_t n_tok, int mode, ember_vk_span bias)
+                        ember_vk_span groups, ember_vk_span y, uint32_t n_tok, ember_vk_span bias)
 {
     const ember_gpu_weight *ew = pr->w[j];
+    int mode = pr->mode[j];
     bool gated = mode >= EMBER_OUT_SWIGLU, oai = mode == EMBER_OUT_SWIGLU_OAI, ind = indirect(pr);
     uint32_t er = ew->expert_rows, pairs = n_tok * hp->n_expert_used, arg0 = parts_before(pr, j);
     moe_launch m = launch_of(k, hp, ew, n_tok, gated);

@@ -28,6 +28,7 @@ uint64_t ember_moe_groups_words(const ember_hparams *hp, uint32_t n_tok);
  * bindings split a 64-expert gate/up stack in two: half its workgroups would end at once). */
 typedef struct ember_moe_products {
     const ember_gpu_weight *w[2];
+    int mode[2]; /* each product's output mode (below): it decides the launch the counts are for */
     uint32_t n;
 } ember_moe_products;
 
@@ -42,7 +43,7 @@ void ember_k_moe_route(ember_vk_cmd *c, const ember_kernels *k, const ember_hpar
  * product j of pr (ember_gpu_weight_upload_experts), one dispatch per part, a workgroup
  * row per chosen expert of the part (direct: min(pairs, n_expert) rows, those of other
  * parts ending at once; a decode step's k, not every expert).
- * gated (EMBER_OUT_SWIGLU, _GEGLU, _SWIGLU_OAI): each expert's rows are its gate rows then its up rows,
+ * pr->mode[j] gated (EMBER_OUT_SWIGLU, _GEGLU, _SWIGLU_OAI): each expert's rows are its gate rows then its up rows,
  * y gets act(gate) * up, expert_rows / 2 wide; else EMBER_OUT_STORE, expert_rows wide.
  * Bit-identical whatever the other tokens of the step (kernels_linear.h's order). n_tok
  * sizes the tile (pairs per expert, on average). bias (size 0: none): f32 per expert in
@@ -50,7 +51,7 @@ void ember_k_moe_route(ember_vk_cmd *c, const ember_kernels *k, const ember_hpar
  * added to each row's sum before the mode applies. */
 void ember_k_moe_linear(ember_vk_cmd *c, const ember_kernels *k, const ember_hparams *hp,
                         const ember_moe_products *pr, uint32_t j, ember_vk_span x, uint32_t xdiv, ember_vk_span groups, ember_vk_span y, uint32_t n_tok,
-                        int mode, ember_vk_span bias);
+                        ember_vk_span bias);
 
 /* x[t] += scale * sum_j w[t k + j] * o[t k + j] over dim columns (scale <= 0: 1). */
 void ember_k_moe_combine(ember_vk_cmd *c, const ember_kernels *k, ember_vk_span o, ember_vk_span w, ember_vk_span x,
