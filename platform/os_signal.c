@@ -27,11 +27,19 @@ void ember_interrupt_catch(bool at_prompt)
 
 bool ember_interrupt_take(void) { return InterlockedExchange(&interrupted, 0) != 0; }
 
+int ember_interrupt_wait_input(int fd)
+{
+    (void)fd;
+    return 1;
+}
+
 #else /* POSIX */
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/select.h>
 
 static atomic_int interrupted; /* lock-free, so a handler may touch it (C11 7.14.1.1) */
 static volatile sig_atomic_t have_reader;
@@ -56,5 +64,26 @@ void ember_interrupt_catch(bool at_prompt)
 }
 
 bool ember_interrupt_take(void) { return atomic_exchange(&interrupted, 0) != 0; }
+
+/* SIGINT is blocked from the flag's check until pselect, which unblocks it atomically
+ * while it waits: a Ctrl-C in between stays pending and ends the wait at once. */
+int ember_interrupt_wait_input(int fd)
+{
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    if (pthread_sigmask(SIG_BLOCK, &block, &old) != 0) return -1;
+    sigset_t during = old;
+    sigdelset(&during, SIGINT);
+    int r;
+    do {
+        fd_set in;
+        FD_ZERO(&in);
+        FD_SET(fd, &in);
+        r = atomic_load(&interrupted) ? -2 : pselect(fd + 1, &in, NULL, NULL, NULL, &during);
+    } while (r < 0 && r != -2 && errno == EINTR && !atomic_load(&interrupted));
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return r > 0 ? 1 : r == -2 || atomic_load(&interrupted) ? 0 : -1;
+}
 
 #endif

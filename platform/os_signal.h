@@ -13,6 +13,13 @@
  * or the driver sees one fail. Call again to switch between the two. */
 void ember_interrupt_catch(bool at_prompt);
 
+/* Waits until file descriptor fd has input to read: 1 when it has, 0 when a Ctrl-C came
+ * (before the call or while it waited; the flag stays set for ember_interrupt_take), -1 on
+ * another error. Checking the flag and then blocking in read() would miss a Ctrl-C that
+ * lands between the two; this waits with SIGINT unblocked only inside pselect, so that
+ * none is lost. POSIX only: on Windows it returns 1 at once. */
+int ember_interrupt_wait_input(int fd);
+
 /* Whether a Ctrl-C came since the last take; clears the flag. */
 bool ember_interrupt_take(void);
 

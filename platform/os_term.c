@@ -1,6 +1,8 @@
 /* os_term.c — a terminal's raw mode (os_term.h). */
 #include "os_term.h"
 
+#include "os_signal.h"
+
 #include <stdlib.h>
 
 #ifdef _WIN32
@@ -53,6 +55,7 @@ void ember_term_restore(ember_term *t)
 
 int ember_term_read(unsigned char *byte)
 {
+    if (ember_interrupt_wait_input(STDIN_FILENO) != 1) return -1; /* a Ctrl-C, never lost */
     ssize_t n = read(STDIN_FILENO, byte, 1);
     return n == 1 ? 1 : n == 0 ? 0 : -1;
 }
