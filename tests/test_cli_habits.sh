@@ -4,7 +4,8 @@
 #    ("finish": "context"); -c past the model's context is capped with a note; chat -c N
 #    fits the conversation to N tokens;
 #  - -t N is accepted with a note saying Vulkan needs no thread count, the output unchanged;
-#  - every --help of generate, chat, perplexity and batch shows the defaults, greedy included;
+#  - every --help of generate, chat, perplexity, batch, bench and embed shows the defaults,
+#    greedy included;
 #  - perplexity prints the running value per window as llama-perplexity does ([1]X,[2]Y,),
 #    the last equal to the final figure; --method llama and ember, named in --json;
 #  - chat: an unknown /command gets the list of commands and is not sent; "//x" sends "/x";
@@ -58,7 +59,7 @@ grep -q "^ember perplexity: --threads 2 ignored" "$tmp/err"; check "perplexity -
 rc=$?; check "generate -t many: a usage error naming -t ($(head -1 "$tmp/err"))" $rc
 
 # ---- defaults in --help -----------------------------------------------------------------------
-for c in generate chat perplexity batch; do "$ember" "$c" --help >"$tmp/$c.help"; done
+for c in generate chat perplexity batch bench embed; do "$ember" "$c" --help >"$tmp/$c.help"; done
 grep -qF "sampling (default: greedy, the most likely token each step; --temp above 0 samples):" "$tmp/generate.help" &&
     grep -qF -- "-n N                  tokens to generate at most (default 64)" "$tmp/generate.help" &&
     grep -qF -- "-c, --ctx-size N      the context: prompt and reply together (default 0: the model's);" "$tmp/generate.help" &&
@@ -73,6 +74,14 @@ check "perplexity --help shows the defaults" $?
 grep -qF "sampling (default: greedy" "$tmp/batch.help" &&
     grep -qF -- "defaults: -n 64 tokens a reply, --max-seqs 16 served at once, --kv-type f32," "$tmp/batch.help"
 check "batch --help shows the defaults" $?
+grep -qF -- "--requests N          requests in all (default 48)" "$tmp/bench.help" &&
+    grep -qF -- "--max-batch-tokens T  tokens a step (default 256)" "$tmp/bench.help" &&
+    grep -qF -- "--slo-tpot-ms Y       goodput's TPOT target (default 500)" "$tmp/bench.help" &&
+    grep -qF -- "(default: the server's vocab_size, else 256)" "$tmp/bench.help"
+check "bench --help shows the defaults" $?
+grep -qF -- "--pooling mean|cls|last  (default: as the model declares" "$tmp/embed.help" &&
+    grep -qF -- "--backend vulkan|cpu  (default vulkan)" "$tmp/embed.help"
+check "embed --help shows the defaults" $?
 
 # ---- perplexity: per-window values, methods -----------------------------------------------------
 "$ember" perplexity -m "$model" --backend $backend -f "$root/bench/data/story.txt" -c 64 --method llama >"$tmp/ppl" 2>"$tmp/err"

@@ -228,6 +228,28 @@ EOF
 out=$("$ember" make-test-model "$tmp/say.gguf" 2>&1)
 [ "$out" = "ember make-test-model: wrote $tmp/say.gguf: llama, 2 layers, dim 64, 4/2 heads, FFN 128, vocab 512, context 256; 139584 parameters (0.14M) as F32, 545.2 KiB of tensors (random weights, seed 1)" ]
 check "make-test-model says what it wrote: $out" $?
+# On a terminal (a pty) it draws a bar as it writes, each tensor named, and clears it at
+# 100% before the line above; piped (above) it prints that line alone.
+out=$(python3 - "$ember" "$tmp/bar.gguf" <<'EOF'
+import os, pty, sys
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], [sys.argv[1], "make-test-model", sys.argv[2], "--layers", "3"])
+seen = b""
+while True:
+    try:
+        chunk = os.read(fd, 65536)
+    except OSError:
+        break
+    if not chunk: break
+    seen += chunk
+os.waitpid(pid, 0)
+sys.stdout.write(seen.decode(errors="replace").replace("\r", "<CR>").replace("\x1b", "<ESC>"))
+EOF
+)
+grep -qF "writing [" <<<"$out" && grep -qF "blk.2.ffn_down.weight" <<<"$out" &&
+    grep -qF "] 100% " <<<"$out" && grep -qF "<CR><ESC>[Kember make-test-model: wrote $tmp/bar.gguf" <<<"$out"
+check "make-test-model on a terminal: a bar naming each tensor, cleared before the summary: ${out:0:300}" $?
 # quantize: a line per tensor as llama-quantize prints one ([i/n] name shape: from -> to,
 # sizes), then the sizes and bits per weight before and after.
 cp "$tmp/say.gguf" "$tmp/say_copy.gguf"

@@ -151,16 +151,24 @@ int cli_model_flag(int argc, char **argv, int *i, cli_model_args *a)
     return 0;
 }
 
-/* A progress bar on stderr while weights upload, only on a terminal. */
+void cli_progress(const char *what, double fraction, const char *tail)
+{
+    if (!ember_is_terminal(stderr)) return;
+    int width = 40, filled = (int)(fraction * width + 0.5);
+    filled = filled < 0 ? 0 : filled > width ? width : filled;
+    fprintf(stderr, "\r%s [%.*s%*s] %3d%%%s%s\033[K", what, filled, "########################################",
+            width - filled, "", (int)(fraction * 100 + 0.5), tail ? " " : "", tail ? tail : "");
+    if (fraction >= 1.0) fputs("\r\033[K", stderr);
+    fflush(stderr);
+}
+
+/* The bar while weights upload, redrawn when it grows. */
 static void show_progress(void *user, float fraction)
 {
-    int *last = user, width = 40, filled = (int)(fraction * width + 0.5f);
+    int *last = user, filled = (int)(fraction * 40 + 0.5f);
     if (filled == *last) return;
     *last = filled;
-    fprintf(stderr, "\rloading [%.*s%*s] %3d%%", filled, "########################################", width - filled,
-            "", (int)(fraction * 100 + 0.5f));
-    if (fraction >= 1.0f) fputs("\r\033[K", stderr);
-    fflush(stderr);
+    cli_progress("loading", fraction, NULL);
 }
 
 /* The device to use: --device, else EMBER_DEVICE (read here, where --device is, so that

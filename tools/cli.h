@@ -74,6 +74,10 @@ int cli_habit_flag(const char *cmd, int argc, char **argv, int *i, cli_habits *h
 /* The context to run with: asked (0 = the model's), capped at the model's model_ctx with
  * a note on stderr naming cmd, as llama.cpp warns past n_ctx_train. */
 uint32_t cli_context(const char *cmd, long asked, uint32_t model_ctx);
+/* A progress bar on stderr, drawn over the last one: "WHAT [####    ]  47% TAIL" (tail may be
+ * NULL); at fraction 1 the line is cleared, so that what follows starts clean. Only when
+ * stderr is a terminal: piped or logged, long work prints its result alone. */
+void cli_progress(const char *what, double fraction, const char *tail);
 /* The sampling flags' help, defaults included (the CLI is greedy by default), for every
  * command that samples. */
 extern const char cli_sampling_help[];

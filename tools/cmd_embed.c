@@ -11,11 +11,15 @@
 
 static int usage(FILE *out, int code)
 {
-    fprintf(out, "usage: ember embed -m MODEL.gguf -p TEXT [-p TEXT ...] [--pooling mean|cls|last] [--no-bos]\n"
-                 "                   [--backend vulkan|cpu] [--device N]\n"
+    fprintf(out, "usage: ember embed -m MODEL.gguf -p TEXT [-p TEXT ...] [options]\n"
                  "  one line per TEXT: its embedding, a JSON array of the model's dim floats of unit L2\n"
-                 "  norm: the final norm's hidden states pooled as the model declares (<arch>.pooling_type;\n"
-                 "  last when it declares none) or as --pooling says\n");
+                 "  norm: the final norm's hidden states, pooled\n"
+                 "  -p TEXT               a text to embed; up to %d\n"
+                 "  --pooling mean|cls|last  (default: as the model declares in <arch>.pooling_type;\n"
+                 "                        last when it declares none)\n"
+                 "  --no-bos              no BOS before each text (default: the vocabulary's, if any)\n"
+                 "  --backend vulkan|cpu  (default vulkan)   --device N (default: the best; ember info)\n",
+            MAX_TEXTS);
     return code;
 }
 

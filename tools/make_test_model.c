@@ -21,47 +21,9 @@
 #include "platform/os_thread.h"
 #include "engine/model/model.h"
 #include "engine/model/quant.h"
-#include "quant_rules.h"
-#include "test_vocab.h"
+#include "make_test_model_args.h"
 
-#define VOCAB_MIN TEST_VOCAB_MIN
-#define VOCAB_MAX TEST_VOCAB_MAX
 #define MAX_THREADS 16 /* making a tensor */
-
-typedef struct tm_args {
-    const char *out;
-    long dim, layers, heads, kv_heads, ffn, vocab, ctx, seed;
-    float rope_base;
-    ember_dtype type;     /* the matrices' type; a preset's default type when preset is set */
-    const quant_preset *preset; /* q4_k_m and the like: llama-quantize's per-tensor mix */
-    bool tied;
-    const ember_arch *arch; /* the family: its key prefix, tensors and keys (arch.h) */
-    bool rope_freqs;      /* write rope_freqs.weight (Llama 3.1-style frequency factors) */
-    float rope_scale;     /* RoPE scaling factor (linear, or YaRN with yarn); 0 = none */
-    bool yarn;            /* rope.scaling.type yarn */
-    bool longrope;        /* rope_factors_long/short.weight and LongRoPE's attn_factor */
-    long head_dim;        /* attention.key_length/value_length (0: dim / heads, not written) */
-    long rope_dim;        /* rope.dimension_count (0: the head size) */
-    long orig_ctx;        /* rope.scaling.original_context_length (0: not written) */
-    char *chat_template;  /* --chat-template FILE: tokenizer.chat_template (malloc'd), or NULL */
-    long pooling;         /* <arch>.pooling_type to write (0..4), or -1: none */
-    long experts, experts_used, expert_ffn; /* a mixture of experts (0: dense; qwen3moe: 8, 2) */
-    bool mixtral;         /* --arch mixtral: llama with experts (8 unless --experts says) */
-    const char *keys[16]; /* --key SUFFIX=VALUE: the family's own keys (arch.c) */
-    int n_keys;
-} tm_args;
-
-/* An expert's FFN width: --expert-ffn, else --ffn (llama's Mixtral), else --ffn / k
- * (qwen3moe's default when the file has no expert_feed_forward_length). */
-static long expert_ffn_of(const tm_args *a)
-{
-    if (a->expert_ffn) return a->expert_ffn;
-    return a->arch->flags & EMBER_ARCH_MOE ? a->ffn / a->experts_used : a->ffn;
-}
-
-/* The head size the file declares or implies. */
-static long head_dim_of(const tm_args *a) { return a->head_dim ? a->head_dim : a->dim / a->heads; }
-static long rope_dim_of(const tm_args *a) { return a->rope_dim ? a->rope_dim : head_dim_of(a); }
 
 /* ---- weights --------------------------------------------------------------------- */
 
@@ -92,6 +54,7 @@ static uint64_t stream_at(uint64_t seed, uint64_t i) { return seed + (i / 2) * 0
 /* ---- the tensors: planned, typed, then made one at a time as the file is written ---- */
 
 /* One tensor to make: where its values come from and the type it is written in. */
+typedef struct plan plan;
 typedef struct spec {
     char name[64];
     uint32_t n_dims;
@@ -100,12 +63,14 @@ typedef struct spec {
     ember_dtype type;     /* F32 for norms and biases; the matrices' type, then as chosen */
     bool matrix;
     long seed;
+    plan *of;             /* the plan it is in, for the progress bar */
 } spec;
 
-typedef struct plan {
+struct plan {
     spec *s;
     size_t n, cap;
-} plan;
+    double bytes, written; /* of the tensors made as the file is written, for the progress bar */
+};
 
 static ember_status add_weight3(plan *p, const tm_args *a, const char *name, bool matrix, uint32_t n_dims,
                                 const uint64_t ne[3], float center, float half)
@@ -191,7 +156,8 @@ static ember_status make_tensor(void *user, void *dst, uint64_t nbytes)
         else make_rows(&jobs[i]); /* no thread: made here */
         failed |= jobs[i].failed;
     }
-    (void)nbytes;
+    t->of->written += (double)nbytes;
+    cli_progress("writing", t->of->written / t->of->bytes, t->name);
     return failed ? EMBER_ERR_OUT_OF_MEMORY : EMBER_OK;
 }
 
@@ -215,9 +181,9 @@ static ember_status add_vector(plan *p, const tm_args *a, const char *name, uint
 static ember_hparams hparams_of(const tm_args *a)
 {
     return (ember_hparams){.dim = (uint32_t)a->dim, .n_layers = (uint32_t)a->layers, .n_heads = (uint32_t)a->heads,
-                           .n_kv_heads = (uint32_t)a->kv_heads, .head_dim = (uint32_t)head_dim_of(a),
+                           .n_kv_heads = (uint32_t)a->kv_heads, .head_dim = (uint32_t)tm_head_dim(a),
                            .ffn_dim = (uint32_t)a->ffn, .n_expert = (uint32_t)a->experts,
-                           .n_expert_used = (uint32_t)a->experts_used, .expert_ffn = (uint32_t)expert_ffn_of(a)};
+                           .n_expert_used = (uint32_t)a->experts_used, .expert_ffn = (uint32_t)tm_expert_ffn(a)};
 }
 
 /* Layer l's tensors as the family's table lists them, each one it may have. */
@@ -296,6 +262,8 @@ static ember_status add_planned(ember_gguf_writer *w, plan *p)
     for (size_t i = 0; i < p->n && !st; i++) {
         spec *t = &p->s[i];
         uint64_t nbytes = ember_dtype_size(t->type, t->ne[0] * rows_of(t));
+        t->of = p;
+        p->bytes += (double)nbytes;
         st = ember_gguf_add_tensor_lazy(w, t->name, t->type, t->n_dims, t->ne, nbytes, make_tensor, t);
     }
     return st;
@@ -320,7 +288,7 @@ static ember_status add_factors(ember_gguf_writer *w, const char *name, uint64_t
  * long factors 1..8 and short ones 1..2. */
 static ember_status add_rope_factors(ember_gguf_writer *w, const tm_args *a)
 {
-    uint64_t n = (uint64_t)rope_dim_of(a) / 2;
+    uint64_t n = (uint64_t)tm_rope_dim(a) / 2;
     ember_status st = EMBER_OK;
     if (a->rope_freqs) st = add_factors(w, "rope_freqs.weight", n, 8.0);
     if (!st && a->longrope) st = add_factors(w, "rope_factors_long.weight", n, 8.0);
@@ -352,19 +320,11 @@ static uint32_t file_type(const tm_args *a)
     return a->preset ? (uint32_t)a->preset->ftype : ember_dtype_find(a->type)->ftype;
 }
 
-/* The family's key of this suffix (arch.c), or NULL. */
-static const ember_arch_key *family_key(const ember_arch *arch, const char *suffix, size_t n)
-{
-    for (const ember_arch_key *k = arch->keys; k->suffix; k++)
-        if (strlen(k->suffix) == n && strncmp(k->suffix, suffix, n) == 0) return k;
-    return NULL;
-}
-
 /* One --key SUFFIX=VALUE, in the type the family reads it as (llama.cpp insists). */
 static ember_status add_family_key(ember_gguf_writer *w, const tm_args *a, const char *kv)
 {
     const char *eq = strchr(kv, '=');
-    const ember_arch_key *k = family_key(a->arch, kv, (size_t)(eq - kv));
+    const ember_arch_key *k = tm_family_key(a->arch, kv, (size_t)(eq - kv));
     char name[96];
     akey(a, k->suffix, name);
     double v = strtod(eq + 1, NULL);
@@ -426,7 +386,7 @@ static ember_status add_hparams(ember_gguf_writer *w, const tm_args *a)
            (st = ember_gguf_add_u32(w, akey(a, "attention.head_count", k), (uint32_t)a->heads)) ||
            (st = ember_gguf_add_u32(w, akey(a, "attention.head_count_kv", k), (uint32_t)a->kv_heads)) ||
            (st = ember_gguf_add_f32(w, akey(a, "rope.freq_base", k), a->rope_base)) ||
-           (st = ember_gguf_add_u32(w, akey(a, "rope.dimension_count", k), (uint32_t)rope_dim_of(a))) ||
+           (st = ember_gguf_add_u32(w, akey(a, "rope.dimension_count", k), (uint32_t)tm_rope_dim(a))) ||
            (st = ember_gguf_add_f32(w, akey(a, "attention.layer_norm_rms_epsilon", k), 1e-5f)) ||
            (st = ember_gguf_add_u32(w, akey(a, "vocab_size", k), (uint32_t)a->vocab)));
     if (!st && a->head_dim)
@@ -441,214 +401,10 @@ static ember_status add_hparams(ember_gguf_writer *w, const tm_args *a)
     /* qwen3moe without --expert-ffn: absent, the loader's default; gpt-oss requires it */
     bool ffn_key = a->expert_ffn || (a->arch->flags & EMBER_ARCH_EXPERT_BIAS);
     if (!st && ffn_key && (a->arch->flags & EMBER_ARCH_MOE))
-        st = ember_gguf_add_u32(w, akey(a, "expert_feed_forward_length", k), (uint32_t)expert_ffn_of(a));
+        st = ember_gguf_add_u32(w, akey(a, "expert_feed_forward_length", k), (uint32_t)tm_expert_ffn(a));
     if (!st && ember_dtype_block(a->type) > 1)
         st = ember_gguf_add_u32(w, "general.quantization_version", 2);
     return st;
-}
-
-/* ---- command line ---------------------------------------------------------------- */
-
-static int usage(FILE *out, int code)
-{
-    fprintf(out,
-        "usage: ember make-test-model OUT.gguf [options]\n"
-        "  --dim N        embedding length (64)\n"
-        "  --layers N     transformer blocks (2)\n"
-        "  --heads N      attention heads; must divide --dim unless --head-dim (4)\n"
-        "  --kv-heads N   key/value heads; must divide --heads (2)\n"
-        "  --ffn N        feed-forward length (128)\n"
-        "  --vocab N      vocabulary size, %d..%d (512)\n"
-        "  --ctx N        context length (256)\n"
-        "  --type T       the matrices' type, any that ember quantize writes (f32); norms stay\n"
-        "                 f32; rows that are not whole blocks get llama.cpp's fallback; a\n"
-        "                 preset (q4_k_m, ...) gives llama-quantize's per-tensor mix\n"
-        "  --seed N       random seed (1)\n"
-        "  --rope-base F  RoPE frequency base (10000)\n"
-        "  --tied         no output.weight: the LM head reuses token_embd\n"
-        "  --arch A       the family: %s (llama), or mixtral\n"
-        "                 (llama with 8 experts); its tensors and recipe as docs/models.md\n"
-        "                 lists them\n"
-        "  --head-dim N   attention.key_length and value_length: the head size, when it is\n"
-        "                 not --dim/--heads (Mistral-Nemo, Qwen3, Gemma); even\n"
-        "  --rope-dim N   rope.dimension_count: partial rotary below the head size (all)\n"
-        "  --rope-freqs   write rope_freqs.weight (Llama 3.1-style factors 1..8)\n"
-        "  --rope-scale F RoPE scaling factor, linear unless --yarn (none)\n"
-        "  --yarn         the scaling is YaRN (rope.scaling.type yarn); needs --rope-scale\n"
-        "  --orig-ctx N   rope.scaling.original_context_length (none)\n"
-        "  --longrope     LongRoPE factor tensors and attn_factor (phi3); the long factors\n"
-        "                 apply when --ctx exceeds --orig-ctx\n"
-        "  --key K=V      the family's own key <arch>.K (arch.c: sliding windows, soft-caps,\n"
-        "                 scales, ...), in the type llama.cpp reads; repeatable\n"
-        "  --chat-template FILE  its tokenizer.chat_template (Jinja), for chat tests (none)\n"
-        "  --pooling N    <arch>.pooling_type for embeddings: 0 none, 1 mean, 2 cls, 3 last,\n"
-        "                 4 rank (none written)\n"
-        "  --experts N    a mixture of N experts in every FFN (mixtral, qwen3moe: 8)\n"
-        "  --experts-used K  experts a token runs (2)\n"
-        "  --expert-ffn N an expert's FFN width (llama: --ffn; qwen3moe: --ffn / K, or N\n"
-        "                 written as expert_feed_forward_length)\n"
-        "Tensors are made one at a time as the file is written, so a model larger than\n"
-        "memory can be made (an 8B shape: --dim 4096 --layers 32 --heads 32 --kv-heads 8\n"
-        "--ffn 14336 --vocab 128256 --type q4_k_m).\n",
-        VOCAB_MIN, VOCAB_MAX, ember_arch_names());
-    return code;
-}
-
-/* A single type (every matrix in it, as --pure) or a preset's mix (q4_k_m, ...). */
-static bool parse_type(const char *s, tm_args *a)
-{
-    const ember_dtype_info *t = ember_dtype_writable(s);
-    const quant_preset *p = t ? NULL : quant_preset_find(s);
-    char names[512];
-    if (t) a->type = t->type, a->preset = NULL;
-    else if (p) a->type = p->type, a->preset = p;
-    else fprintf(stderr, "ember: --type is one of %s, got '%s'\n", quant_preset_names(names, sizeof names), s);
-    return t || p;
-}
-
-/* A family of arch.c, or mixtral: a file of llama's architecture with experts, as
- * llama.cpp's converter writes Mixtral. */
-static bool parse_arch(const char *s, tm_args *t)
-{
-    t->mixtral = strcmp(s, "mixtral") == 0;
-    const ember_arch *a = t->mixtral ? ember_arch_get(EMBER_ARCH_LLAMA) : ember_arch_find(s, strlen(s));
-    if (!a) {
-        fprintf(stderr, "ember: --arch is one of %s, mixtral, got '%s'\n", ember_arch_names(), s);
-        return false;
-    }
-    t->arch = a;
-    return true;
-}
-
-/* --key K=V: K one of the family's keys (checked once the family is known), V a number. */
-static bool parse_key(const char *s, tm_args *a)
-{
-    const char *eq = strchr(s, '=');
-    char *end = NULL;
-    if (!eq || eq == s || (strtod(eq + 1, &end), end == eq + 1 || *end)) {
-        fprintf(stderr, "ember: --key wants SUFFIX=NUMBER (e.g. attention.sliding_window=8), got '%s'\n", s);
-        return false;
-    }
-    if (a->n_keys == (int)(sizeof a->keys / sizeof *a->keys)) {
-        fprintf(stderr, "ember: at most %d --key options\n", a->n_keys);
-        return false;
-    }
-    a->keys[a->n_keys++] = s;
-    return true;
-}
-
-/* A flag of no value: 1 when argv[*i] is one, 0 when not. */
-static int parse_switch(const char *f, tm_args *a)
-{
-    static const struct { const char *flag; size_t off; } sw[] = {
-        { "--tied", offsetof(tm_args, tied) }, { "--rope-freqs", offsetof(tm_args, rope_freqs) },
-        { "--yarn", offsetof(tm_args, yarn) }, { "--longrope", offsetof(tm_args, longrope) },
-    };
-    for (size_t k = 0; k < sizeof sw / sizeof *sw; k++)
-        if (strcmp(f, sw[k].flag) == 0) return *(bool *)((char *)a + sw[k].off) = true, 1;
-    return 0;
-}
-
-/* Returns 1 when argv[*i] was a known flag and parsed, 0 when unknown, -1 on error. */
-static int parse_flag(int argc, char **argv, int *i, tm_args *a)
-{
-    static const struct { const char *flag; size_t off; long lo, hi; } ints[] = {
-        { "--dim", offsetof(tm_args, dim), 2, 1 << 20 },
-        { "--layers", offsetof(tm_args, layers), 1, 4096 },
-        { "--heads", offsetof(tm_args, heads), 1, 1 << 16 },
-        { "--kv-heads", offsetof(tm_args, kv_heads), 1, 1 << 16 },
-        { "--ffn", offsetof(tm_args, ffn), 1, 1 << 22 },
-        { "--vocab", offsetof(tm_args, vocab), VOCAB_MIN, VOCAB_MAX },
-        { "--ctx", offsetof(tm_args, ctx), 1, 1 << 24 },
-        { "--seed", offsetof(tm_args, seed), 0, 0x7fffffffL },
-        { "--pooling", offsetof(tm_args, pooling), 0, 4 },
-        { "--head-dim", offsetof(tm_args, head_dim), 2, 1 << 16 },
-        { "--rope-dim", offsetof(tm_args, rope_dim), 2, 1 << 16 },
-        { "--orig-ctx", offsetof(tm_args, orig_ctx), 1, 1 << 24 },
-        { "--experts", offsetof(tm_args, experts), 1, EMBER_MAX_EXPERTS },
-        { "--experts-used", offsetof(tm_args, experts_used), 1, EMBER_MAX_EXPERTS_USED },
-        { "--expert-ffn", offsetof(tm_args, expert_ffn), 1, 1 << 22 },
-    };
-    const char *f = argv[*i], *v;
-    if (parse_switch(f, a)) return 1;
-    for (size_t k = 0; k < sizeof ints / sizeof *ints; k++) {
-        if (strcmp(f, ints[k].flag) != 0)
-            continue;
-        if (!(v = cli_value(argc, argv, i)))
-            return -1;
-        return cli_int(f, v, ints[k].lo, ints[k].hi, (long *)((char *)a + ints[k].off)) ? 1 : -1;
-    }
-    if (strcmp(f, "--type") == 0)
-        return (v = cli_value(argc, argv, i)) && parse_type(v, a) ? 1 : -1;
-    if (strcmp(f, "--key") == 0)
-        return (v = cli_value(argc, argv, i)) && parse_key(v, a) ? 1 : -1;
-    if (strcmp(f, "--arch") == 0)
-        return (v = cli_value(argc, argv, i)) && parse_arch(v, a) ? 1 : -1;
-    if (strcmp(f, "--chat-template") == 0) {
-        free(a->chat_template);
-        return (v = cli_value(argc, argv, i)) && (a->chat_template = cli_read_file("make-test-model", v)) ? 1 : -1;
-    }
-    if (strcmp(f, "--rope-scale") == 0) {
-        if (!(v = cli_value(argc, argv, i)) || !cli_float(f, v, &a->rope_scale))
-            return -1;
-        if (!(a->rope_scale > 0.0f) || !isfinite(a->rope_scale)) {
-            fprintf(stderr, "ember: --rope-scale must be a finite number above 0\n");
-            return -1;
-        }
-        return 1;
-    }
-    if (strcmp(f, "--rope-base") == 0) {
-        if (!(v = cli_value(argc, argv, i)) || !cli_float(f, v, &a->rope_base))
-            return -1;
-        if (!(a->rope_base > 1.0f) || !isfinite(a->rope_base)) {
-            fprintf(stderr, "ember: --rope-base must be a finite number above 1\n");
-            return -1;
-        }
-        return 1;
-    }
-    return 0;
-}
-
-static bool check_shape(const tm_args *a)
-{
-    if (!a->head_dim && a->dim % a->heads) {
-        fprintf(stderr, "ember: --heads %ld does not divide --dim %ld\n", a->heads, a->dim);
-        return false;
-    }
-    if (a->heads % a->kv_heads) {
-        fprintf(stderr, "ember: --kv-heads %ld does not divide --heads %ld\n", a->kv_heads, a->heads);
-        return false;
-    }
-    if (head_dim_of(a) % 2 || rope_dim_of(a) % 2 || rope_dim_of(a) > head_dim_of(a)) {
-        fprintf(stderr, "ember: head size %ld and rotary size %ld must be even, the rotary one at most the head "
-                        "size (RoPE rotates pairs)\n", head_dim_of(a), rope_dim_of(a));
-        return false;
-    }
-    return true;
-}
-
-/* What the family has and the options ask for agree (what llama.cpp would refuse). */
-static bool check_family(const tm_args *a)
-{
-    const ember_arch *f = a->arch;
-    const char *bad = a->rope_freqs && !(f->flags & EMBER_ARCH_ROPE_FREQS) ? "--rope-freqs"
-                      : a->longrope && !(f->flags & EMBER_ARCH_LONGROPE)    ? "--longrope"
-                      : a->tied && (f->flags & EMBER_ARCH_OUTPUT)           ? "--tied"
-                      : a->yarn && !(a->rope_scale > 0)                     ? "--yarn without --rope-scale"
-                      : a->experts && !(f->flags & (EMBER_ARCH_EXPERTS | EMBER_ARCH_MOE)) ? "--experts"
-                      : a->experts_used > a->experts                        ? "--experts-used above --experts"
-                                                                            : NULL;
-    if (bad) {
-        fprintf(stderr, "ember make-test-model: %s does not fit a %s model (%s)\n", bad, f->name, f->models);
-        return false;
-    }
-    for (int i = 0; i < a->n_keys; i++)
-        if (!family_key(f, a->keys[i], (size_t)(strchr(a->keys[i], '=') - a->keys[i]))) {
-            fprintf(stderr, "ember make-test-model: --key %s: %s models read no such key (docs/models.md)\n",
-                    a->keys[i], f->name);
-            return false;
-        }
-    return true;
 }
 
 /* ---- size ------------------------------------------------------------------------ */
@@ -668,7 +424,7 @@ static double matrix_bytes(const tm_args *a, double fan_in, double rows)
 static double peak_bytes(const tm_args *a, double *params)
 {
     double dim = (double)a->dim, ffn = (double)a->ffn, vocab = (double)a->vocab, layers = (double)a->layers;
-    double q = (double)head_dim_of(a) * (double)a->heads, kv = (double)head_dim_of(a) * (double)a->kv_heads;
+    double q = (double)tm_head_dim(a) * (double)a->heads, kv = (double)tm_head_dim(a) * (double)a->kv_heads;
     double up = a->arch->flags & EMBER_ARCH_FUSED_UP ? 2 * ffn : ffn;
     double rows = up > vocab ? up : vocab;
     if ((a->arch->flags & EMBER_ARCH_FUSED_QKV) && q + 2 * kv > rows) rows = q + 2 * kv;
@@ -736,34 +492,13 @@ static int write_model(const tm_args *a)
 
 int ember_cmd_make_test_model(int argc, char **argv)
 {
-    tm_args a = {.dim = 64, .layers = 2, .heads = 4, .kv_heads = 2, .ffn = 128, .vocab = 512, .ctx = 256, .seed = 1,
-                 .rope_base = 10000.0f, .type = EMBER_DTYPE_F32, .arch = ember_arch_get(EMBER_ARCH_LLAMA),
-                 .pooling = -1};
-    for (int i = 1; i < argc; i++)
-        if (cli_is_help(argv[i]))
-            return usage(stdout, CLI_OK);
-    for (int i = 1; i < argc; i++) {
-        int r = argv[i][0] == '-' ? parse_flag(argc, argv, &i, &a) : 0;
-        if (r < 0)
-            return usage(stderr, CLI_USAGE);
-        if (r == 0 && (argv[i][0] == '-' || a.out)) {
-            cli_unknown("make-test-model", argv[i]);
-            return usage(stderr, CLI_USAGE);
-        }
-        if (r == 0)
-            a.out = argv[i];
+    tm_args a;
+    int code;
+    if (!tm_parse(argc, argv, &a, &code)) {
+        free(a.chat_template);
+        return code;
     }
-    if (!a.out) {
-        fprintf(stderr, "ember make-test-model: no output file given\n");
-        return usage(stderr, CLI_USAGE);
-    }
-    if ((a.mixtral || (a.arch->flags & EMBER_ARCH_MOE)) && !a.experts) a.experts = 8;
-    if (a.experts && !a.experts_used) a.experts_used = a.experts < 2 ? a.experts : 2;
-    if (!check_shape(&a) || !check_family(&a))
-        return CLI_USAGE;
-    if (!check_size(&a))
-        return CLI_FAILED;
-    int code = write_model(&a);
+    code = check_size(&a) ? write_model(&a) : CLI_FAILED;
     free(a.chat_template);
     return code;
 }

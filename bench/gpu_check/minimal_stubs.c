@@ -1,11 +1,11 @@
 /* minimal_stubs.c — what an EMBER_MINIMAL build (CMakeLists.txt) links in place of
- * server/ (libmicrohttpd, cJSON) and tools/bench_http.c (libcurl): `ember serve` and
+ * server/ (libmicrohttpd, cJSON) and tools/bench/bench_http.c (libcurl): `ember serve` and
  * `ember bench --url` say they were not built. bench/gpu-check.sh builds this way on a
  * machine that has none of those libraries. */
 #include <stdio.h>
 #include <string.h>
 
-#include "tools/bench_http.h"
+#include "tools/bench/bench_http.h"
 #include "tools/commands.h"
 
 static const char not_built[] = "ember: built with EMBER_MINIMAL (no libmicrohttpd, cJSON or libcurl): %s is not available\n";
