@@ -4,7 +4,7 @@
 #    ("finish": "context"); -c past the model's context is capped with a note; chat -c N
 #    fits the conversation to N tokens;
 #  - -t N is accepted with a note saying Vulkan needs no thread count, the output unchanged;
-#  - every --help of generate, chat, perplexity, batch, bench and embed shows the defaults,
+#  - every --help of generate, chat, perplexity, batch, bench, embed and info shows the defaults,
 #    greedy included;
 #  - perplexity prints the running value per window as llama-perplexity does ([1]X,[2]Y,),
 #    the last equal to the final figure; --method llama and ember, named in --json;
@@ -59,7 +59,7 @@ grep -q "^ember perplexity: --threads 2 ignored" "$tmp/err"; check "perplexity -
 rc=$?; check "generate -t many: a usage error naming -t ($(head -1 "$tmp/err"))" $rc
 
 # ---- defaults in --help -----------------------------------------------------------------------
-for c in generate chat perplexity batch bench embed; do "$ember" "$c" --help >"$tmp/$c.help"; done
+for c in generate chat perplexity batch bench embed info; do "$ember" "$c" --help >"$tmp/$c.help"; done
 grep -qF "sampling (default: greedy, the most likely token each step; --temp above 0 samples):" "$tmp/generate.help" &&
     grep -qF -- "-n N                  tokens to generate at most (default 64)" "$tmp/generate.help" &&
     grep -qF -- "-c, --ctx-size N      the context: prompt and reply together (default 0: the model's);" "$tmp/generate.help" &&
@@ -82,6 +82,8 @@ check "bench --help shows the defaults" $?
 grep -qF -- "--pooling mean|cls|last  (default: as the model declares" "$tmp/embed.help" &&
     grep -qF -- "--backend vulkan|cpu  (default vulkan)" "$tmp/embed.help"
 check "embed --help shows the defaults" $?
+grep -qF -- "defaults: --ctx the model's context, --kv-type f32, --max-batch-tokens 256, no --budget" "$tmp/info.help"
+check "info --help shows the defaults" $?
 
 # ---- perplexity: per-window values, methods -----------------------------------------------------
 "$ember" perplexity -m "$model" --backend $backend -f "$root/bench/data/story.txt" -c 64 --method llama >"$tmp/ppl" 2>"$tmp/err"

@@ -83,7 +83,8 @@ int ember_cmd_info_usage(FILE *out, int code)
                  "                  [--max-batch-tokens N] [--json]\n"
                  "  the model's shape and tensor types, and the device memory its weights, a KV cache of\n"
                  "  N tokens (the model's context) and one engine's step buffers take; with --budget,\n"
-                 "  whether that fits. Read from the file alone: no device is used\n");
+                 "  whether that fits. Read from the file alone: no device is used\n"
+                 "  defaults: --ctx the model's context, --kv-type f32, --max-batch-tokens 256, no --budget\n");
     return code;
 }
 
