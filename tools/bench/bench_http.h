@@ -1,7 +1,7 @@
 /* bench_http.h — the client side of `ember bench --url` (bench_http.c): sends a workload
  * to an OpenAI-compatible server as streamed /v1/completions requests over libcurl and
- * timestamps the Server-Sent Events that come back. cmd_bench.c makes the workload and
- * turns the timestamps into the report. */
+ * timestamps the Server-Sent Events that come back. bench_workload.c makes the workload,
+ * bench_report.c turns the timestamps into the report. */
 #ifndef EMBER_TOOLS_BENCH_HTTP_H
 #define EMBER_TOOLS_BENCH_HTTP_H
 
