@@ -76,14 +76,22 @@ int ember_interrupt_wait_input(int fd)
     sigset_t during = old;
     sigdelset(&during, SIGINT);
     int r;
-    do {
+    for (;;) {
+        if (atomic_load(&interrupted)) {
+            r = 0;
+            break;
+        }
         fd_set in;
         FD_ZERO(&in);
         FD_SET(fd, &in);
-        r = atomic_load(&interrupted) ? -2 : pselect(fd + 1, &in, NULL, NULL, NULL, &during);
-    } while (r < 0 && r != -2 && errno == EINTR && !atomic_load(&interrupted));
+        int n = pselect(fd + 1, &in, NULL, NULL, NULL, &during);
+        if (n > 0 || (n < 0 && errno != EINTR)) {
+            r = n > 0 ? 1 : -1;
+            break;
+        } /* EINTR: a Ctrl-C (seen above) or another signal (wait on) */
+    }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return r > 0 ? 1 : r == -2 || atomic_load(&interrupted) ? 0 : -1;
+    return r;
 }
 
 #endif

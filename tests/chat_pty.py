@@ -26,5 +26,14 @@ class ChatPty:
                     break
         return pred(self.seen)
 
+    def exit_status(self, timeout):
+        """The program's exit status once it ends, or "hung" (killed) after timeout s."""
+        import subprocess
+        try:
+            return self.p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            return "hung"
+
     def send(self, data):
         os.write(self.master, data)

@@ -147,11 +147,7 @@ mark = len(t.seen)
 os.write(master, b"/save " + saved.encode() + b"\r")
 expect(until(prompt_after(b"[saved to", mark)), "/save")
 os.write(master, b"/exit\r")
-try:
-    rc = p.wait(timeout=60)
-except subprocess.TimeoutExpired:
-    p.kill()
-    rc = "hung"
+rc = t.exit_status(60)
 expect(rc == 0, "exit status %s" % rc)
 data = open(saved, "rb").read() if os.path.exists(saved) else b""
 expect(b"hello world!" in data and b"hello world again" in data, "the saved conversation holds the edited lines")
